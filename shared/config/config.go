@@ -1,0 +1,291 @@
+// Package config holds docmind's typed configuration: embedded-mode defaults, an overlay from an optional
+// JSON file and from DOCMIND_* environment variables, and Validate, which reports every problem at once.
+// Each constructor gets only its own sub-struct.
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// Config is the whole configuration. Field tags: `env` names the environment variable, `secret` marks
+// values that are redacted wherever the config is printed, `doc` is the one-line help shown by
+// `docmind config --vars` and in the README table.
+type Config struct {
+	DataDir string `json:"data_dir" env:"DOCMIND_DATA_DIR" doc:"directory for the embedded stores, inbox and caches"`
+	Tenant  string `json:"tenant" env:"DOCMIND_TENANT" doc:"tenant used by the local single-tenant mode"`
+
+	Log        Log        `json:"log"`
+	Server     Server     `json:"server"`
+	SQL        SQL        `json:"sql"`
+	Vector     Vector     `json:"vector"`
+	KV         KV         `json:"kv"`
+	Blob       Blob       `json:"blob"`
+	Embeddings Embeddings `json:"embeddings"`
+	Chat       Chat       `json:"chat"`
+	Chunking   Chunking   `json:"chunking"`
+}
+
+// Log configures log/slog.
+type Log struct {
+	Level  string `json:"level" env:"DOCMIND_LOG_LEVEL" doc:"debug, info, warn or error"`
+	Format string `json:"format" env:"DOCMIND_LOG_FORMAT" doc:"text or json"`
+}
+
+// Server configures the local HTTP server.
+type Server struct {
+	Addr            string        `json:"addr" env:"DOCMIND_ADDR" doc:"listen address; non-loopback addresses need auth"`
+	ReadTimeout     time.Duration `json:"read_timeout" env:"DOCMIND_READ_TIMEOUT" doc:"HTTP read timeout"`
+	ShutdownTimeout time.Duration `json:"shutdown_timeout" env:"DOCMIND_SHUTDOWN_TIMEOUT" doc:"grace period for in-flight requests on stop"`
+	MaxBodyBytes    int64         `json:"max_body_bytes" env:"DOCMIND_MAX_BODY_BYTES" doc:"largest accepted request body"`
+}
+
+// SQL selects the relational store (system of record).
+type SQL struct {
+	Driver          string        `json:"driver" env:"DOCMIND_SQL_DRIVER" doc:"sqlite (embedded) or mysql (Aurora MySQL)"`
+	DSN             string        `json:"dsn" env:"DOCMIND_SQL_DSN" secret:"true" doc:"mysql DSN (user:pass@tcp(host:3306)/db); sqlite: file path, default <data>/docmind.db"`
+	MaxOpenConns    int           `json:"max_open_conns" env:"DOCMIND_SQL_MAX_OPEN_CONNS" doc:"connection pool size (keep R x this under 0.8 x max_connections)"`
+	ConnMaxLifetime time.Duration `json:"conn_max_lifetime" env:"DOCMIND_SQL_CONN_MAX_LIFETIME" doc:"connection lifetime, under 5m so frozen Lambdas drop stale connections"`
+}
+
+// Vector selects the vector index.
+type Vector struct {
+	Driver      string        `json:"driver" env:"DOCMIND_VECTOR_DRIVER" doc:"memvec (embedded exact index) or milvus (Milvus / Zilliz)"`
+	Dim         int           `json:"dim" env:"DOCMIND_VECTOR_DIM" doc:"embedding dimension"`
+	MilvusAddr  string        `json:"milvus_addr" env:"DOCMIND_MILVUS_ADDR" doc:"Milvus / Zilliz endpoint (host:port or https URL)"`
+	MilvusToken string        `json:"milvus_token" env:"DOCMIND_MILVUS_TOKEN" secret:"true" doc:"Milvus / Zilliz API token (user:password or key)"`
+	Collection  string        `json:"collection" env:"DOCMIND_MILVUS_COLLECTION" doc:"Milvus collection name"`
+	CallTimeout time.Duration `json:"call_timeout" env:"DOCMIND_VECTOR_CALL_TIMEOUT" doc:"upper bound of one vector-store call"`
+}
+
+// KV selects the key-value cache.
+type KV struct {
+	Driver        string `json:"driver" env:"DOCMIND_KV_DRIVER" doc:"memory (in-process) or redis"`
+	RedisAddr     string `json:"redis_addr" env:"DOCMIND_REDIS_ADDR" doc:"Redis host:port"`
+	RedisPassword string `json:"redis_password" env:"DOCMIND_REDIS_PASSWORD" secret:"true" doc:"Redis AUTH password"`
+	RedisDB       int    `json:"redis_db" env:"DOCMIND_REDIS_DB" doc:"Redis database number"`
+	RedisTLS      bool   `json:"redis_tls" env:"DOCMIND_REDIS_TLS" doc:"use TLS (ElastiCache in-transit encryption)"`
+	Prefix        string `json:"prefix" env:"DOCMIND_KV_PREFIX" doc:"prefix of every cache key"`
+}
+
+// Blob selects the blob store.
+type Blob struct {
+	Driver       string `json:"driver" env:"DOCMIND_BLOB_DRIVER" doc:"fs (a directory) or s3"`
+	Dir          string `json:"dir" env:"DOCMIND_BLOB_DIR" doc:"fs: directory, default <data>/blobs"`
+	Bucket       string `json:"bucket" env:"DOCMIND_S3_BUCKET" doc:"s3: bucket"`
+	Region       string `json:"region" env:"DOCMIND_S3_REGION" doc:"s3: region"`
+	Endpoint     string `json:"endpoint" env:"DOCMIND_S3_ENDPOINT" doc:"s3: endpoint URL for S3-compatible stores"`
+	UsePathStyle bool   `json:"use_path_style" env:"DOCMIND_S3_PATH_STYLE" doc:"s3: path-style addressing (MinIO, test servers)"`
+}
+
+// Embeddings selects the embeddings provider. With no API key the offline embedder is used.
+type Embeddings struct {
+	Provider  string `json:"provider" env:"DOCMIND_EMBED_PROVIDER" doc:"offline or openai (any OpenAI-compatible API)"`
+	BaseURL   string `json:"base_url" env:"DOCMIND_EMBED_BASE_URL" doc:"OpenAI-compatible base URL"`
+	APIKey    string `json:"api_key" env:"DOCMIND_EMBED_API_KEY" secret:"true" doc:"embeddings API key"`
+	Model     string `json:"model" env:"DOCMIND_EMBED_MODEL" doc:"embeddings model"`
+	BatchSize int    `json:"batch_size" env:"DOCMIND_EMBED_BATCH" doc:"texts per request (DashScope allows 10)"`
+}
+
+// Chat selects the chat model provider. With no API key the offline extractive answerer is used.
+type Chat struct {
+	Provider   string `json:"provider" env:"DOCMIND_CHAT_PROVIDER" doc:"offline or openai (any OpenAI-compatible API)"`
+	BaseURL    string `json:"base_url" env:"DOCMIND_CHAT_BASE_URL" doc:"OpenAI-compatible base URL"`
+	APIKey     string `json:"api_key" env:"DOCMIND_CHAT_API_KEY" secret:"true" doc:"chat API key"`
+	SmallModel string `json:"small_model" env:"DOCMIND_CHAT_SMALL_MODEL" doc:"model for understanding, HyDE and summaries"`
+	MainModel  string `json:"main_model" env:"DOCMIND_CHAT_MAIN_MODEL" doc:"model for answers"`
+}
+
+// Chunking sizes, in characters (runes).
+type Chunking struct {
+	ChildChars  int `json:"child_chars" env:"DOCMIND_CHUNK_CHILD_CHARS" doc:"target size of a child chunk"`
+	Overlap     int `json:"overlap" env:"DOCMIND_CHUNK_OVERLAP" doc:"overlap between split paragraphs"`
+	ParentChars int `json:"parent_chars" env:"DOCMIND_CHUNK_PARENT_CHARS" doc:"largest parent chunk"`
+}
+
+// Default returns the embedded-mode defaults: everything in one process under ./data, offline providers.
+func Default() Config {
+	return Config{
+		DataDir: "./data",
+		Tenant:  "local",
+		Log:     Log{Level: "info", Format: "text"},
+		Server: Server{
+			Addr:            "127.0.0.1:8080",
+			ReadTimeout:     30 * time.Second,
+			ShutdownTimeout: 10 * time.Second,
+			MaxBodyBytes:    64 << 20,
+		},
+		SQL:        SQL{Driver: "sqlite", MaxOpenConns: 10, ConnMaxLifetime: 4 * time.Minute},
+		Vector:     Vector{Driver: "memvec", Dim: 512, Collection: "docmind_chunks", CallTimeout: 5 * time.Second},
+		KV:         KV{Driver: "memory", Prefix: "dm:"},
+		Blob:       Blob{Driver: "fs", Region: "us-east-1"},
+		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
+		Chat:       Chat{Provider: "offline"},
+		Chunking:   Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
+	}
+}
+
+// SQLitePath is the SQLite database file: the DSN when set, else <data>/docmind.db.
+func (c Config) SQLitePath() string {
+	if c.SQL.DSN != "" {
+		return c.SQL.DSN
+	}
+	return filepath.Join(c.DataDir, "docmind.db")
+}
+
+// BlobDir is the blob directory: Blob.Dir when set, else <data>/blobs.
+func (c Config) BlobDir() string {
+	if c.Blob.Dir != "" {
+		return c.Blob.Dir
+	}
+	return filepath.Join(c.DataDir, "blobs")
+}
+
+// ValidationError lists every problem found in a config.
+type ValidationError struct{ Problems []string }
+
+func (e *ValidationError) Error() string {
+	return "invalid configuration:\n  - " + strings.Join(e.Problems, "\n  - ")
+}
+
+// Validate reports every problem at once, as a *ValidationError, or nil.
+func (c Config) Validate() error {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+
+	if c.DataDir == "" {
+		add("DOCMIND_DATA_DIR: must not be empty")
+	}
+	if err := rag.ValidateID("tenant", c.Tenant); err != nil {
+		add("DOCMIND_TENANT: %v", err)
+	}
+	oneOf := func(name, v string, allowed ...string) bool {
+		for _, a := range allowed {
+			if v == a {
+				return true
+			}
+		}
+		add("%s: %q is not one of %s", name, v, strings.Join(allowed, ", "))
+		return false
+	}
+	oneOf("DOCMIND_LOG_LEVEL", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf("DOCMIND_LOG_FORMAT", c.Log.Format, "text", "json")
+
+	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
+		add("DOCMIND_ADDR: %q is not host:port", c.Server.Addr)
+	}
+	positiveDur := func(name string, d time.Duration) {
+		if d <= 0 {
+			add("%s: must be positive, got %s", name, d)
+		}
+	}
+	positiveDur("DOCMIND_READ_TIMEOUT", c.Server.ReadTimeout)
+	positiveDur("DOCMIND_SHUTDOWN_TIMEOUT", c.Server.ShutdownTimeout)
+	if c.Server.MaxBodyBytes < 1024 {
+		add("DOCMIND_MAX_BODY_BYTES: must be at least 1024, got %d", c.Server.MaxBodyBytes)
+	}
+
+	if oneOf("DOCMIND_SQL_DRIVER", c.SQL.Driver, "sqlite", "mysql") && c.SQL.Driver == "mysql" && c.SQL.DSN == "" {
+		add("DOCMIND_SQL_DSN: required when DOCMIND_SQL_DRIVER=mysql")
+	}
+	if c.SQL.MaxOpenConns < 1 {
+		add("DOCMIND_SQL_MAX_OPEN_CONNS: must be at least 1, got %d", c.SQL.MaxOpenConns)
+	}
+	if c.SQL.ConnMaxLifetime <= 0 || c.SQL.ConnMaxLifetime >= 5*time.Minute {
+		add("DOCMIND_SQL_CONN_MAX_LIFETIME: must be above 0 and under 5m, got %s", c.SQL.ConnMaxLifetime)
+	}
+
+	if oneOf("DOCMIND_VECTOR_DRIVER", c.Vector.Driver, "memvec", "milvus") && c.Vector.Driver == "milvus" {
+		if c.Vector.MilvusAddr == "" {
+			add("DOCMIND_MILVUS_ADDR: required when DOCMIND_VECTOR_DRIVER=milvus")
+		}
+		if err := validCollection(c.Vector.Collection); err != nil {
+			add("DOCMIND_MILVUS_COLLECTION: %v", err)
+		}
+	}
+	if c.Vector.Dim < 2 || c.Vector.Dim > 32768 {
+		add("DOCMIND_VECTOR_DIM: must be within 2..32768, got %d", c.Vector.Dim)
+	}
+	positiveDur("DOCMIND_VECTOR_CALL_TIMEOUT", c.Vector.CallTimeout)
+
+	if oneOf("DOCMIND_KV_DRIVER", c.KV.Driver, "memory", "redis") && c.KV.Driver == "redis" && c.KV.RedisAddr == "" {
+		add("DOCMIND_REDIS_ADDR: required when DOCMIND_KV_DRIVER=redis")
+	}
+	if c.KV.RedisDB < 0 {
+		add("DOCMIND_REDIS_DB: must not be negative")
+	}
+
+	if oneOf("DOCMIND_BLOB_DRIVER", c.Blob.Driver, "fs", "s3") && c.Blob.Driver == "s3" && c.Blob.Bucket == "" {
+		add("DOCMIND_S3_BUCKET: required when DOCMIND_BLOB_DRIVER=s3")
+	}
+	if c.Blob.Endpoint != "" {
+		if u, err := url.Parse(c.Blob.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("DOCMIND_S3_ENDPOINT: %q is not an http(s) URL", c.Blob.Endpoint)
+		}
+	}
+
+	if oneOf("DOCMIND_EMBED_PROVIDER", c.Embeddings.Provider, "offline", "openai") && c.Embeddings.Provider == "openai" {
+		if c.Embeddings.APIKey == "" && c.Embeddings.BaseURL == "" {
+			add("DOCMIND_EMBED_API_KEY or DOCMIND_EMBED_BASE_URL: required when DOCMIND_EMBED_PROVIDER=openai")
+		}
+		if c.Embeddings.Model == "" {
+			add("DOCMIND_EMBED_MODEL: required when DOCMIND_EMBED_PROVIDER=openai")
+		}
+	}
+	if c.Embeddings.BatchSize < 1 || c.Embeddings.BatchSize > 2048 {
+		add("DOCMIND_EMBED_BATCH: must be within 1..2048, got %d", c.Embeddings.BatchSize)
+	}
+	if oneOf("DOCMIND_CHAT_PROVIDER", c.Chat.Provider, "offline", "openai") && c.Chat.Provider == "openai" {
+		if c.Chat.APIKey == "" && c.Chat.BaseURL == "" {
+			add("DOCMIND_CHAT_API_KEY or DOCMIND_CHAT_BASE_URL: required when DOCMIND_CHAT_PROVIDER=openai")
+		}
+		if c.Chat.MainModel == "" {
+			add("DOCMIND_CHAT_MAIN_MODEL: required when DOCMIND_CHAT_PROVIDER=openai")
+		}
+	}
+	for _, u := range []struct{ name, v string }{{"DOCMIND_EMBED_BASE_URL", c.Embeddings.BaseURL}, {"DOCMIND_CHAT_BASE_URL", c.Chat.BaseURL}} {
+		if u.v == "" {
+			continue
+		}
+		if pu, err := url.Parse(u.v); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			add("%s: %q is not an http(s) URL", u.name, u.v)
+		}
+	}
+
+	ch := c.Chunking
+	if ch.ChildChars < 50 {
+		add("DOCMIND_CHUNK_CHILD_CHARS: must be at least 50, got %d", ch.ChildChars)
+	}
+	if ch.Overlap < 0 || ch.Overlap >= ch.ChildChars {
+		add("DOCMIND_CHUNK_OVERLAP: must be within 0..child_chars-1, got %d", ch.Overlap)
+	}
+	if ch.ParentChars < ch.ChildChars {
+		add("DOCMIND_CHUNK_PARENT_CHARS: must be at least child_chars (%d), got %d", ch.ChildChars, ch.ParentChars)
+	}
+
+	if len(p) > 0 {
+		return &ValidationError{Problems: p}
+	}
+	return nil
+}
+
+// Milvus collection names: a letter or underscore, then letters, digits and underscores, at most 255.
+func validCollection(s string) error {
+	if s == "" || len(s) > 255 {
+		return fmt.Errorf("must be 1-255 characters")
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+		if !letter && !(i > 0 && c >= '0' && c <= '9') {
+			return fmt.Errorf("%q must be letters, digits and underscores, starting with a letter", s)
+		}
+	}
+	return nil
+}

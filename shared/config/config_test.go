@@ -1,0 +1,120 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+}
+
+func TestEnvOverlay(t *testing.T) {
+	c, err := Load("", env(map[string]string{
+		"DOCMIND_ADDR":                  "127.0.0.1:9999",
+		"DOCMIND_SQL_DRIVER":            "mysql",
+		"DOCMIND_SQL_DSN":               "u:p@tcp(db:3306)/docmind",
+		"DOCMIND_SQL_CONN_MAX_LIFETIME": "90s",
+		"DOCMIND_REDIS_TLS":             "true",
+		"DOCMIND_VECTOR_DIM":            "1024",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Addr != "127.0.0.1:9999" || c.SQL.Driver != "mysql" || c.SQL.ConnMaxLifetime != 90*time.Second || !c.KV.RedisTLS || c.Vector.Dim != 1024 {
+		t.Fatalf("overlay not applied: %+v", c)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	_, err := Load("", env(map[string]string{
+		"DOCMIND_SQL_DRIVER":            "postgres",
+		"DOCMIND_VECTOR_DRIVER":         "milvus",
+		"DOCMIND_KV_DRIVER":             "redis",
+		"DOCMIND_SQL_CONN_MAX_LIFETIME": "10m",
+		"DOCMIND_TENANT":                "a b",
+	}))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("want *ValidationError, got %v", err)
+	}
+	for _, want := range []string{"DOCMIND_SQL_DRIVER", "DOCMIND_MILVUS_ADDR", "DOCMIND_REDIS_ADDR", "DOCMIND_SQL_CONN_MAX_LIFETIME", "DOCMIND_TENANT"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+	if len(ve.Problems) != 5 {
+		t.Errorf("got %d problems, want 5: %q", len(ve.Problems), ve.Problems)
+	}
+}
+
+func TestParseErrorsReportedTogether(t *testing.T) {
+	_, err := Load("", env(map[string]string{"DOCMIND_VECTOR_DIM": "big", "DOCMIND_READ_TIMEOUT": "forever", "DOCMIND_REDIS_TLS": "maybe"}))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 3 {
+		t.Fatalf("want 3 problems, got %v", err)
+	}
+}
+
+func TestConfigFileStrict(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	os.WriteFile(good, []byte(`{"server":{"addr":"127.0.0.1:7000"},"chunking":{"child_chars":300}}`), 0o600)
+	c, err := Load(good, env(map[string]string{"DOCMIND_ADDR": "127.0.0.1:7001"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Addr != "127.0.0.1:7001" {
+		t.Errorf("env must override the file: got %s", c.Server.Addr)
+	}
+	if c.Chunking.ChildChars != 300 {
+		t.Errorf("file value not applied: %d", c.Chunking.ChildChars)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"server":{"adr":"x"}}`), 0o600)
+	if _, err := Load(bad, env(nil)); err == nil || !strings.Contains(err.Error(), "adr") {
+		t.Fatalf("unknown field must be reported, got %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.json"), env(nil)); err == nil {
+		t.Fatal("missing file must be an error")
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	c := Default()
+	c.Chat.APIKey = "sk-canary-123"
+	c.SQL.DSN = "user:hunter2@tcp(db)/x"
+	r := c.Redacted()
+	for k, v := range r {
+		if s, ok := v.(string); ok && (strings.Contains(s, "canary") || strings.Contains(s, "hunter2")) {
+			t.Errorf("%s leaks a secret: %q", k, s)
+		}
+	}
+	if r["chat.api_key"] != "[redacted]" || r["embeddings.api_key"] != "" {
+		t.Errorf("redaction markers wrong: %v %v", r["chat.api_key"], r["embeddings.api_key"])
+	}
+}
+
+func TestVarsCoverEveryEnvTag(t *testing.T) {
+	seen := map[string]bool{}
+	for _, v := range Vars() {
+		if !strings.HasPrefix(v.Env, "DOCMIND_") || v.Doc == "" {
+			t.Errorf("var %+v lacks env prefix or doc", v)
+		}
+		if seen[v.Env] {
+			t.Errorf("duplicate env %s", v.Env)
+		}
+		seen[v.Env] = true
+	}
+	if len(seen) < 30 {
+		t.Errorf("only %d vars", len(seen))
+	}
+}

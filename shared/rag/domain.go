@@ -1,0 +1,168 @@
+package rag
+
+import (
+	"time"
+)
+
+// Document statuses. A document is served only when Ready.
+const (
+	StatusPending    = "pending"
+	StatusProcessing = "processing"
+	StatusReady      = "ready"
+	StatusFailed     = "failed"
+	StatusDeleted    = "deleted"
+)
+
+// Chunk levels: only children are embedded and keyword-indexed; parents are context for generation.
+const (
+	LevelParent = "parent"
+	LevelChild  = "child"
+)
+
+// Content types a chunk can carry (derived from its heading stack and block kind).
+const (
+	ContentProcedure  = "procedure"
+	ContentWarning    = "warning"
+	ContentExample    = "example"
+	ContentDefinition = "definition"
+	ContentTable      = "table"
+	ContentCode       = "code"
+	ContentGeneral    = "general"
+)
+
+// KnowledgeBase is a named set of documents owned by one tenant. Version bumps on every chunk change and
+// keys the semantic cache, so a cached answer never outlives the text it was built from.
+type KnowledgeBase struct {
+	ID          string    `json:"id"`
+	Tenant      string    `json:"tenant"`
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Version     int64     `json:"version"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Document is one source file in a knowledge base and its ingestion state.
+type Document struct {
+	ID              string    `json:"id"`
+	Tenant          string    `json:"tenant"`
+	KBID            string    `json:"kb_id"`
+	SourceURI       string    `json:"source_uri"`
+	SourceETag      string    `json:"source_etag,omitempty"`
+	SourceSequencer string    `json:"source_sequencer,omitempty"`
+	FileName        string    `json:"file_name"`
+	FileType        string    `json:"file_type"`
+	ContentHash     string    `json:"content_hash,omitempty"`
+	Status          string    `json:"status"`
+	Error           string    `json:"error,omitempty"`
+	DocVersion      string    `json:"doc_version,omitempty"`
+	EffectiveDate   string    `json:"effective_date,omitempty"`
+	ChunkCount      int       `json:"chunk_count"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+}
+
+// Chunk is a piece of a document. Children carry the text that is embedded and searched; each child points
+// at the parent that gives generation its wider context.
+type Chunk struct {
+	ID          string   `json:"id"`
+	Tenant      string   `json:"tenant"`
+	KBID        string   `json:"kb_id"`
+	DocumentID  string   `json:"document_id"`
+	ParentID    string   `json:"parent_id,omitempty"`
+	Level       string   `json:"level"`
+	Index       int      `json:"chunk_index"`
+	Content     string   `json:"content"`
+	ContentHash string   `json:"content_hash"`
+	VectorID    string   `json:"vector_id,omitempty"`
+	Chapter     string   `json:"chapter,omitempty"` // heading breadcrumb "A > B > C"
+	ContentType string   `json:"content_type"`
+	Tags        []string `json:"tags,omitempty"`
+	Page        int      `json:"page,omitempty"`
+	TokenCount  int      `json:"token_count"`
+}
+
+// Filter scopes a search or count. Tenant is mandatory for every store read; the other fields narrow
+// further and are ANDed: an empty list means "no restriction on this field", never "match nothing".
+type Filter struct {
+	Tenant      string   `json:"tenant"`
+	KBIDs       []string `json:"kb_ids,omitempty"`
+	DocumentIDs []string `json:"document_ids,omitempty"`
+	Tags        []string `json:"tags,omitempty"` // any of these tags
+}
+
+// Validate checks that every id in the filter is well formed, so that it can be placed into a query or a
+// filter expression without escaping.
+func (f Filter) Validate() error {
+	const op = "rag.Filter"
+	if err := ValidateID("tenant", f.Tenant); err != nil {
+		return E(op, KindInvalid, err)
+	}
+	for _, id := range f.KBIDs {
+		if err := ValidateID("kb id", id); err != nil {
+			return E(op, KindInvalid, err)
+		}
+	}
+	for _, id := range f.DocumentIDs {
+		if err := ValidateID("document id", id); err != nil {
+			return E(op, KindInvalid, err)
+		}
+	}
+	for _, t := range f.Tags {
+		if err := ValidateTag(t); err != nil {
+			return E(op, KindInvalid, err)
+		}
+	}
+	return nil
+}
+
+// VectorRecord is one embedded child chunk as stored in a vector index.
+type VectorRecord struct {
+	ID         string    `json:"id"`
+	Tenant     string    `json:"tenant"`
+	KBID       string    `json:"kb_id"`
+	DocumentID string    `json:"document_id"`
+	ChunkID    string    `json:"chunk_id"`
+	Tags       []string  `json:"tags,omitempty"`
+	Vector     []float32 `json:"-"`
+}
+
+// Hit is one search result: a chunk id with its score from one retriever (higher is better).
+type Hit struct {
+	ID         string  `json:"id"` // vector id for vector search, chunk id for keyword search
+	ChunkID    string  `json:"chunk_id"`
+	DocumentID string  `json:"document_id"`
+	KBID       string  `json:"kb_id"`
+	Score      float32 `json:"score"`
+}
+
+// Source is a piece of evidence cited by an answer.
+type Source struct {
+	N          int      `json:"n"` // the [n] marker in the answer text
+	DocumentID string   `json:"document_id"`
+	FileName   string   `json:"file_name"`
+	Chapter    string   `json:"chapter,omitempty"`
+	Page       int      `json:"page,omitempty"`
+	Snippet    string   `json:"snippet"`
+	Score      float32  `json:"score"`
+	Serves     []string `json:"serves,omitempty"` // sub-questions this source served (decomposed path)
+	URL        string   `json:"url,omitempty"`    // web sources
+}
+
+// Confidence bands.
+const (
+	BandHigh   = "HIGH"
+	BandMedium = "MEDIUM"
+	BandLow    = "LOW"
+)
+
+// Answer is the final result of one question.
+type Answer struct {
+	MessageID  string   `json:"message_id"`
+	Text       string   `json:"text"`
+	Sources    []Source `json:"sources"`
+	Confidence float64  `json:"confidence"`
+	Band       string   `json:"band"`
+	FromCache  bool     `json:"from_cache"`
+	IsFallback bool     `json:"is_fallback"`
+	Degraded   []string `json:"degraded,omitempty"`
+}

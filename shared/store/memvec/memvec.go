@@ -1,0 +1,432 @@
+// Package memvec is the embedded vector index: an exact (brute-force) cosine search over contiguous float32
+// storage, persisted to one file in the data directory. Exact search needs no tuning and gives the recall
+// ceiling; a flat scan of 100,000 x 1,024 vectors runs near memory bandwidth on two cores.
+package memvec
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store"
+)
+
+var _ store.VectorIndex = (*Index)(nil)
+
+// row is one record's metadata; strings are interned so filters compare integers during the scan.
+type row struct {
+	id     string
+	chunk  string
+	tenant int32
+	kb     int32
+	doc    int32
+	tags   []int32
+}
+
+// Index is an exact cosine index. It is safe for concurrent use: searches share a read lock, writes take
+// the write lock.
+type Index struct {
+	path string // snapshot file; "" keeps the index in memory only
+	dim  int
+
+	mu    sync.RWMutex
+	data  []float32 // len(rows)*dim, row i at data[i*dim:(i+1)*dim], L2-normalised
+	rows  []row
+	byID  map[string]int // "tenant\x00id" -> row
+	names interner
+	dirty bool
+}
+
+// New returns an empty in-memory index of the given dimension.
+func New(dim int) *Index {
+	return &Index{dim: dim, byID: map[string]int{}, names: newInterner()}
+}
+
+// Open loads the index persisted at path (a missing file gives an empty index) and persists to it on
+// Flush and Close. A file of another dimension is refused: mixing embedding models corrupts every score.
+func Open(path string, dim int) (*Index, error) {
+	if dim < 1 {
+		return nil, rag.Errorf("memvec.Open", rag.KindInvalid, "dimension must be positive, got %d", dim)
+	}
+	ix := New(dim)
+	ix.path = path
+	if err := ix.load(); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// Dim is the vector dimension.
+func (ix *Index) Dim() int { return ix.dim }
+
+func key(tenant, id string) string { return tenant + "\x00" + id }
+
+// Upsert implements store.VectorIndex.
+func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
+	const op = "memvec.Upsert"
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	normed := make([][]float32, len(recs))
+	for i, r := range recs {
+		if err := validateRecord(r, ix.dim); err != nil {
+			return rag.E(op, rag.KindInvalid, fmt.Errorf("record %d: %w", i, err))
+		}
+		v, ok := normalize(r.Vector)
+		if !ok {
+			return rag.Errorf(op, rag.KindInvalid, "record %d (%s): zero or non-finite vector", i, r.ID)
+		}
+		normed[i] = v
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for i, r := range recs {
+		rw := row{
+			id: r.ID, chunk: r.ChunkID,
+			tenant: ix.names.id(r.Tenant), kb: ix.names.id(r.KBID), doc: ix.names.id(r.DocumentID),
+		}
+		for _, t := range r.Tags {
+			rw.tags = append(rw.tags, ix.names.id("tag\x00"+t))
+		}
+		k := key(r.Tenant, r.ID)
+		if at, ok := ix.byID[k]; ok {
+			ix.rows[at] = rw
+			copy(ix.data[at*ix.dim:], normed[i])
+			continue
+		}
+		ix.byID[k] = len(ix.rows)
+		ix.rows = append(ix.rows, rw)
+		ix.data = append(ix.data, normed[i]...)
+	}
+	ix.dirty = true
+	return nil
+}
+
+func validateRecord(r rag.VectorRecord, dim int) error {
+	for _, c := range []struct{ what, v string }{{"id", r.ID}, {"tenant", r.Tenant}, {"kb id", r.KBID}, {"document id", r.DocumentID}} {
+		if err := rag.ValidateID(c.what, c.v); err != nil {
+			return err
+		}
+	}
+	if r.ChunkID != "" {
+		if err := rag.ValidateID("chunk id", r.ChunkID); err != nil {
+			return err
+		}
+	}
+	for _, t := range r.Tags {
+		if err := rag.ValidateTag(t); err != nil {
+			return err
+		}
+	}
+	if len(r.Vector) != dim {
+		return fmt.Errorf("vector has dimension %d, index has %d", len(r.Vector), dim)
+	}
+	return nil
+}
+
+// normalize returns v scaled to unit length, or false for a zero or non-finite vector.
+func normalize(v []float32) ([]float32, bool) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 || math.IsInf(s, 0) || math.IsNaN(s) {
+		return nil, false
+	}
+	inv := 1 / math.Sqrt(s)
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(float64(x) * inv)
+	}
+	return out, true
+}
+
+// Delete implements store.VectorIndex.
+func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error {
+	const op = "memvec.Delete"
+	if err := rag.ValidateID("tenant", tenant); err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
+	for _, id := range ids {
+		if err := rag.ValidateID("id", id); err != nil {
+			return rag.E(op, rag.KindInvalid, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, id := range ids {
+		if at, ok := ix.byID[key(tenant, id)]; ok {
+			ix.removeAt(at)
+		}
+	}
+	return nil
+}
+
+// DeleteDocument implements store.VectorIndex.
+func (ix *Index) DeleteDocument(ctx context.Context, tenant, kbID, documentID string) error {
+	const op = "memvec.DeleteDocument"
+	f := rag.Filter{Tenant: tenant, KBIDs: []string{kbID}, DocumentIDs: []string{documentID}}
+	if err := f.Validate(); err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	m, ok := ix.matcher(f)
+	if !ok {
+		return nil
+	}
+	for i := len(ix.rows) - 1; i >= 0; i-- {
+		if m.match(&ix.rows[i]) {
+			ix.removeAt(i)
+		}
+	}
+	return nil
+}
+
+// removeAt swaps the last row into position at, keeping storage contiguous. Caller holds the write lock.
+func (ix *Index) removeAt(at int) {
+	last := len(ix.rows) - 1
+	delete(ix.byID, key(ix.names.name(ix.rows[at].tenant), ix.rows[at].id))
+	if at != last {
+		ix.rows[at] = ix.rows[last]
+		copy(ix.data[at*ix.dim:(at+1)*ix.dim], ix.data[last*ix.dim:])
+		ix.byID[key(ix.names.name(ix.rows[at].tenant), ix.rows[at].id)] = at
+	}
+	ix.rows = ix.rows[:last]
+	ix.data = ix.data[:last*ix.dim]
+	ix.dirty = true
+}
+
+// Count implements store.VectorIndex; the embedded index is always strongly consistent.
+func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
+	const op = "memvec.Count"
+	if err := f.Validate(); err != nil {
+		return 0, rag.E(op, rag.KindInvalid, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, rag.E(op, rag.KindUnavailable, err)
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	m, ok := ix.matcher(f)
+	if !ok {
+		return 0, nil
+	}
+	n := 0
+	for i := range ix.rows {
+		if m.match(&ix.rows[i]) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// minRowsPerWorker keeps tiny scans on one goroutine, where a fan-out would cost more than it saves.
+const minRowsPerWorker = 4096
+
+// Search implements store.VectorIndex.
+func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error) {
+	const op = "memvec.Search"
+	if err := f.Validate(); err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
+	if k < 1 {
+		return nil, rag.Errorf(op, rag.KindInvalid, "k must be positive, got %d", k)
+	}
+	if len(query) != ix.dim {
+		return nil, rag.Errorf(op, rag.KindInvalid, "query has dimension %d, index has %d", len(query), ix.dim)
+	}
+	q, ok := normalize(query)
+	if !ok {
+		return nil, rag.Errorf(op, rag.KindInvalid, "zero or non-finite query vector")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, rag.E(op, rag.KindUnavailable, err)
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	m, ok := ix.matcher(f)
+	if !ok {
+		return []rag.Hit{}, nil
+	}
+	n := len(ix.rows)
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/minRowsPerWorker))
+	tops := make([]topK, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Go(func() { tops[w] = ix.scan(q, k, m, lo, hi) })
+	}
+	wg.Wait()
+
+	var all []scored
+	for _, t := range tops {
+		all = append(all, t.items...)
+	}
+	slices.SortFunc(all, func(a, b scored) int { return ix.order(a, b) })
+	if len(all) > k {
+		all = all[:k]
+	}
+	hits := make([]rag.Hit, len(all))
+	for i, s := range all {
+		r := &ix.rows[s.row]
+		hits[i] = rag.Hit{ID: r.id, ChunkID: r.chunk, DocumentID: ix.names.name(r.doc), KBID: ix.names.name(r.kb), Score: s.score}
+	}
+	return hits, nil
+}
+
+type scored struct {
+	score float32
+	row   int
+}
+
+// order sorts best first: higher score, then smaller id, so equal scores come back in a stable order.
+func (ix *Index) order(a, b scored) int {
+	if a.score != b.score {
+		return cmp.Compare(b.score, a.score)
+	}
+	return cmp.Compare(ix.rows[a.row].id, ix.rows[b.row].id)
+}
+
+func (ix *Index) scan(q []float32, k int, m matcher, lo, hi int) topK {
+	t := topK{ix: ix, k: k}
+	d := ix.dim
+	for i := lo; i < hi; i++ {
+		if !m.match(&ix.rows[i]) {
+			continue
+		}
+		s := dot(q, ix.data[i*d:(i+1)*d])
+		if len(t.items) == k && s < t.items[0].score {
+			continue // cheaper than a heap push for the vast majority of rows
+		}
+		t.offer(scored{s, i})
+	}
+	return t
+}
+
+// topK keeps the k best items in a min-heap whose root is the worst kept item.
+type topK struct {
+	ix    *Index
+	k     int
+	items []scored
+}
+
+func (t *topK) Len() int           { return len(t.items) }
+func (t *topK) Less(i, j int) bool { return t.ix.order(t.items[i], t.items[j]) > 0 }
+func (t *topK) Swap(i, j int)      { t.items[i], t.items[j] = t.items[j], t.items[i] }
+func (t *topK) Push(x any)         { t.items = append(t.items, x.(scored)) }
+func (t *topK) Pop() any {
+	x := t.items[len(t.items)-1]
+	t.items = t.items[:len(t.items)-1]
+	return x
+}
+
+func (t *topK) offer(s scored) {
+	if len(t.items) < t.k {
+		heap.Push(t, s)
+		return
+	}
+	if t.ix.order(s, t.items[0]) < 0 {
+		t.items[0] = s
+		heap.Fix(t, 0)
+	}
+}
+
+// matcher is a filter translated to interned ids.
+type matcher struct {
+	tenant int32
+	kbs    []int32
+	docs   []int32
+	tags   []int32
+}
+
+func (m matcher) match(r *row) bool {
+	if r.tenant != m.tenant {
+		return false
+	}
+	if len(m.kbs) > 0 && !slices.Contains(m.kbs, r.kb) {
+		return false
+	}
+	if len(m.docs) > 0 && !slices.Contains(m.docs, r.doc) {
+		return false
+	}
+	if len(m.tags) > 0 {
+		for _, t := range r.tags {
+			if slices.Contains(m.tags, t) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// matcher translates f; ok is false when f can match nothing (an unknown tenant, or only unknown values
+// in a list). Caller holds a lock.
+func (ix *Index) matcher(f rag.Filter) (matcher, bool) {
+	var m matcher
+	var ok bool
+	if m.tenant, ok = ix.names.lookup(f.Tenant); !ok {
+		return m, false
+	}
+	known := func(names []string, prefix string) ([]int32, bool) {
+		if len(names) == 0 {
+			return nil, true
+		}
+		var out []int32
+		for _, n := range names {
+			if id, ok := ix.names.lookup(prefix + n); ok {
+				out = append(out, id)
+			}
+		}
+		return out, len(out) > 0
+	}
+	if m.kbs, ok = known(f.KBIDs, ""); !ok {
+		return m, false
+	}
+	if m.docs, ok = known(f.DocumentIDs, ""); !ok {
+		return m, false
+	}
+	if m.tags, ok = known(f.Tags, "tag\x00"); !ok {
+		return m, false
+	}
+	return m, true
+}
+
+// interner maps strings to small integers for the lifetime of the index (ids are never recycled; a few
+// bytes per distinct kb, document or tag).
+type interner struct {
+	ids   map[string]int32
+	names []string
+}
+
+func newInterner() interner { return interner{ids: map[string]int32{}} }
+
+func (in *interner) lookup(s string) (int32, bool) {
+	id, ok := in.ids[s]
+	return id, ok
+}
+
+func (in *interner) id(s string) int32 {
+	if id, ok := in.ids[s]; ok {
+		return id
+	}
+	id := int32(len(in.names))
+	in.ids[s] = id
+	in.names = append(in.names, s)
+	return id
+}
+
+func (in *interner) name(id int32) string { return in.names[id] }
