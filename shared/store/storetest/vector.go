@@ -348,6 +348,7 @@ func checkKind(t *testing.T, what string, want rag.Kind, err error) {
 func TestUnavailable(t *testing.T, calls map[string]func(ctx context.Context) error) {
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			done := make(chan error, 1)

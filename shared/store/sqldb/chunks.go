@@ -1,0 +1,218 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+const chunkColumns = `id, tenant_id, kb_id, document_id, parent_id, level, chunk_index, content, content_hash, vector_id,
+	chapter, content_type, tags, page, token_count`
+
+var validContentType = map[string]bool{
+	rag.ContentProcedure: true, rag.ContentWarning: true, rag.ContentExample: true, rag.ContentDefinition: true,
+	rag.ContentTable: true, rag.ContentCode: true, rag.ContentGeneral: true,
+}
+
+func scanChunk(row interface{ Scan(...any) error }) (rag.Chunk, error) {
+	var c rag.Chunk
+	var tags string
+	err := row.Scan(&c.ID, &c.Tenant, &c.KBID, &c.DocumentID, &c.ParentID, &c.Level, &c.Index, &c.Content, &c.ContentHash,
+		&c.VectorID, &c.Chapter, &c.ContentType, &tags, &c.Page, &c.TokenCount)
+	if err == nil && tags != "" {
+		err = json.Unmarshal([]byte(tags), &c.Tags)
+	}
+	return c, err
+}
+
+// maxChunkBytes is MEDIUMTEXT's limit with room to spare.
+const maxChunkBytes = 8 << 20
+
+func validateChunk(op, tenant, docID string, c *rag.Chunk) error {
+	if err := validIDs(op, "chunk id", c.ID, "kb id", c.KBID); err != nil {
+		return err
+	}
+	if c.Tenant != tenant || c.DocumentID != docID {
+		return rag.Errorf(op, rag.KindInvalid, "chunk %s belongs to %s/%s, not %s/%s", c.ID, c.Tenant, c.DocumentID, tenant, docID)
+	}
+	if c.ParentID != "" {
+		if err := validIDs(op, "parent id", c.ParentID); err != nil {
+			return err
+		}
+	}
+	if c.VectorID != "" {
+		if err := validIDs(op, "vector id", c.VectorID); err != nil {
+			return err
+		}
+	}
+	if c.Level != rag.LevelParent && c.Level != rag.LevelChild {
+		return rag.Errorf(op, rag.KindInvalid, "chunk %s: level %q", c.ID, c.Level)
+	}
+	if !validContentType[c.ContentType] {
+		return rag.Errorf(op, rag.KindInvalid, "chunk %s: content type %q", c.ID, c.ContentType)
+	}
+	if len(c.Content) > maxChunkBytes || len(c.ContentHash) != 64 {
+		return rag.Errorf(op, rag.KindInvalid, "chunk %s: content over %d bytes or content hash not 64 hex characters", c.ID, maxChunkBytes)
+	}
+	for _, t := range c.Tags {
+		if err := rag.ValidateTag(t); err != nil {
+			return rag.E(op, rag.KindInvalid, err)
+		}
+	}
+	return nil
+}
+
+// ApplyChunks adds and removes chunks of one document in a single transaction: either every change lands
+// or none does (a failed incremental update keeps the old chunks serving). Removing an id that does not
+// exist is not an error; adding an id that exists is a Conflict.
+func (s *DB) ApplyChunks(ctx context.Context, tenant, docID string, add []rag.Chunk, remove []string) error {
+	const op = "sqldb.ApplyChunks"
+	if err := validIDs(op, "tenant", tenant, "document id", docID); err != nil {
+		return err
+	}
+	for i := range add {
+		if err := validateChunk(op, tenant, docID, &add[i]); err != nil {
+			return err
+		}
+	}
+	for _, id := range remove {
+		if err := validIDs(op, "chunk id", id); err != nil {
+			return err
+		}
+	}
+	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+		var kb string
+		if err := tx.QueryRowContext(ctx, `SELECT kb_id FROM documents WHERE tenant_id = ? AND id = ?`, tenant, docID).Scan(&kb); err != nil {
+			return s.classify(op, err)
+		}
+		for start := 0; start < len(remove); start += 500 {
+			batch := remove[start:min(start+500, len(remove))]
+			args := []any{tenant, docID}
+			for _, id := range batch {
+				args = append(args, id)
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM chunks WHERE tenant_id = ? AND document_id = ? AND id IN (`+placeholders(len(batch))+`)`, args...); err != nil {
+				return err
+			}
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO chunks (`+chunkColumns+`) VALUES (`+placeholders(15)+`)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, c := range add {
+			if c.KBID != kb {
+				return rag.Errorf(op, rag.KindInvalid, "chunk %s names kb %s, document is in %s", c.ID, c.KBID, kb)
+			}
+			tags := "[]"
+			if len(c.Tags) > 0 {
+				b, _ := json.Marshal(c.Tags)
+				tags = string(b)
+			}
+			if _, err := stmt.ExecContext(ctx, c.ID, tenant, c.KBID, docID, c.ParentID, c.Level, c.Index, c.Content, c.ContentHash,
+				c.VectorID, c.Chapter, c.ContentType, tags, c.Page, c.TokenCount); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ListChunks returns a document's chunks ordered by chunk_index, then level, then id (empty when none).
+func (s *DB) ListChunks(ctx context.Context, tenant, docID string) ([]rag.Chunk, error) {
+	const op = "sqldb.ListChunks"
+	if err := validIDs(op, "tenant", tenant, "document id", docID); err != nil {
+		return nil, err
+	}
+	return s.queryChunks(ctx, op, `SELECT `+chunkColumns+` FROM chunks WHERE tenant_id = ? AND document_id = ?
+		ORDER BY chunk_index, level, id`, tenant, docID)
+}
+
+// GetChunks returns the tenant's chunks with these ids, in the order of ids; ids that do not exist (or
+// belong to another tenant) are left out.
+func (s *DB) GetChunks(ctx context.Context, tenant string, ids []string) ([]rag.Chunk, error) {
+	const op = "sqldb.GetChunks"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if err := validIDs(op, "chunk id", id); err != nil {
+			return nil, err
+		}
+	}
+	byID := map[string]rag.Chunk{}
+	for start := 0; start < len(ids); start += 500 {
+		batch := ids[start:min(start+500, len(ids))]
+		args := []any{tenant}
+		for _, id := range batch {
+			args = append(args, id)
+		}
+		cs, err := s.queryChunks(ctx, op, `SELECT `+chunkColumns+` FROM chunks WHERE tenant_id = ? AND id IN (`+placeholders(len(batch))+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			byID[c.ID] = c
+		}
+	}
+	out := make([]rag.Chunk, 0, len(byID))
+	for _, id := range ids {
+		if c, ok := byID[id]; ok {
+			out = append(out, c)
+			delete(byID, id) // a repeated id is returned once
+		}
+	}
+	return out, nil
+}
+
+// CountChunks counts the tenant's chunks inside f (kb ids and document ids; tags are ignored) at one
+// level ("" counts both levels).
+func (s *DB) CountChunks(ctx context.Context, f rag.Filter, level string) (int, error) {
+	const op = "sqldb.CountChunks"
+	if err := f.Validate(); err != nil {
+		return 0, rag.E(op, rag.KindInvalid, err)
+	}
+	q := `SELECT COUNT(*) FROM chunks WHERE tenant_id = ?`
+	args := []any{f.Tenant}
+	if len(f.KBIDs) > 0 {
+		q += ` AND kb_id IN (` + placeholders(len(f.KBIDs)) + `)`
+		for _, id := range f.KBIDs {
+			args = append(args, id)
+		}
+	}
+	if len(f.DocumentIDs) > 0 {
+		q += ` AND document_id IN (` + placeholders(len(f.DocumentIDs)) + `)`
+		for _, id := range f.DocumentIDs {
+			args = append(args, id)
+		}
+	}
+	if level != "" {
+		if level != rag.LevelParent && level != rag.LevelChild {
+			return 0, rag.Errorf(op, rag.KindInvalid, "level %q", level)
+		}
+		q += ` AND level = ?`
+		args = append(args, level)
+	}
+	var n int
+	err := s.db.QueryRowContext(ctx, q, args...).Scan(&n)
+	return n, s.classify(op, err)
+}
+
+func (s *DB) queryChunks(ctx context.Context, op, q string, args ...any) ([]rag.Chunk, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.classify(op, err)
+	}
+	defer rows.Close()
+	out := []rag.Chunk{}
+	for rows.Next() {
+		c, err := scanChunk(rows)
+		if err != nil {
+			return nil, s.classify(op, err)
+		}
+		out = append(out, c)
+	}
+	return out, s.classify(op, rows.Err())
+}

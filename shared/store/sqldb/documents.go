@@ -1,0 +1,170 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"path"
+	"strings"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+const docColumns = `id, tenant_id, kb_id, source_uri, source_etag, source_sequencer, file_name, file_type, content_hash,
+	status, error, doc_version, effective_date, chunk_count, created_at, updated_at`
+
+var validStatus = map[string]bool{rag.StatusPending: true, rag.StatusProcessing: true, rag.StatusReady: true, rag.StatusFailed: true, rag.StatusDeleted: true}
+
+func scanDoc(row interface{ Scan(...any) error }) (rag.Document, error) {
+	var d rag.Document
+	var created, updated int64
+	err := row.Scan(&d.ID, &d.Tenant, &d.KBID, &d.SourceURI, &d.SourceETag, &d.SourceSequencer, &d.FileName, &d.FileType,
+		&d.ContentHash, &d.Status, &d.Error, &d.DocVersion, &d.EffectiveDate, &d.ChunkCount, &created, &updated)
+	d.CreatedAt, d.UpdatedAt = fromMS(created), fromMS(updated)
+	return d, err
+}
+
+func validateDoc(op string, d *rag.Document) error {
+	if err := validIDs(op, "tenant", d.Tenant, "kb id", d.KBID, "document id", d.ID); err != nil {
+		return err
+	}
+	if d.SourceURI == "" || len(d.SourceURI) > 2048 {
+		return rag.Errorf(op, rag.KindInvalid, "source uri must be 1-2048 bytes")
+	}
+	if len(d.FileName) > 1024 || len(d.SourceETag) > 255 || len(d.SourceSequencer) > 64 || len(d.FileType) > 32 ||
+		len(d.DocVersion) > 64 || len(d.EffectiveDate) > 32 || len(d.ContentHash) > 64 {
+		return rag.Errorf(op, rag.KindInvalid, "document metadata field too long")
+	}
+	if !validStatus[d.Status] {
+		return rag.Errorf(op, rag.KindInvalid, "unknown document status %q", d.Status)
+	}
+	return nil
+}
+
+// CreateDocument inserts a document. Empty ID, Status and FileName are filled (generated id, pending,
+// the base name of the source). Conflict when the knowledge base already has a document for that source;
+// NotFound when the knowledge base does not exist for this tenant.
+func (s *DB) CreateDocument(ctx context.Context, d *rag.Document) error {
+	const op = "sqldb.CreateDocument"
+	if d.ID == "" {
+		d.ID = rag.NewID("doc")
+	}
+	if d.Status == "" {
+		d.Status = rag.StatusPending
+	}
+	if d.FileName == "" {
+		d.FileName = path.Base(strings.ReplaceAll(d.SourceURI, "\\", "/"))
+	}
+	if err := validateDoc(op, d); err != nil {
+		return err
+	}
+	now := ms(s.now())
+	d.CreatedAt, d.UpdatedAt = fromMS(now), fromMS(now)
+	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM knowledge_bases WHERE tenant_id = ? AND id = ?`, d.Tenant, d.KBID).Scan(&one); err != nil {
+			return s.classify(op, err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO documents (id, tenant_id, kb_id, source_uri, source_hash, source_etag, source_sequencer,
+			file_name, file_type, content_hash, status, error, doc_version, effective_date, chunk_count, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.ID, d.Tenant, d.KBID, d.SourceURI, sourceHash(d.SourceURI), d.SourceETag, d.SourceSequencer,
+			d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, now, now)
+		return err
+	})
+}
+
+// GetDocument returns one document of the tenant; NotFound when missing or owned by another tenant.
+func (s *DB) GetDocument(ctx context.Context, tenant, id string) (rag.Document, error) {
+	const op = "sqldb.GetDocument"
+	if err := validIDs(op, "tenant", tenant, "document id", id); err != nil {
+		return rag.Document{}, err
+	}
+	d, err := scanDoc(s.db.QueryRowContext(ctx, `SELECT `+docColumns+` FROM documents WHERE tenant_id = ? AND id = ?`, tenant, id))
+	return d, s.classify(op, err)
+}
+
+// GetDocumentBySource returns the knowledge base's document for a source uri; NotFound when there is none.
+func (s *DB) GetDocumentBySource(ctx context.Context, tenant, kbID, sourceURI string) (rag.Document, error) {
+	const op = "sqldb.GetDocumentBySource"
+	if err := validIDs(op, "tenant", tenant, "kb id", kbID); err != nil {
+		return rag.Document{}, err
+	}
+	d, err := scanDoc(s.db.QueryRowContext(ctx, `SELECT `+docColumns+` FROM documents
+		WHERE tenant_id = ? AND kb_id = ? AND source_hash = ? AND source_uri = ?`, tenant, kbID, sourceHash(sourceURI), sourceURI))
+	return d, s.classify(op, err)
+}
+
+// ListDocuments returns the knowledge base's documents, oldest first (then by id); empty when none.
+// An empty status lists every status.
+func (s *DB) ListDocuments(ctx context.Context, tenant, kbID, status string) ([]rag.Document, error) {
+	const op = "sqldb.ListDocuments"
+	if err := validIDs(op, "tenant", tenant, "kb id", kbID); err != nil {
+		return nil, err
+	}
+	q := `SELECT ` + docColumns + ` FROM documents WHERE tenant_id = ? AND kb_id = ?`
+	args := []any{tenant, kbID}
+	if status != "" {
+		if !validStatus[status] {
+			return nil, rag.Errorf(op, rag.KindInvalid, "unknown document status %q", status)
+		}
+		q += ` AND status = ?`
+		args = append(args, status)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, s.classify(op, err)
+	}
+	defer rows.Close()
+	out := []rag.Document{}
+	for rows.Next() {
+		d, err := scanDoc(rows)
+		if err != nil {
+			return nil, s.classify(op, err)
+		}
+		out = append(out, d)
+	}
+	return out, s.classify(op, rows.Err())
+}
+
+// UpdateDocument writes the mutable fields of d (source etag and sequencer, file name and type, content
+// hash, status, error, doc version, effective date, chunk count) and sets UpdatedAt. NotFound when the
+// document does not exist for d.Tenant.
+func (s *DB) UpdateDocument(ctx context.Context, d *rag.Document) error {
+	const op = "sqldb.UpdateDocument"
+	if err := validateDoc(op, d); err != nil {
+		return err
+	}
+	now := ms(s.now())
+	res, err := s.db.ExecContext(ctx, `UPDATE documents SET source_etag = ?, source_sequencer = ?, file_name = ?, file_type = ?,
+		content_hash = ?, status = ?, error = ?, doc_version = ?, effective_date = ?, chunk_count = ?, updated_at = ?
+		WHERE tenant_id = ? AND id = ?`,
+		d.SourceETag, d.SourceSequencer, d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion,
+		d.EffectiveDate, d.ChunkCount, now, d.Tenant, d.ID)
+	if err != nil {
+		return s.classify(op, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return rag.E(op, rag.KindNotFound, nil)
+	}
+	d.UpdatedAt = fromMS(now)
+	return nil
+}
+
+// DeleteDocument removes a document and its chunks in one transaction; NotFound when missing.
+func (s *DB) DeleteDocument(ctx context.Context, tenant, id string) error {
+	const op = "sqldb.DeleteDocument"
+	if err := validIDs(op, "tenant", tenant, "document id", id); err != nil {
+		return err
+	}
+	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM documents WHERE tenant_id = ? AND id = ?`, tenant, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return rag.E(op, rag.KindNotFound, nil)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM chunks WHERE tenant_id = ? AND document_id = ?`, tenant, id)
+		return err
+	})
+}

@@ -1,0 +1,153 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+const kbColumns = `id, tenant_id, name, description, version, created_at`
+
+func scanKB(row interface{ Scan(...any) error }) (rag.KnowledgeBase, error) {
+	var kb rag.KnowledgeBase
+	var created int64
+	err := row.Scan(&kb.ID, &kb.Tenant, &kb.Name, &kb.Description, &kb.Version, &created)
+	kb.CreatedAt = fromMS(created)
+	return kb, err
+}
+
+// ValidateKBName accepts 1-255 bytes of UTF-8 without control characters or slashes (a name is also a
+// folder under the inbox).
+func ValidateKBName(name string) error {
+	if name == "" || len(name) > 255 || !utf8.ValidString(name) || strings.TrimSpace(name) != name {
+		return rag.Errorf("sqldb.ValidateKBName", rag.KindInvalid, "knowledge base name must be 1-255 bytes of UTF-8 without surrounding spaces")
+	}
+	if name == "." || name == ".." || strings.ContainsAny(name, "/\\") {
+		return rag.Errorf("sqldb.ValidateKBName", rag.KindInvalid, "knowledge base name %q must not contain / or \\ or be . or ..", name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return rag.Errorf("sqldb.ValidateKBName", rag.KindInvalid, "knowledge base name has a control character")
+		}
+	}
+	return nil
+}
+
+// CreateKB inserts a knowledge base. An empty ID is generated; CreatedAt and Version are set.
+// Conflict when the tenant already has a knowledge base with that name.
+func (s *DB) CreateKB(ctx context.Context, kb *rag.KnowledgeBase) error {
+	const op = "sqldb.CreateKB"
+	if kb.ID == "" {
+		kb.ID = rag.NewID("kb")
+	}
+	if err := validIDs(op, "tenant", kb.Tenant, "kb id", kb.ID); err != nil {
+		return err
+	}
+	if err := ValidateKBName(kb.Name); err != nil {
+		return err
+	}
+	now := s.now()
+	kb.CreatedAt, kb.Version = fromMS(ms(now)), 0
+	_, err := s.db.ExecContext(ctx, `INSERT INTO knowledge_bases (id, tenant_id, name, description, version, created_at, updated_at)
+		VALUES (?, ?, ?, ?, 0, ?, ?)`, kb.ID, kb.Tenant, kb.Name, kb.Description, ms(now), ms(now))
+	return s.classify(op, err)
+}
+
+// GetKB returns one knowledge base of the tenant; NotFound when it does not exist or belongs to another tenant.
+func (s *DB) GetKB(ctx context.Context, tenant, id string) (rag.KnowledgeBase, error) {
+	const op = "sqldb.GetKB"
+	if err := validIDs(op, "tenant", tenant, "kb id", id); err != nil {
+		return rag.KnowledgeBase{}, err
+	}
+	kb, err := scanKB(s.db.QueryRowContext(ctx, `SELECT `+kbColumns+` FROM knowledge_bases WHERE tenant_id = ? AND id = ?`, tenant, id))
+	return kb, s.classify(op, err)
+}
+
+// GetKBByName returns the tenant's knowledge base with that exact name; NotFound when there is none.
+func (s *DB) GetKBByName(ctx context.Context, tenant, name string) (rag.KnowledgeBase, error) {
+	const op = "sqldb.GetKBByName"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return rag.KnowledgeBase{}, err
+	}
+	if err := ValidateKBName(name); err != nil {
+		return rag.KnowledgeBase{}, err
+	}
+	kb, err := scanKB(s.db.QueryRowContext(ctx, `SELECT `+kbColumns+` FROM knowledge_bases WHERE tenant_id = ? AND name = ?`, tenant, name))
+	return kb, s.classify(op, err)
+}
+
+// ListKBs returns the tenant's knowledge bases ordered by name (empty slice when none).
+func (s *DB) ListKBs(ctx context.Context, tenant string) ([]rag.KnowledgeBase, error) {
+	const op = "sqldb.ListKBs"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+kbColumns+` FROM knowledge_bases WHERE tenant_id = ? ORDER BY name, id`, tenant)
+	if err != nil {
+		return nil, s.classify(op, err)
+	}
+	defer rows.Close()
+	out := []rag.KnowledgeBase{}
+	for rows.Next() {
+		kb, err := scanKB(rows)
+		if err != nil {
+			return nil, s.classify(op, err)
+		}
+		out = append(out, kb)
+	}
+	return out, s.classify(op, rows.Err())
+}
+
+// BumpKBVersion increments the knowledge base's version (any chunk change does this, invalidating the
+// semantic cache) and returns the new value.
+func (s *DB) BumpKBVersion(ctx context.Context, tenant, id string) (int64, error) {
+	const op = "sqldb.BumpKBVersion"
+	if err := validIDs(op, "tenant", tenant, "kb id", id); err != nil {
+		return 0, err
+	}
+	var v int64
+	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE knowledge_bases SET version = version + 1, updated_at = ? WHERE tenant_id = ? AND id = ?`,
+			ms(s.now()), tenant, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return rag.E(op, rag.KindNotFound, nil)
+		}
+		return tx.QueryRowContext(ctx, `SELECT version FROM knowledge_bases WHERE tenant_id = ? AND id = ?`, tenant, id).Scan(&v)
+	})
+	return v, err
+}
+
+// DeleteKB removes a knowledge base with its documents and chunks in one transaction. NotFound when it
+// does not exist for this tenant. Vectors and blobs are the caller's to remove (SQL is the record; the
+// consistency check deletes orphans that a crash leaves behind).
+func (s *DB) DeleteKB(ctx context.Context, tenant, id string) error {
+	const op = "sqldb.DeleteKB"
+	if err := validIDs(op, "tenant", tenant, "kb id", id); err != nil {
+		return err
+	}
+	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM knowledge_bases WHERE tenant_id = ? AND id = ?`, tenant, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return rag.E(op, rag.KindNotFound, nil)
+		}
+		for _, q := range []string{
+			`DELETE FROM chunks WHERE tenant_id = ? AND kb_id = ?`,
+			`DELETE FROM documents WHERE tenant_id = ? AND kb_id = ?`,
+			`DELETE FROM kb_members WHERE tenant_id = ? AND kb_id = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, tenant, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,78 @@
+// Package sqlite is the embedded relational store: SQLite through modernc.org/sqlite (pure Go, no cgo),
+// in WAL mode with a busy timeout, behind the shared sqldb queries.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/sqldb"
+)
+
+// Dialect classifies SQLite errors.
+var Dialect = sqldb.Dialect{
+	Name: "sqlite",
+	IsDuplicate: func(err error) bool {
+		var se *sqlite.Error
+		return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+	},
+	IsUnavailable: func(err error) bool {
+		var se *sqlite.Error
+		if !errors.As(err, &se) {
+			return false
+		}
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
+			return true
+		}
+		return false
+	},
+}
+
+// Open opens (creating if needed) the database file at path. ":memory:" gives a private in-memory
+// database (one connection, so every query sees the same data). The caller runs Migrate.
+func Open(path string, now func() time.Time) (*sqldb.DB, error) {
+	const op = "sqlite.Open"
+	dsn := "file::memory:"
+	if path != ":memory:" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, rag.E(op, rag.KindUnavailable, err)
+		}
+		dsn = "file:" + (&url.URL{Path: path}).EscapedPath()
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if path != ":memory:" {
+		q.Add("_pragma", "journal_mode(WAL)")
+	}
+	q.Set("_txlock", "immediate") // writers queue on the busy timeout instead of failing on upgrade
+	db, err := sql.Open("sqlite", dsn+"?"+q.Encode())
+	if err != nil {
+		return nil, rag.E(op, rag.KindInternal, err)
+	}
+	if path == ":memory:" {
+		db.SetMaxOpenConns(1)
+	} else {
+		db.SetMaxOpenConns(8)
+	}
+	s := sqldb.New(db, Dialect, now)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Ping(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return s, nil
+}

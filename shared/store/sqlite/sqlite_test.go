@@ -1,0 +1,37 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/docmind/docmind/shared/store/sqldb"
+	"github.com/docmind/docmind/shared/store/storetest"
+)
+
+func TestConformanceFile(t *testing.T) {
+	storetest.TestRelational(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(filepath.Join(t.TempDir(), "x", "docmind.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
+func TestConformanceMemory(t *testing.T) {
+	storetest.TestRelational(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(":memory:", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
+func TestOpenUnwritableDir(t *testing.T) {
+	if _, err := Open("/proc/docmind-cannot-exist/x.db", nil); err == nil {
+		t.Fatal("opening under /proc succeeded")
+	}
+}
