@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"unicode"
 )
 
 // MaxIDLen bounds every id that reaches a store.
@@ -28,14 +29,16 @@ func ValidateID(what, id string) error {
 	return nil
 }
 
-// ValidateTag accepts 1-64 bytes of printable text without quotes, backslashes or control characters
-// (tags come from headings and front matter, so they may be CJK).
+// ValidateTag accepts 1-64 bytes of printable text without quotes (ASCII, typographic or full-width),
+// backslashes or control characters (tags come from headings and front matter, so they may be CJK; the
+// chunker strips quote marks before a heading becomes a tag).
 func ValidateTag(tag string) error {
 	if tag == "" || len(tag) > MaxIDLen {
 		return fmt.Errorf("tag must be 1-%d bytes", MaxIDLen)
 	}
 	for _, r := range tag {
-		if r < 0x20 || r == 0x7f || r == '"' || r == '\'' || r == '\\' || r == '`' || r == 0xFFFD {
+		if r < 0x20 || r == 0x7f || r == '"' || r == '\'' || r == '\\' || r == '`' || r == 0xFFFD ||
+			unicode.In(r, unicode.Pi, unicode.Pf) || r == '\uFF02' || r == '\uFF07' || r == '\u201E' || r == '\u201A' {
 			return fmt.Errorf("tag %q has a forbidden character", truncate(tag, 80))
 		}
 	}

@@ -1,0 +1,472 @@
+// Package milvus is the AWS-side vector index: Zilliz Cloud or Milvus through the official Go client
+// (github.com/milvus-io/milvus/client/v2). One collection holds every tenant's child chunks with the
+// knowledge base as partition key; every filter expression is built here from ids that passed
+// rag.ValidateID (so nothing a user types reaches the expression), always with the tenant first.
+//
+// Milvus facts this adapter encodes: insert does not dedupe primary keys, so writes use upsert; "is the
+// document fully indexed" is a count(*) query at Strong consistency (never num_entities, which counts
+// deleted and duplicate rows until compaction); every call is bounded by its context, including the
+// client's own rate-limit retries.
+package milvus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/milvus-io/milvus/client/v2/column"
+	"github.com/milvus-io/milvus/client/v2/entity"
+	"github.com/milvus-io/milvus/client/v2/index"
+	"github.com/milvus-io/milvus/client/v2/milvusclient"
+	mlog "github.com/milvus-io/milvus/pkg/v2/log"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store"
+)
+
+var _ store.VectorIndex = (*Index)(nil)
+
+var quietClientLog sync.Once
+
+// Field names of the collection.
+const (
+	FieldID      = "id"
+	FieldTenant  = "tenant"
+	FieldKB      = "kb_id"
+	FieldDoc     = "doc_id"
+	FieldChunk   = "chunk_id"
+	FieldTags    = "tags"
+	FieldVector  = "vector"
+	maxTags      = 64
+	maxIDLen     = 64
+	upsertBatch  = 500 // rows per Upsert call: 500 x 1024 x 4 B = 2 MiB, far under gRPC's limit
+	maxFilterIDs = 1000
+)
+
+// Options configure the index.
+type Options struct {
+	Addr       string // host:port, or an https:// URL for Zilliz Cloud
+	Token      string // "user:password" or an API key; empty for an unauthenticated Milvus
+	Collection string
+	Dim        int
+	// CallTimeout bounds every call (default 5 s); a dead server gives Unavailable after it.
+	CallTimeout time.Duration
+	// DialTimeout bounds connecting at start-up (default 3 s, LAM-01).
+	DialTimeout time.Duration
+	// SearchConsistency is the level of Search (default Bounded: fresh within Milvus's graceful time);
+	// Count is always Strong.
+	SearchConsistency entity.ConsistencyLevel
+}
+
+// Index is a store.VectorIndex over one Milvus collection.
+type Index struct {
+	c    *milvusclient.Client
+	o    Options
+	coll string
+}
+
+// Open connects, creates the collection (schema, COSINE index) when it does not exist, and loads it.
+func Open(ctx context.Context, o Options) (*Index, error) {
+	const op = "milvus.Open"
+	if o.Dim < 2 {
+		return nil, rag.Errorf(op, rag.KindInvalid, "dimension must be at least 2, got %d", o.Dim)
+	}
+	if o.Collection == "" {
+		return nil, rag.Errorf(op, rag.KindInvalid, "collection name is required")
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 5 * time.Second
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 3 * time.Second
+	}
+	if o.SearchConsistency == 0 {
+		o.SearchConsistency = entity.ClBounded
+	}
+	cfg := &milvusclient.ClientConfig{
+		Address: o.Addr,
+		APIKey:  o.Token,
+		// the client's defaults without its unbounded keepalive expectations; WithBlock makes New
+		// fail within DialTimeout instead of returning a client that hangs on first use
+		DialOptions: []grpc.DialOption{
+			grpc.WithBlock(),
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+				MinConnectTimeout: o.DialTimeout,
+			}),
+		},
+		// the rate-limit interceptor retries inside ctx only (VEC-07): a small count, short backoff
+		RetryRateLimit: &milvusclient.RetryRateLimitOption{MaxRetry: 3, MaxBackoff: time.Second},
+	}
+	if strings.HasPrefix(o.Addr, "https://") {
+		cfg.EnableTLSAuth = true
+	}
+	quietClientLog.Do(func() {
+		// the client logs every retry at WARN; errors reach our caller classified, and the edge logs once
+		mlog.SetLevel(zapcore.ErrorLevel)
+	})
+	dctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
+	defer cancel()
+	c, err := milvusclient.New(dctx, cfg)
+	if err != nil {
+		return nil, classify(op, fmt.Errorf("connect to %s: %w", o.Addr, err))
+	}
+	ix := &Index{c: c, o: o, coll: o.Collection}
+	if err := ix.ensureCollection(ctx); err != nil {
+		c.Close(context.Background())
+		return nil, err
+	}
+	return ix, nil
+}
+
+// Schema is the collection schema: primary key id, tenant, kb_id (partition key), doc_id, chunk_id,
+// tags (array of varchar) and the float vector.
+func Schema(name string, dim int) *entity.Schema {
+	vc := func(n string) *entity.Field {
+		return entity.NewField().WithName(n).WithDataType(entity.FieldTypeVarChar).WithMaxLength(maxIDLen)
+	}
+	return entity.NewSchema().WithName(name).WithDescription("docmind child chunks").WithAutoID(false).
+		WithField(vc(FieldID).WithIsPrimaryKey(true)).
+		WithField(vc(FieldTenant)).
+		WithField(vc(FieldKB).WithIsPartitionKey(true)).
+		WithField(vc(FieldDoc)).
+		WithField(vc(FieldChunk)).
+		WithField(entity.NewField().WithName(FieldTags).WithDataType(entity.FieldTypeArray).WithElementType(entity.FieldTypeVarChar).
+			WithMaxLength(maxIDLen).WithMaxCapacity(maxTags)).
+		WithField(entity.NewField().WithName(FieldVector).WithDataType(entity.FieldTypeFloatVector).WithDim(int64(dim)))
+}
+
+func (ix *Index) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, ix.o.CallTimeout)
+}
+
+func (ix *Index) ensureCollection(ctx context.Context) error {
+	const op = "milvus.ensureCollection"
+	cctx, cancel := ix.call(ctx)
+	defer cancel()
+	has, err := ix.c.HasCollection(cctx, milvusclient.NewHasCollectionOption(ix.coll))
+	if err != nil {
+		return classify(op, err)
+	}
+	if !has {
+		opt := milvusclient.NewCreateCollectionOption(ix.coll, Schema(ix.coll, ix.o.Dim)).
+			WithIndexOptions(milvusclient.NewCreateIndexOption(ix.coll, FieldVector, index.NewAutoIndex(entity.COSINE))).
+			WithConsistencyLevel(entity.ClBounded)
+		if err := ix.c.CreateCollection(cctx, opt); err != nil && !strings.Contains(err.Error(), "already exist") {
+			return classify(op, err)
+		}
+	} else {
+		coll, err := ix.c.DescribeCollection(cctx, milvusclient.NewDescribeCollectionOption(ix.coll))
+		if err != nil {
+			return classify(op, err)
+		}
+		for _, f := range coll.Schema.Fields {
+			if f.Name == FieldVector && f.TypeParams["dim"] != fmt.Sprint(ix.o.Dim) {
+				return rag.Errorf(op, rag.KindInvalid, "collection %s has dimension %s, configured %d (a changed embedding model needs a new collection)", ix.coll, f.TypeParams["dim"], ix.o.Dim)
+			}
+		}
+	}
+	task, err := ix.c.LoadCollection(cctx, milvusclient.NewLoadCollectionOption(ix.coll))
+	if err != nil {
+		return classify(op, err)
+	}
+	return classify(op, task.Await(cctx))
+}
+
+// Close releases the connection.
+func (ix *Index) Close() error { return ix.c.Close(context.Background()) }
+
+// classify maps client and gRPC errors to kinds: transport failures, deadlines and rate limits are
+// Unavailable (retry later); a missing collection is NotFound; the rest Internal.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	if st, ok := status.FromError(err); ok && st.Code() != codes.OK && st.Code() != codes.Unknown {
+		switch st.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
+			return rag.E(op, rag.KindUnavailable, err)
+		case codes.NotFound:
+			return rag.E(op, rag.KindNotFound, err)
+		case codes.InvalidArgument:
+			return rag.E(op, rag.KindInvalid, err)
+		}
+	}
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "rate limit"), strings.Contains(msg, "service not ready"), strings.Contains(msg, "connection"),
+		strings.Contains(msg, "not connected"), strings.Contains(msg, "unavailable"):
+		return rag.E(op, rag.KindUnavailable, err)
+	case strings.Contains(msg, "collection not found"), strings.Contains(msg, "can't find collection"):
+		return rag.E(op, rag.KindNotFound, err)
+	}
+	return rag.E(op, rag.KindInternal, err)
+}
+
+// quote renders a validated id or tag as a Milvus string literal. Callers validate first: ids are
+// [A-Za-z0-9_-] and tags carry no quote or backslash, so no escaping is needed and none is attempted.
+func quote(s string) string { return `"` + s + `"` }
+
+func list(vals []string) string {
+	q := make([]string, len(vals))
+	for i, v := range vals {
+		q[i] = quote(v)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// Expr builds the filter expression for f. The tenant clause is always first and always present.
+func Expr(f rag.Filter) (string, error) {
+	if err := f.Validate(); err != nil {
+		return "", err
+	}
+	if len(f.KBIDs) > maxFilterIDs || len(f.DocumentIDs) > maxFilterIDs || len(f.Tags) > maxFilterIDs {
+		return "", rag.Errorf("milvus.Expr", rag.KindInvalid, "a filter list is longer than %d", maxFilterIDs)
+	}
+	parts := []string{FieldTenant + " == " + quote(f.Tenant)}
+	if len(f.KBIDs) > 0 {
+		parts = append(parts, FieldKB+" in "+list(f.KBIDs))
+	}
+	if len(f.DocumentIDs) > 0 {
+		parts = append(parts, FieldDoc+" in "+list(f.DocumentIDs))
+	}
+	if len(f.Tags) > 0 {
+		parts = append(parts, "array_contains_any("+FieldTags+", "+list(f.Tags)+")")
+	}
+	return strings.Join(parts, " and "), nil
+}
+
+func validateRecord(r rag.VectorRecord, dim int) error {
+	for _, c := range []struct{ what, v string }{{"id", r.ID}, {"tenant", r.Tenant}, {"kb id", r.KBID}, {"document id", r.DocumentID}} {
+		if err := rag.ValidateID(c.what, c.v); err != nil {
+			return err
+		}
+	}
+	if r.ChunkID != "" {
+		if err := rag.ValidateID("chunk id", r.ChunkID); err != nil {
+			return err
+		}
+	}
+	if len(r.Tags) > maxTags {
+		return fmt.Errorf("record %s has %d tags, at most %d", r.ID, len(r.Tags), maxTags)
+	}
+	for _, t := range r.Tags {
+		if err := rag.ValidateTag(t); err != nil {
+			return err
+		}
+	}
+	if len(r.Vector) != dim {
+		return fmt.Errorf("vector has dimension %d, index has %d", len(r.Vector), dim)
+	}
+	var s float64
+	for _, x := range r.Vector {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+		return fmt.Errorf("record %s: zero or non-finite vector", r.ID)
+	}
+	return nil
+}
+
+// Upsert implements store.VectorIndex. A batch is validated whole before anything is sent.
+func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
+	const op = "milvus.Upsert"
+	for i, r := range recs {
+		if err := validateRecord(r, ix.o.Dim); err != nil {
+			return rag.E(op, rag.KindInvalid, fmt.Errorf("record %d: %w", i, err))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	for start := 0; start < len(recs); start += upsertBatch {
+		batch := recs[start:min(start+upsertBatch, len(recs))]
+		n := len(batch)
+		ids, tenants, kbs, docs, chunks := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		tags, vecs := make([][]string, n), make([][]float32, n)
+		for i, r := range batch {
+			ids[i], tenants[i], kbs[i], docs[i], chunks[i], vecs[i] = r.ID, r.Tenant, r.KBID, r.DocumentID, r.ChunkID, r.Vector
+			tags[i] = r.Tags
+			if tags[i] == nil {
+				tags[i] = []string{}
+			}
+		}
+		opt := milvusclient.NewColumnBasedInsertOption(ix.coll,
+			column.NewColumnVarChar(FieldID, ids), column.NewColumnVarChar(FieldTenant, tenants),
+			column.NewColumnVarChar(FieldKB, kbs), column.NewColumnVarChar(FieldDoc, docs),
+			column.NewColumnVarChar(FieldChunk, chunks), column.NewColumnVarCharArray(FieldTags, tags),
+			column.NewColumnFloatVector(FieldVector, ix.o.Dim, vecs))
+		cctx, cancel := ix.call(ctx)
+		_, err := ix.c.Upsert(cctx, opt)
+		cancel()
+		if err != nil {
+			return classify(op, err)
+		}
+	}
+	return nil
+}
+
+// Search implements store.VectorIndex.
+func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error) {
+	const op = "milvus.Search"
+	expr, err := Expr(f)
+	if err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
+	if k < 1 || k > 16384 {
+		return nil, rag.Errorf(op, rag.KindInvalid, "k must be within 1..16384, got %d", k)
+	}
+	if len(query) != ix.o.Dim {
+		return nil, rag.Errorf(op, rag.KindInvalid, "query has dimension %d, index has %d", len(query), ix.o.Dim)
+	}
+	if err := validateRecord(rag.VectorRecord{ID: "q", Tenant: "q", KBID: "q", DocumentID: "q", Vector: query}, ix.o.Dim); err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, rag.E(op, rag.KindUnavailable, err)
+	}
+	cctx, cancel := ix.call(ctx)
+	defer cancel()
+	opt := milvusclient.NewSearchOption(ix.coll, k, []entity.Vector{entity.FloatVector(query)}).
+		WithANNSField(FieldVector).WithFilter(expr).WithOutputFields(FieldKB, FieldDoc, FieldChunk).
+		WithConsistencyLevel(ix.o.SearchConsistency)
+	rs, err := ix.c.Search(cctx, opt)
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	hits := []rag.Hit{}
+	if len(rs) == 0 {
+		return hits, nil
+	}
+	r := rs[0]
+	if r.Err != nil {
+		return nil, classify(op, r.Err)
+	}
+	get := func(col column.Column, i int) string {
+		if col == nil {
+			return ""
+		}
+		v, err := col.GetAsString(i)
+		if err != nil {
+			return ""
+		}
+		return v
+	}
+	kbCol, docCol, chunkCol := r.GetColumn(FieldKB), r.GetColumn(FieldDoc), r.GetColumn(FieldChunk)
+	for i := 0; i < r.ResultCount; i++ {
+		id, err := r.IDs.GetAsString(i)
+		if err != nil {
+			return nil, rag.E(op, rag.KindInternal, err)
+		}
+		hits = append(hits, rag.Hit{ID: id, KBID: get(kbCol, i), DocumentID: get(docCol, i), ChunkID: get(chunkCol, i), Score: r.Scores[i]})
+	}
+	// Milvus orders by score; equal scores come back in segment order, so make ties deterministic
+	slices.SortStableFunc(hits, func(a, b rag.Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return hits, nil
+}
+
+// Delete implements store.VectorIndex.
+func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error {
+	const op = "milvus.Delete"
+	if err := rag.ValidateID("tenant", tenant); err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
+	for _, id := range ids {
+		if err := rag.ValidateID("id", id); err != nil {
+			return rag.E(op, rag.KindInvalid, err)
+		}
+	}
+	for start := 0; start < len(ids); start += maxFilterIDs {
+		batch := ids[start:min(start+maxFilterIDs, len(ids))]
+		expr := FieldTenant + " == " + quote(tenant) + " and " + FieldID + " in " + list(batch)
+		if err := ix.delete(ctx, op, expr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteDocument implements store.VectorIndex.
+func (ix *Index) DeleteDocument(ctx context.Context, tenant, kbID, documentID string) error {
+	const op = "milvus.DeleteDocument"
+	f := rag.Filter{Tenant: tenant, KBIDs: []string{kbID}, DocumentIDs: []string{documentID}}
+	expr, err := Expr(f)
+	if err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
+	return ix.delete(ctx, op, expr)
+}
+
+func (ix *Index) delete(ctx context.Context, op, expr string) error {
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	cctx, cancel := ix.call(ctx)
+	defer cancel()
+	_, err := ix.c.Delete(cctx, milvusclient.NewDeleteOption(ix.coll).WithExpr(expr))
+	return classify(op, err)
+}
+
+// Count implements store.VectorIndex with a count(*) query at Strong consistency.
+func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
+	const op = "milvus.Count"
+	expr, err := Expr(f)
+	if err != nil {
+		return 0, rag.E(op, rag.KindInvalid, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, rag.E(op, rag.KindUnavailable, err)
+	}
+	cctx, cancel := ix.call(ctx)
+	defer cancel()
+	rs, err := ix.c.Query(cctx, milvusclient.NewQueryOption(ix.coll).WithFilter(expr).
+		WithOutputFields("count(*)").WithConsistencyLevel(entity.ClStrong))
+	if err != nil {
+		return 0, classify(op, err)
+	}
+	col := rs.GetColumn("count(*)")
+	if col == nil || col.Len() != 1 {
+		return 0, rag.Errorf(op, rag.KindInternal, "count(*) returned no value")
+	}
+	n, err := col.GetAsInt64(0)
+	if err != nil {
+		return 0, rag.E(op, rag.KindInternal, err)
+	}
+	return int(n), nil
+}
+
+// Flush implements store.VectorIndex: it seals the growing segments and waits until they are persisted.
+func (ix *Index) Flush(ctx context.Context) error {
+	const op = "milvus.Flush"
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 6*ix.o.CallTimeout) // a flush legitimately takes longer than a call
+	defer cancel()
+	task, err := ix.c.Flush(cctx, milvusclient.NewFlushOption(ix.coll))
+	if err != nil {
+		return classify(op, err)
+	}
+	return classify(op, task.Await(cctx))
+}
