@@ -17,7 +17,7 @@ func TestKindOf(t *testing.T) {
 		{errors.New("plain"), KindUnknown},
 		{base, KindNotFound},
 		{fmt.Errorf("load kb: %w", base), KindNotFound},
-		{E("outer", KindUnknown, base), KindNotFound},         // an unclassified wrapper keeps the inner kind
+		{E("outer", KindUnknown, base), KindNotFound},        // an unclassified wrapper keeps the inner kind
 		{E("outer", KindUnavailable, base), KindUnavailable}, // the outermost classification wins
 		{context.DeadlineExceeded, KindUnavailable},
 		{fmt.Errorf("x: %w", context.Canceled), KindUnavailable},

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/httpapi"
+)
+
+func runCLI(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
+}
+
+func TestConfigCommand(t *testing.T) {
+	code, out, _ := runCLI(t, map[string]string{"DOCMIND_CHAT_API_KEY": "sk-canary-42", "DOCMIND_CHAT_PROVIDER": "openai", "DOCMIND_CHAT_MAIN_MODEL": "m"}, "config", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(out, "canary") {
+		t.Fatal("docmind config printed a secret")
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil || m["chat.api_key"] != "[redacted]" || m["server.addr"] != "127.0.0.1:8080" {
+		t.Fatalf("config --json = %v (%v)", m, err)
+	}
+	// every problem in one message, exit status 2
+	code, _, errOut := runCLI(t, map[string]string{"DOCMIND_SQL_DRIVER": "oracle", "DOCMIND_VECTOR_DIM": "x", "DOCMIND_LOG_LEVEL": "loud"}, "config")
+	if code != exitConfig {
+		t.Fatalf("bad config exit %d, want 2", code)
+	}
+	for _, want := range []string{"DOCMIND_VECTOR_DIM"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("message lacks %s: %s", want, errOut)
+		}
+	}
+	code, _, errOut = runCLI(t, map[string]string{"DOCMIND_SQL_DRIVER": "oracle", "DOCMIND_LOG_LEVEL": "loud", "DOCMIND_KV_DRIVER": "memcached"}, "config")
+	if code != exitConfig || strings.Count(errOut, "\n  - ") != 3 {
+		t.Fatalf("want 3 problems in one message, exit 2; got %d:\n%s", code, errOut)
+	}
+	code, out, _ = runCLI(t, nil, "config", "--vars")
+	if code != 0 || !strings.Contains(out, "`DOCMIND_SQL_DSN`") {
+		t.Fatalf("config --vars: %d %s", code, out)
+	}
+}
+
+func TestUnknownCommandAndFlags(t *testing.T) {
+	if code, _, _ := runCLI(t, nil, "frobnicate"); code != exitConfig {
+		t.Fatalf("unknown command exit %d", code)
+	}
+	if code, _, _ := runCLI(t, nil, "serve", "--bogus"); code != exitConfig {
+		t.Fatalf("unknown flag exit %d", code)
+	}
+	if code, _, _ := runCLI(t, nil); code != exitConfig {
+		t.Fatalf("no command exit %d", code)
+	}
+	if code, out, _ := runCLI(t, nil, "version", "--json"); code != 0 || !strings.Contains(out, `"version"`) {
+		t.Fatalf("version: %d %s", code, out)
+	}
+}
+
+func TestServeRefusesNonLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:8080", ":8080", "192.168.1.5:80", "[::]:8080", "example.com:80"} {
+		code, _, errOut := runCLI(t, nil, "serve", "--data", t.TempDir(), "--addr", addr)
+		if code != exitConfig || !strings.Contains(errOut, "authentication") {
+			t.Errorf("serve --addr %s: exit %d, %q", addr, code, errOut)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "localhost:0", "[::1]:0", "127.0.0.2:0"} {
+		if err := checkListenAddr(addr); err != nil {
+			t.Errorf("%s refused: %v", addr, err)
+		}
+	}
+}
+
+func TestMigrateAndKB(t *testing.T) {
+	data := t.TempDir()
+	code, out, errOut := runCLI(t, nil, "migrate", "--data", data, "--json")
+	if code != 0 || !strings.Contains(out, `"applied": [`) {
+		t.Fatalf("migrate: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, nil, "migrate", "--data", data)
+	if code != 0 || !strings.Contains(out, "schema is current") {
+		t.Fatalf("second migrate: %d %s", code, out)
+	}
+	if code, out, errOut = runCLI(t, nil, "kb", "create", "手册", "--data", data, "--description", "manuals", "--json"); code != 0 || !strings.Contains(out, `"name": "手册"`) {
+		t.Fatalf("kb create: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut = runCLI(t, nil, "kb", "create", "手册", "--data", data); code != exitConfig || !strings.Contains(errOut, "already exists") {
+		t.Fatalf("duplicate kb: %d %s", code, errOut)
+	}
+	if code, _, errOut = runCLI(t, nil, "kb", "create", "../x", "--data", data); code != exitConfig {
+		t.Fatalf("bad kb name: %d %s", code, errOut)
+	}
+	code, out, _ = runCLI(t, nil, "kb", "list", "--data", data, "--json")
+	var kbs []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &kbs) != nil || len(kbs) != 1 || kbs[0]["description"] != "manuals" {
+		t.Fatalf("kb list: %d %s", code, out)
+	}
+	if code, _, _ = runCLI(t, nil, "kb", "delete", "手册", "--data", data); code != 0 {
+		t.Fatalf("kb delete exit %d", code)
+	}
+	if code, _, _ = runCLI(t, nil, "kb", "delete", "手册", "--data", data); code != exitConfig {
+		t.Fatalf("kb delete missing exit %d", code)
+	}
+	if code, out, _ = runCLI(t, nil, "kb", "list", "--data", data); code != 0 || !strings.Contains(out, "no knowledge bases") {
+		t.Fatalf("kb list after delete: %s", out)
+	}
+	if code, _, _ = runCLI(t, nil, "kb", "rename", "a", "--data", data); code != exitConfig {
+		t.Fatalf("kb bad subcommand exit %d", code)
+	}
+}
+
+// End to end: the server opens its stores under the data dir, serves /healthz, and shuts down cleanly
+// on cancel, leaving the vector snapshot and database on disk.
+func TestServeHealthz(t *testing.T) {
+	data := t.TempDir()
+	cfg := config.Default()
+	cfg.DataDir = data
+	cfg.Server.Addr = "127.0.0.1:0"
+	m := &Main{Config: cfg, Version: "test"}
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Serve(ctx) }()
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	var resp *http.Response
+	var err error
+	for range 50 { // Serve starts in a goroutine: give it a moment, without asserting a duration
+		if resp, err = client.Get("http://" + m.Addr() + "/healthz"); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var h httpapi.Health
+	if resp.StatusCode != 200 || json.Unmarshal(body, &h) != nil || h.Status != "ok" || h.Version != "test" {
+		t.Fatalf("healthz %d %s", resp.StatusCode, body)
+	}
+	for _, name := range []string{"sql", "vector", "kv", "blob"} {
+		if !h.Stores[name].OK {
+			t.Errorf("store %s not ok: %+v", name, h.Stores[name])
+		}
+	}
+	if h.Stores["sql"].Driver != "sqlite" || h.Stores["vector"].Driver != "memvec" {
+		t.Errorf("drivers: %+v", h.Stores)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "docmind.db")); err != nil {
+		t.Fatalf("database not created under --data: %v", err)
+	}
+}

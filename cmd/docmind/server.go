@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/httpapi"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/mysql"
+	"github.com/docmind/docmind/shared/store/sqldb"
+	"github.com/docmind/docmind/shared/store/sqlite"
+)
+
+// Main is the local server: it owns the stores and the HTTP listener. End-to-end tests drive it
+// directly: Open, then Serve in a goroutine, then Close.
+type Main struct {
+	Config  config.Config
+	Logger  *slog.Logger
+	Version string
+
+	Stores *Stores
+	ln     net.Listener
+	srv    *http.Server
+}
+
+// Open opens the stores (applying migrations) and binds the listener.
+func (m *Main) Open(ctx context.Context) error {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	s, err := OpenStores(ctx, m.Config)
+	if err != nil {
+		return err
+	}
+	m.Stores = s
+	ln, err := net.Listen("tcp", m.Config.Server.Addr)
+	if err != nil {
+		return rag.E("serve", rag.KindInvalid, fmt.Errorf("listen on %s: %w", m.Config.Server.Addr, err))
+	}
+	m.ln = ln
+	h := httpapi.New(httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks()})
+	m.srv = &http.Server{
+		Handler:           http.MaxBytesHandler(h, m.Config.Server.MaxBodyBytes),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       m.Config.Server.ReadTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// Addr is the bound address (useful with port 0).
+func (m *Main) Addr() string { return m.ln.Addr().String() }
+
+// Serve serves until ctx ends, then shuts down gracefully within the configured timeout.
+func (m *Main) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- m.srv.Serve(m.ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.Server.ShutdownTimeout)
+	defer cancel()
+	if err := m.srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Close releases the listener and the stores (the vector index is flushed to disk).
+func (m *Main) Close() error {
+	var errs []error
+	if m.ln != nil {
+		m.ln.Close()
+	}
+	if m.Stores != nil {
+		errs = append(errs, m.Stores.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// openSQL opens only the relational store (for commands that need nothing else).
+func openSQL(ctx context.Context, cfg config.Config) (*sqldb.DB, error) {
+	if cfg.SQL.Driver == "mysql" {
+		return mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	}
+	return sqlite.Open(cfg.SQLitePath(), nil)
+}
+
+// deleteKB removes a knowledge base everywhere: its vectors first (so a crash leaves SQL rows that the
+// consistency check can act on, never vectors nobody owns), then its SQL rows.
+func deleteKB(ctx context.Context, cfg config.Config, db *sqldb.DB, kb rag.KnowledgeBase) error {
+	docs, err := db.ListDocuments(ctx, kb.Tenant, kb.ID, "")
+	if err != nil {
+		return err
+	}
+	if len(docs) > 0 {
+		s, err := OpenStores(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		for _, d := range docs {
+			if err := s.Vectors.DeleteDocument(ctx, kb.Tenant, kb.ID, d.ID); err != nil {
+				return fmt.Errorf("delete vectors of %s: %w", d.FileName, err)
+			}
+		}
+		if err := s.Vectors.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	return db.DeleteKB(ctx, kb.Tenant, kb.ID)
+}

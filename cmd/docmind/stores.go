@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/httpapi"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store"
+	"github.com/docmind/docmind/shared/store/fsblob"
+	"github.com/docmind/docmind/shared/store/memkv"
+	"github.com/docmind/docmind/shared/store/memvec"
+	"github.com/docmind/docmind/shared/store/milvus"
+	"github.com/docmind/docmind/shared/store/mysql"
+	"github.com/docmind/docmind/shared/store/redis"
+	"github.com/docmind/docmind/shared/store/s3"
+	"github.com/docmind/docmind/shared/store/sqldb"
+	"github.com/docmind/docmind/shared/store/sqlite"
+)
+
+// Stores are the opened storage adapters. The local binary defaults to the embedded ones; each can be
+// switched to its cloud twin by configuration (e.g. a laptop against a shared MySQL).
+type Stores struct {
+	SQL     *sqldb.DB
+	Vectors store.VectorIndex
+	KV      store.KV
+	Blobs   store.Blobs
+	cfg     config.Config
+}
+
+// OpenStores opens every store the config names and applies pending migrations.
+func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
+	s = &Stores{cfg: cfg}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	switch cfg.SQL.Driver {
+	case "mysql":
+		s.SQL, err = mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	default:
+		s.SQL, err = sqlite.Open(cfg.SQLitePath(), nil)
+	}
+	if err != nil {
+		return s, fmt.Errorf("open %s store: %w", cfg.SQL.Driver, err)
+	}
+	if _, err = s.SQL.Migrate(ctx); err != nil {
+		return s, fmt.Errorf("migrate: %w", err)
+	}
+	switch cfg.Vector.Driver {
+	case "milvus":
+		s.Vectors, err = milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken,
+			Collection: cfg.Vector.Collection, Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+	default:
+		s.Vectors, err = memvec.Open(filepath.Join(cfg.DataDir, "vectors.bin"), cfg.Vector.Dim)
+	}
+	if err != nil {
+		return s, fmt.Errorf("open %s vector index: %w", cfg.Vector.Driver, err)
+	}
+	switch cfg.KV.Driver {
+	case "redis":
+		s.KV = redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})
+	default:
+		s.KV = memkv.New(nil, 0)
+	}
+	switch cfg.Blob.Driver {
+	case "s3":
+		s.Blobs, err = s3.New(ctx, s3.Options{Bucket: cfg.Blob.Bucket, Region: cfg.Blob.Region, Endpoint: cfg.Blob.Endpoint, UsePathStyle: cfg.Blob.UsePathStyle})
+	default:
+		s.Blobs, err = fsblob.New(cfg.BlobDir())
+	}
+	if err != nil {
+		return s, fmt.Errorf("open %s blob store: %w", cfg.Blob.Driver, err)
+	}
+	return s, nil
+}
+
+// Checks are the health probes of the stores.
+func (s *Stores) Checks() []httpapi.Check {
+	return []httpapi.Check{
+		{Name: "sql", Driver: s.cfg.SQL.Driver, Probe: s.SQL.Ping},
+		{Name: "vector", Driver: s.cfg.Vector.Driver, Probe: func(ctx context.Context) error {
+			_, err := s.Vectors.Count(ctx, rag.Filter{Tenant: s.cfg.Tenant})
+			return err
+		}},
+		{Name: "kv", Driver: s.cfg.KV.Driver, Probe: s.KV.Ping},
+		{Name: "blob", Driver: s.cfg.Blob.Driver, Probe: func(ctx context.Context) error {
+			_, err := s.Blobs.Stat(ctx, "healthz")
+			if rag.Is(err, rag.KindNotFound) {
+				return nil // reachable; the object need not exist
+			}
+			return err
+		}},
+	}
+}
+
+// Close flushes and closes every opened store.
+func (s *Stores) Close() error {
+	var errs []error
+	if s.Vectors != nil {
+		errs = append(errs, s.Vectors.Close())
+	}
+	if s.KV != nil {
+		errs = append(errs, s.KV.Close())
+	}
+	if s.SQL != nil {
+		errs = append(errs, s.SQL.Close())
+	}
+	return errors.Join(errs...)
+}

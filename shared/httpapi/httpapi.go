@@ -1,0 +1,158 @@
+// Package httpapi is docmind's HTTP interface, written against http.Handler so that `docmind serve`
+// (net/http) and the Lambda Function URL (aws-lambda-go/lambdaurl) serve the same handler. Errors are
+// JSON, {"error":{"code","message"}}, with the status derived from the error kind; internal error text
+// never reaches a client.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// Check probes one dependency for GET /healthz.
+type Check struct {
+	Name   string
+	Driver string
+	Probe  func(ctx context.Context) error
+}
+
+// Deps are what the handler needs.
+type Deps struct {
+	Version string
+	Logger  *slog.Logger
+	Checks  []Check
+	// CheckTimeout bounds each health probe (default 2 s).
+	CheckTimeout time.Duration
+}
+
+// New returns the handler.
+func New(d Deps) http.Handler {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.CheckTimeout <= 0 {
+		d.CheckTimeout = 2 * time.Second
+	}
+	mux := http.NewServeMux()
+	h := &handler{d: d}
+	mux.HandleFunc("GET /healthz", h.health)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, d.Logger, rag.Errorf("httpapi", rag.KindNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+type handler struct{ d Deps }
+
+// StoreStatus is one dependency in the health report.
+type StoreStatus struct {
+	OK     bool   `json:"ok"`
+	Driver string `json:"driver,omitempty"`
+	Error  string `json:"error,omitempty"` // the error kind only: never internal text
+	Millis int64  `json:"ms"`
+}
+
+// Health is the body of GET /healthz.
+type Health struct {
+	Status  string                 `json:"status"` // "ok" or "degraded"
+	Version string                 `json:"version"`
+	Stores  map[string]StoreStatus `json:"stores"`
+}
+
+func (h *handler) health(w http.ResponseWriter, r *http.Request) {
+	out := Health{Status: "ok", Version: h.d.Version, Stores: map[string]StoreStatus{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range h.d.Checks {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(r.Context(), h.d.CheckTimeout)
+			defer cancel()
+			start := time.Now()
+			err := c.Probe(ctx)
+			st := StoreStatus{OK: err == nil, Driver: c.Driver, Millis: time.Since(start).Milliseconds()}
+			if err != nil {
+				st.Error = rag.KindOf(err).String()
+				h.d.Logger.Warn("health check failed", "check", c.Name, "err", err)
+			}
+			mu.Lock()
+			out.Stores[c.Name] = st
+			if err != nil {
+				out.Status = "degraded"
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	code := http.StatusOK
+	if out.Status != "ok" {
+		code = http.StatusServiceUnavailable
+	}
+	WriteJSON(w, code, out)
+}
+
+// WriteJSON writes v with the status code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	enc.Encode(v)
+}
+
+// Status maps an error kind to an HTTP status.
+func Status(kind rag.Kind) int {
+	switch kind {
+	case rag.KindInvalid, rag.KindTerminal:
+		return http.StatusBadRequest
+	case rag.KindNotFound:
+		return http.StatusNotFound
+	case rag.KindConflict:
+		return http.StatusConflict
+	case rag.KindPermission:
+		return http.StatusForbidden
+	case rag.KindUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// publicMessage is what a client may read: the classified cause for client errors (they describe the
+// client's own input), a fixed sentence otherwise.
+func publicMessage(err error) string {
+	var e *rag.Error
+	kind := rag.KindOf(err)
+	switch kind {
+	case rag.KindInvalid, rag.KindNotFound, rag.KindConflict:
+		if errors.As(err, &e) && e.Err != nil {
+			return e.Err.Error()
+		}
+		return kind.String()
+	case rag.KindUnavailable:
+		return "a dependency is unavailable; retry later"
+	case rag.KindPermission:
+		return "not allowed"
+	}
+	return "internal error"
+}
+
+// WriteError writes err as {"error":{"code","message"}} and logs server-side failures once.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	kind := rag.KindOf(err)
+	code := Status(kind)
+	if code >= 500 {
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "kind", kind.String(), "err", err)
+	}
+	type body struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	WriteJSON(w, code, map[string]body{"error": {Code: kind.String(), Message: publicMessage(err)}})
+}
