@@ -79,11 +79,11 @@ func Config(dsn string, o Options) (*mysql.Config, error) {
 	}
 	cfg.ParseTime = true
 	cfg.RejectReadOnly = true
-	cfg.Collation = "utf8mb4_bin"
-	if cfg.Params == nil {
-		cfg.Params = map[string]string{}
+	// SET NAMES utf8mb4 COLLATE utf8mb4_bin on every connection (a "charset" entry in Params would be
+	// sent as a system variable, which servers reject)
+	if err := cfg.Apply(mysql.Charset("utf8mb4", "utf8mb4_bin")); err != nil {
+		return nil, rag.E("mysql.Config", rag.KindInvalid, err)
 	}
-	cfg.Params["charset"] = "utf8mb4"
 	cfg.Loc = time.UTC
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = 5 * time.Second
