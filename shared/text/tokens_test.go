@@ -1,0 +1,20 @@
+package text
+
+import "testing"
+
+func TestEstimateTokens(t *testing.T) {
+	cases := []struct {
+		s        string
+		min, max int
+	}{
+		{"", 0, 0},
+		{"保险条款", 4, 6},
+		{"The quick brown fox jumps over the lazy dog.", 10, 20},
+		{"if (x != nil) { return fmt.Errorf(\"%w\", err) }", 18, 40},
+	}
+	for _, c := range cases {
+		if n := EstimateTokens(c.s); n < c.min || n > c.max {
+			t.Errorf("EstimateTokens(%q) = %d, want %d..%d", c.s, n, c.min, c.max)
+		}
+	}
+}
