@@ -101,7 +101,12 @@ func newClient(t *testing.T, f *fakeAPI, slept *[]time.Duration) *OpenAI {
 	t.Cleanup(srv.Close)
 	var mu sync.Mutex
 	e, err := NewOpenAI(OpenAIOptions{BaseURL: srv.URL, APIKey: "k", Model: "m", Dim: f.dim, BatchSize: 10, Concurrency: 3,
-		Sleep: func(ctx context.Context, d time.Duration) error { mu.Lock(); *slept = append(*slept, d); mu.Unlock(); return nil }})
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			*slept = append(*slept, d)
+			mu.Unlock()
+			return nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

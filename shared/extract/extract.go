@@ -115,24 +115,17 @@ func Terminal(format string, args ...any) error {
 	return rag.Errorf("extract", rag.KindTerminal, format, args...)
 }
 
-// Extract converts data (the file named name) to markdown within the limits. Errors are Terminal for a
-// bad or unsupported file (including a parser panic, a size limit or the deadline) and Unavailable only
-// when ctx itself ended.
-func Extract(ctx context.Context, name string, data []byte, l Limits) (res Result, err error) {
+// Guard runs one parse under recover and the per-document deadline. A panic, a deadline or an
+// unclassified parser error becomes Terminal (the file is bad: never retried); the caller's own ctx
+// ending is Unavailable. Parsers must check ctx in their loops: a parse that ignores it keeps running
+// in the background after Guard has given up.
+func Guard(ctx context.Context, format string, l Limits, parse func(ctx context.Context) (Result, error)) (Result, error) {
 	l = l.withDefaults()
-	p, format := parserFor(name)
-	if p == nil {
-		return Result{}, Terminal("unsupported file type %q (supported: %s)", filepath.Ext(name), strings.Join(Formats, " "))
-	}
-	if int64(len(data)) > l.MaxFileBytes {
-		return Result{}, Terminal("file is %d bytes, the limit is %d", len(data), l.MaxFileBytes)
-	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, rag.E("extract", rag.KindUnavailable, err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
-
 	type outcome struct {
 		res Result
 		err error
@@ -144,7 +137,7 @@ func Extract(ctx context.Context, name string, data []byte, l Limits) (res Resul
 				done <- outcome{err: Terminal("the %s parser crashed on this file (%v); the file is probably damaged", format, r)}
 			}
 		}()
-		r, err := p(dctx, data, l)
+		r, err := parse(dctx)
 		done <- outcome{r, err}
 	}()
 	var o outcome
@@ -157,12 +150,33 @@ func Extract(ctx context.Context, name string, data []byte, l Limits) (res Resul
 		return Result{}, Terminal("parsing took longer than %s", l.Timeout)
 	}
 	if o.err != nil {
-		if rag.KindOf(o.err) == rag.KindUnknown {
+		if ctx.Err() != nil {
+			return Result{}, rag.E("extract", rag.KindUnavailable, ctx.Err())
+		}
+		if rag.KindOf(o.err) == rag.KindUnknown || rag.KindOf(o.err) == rag.KindUnavailable {
 			o.err = Terminal("%s: %v", format, o.err)
 		}
 		return Result{}, o.err
 	}
-	res = o.res
+	return o.res, nil
+}
+
+// Extract converts data (the file named name) to markdown within the limits. Errors are Terminal for a
+// bad or unsupported file (including a parser panic, a size limit or the deadline) and Unavailable only
+// when ctx itself ended.
+func Extract(ctx context.Context, name string, data []byte, l Limits) (res Result, err error) {
+	l = l.withDefaults()
+	p, format := parserFor(name)
+	if p == nil {
+		return Result{}, Terminal("unsupported file type %q (supported: %s)", filepath.Ext(name), strings.Join(Formats, " "))
+	}
+	if int64(len(data)) > l.MaxFileBytes {
+		return Result{}, Terminal("file is %d bytes, the limit is %d", len(data), l.MaxFileBytes)
+	}
+	res, err = Guard(ctx, format, l, func(ctx context.Context) (Result, error) { return p(ctx, data, l) })
+	if err != nil {
+		return Result{}, err
+	}
 	res.Format = format
 	md, hidden := Clean(res.Markdown)
 	res.Markdown, res.Hidden = md, res.Hidden+hidden

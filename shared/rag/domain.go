@@ -57,6 +57,7 @@ type Document struct {
 	DocVersion      string    `json:"doc_version,omitempty"`
 	EffectiveDate   string    `json:"effective_date,omitempty"`
 	ChunkCount      int       `json:"chunk_count"`
+	StageMillis     string    `json:"stage_ms,omitempty"` // JSON {"extract":ms,...} of the last ingestion
 	CreatedAt       time.Time `json:"created_at"`
 	UpdatedAt       time.Time `json:"updated_at"`
 }

@@ -176,9 +176,10 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		checkKind(t, "list bad status", rag.KindInvalid, second(db.ListDocuments(ctx, "t1", kb.ID, "x")))
 
 		got.Status, got.Error, got.ChunkCount, got.DocVersion, got.EffectiveDate, got.ContentHash = rag.StatusFailed, "bad PDF: truncated xref", 7, "2.1.0", "2024-05-01", hash("x")
+		got.StageMillis = `{"extract":12,"index":3}`
 		must(t, db.UpdateDocument(ctx, &got))
 		re, _ := db.GetDocument(ctx, "t1", d1.ID)
-		if re.Status != rag.StatusFailed || re.Error != "bad PDF: truncated xref" || re.ChunkCount != 7 || re.DocVersion != "2.1.0" || re.EffectiveDate != "2024-05-01" || re.ContentHash != hash("x") {
+		if re.Status != rag.StatusFailed || re.Error != "bad PDF: truncated xref" || re.ChunkCount != 7 || re.DocVersion != "2.1.0" || re.EffectiveDate != "2024-05-01" || re.ContentHash != hash("x") || re.StageMillis != `{"extract":12,"index":3}` {
 			t.Fatalf("after UpdateDocument: %+v", re)
 		}
 		if re.UpdatedAt.Before(re.CreatedAt) {

@@ -1,0 +1,231 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/docmind/docmind/shared/extract"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// Service ingests and deletes whole documents: it finds or creates the knowledge base and the document
+// row, stores the source under a generated key, skips unchanged content, and runs the stages.
+type Service struct {
+	Runner *Runner
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex // one ingestion at a time per (kb, source)
+}
+
+// Source is one file to ingest.
+type Source struct {
+	KBName string // the knowledge base; created on first use
+	URI    string // stable identity of the source (an inbox path, a file path, an upload id)
+	Name   string // the user's file name: metadata only, never a storage key
+	Data   []byte
+	ETag   string
+}
+
+// Report is one document's result.
+type Report struct {
+	File       string `json:"file"`
+	DocumentID string `json:"document_id,omitempty"`
+	Status     string `json:"status"`
+	Skipped    bool   `json:"skipped,omitempty"` // unchanged since the last ingest
+	Outcome
+	Error string `json:"error,omitempty"`
+}
+
+func (s *Service) lock(key string) func() {
+	s.mu.Lock()
+	if s.locks == nil {
+		s.locks = map[string]*sync.Mutex{}
+	}
+	m := s.locks[key]
+	if m == nil {
+		m = &sync.Mutex{}
+		s.locks[key] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// KB returns the tenant's knowledge base by name, creating it when create is set.
+func (s *Service) KB(ctx context.Context, tenant, name string, create bool) (rag.KnowledgeBase, error) {
+	rec := s.Runner.Stages.Records
+	kb, err := rec.GetKBByName(ctx, tenant, name)
+	if err == nil || !rag.Is(err, rag.KindNotFound) || !create {
+		return kb, err
+	}
+	kb = rag.KnowledgeBase{Tenant: tenant, Name: name}
+	if err := rec.CreateKB(ctx, &kb); err != nil {
+		if rag.Is(err, rag.KindConflict) { // created meanwhile
+			return rec.GetKBByName(ctx, tenant, name)
+		}
+		return kb, err
+	}
+	return kb, nil
+}
+
+func fileType(name string) string {
+	return strings.TrimPrefix(strings.ToLower(path.Ext(name)), ".")
+}
+
+// Ingest stores and indexes one source. The error is also recorded on the document; Report carries
+// both. Re-ingesting unchanged content does nothing (Skipped, Embedded 0).
+func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report, error) {
+	rep := Report{File: src.Name, Status: rag.StatusFailed, Outcome: Outcome{StageMS: map[string]int64{}}}
+	fail := func(err error) (Report, error) {
+		rep.Error = err.Error()
+		return rep, err
+	}
+	if !extract.Supported(src.Name) {
+		return fail(extract.Terminal("unsupported file type %q (supported: %s)", path.Ext(src.Name), strings.Join(extract.Formats, " ")))
+	}
+	st := s.Runner.Stages
+	kb, err := s.KB(ctx, tenant, src.KBName, true)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.lock(kb.ID + "\x00" + src.URI)()
+	sum := sha256.Sum256(src.Data)
+	hash := hex.EncodeToString(sum[:])
+
+	doc, err := st.Records.GetDocumentBySource(ctx, tenant, kb.ID, src.URI)
+	switch {
+	case err == nil:
+		rep.DocumentID = doc.ID
+		if doc.ContentHash == hash && doc.Status == rag.StatusReady && doc.Error == "" {
+			rep.Status, rep.Skipped, rep.Chunks, rep.Reused = doc.Status, true, doc.ChunkCount, doc.ChunkCount
+			return rep, nil
+		}
+	case rag.Is(err, rag.KindNotFound):
+		doc = rag.Document{Tenant: tenant, KBID: kb.ID, SourceURI: src.URI, FileName: truncateRunes(src.Name, 255), FileType: fileType(src.Name),
+			SourceETag: src.ETag, Status: rag.StatusProcessing}
+		if err := st.Records.CreateDocument(ctx, &doc); err != nil {
+			if !rag.Is(err, rag.KindConflict) {
+				return fail(err)
+			}
+			if doc, err = st.Records.GetDocumentBySource(ctx, tenant, kb.ID, src.URI); err != nil {
+				return fail(err)
+			}
+		}
+		rep.DocumentID = doc.ID
+	default:
+		return fail(err)
+	}
+
+	key := sourceKey(tenant, kb.ID, doc.ID, src.Name)
+	if _, err := st.Blobs.Put(ctx, key, bytes.NewReader(src.Data), ""); err != nil {
+		return fail(fmt.Errorf("store source: %w", err))
+	}
+	if doc.Status != rag.StatusReady {
+		doc.Status = rag.StatusProcessing
+	}
+	doc.FileName, doc.FileType, doc.SourceETag = truncateRunes(src.Name, 255), fileType(src.Name), truncateRunes(src.ETag, 255)
+	if err := st.Records.UpdateDocument(ctx, &doc); err != nil {
+		return fail(err)
+	}
+
+	out, runErr := s.Runner.Run(ctx, ExtractIn{Doc: Doc{Tenant: tenant, KBID: kb.ID, DocumentID: doc.ID}, SourceKey: key, FileName: src.Name})
+	rep.Outcome = out
+	// record hash and timings on the row the stages left
+	if cur, err := st.Records.GetDocument(ctx, tenant, doc.ID); err == nil {
+		if runErr == nil {
+			cur.ContentHash = hash
+		}
+		if b, err := json.Marshal(out.StageMS); err == nil {
+			cur.StageMillis = string(b)
+		}
+		st.Records.UpdateDocument(ctx, &cur)
+		rep.Status = cur.Status
+	}
+	if runErr != nil {
+		return fail(runErr)
+	}
+	return rep, nil
+}
+
+// sourceKey is the generated storage key of a source: the user's file name never becomes a path; only
+// its extension is kept so the parser can be chosen.
+func sourceKey(tenant, kbID, docID, name string) string {
+	ext := strings.ToLower(path.Ext(name))
+	if !extract.Supported("x" + ext) {
+		ext = ""
+	}
+	return "sources/" + tenant + "/" + kbID + "/" + docID + "/source" + ext
+}
+
+// Delete removes a document everywhere: vectors (verified gone with a strong count), rows, source blob,
+// then bumps the knowledge base version.
+func (s *Service) Delete(ctx context.Context, tenant, docID string) error {
+	st := s.Runner.Stages
+	doc, err := st.Records.GetDocument(ctx, tenant, docID)
+	if err != nil {
+		return err
+	}
+	defer s.lock(doc.KBID + "\x00" + doc.SourceURI)()
+	if err := st.Vectors.DeleteDocument(ctx, tenant, doc.KBID, doc.ID); err != nil {
+		return fmt.Errorf("delete vectors: %w", err)
+	}
+	if err := st.Vectors.Flush(ctx); err != nil {
+		return fmt.Errorf("flush vectors: %w", err)
+	}
+	n, err := st.Vectors.Count(ctx, rag.Filter{Tenant: tenant, KBIDs: []string{doc.KBID}, DocumentIDs: []string{doc.ID}})
+	if err != nil {
+		return fmt.Errorf("count vectors: %w", err)
+	}
+	if n != 0 {
+		return rag.Errorf("ingest.Delete", rag.KindUnavailable, "%d vectors of the document are still visible after delete", n)
+	}
+	if err := st.Records.DeleteDocument(ctx, tenant, doc.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	if blobs, err := st.Blobs.List(ctx, "sources/"+tenant+"/"+doc.KBID+"/"+doc.ID+"/"); err == nil {
+		for _, b := range blobs {
+			st.Blobs.Delete(ctx, b.Key)
+		}
+	}
+	if _, err := st.Records.BumpKBVersion(ctx, tenant, doc.KBID); err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	return nil
+}
+
+// DeleteBySource deletes the document of a source, if there is one.
+func (s *Service) DeleteBySource(ctx context.Context, tenant, kbName, uri string) (bool, error) {
+	kb, err := s.KB(ctx, tenant, kbName, false)
+	if rag.Is(err, rag.KindNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	doc, err := s.Runner.Stages.Records.GetDocumentBySource(ctx, tenant, kb.ID, uri)
+	if rag.Is(err, rag.KindNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := s.Delete(ctx, tenant, doc.ID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
