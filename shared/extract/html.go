@@ -133,9 +133,20 @@ func (w *mdWriter) block(n *html.Node) {
 func (w *mdWriter) node(n *html.Node) {
 	switch n.Type {
 	case html.TextNode:
-		if t := collapse(n.Data); t != "" {
-			w.b.WriteString(t + " ")
+		t := collapse(n.Data)
+		if t == "" {
+			if n.Data != "" {
+				w.b.WriteString(" ")
+			}
+			return
 		}
+		if strings.TrimLeft(n.Data, " \t\n") != n.Data {
+			t = " " + t
+		}
+		if strings.TrimRight(n.Data, " \t\n") != n.Data {
+			t += " "
+		}
+		w.b.WriteString(t)
 		return
 	case html.ElementNode:
 	default:

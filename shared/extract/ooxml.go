@@ -90,7 +90,12 @@ type node struct {
 	text  strings.Builder
 }
 
-func (n *node) attr(name string) string { return n.attrs[name] }
+func (n *node) attr(name string) string {
+	if n == nil {
+		return ""
+	}
+	return n.attrs[name]
+}
 
 // child returns the first direct child with this name, or nil.
 func (n *node) child(name string) *node {

@@ -74,13 +74,18 @@ func parsePDF(ctx context.Context, data []byte, l Limits) (Result, error) {
 	return Result{Markdown: b.String(), Pages: pc.PageCount}, nil
 }
 
-// pdfText turns a page's text lines into paragraphs: lines are joined (CJK without a space, others with
-// one) until a line ends a sentence or a blank line separates blocks.
+// pdfText turns a page's text lines into paragraphs. PDFs have no paragraphs, only positioned lines, so
+// a line much shorter than the page's longest line ends a paragraph (a heading, or a paragraph's last
+// line), as does a line ending a sentence; other lines are joined (CJK without a space, others with one).
 func pdfText(s string) string {
-	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	lines := strings.Split(strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n"), "\n")
+	longest := 0
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+		longest = max(longest, len([]rune(lines[i])))
+	}
 	var b strings.Builder
 	for i, line := range lines {
-		line = strings.TrimSpace(line)
 		if line == "" {
 			b.WriteString("\n\n")
 			continue
@@ -89,9 +94,10 @@ func pdfText(s string) string {
 		if i == len(lines)-1 {
 			break
 		}
-		last := []rune(line)[len([]rune(line))-1]
+		rs := []rune(line)
+		last := rs[len(rs)-1]
 		switch {
-		case strings.ContainsRune("。！？；：.!?:;", last):
+		case len(rs)*10 < longest*6, strings.ContainsRune("。！？；：.!?:;", last):
 			b.WriteString("\n\n")
 		case last > 0x2E80: // CJK: no space between wrapped lines
 		default:

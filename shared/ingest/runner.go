@@ -12,7 +12,7 @@ import (
 // retryable errors (Unavailable, Unknown) are retried after each Backoff interval; Terminal, Invalid,
 // NotFound and Permission errors are never retried.
 type Policy struct {
-	Backoff []time.Duration                               // default 1 s, 2 s, 4 s
+	Backoff []time.Duration                                  // default 1 s, 2 s, 4 s
 	Sleep   func(ctx context.Context, d time.Duration) error // tests pass a fake
 }
 
