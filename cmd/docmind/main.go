@@ -42,7 +42,8 @@ const usage = `docmind: knowledge-base question answering
 Usage: docmind <command> [flags]
 
 Commands:
-  serve     run the local server (HTTP on 127.0.0.1:8080 by default)
+  serve     run the local server (HTTP on 127.0.0.1:8080 by default), watching <data>/inbox
+  ingest    index files or folders into a knowledge base (ingest --kb NAME PATH...)
   migrate   apply pending database migrations
   kb        list, create or delete knowledge bases (kb list | kb create NAME | kb delete NAME)
   config    print the effective configuration (secrets redacted); --vars lists every variable
@@ -67,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "migrate": cmdMigrate, "kb": cmdKB, "config": cmdConfig, "version": cmdVersion,
+		"serve": cmdServe, "ingest": cmdIngest, "migrate": cmdMigrate, "kb": cmdKB, "config": cmdConfig, "version": cmdVersion,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
@@ -345,6 +346,8 @@ func cmdServe(e env, args []string) int {
 	var c common
 	fs := newFlags("serve", e, &c)
 	addr := fs.String("addr", "", "listen address (default 127.0.0.1:8080, or DOCMIND_ADDR)")
+	noDemo := fs.Bool("no-demo", false, "do not install the demo knowledge base on first start")
+	noWatch := fs.Bool("no-watch", false, "do not watch <data>/inbox")
 	if fs.Parse(args) != nil {
 		return exitConfig
 	}
@@ -360,7 +363,7 @@ func cmdServe(e env, args []string) int {
 		fmt.Fprintf(e.stderr, "docmind: %v\n", err)
 		return exitConfig
 	}
-	m := &Main{Config: cfg, Logger: newLogger(cfg, e.stderr), Version: version}
+	m := &Main{Config: cfg, Logger: newLogger(cfg, e.stderr), Version: version, NoDemo: *noDemo, NoWatch: *noWatch}
 	if err := m.Open(e.ctx); err != nil {
 		m.Close()
 		return fail(e, err)

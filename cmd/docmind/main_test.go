@@ -129,7 +129,7 @@ func TestServeHealthz(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir = data
 	cfg.Server.Addr = "127.0.0.1:0"
-	m := &Main{Config: cfg, Version: "test"}
+	m := &Main{Config: cfg, Version: "test", NoDemo: true}
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -185,5 +185,32 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 		if !strings.Contains(string(b), "`"+v.Env+"`") {
 			t.Errorf("README.md does not document %s", v.Env)
 		}
+	}
+}
+
+func TestIngestCommand(t *testing.T) {
+	data := t.TempDir()
+	docs := t.TempDir()
+	os.WriteFile(filepath.Join(docs, "a.md"), []byte("# Title\n\nFirst paragraph about refunds.\n\n## Second\n\nMore text about returns."), 0o644)
+	os.MkdirAll(filepath.Join(docs, ".hidden"), 0o755)
+	os.WriteFile(filepath.Join(docs, ".hidden", "x.md"), []byte("# hidden"), 0o644)
+	os.WriteFile(filepath.Join(docs, "notes.bin"), []byte{0, 1}, 0o644)
+	os.WriteFile(filepath.Join(docs, "broken.docx"), []byte("not a zip"), 0o644)
+	code, out, errOut := runCLI(t, nil, "ingest", "--kb", "manuals", "--data", data, "--json", docs)
+	var sum ingestSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("ingest --json output %q: %v (%s)", out, err, errOut)
+	}
+	if code != exitFail || sum.Documents != 1 || sum.Chunks != 2 || sum.Embedded != 2 || len(sum.Failed) != 1 || !strings.Contains(sum.Failed[0].Error, "zip") {
+		t.Fatalf("first run: exit %d %+v", code, sum)
+	}
+	os.Remove(filepath.Join(docs, "broken.docx"))
+	code, out, _ = runCLI(t, nil, "ingest", "--kb", "manuals", "--data", data, "--json", docs)
+	json.Unmarshal([]byte(out), &sum)
+	if code != 0 || sum.Embedded != 0 || sum.Reused != 2 || sum.Parents != 1 || len(sum.Failed) != 0 {
+		t.Fatalf("unchanged re-run: exit %d %+v", code, sum)
+	}
+	if code, _, _ := runCLI(t, nil, "ingest", "--data", data, docs); code != exitConfig {
+		t.Fatalf("missing --kb: exit %d", code)
 	}
 }

@@ -7,10 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/demo"
 	"github.com/docmind/docmind/shared/httpapi"
+	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/mysql"
 	"github.com/docmind/docmind/shared/store/sqldb"
@@ -24,9 +28,16 @@ type Main struct {
 	Logger  *slog.Logger
 	Version string
 
-	Stores *Stores
-	ln     net.Listener
-	srv    *http.Server
+	// NoDemo skips installing the demo knowledge base on first start; NoWatch skips the inbox watcher.
+	NoDemo  bool
+	NoWatch bool
+
+	Stores  *Stores
+	Ingest  *ingest.Service
+	queue   *ingest.Queue
+	watcher *ingest.Watcher
+	ln      net.Listener
+	srv     *http.Server
 }
 
 // Open opens the stores (applying migrations) and binds the listener.
@@ -39,12 +50,28 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.Stores = s
+	if m.Ingest, err = ingestService(m.Config, s, m.Logger); err != nil {
+		return err
+	}
+	m.queue = &ingest.Queue{Service: m.Ingest, Log: m.Logger}
+	inbox := filepath.Join(m.Config.DataDir, "inbox")
+	if !m.NoDemo {
+		if installed, err := demo.Install(m.Config.DataDir); err != nil {
+			m.Logger.Warn("demo knowledge base not installed", "err", err)
+		} else if installed {
+			m.Logger.Info("demo knowledge base copied to the inbox; it is ingested in the background", "dir", filepath.Join(inbox, demo.KB))
+		}
+	}
+	if !m.NoWatch {
+		m.watcher = &ingest.Watcher{Service: m.Ingest, Tenant: m.Config.Tenant, Root: inbox, Log: m.Logger, MaxBytes: m.Config.Server.MaxBodyBytes}
+	}
 	ln, err := net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {
 		return rag.E("serve", rag.KindInvalid, fmt.Errorf("listen on %s: %w", m.Config.Server.Addr, err))
 	}
 	m.ln = ln
-	h := httpapi.New(httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks()})
+	h := httpapi.New(httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
+		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, Tenant: localTenant(m.Config), MaxUploadBytes: m.Config.Server.MaxBodyBytes})
 	m.srv = &http.Server{
 		Handler:           http.MaxBytesHandler(h, m.Config.Server.MaxBodyBytes),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -62,6 +89,17 @@ func (m *Main) Addr() string { return m.ln.Addr().String() }
 func (m *Main) Serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
+	bg, stopBG := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopBG(); wg.Wait() }()
+	wg.Go(func() { m.queue.Run(bg) })
+	if m.watcher != nil {
+		wg.Go(func() {
+			if err := m.watcher.Run(bg); err != nil {
+				m.Logger.Error("inbox watcher stopped", "err", err)
+			}
+		})
+	}
 	select {
 	case err := <-errc:
 		return err

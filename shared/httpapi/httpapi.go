@@ -30,6 +30,15 @@ type Deps struct {
 	Checks  []Check
 	// CheckTimeout bounds each health probe (default 2 s).
 	CheckTimeout time.Duration
+
+	// Library enables the knowledge-base and document endpoints; Ingester enables uploads and deletes.
+	Library  Library
+	Ingester Ingester
+	// Tenant returns the caller's tenant. Until authentication exists the local server answers with its
+	// single configured tenant (and listens on loopback only).
+	Tenant func(*http.Request) (string, error)
+	// MaxUploadBytes bounds one uploaded file (default 64 MiB).
+	MaxUploadBytes int64
 }
 
 // New returns the handler.
@@ -40,9 +49,15 @@ func New(d Deps) http.Handler {
 	if d.CheckTimeout <= 0 {
 		d.CheckTimeout = 2 * time.Second
 	}
+	if d.MaxUploadBytes <= 0 {
+		d.MaxUploadBytes = 64 << 20
+	}
 	mux := http.NewServeMux()
 	h := &handler{d: d}
 	mux.HandleFunc("GET /healthz", h.health)
+	if d.Library != nil && d.Tenant != nil {
+		(&library{lib: d.Library, ing: d.Ingester, tenant: d.Tenant, maxBytes: d.MaxUploadBytes, h: h}).routes(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, d.Logger, rag.Errorf("httpapi", rag.KindNotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -124,17 +139,22 @@ func Status(kind rag.Kind) int {
 	return http.StatusInternalServerError
 }
 
-// publicMessage is what a client may read: the classified cause for client errors (they describe the
-// client's own input), a fixed sentence otherwise.
+// publicMessage is what a client may read: validation messages (they describe the client's own input)
+// and messages this package wrote; a fixed sentence for everything else, so driver and dependency text
+// never reaches a client.
 func publicMessage(err error) string {
-	var e *rag.Error
 	kind := rag.KindOf(err)
+	var e *rag.Error
+	if errors.As(err, &e) && e.Err != nil && (kind == rag.KindInvalid || e.Op == "httpapi") {
+		return e.Err.Error()
+	}
 	switch kind {
-	case rag.KindInvalid, rag.KindNotFound, rag.KindConflict:
-		if errors.As(err, &e) && e.Err != nil {
-			return e.Err.Error()
-		}
-		return kind.String()
+	case rag.KindNotFound:
+		return "not found"
+	case rag.KindConflict:
+		return "conflicts with an existing resource"
+	case rag.KindInvalid, rag.KindTerminal:
+		return "invalid request"
 	case rag.KindUnavailable:
 		return "a dependency is unavailable; retry later"
 	case rag.KindPermission:

@@ -75,6 +75,13 @@ func (s *Service) KB(ctx context.Context, tenant, name string, create bool) (rag
 	return kb, nil
 }
 
+func checkSupported(name string) error {
+	if !extract.Supported(name) {
+		return extract.Terminal("unsupported file type %q (supported: %s)", path.Ext(name), strings.Join(extract.Formats, " "))
+	}
+	return nil
+}
+
 func fileType(name string) string {
 	return strings.TrimPrefix(strings.ToLower(path.Ext(name)), ".")
 }
@@ -87,8 +94,8 @@ func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report
 		rep.Error = err.Error()
 		return rep, err
 	}
-	if !extract.Supported(src.Name) {
-		return fail(extract.Terminal("unsupported file type %q (supported: %s)", path.Ext(src.Name), strings.Join(extract.Formats, " ")))
+	if err := checkSupported(src.Name); err != nil {
+		return fail(err)
 	}
 	st := s.Runner.Stages
 	kb, err := s.KB(ctx, tenant, src.KBName, true)
@@ -105,6 +112,13 @@ func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report
 		rep.DocumentID = doc.ID
 		if doc.ContentHash == hash && doc.Status == rag.StatusReady && doc.Error == "" {
 			rep.Status, rep.Skipped, rep.Chunks, rep.Reused = doc.Status, true, doc.ChunkCount, doc.ChunkCount
+			if rows, err := st.Records.ListChunks(ctx, tenant, doc.ID); err == nil {
+				for _, c := range rows {
+					if c.Level == rag.LevelParent {
+						rep.Parents++
+					}
+				}
+			}
 			return rep, nil
 		}
 	case rag.Is(err, rag.KindNotFound):

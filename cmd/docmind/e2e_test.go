@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/demo"
+)
+
+// startServer runs a Main on a free loopback port until the test ends.
+func startServer(t *testing.T, mod func(*Main)) (*Main, string) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Server.Addr = "127.0.0.1:0"
+	cfg.Server.MaxBodyBytes = 1 << 20
+	m := &Main{Config: cfg, Version: "test"}
+	if mod != nil {
+		mod(m)
+	}
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		m.Close()
+	})
+	return m, "http://" + m.Addr()
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("GET %s: %s", url, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second) // a hang detector: PDFium's WebAssembly start alone takes seconds
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type docList struct {
+	Documents []struct {
+		ID         string           `json:"id"`
+		FileName   string           `json:"file_name"`
+		Status     string           `json:"status"`
+		Error      string           `json:"error"`
+		ChunkCount int              `json:"chunk_count"`
+		StageMS    map[string]int64 `json:"stage_ms"`
+		SourceURI  string           `json:"source_uri"`
+	} `json:"documents"`
+}
+
+// First start: the demo corpus lands in the inbox and every file becomes a ready document.
+func TestServeIngestsDemoOnFirstStart(t *testing.T) {
+	_, base := startServer(t, nil)
+	var list docList
+	poll(t, "every demo document to be ready", func() bool {
+		if getJSON(t, base+"/api/kbs/demo/documents", &list) != 200 {
+			return false
+		}
+		ready := 0
+		for _, d := range list.Documents {
+			if d.Status == "failed" {
+				t.Fatalf("demo document %s failed: %s", d.FileName, d.Error)
+			}
+			if d.Status == "ready" {
+				ready++
+			}
+		}
+		return ready == len(demo.Files())
+	})
+	for _, d := range list.Documents {
+		if d.ChunkCount == 0 || d.StageMS["extract"] < 0 || d.StageMS == nil {
+			t.Errorf("document %+v lacks chunks or timings", d)
+		}
+	}
+	var kb struct {
+		Documents int `json:"documents"`
+		Chunks    int `json:"chunks"`
+	}
+	getJSON(t, base+"/api/kbs/demo", &kb)
+	if kb.Documents != len(demo.Files()) || kb.Chunks < 20 {
+		t.Fatalf("kb summary %+v", kb)
+	}
+}
+
+func upload(t *testing.T, url, field, name string, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, _ := mw.CreateFormFile(field, name)
+	fw.Write(body)
+	mw.Close()
+	resp, err := http.Post(url, mw.FormDataContentType(), &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func TestUploadListChunksDelete(t *testing.T) {
+	_, base := startServer(t, func(m *Main) { m.NoDemo = true })
+	if resp, b := upload(t, base+"/api/kbs/nokb/documents", "file", "a.md", []byte("# a")); resp.StatusCode != 404 || strings.Contains(string(b), "sql") {
+		t.Fatalf("upload to a missing kb: %d %s", resp.StatusCode, b)
+	}
+	if r, err := http.Post(base+"/api/kbs", "application/json", strings.NewReader(`{"name":"policies","description":"refunds"}`)); err != nil || r.StatusCode != 201 {
+		t.Fatalf("create kb: %v %v", err, r.Status)
+	}
+	resp, body := upload(t, base+"/api/kbs/policies/documents", "file", "../../etc/退款 政策.md", []byte("# 退款政策\n\n七天内可无理由退款。\n\n## 例外\n\n定制商品不支持退款。"))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+	var doc struct {
+		ID        string `json:"id"`
+		FileName  string `json:"file_name"`
+		SourceURI string `json:"source_uri"`
+	}
+	json.Unmarshal(body, &doc)
+	if doc.FileName != "退款 政策.md" || !strings.HasPrefix(doc.SourceURI, "upload/up_") {
+		t.Fatalf("the user's path leaked into storage or metadata: %+v", doc)
+	}
+	var list docList
+	poll(t, "the upload to be ready", func() bool {
+		getJSON(t, base+"/api/kbs/policies/documents", &list)
+		return len(list.Documents) == 1 && list.Documents[0].Status == "ready"
+	})
+	var chunks struct {
+		Chunks []struct {
+			Level   string `json:"level"`
+			Content string `json:"content"`
+		} `json:"chunks"`
+	}
+	if getJSON(t, base+"/api/documents/"+doc.ID+"/chunks", &chunks) != 200 || len(chunks.Chunks) != 3 || !strings.HasPrefix(chunks.Chunks[0].Content, "# 退款政策") {
+		t.Fatalf("chunks: %+v", chunks)
+	}
+
+	// bad uploads: too large (413), wrong field (400), unsupported type (400), unknown kb id (404)
+	if resp, b := upload(t, base+"/api/kbs/policies/documents", "file", "big.md", bytes.Repeat([]byte("a"), 2<<20)); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("2 MiB upload with a 1 MiB limit: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := upload(t, base+"/api/kbs/policies/documents", "other", "a.md", []byte("x")); resp.StatusCode != 400 {
+		t.Errorf("wrong field: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := upload(t, base+"/api/kbs/policies/documents", "file", "a.exe", []byte("MZ")); resp.StatusCode != 400 {
+		t.Errorf("exe: %d %s", resp.StatusCode, b)
+	}
+	if code := getJSON(t, base+"/api/kbs/kb_000000000000000000000000/documents", nil); code != 404 {
+		t.Errorf("unknown kb: %d", code)
+	}
+	if code := getJSON(t, base+"/api/documents/doc_'%20or%201=1/chunks", nil); code != 404 {
+		t.Errorf("hostile document id: %d", code)
+	}
+
+	req, _ := http.NewRequest(http.MethodDelete, base+"/api/documents/"+doc.ID, nil)
+	dresp, err := http.DefaultClient.Do(req)
+	if err != nil || dresp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %v %v", err, dresp.Status)
+	}
+	if code := getJSON(t, base+"/api/documents/"+doc.ID, nil); code != 404 {
+		t.Fatalf("deleted document still answers %d", code)
+	}
+	var kbs struct {
+		KnowledgeBases []struct{ Name string } `json:"knowledge_bases"`
+	}
+	getJSON(t, base+"/api/kbs", &kbs)
+	if len(kbs.KnowledgeBases) != 1 || kbs.KnowledgeBases[0].Name != "policies" {
+		t.Fatalf("kbs %+v", kbs)
+	}
+	resp2, err := http.Post(base+"/api/kbs", "application/json", strings.NewReader(`{"name":"policies"}`))
+	if err != nil || resp2.StatusCode != http.StatusConflict {
+		t.Fatalf("duplicate kb: %v %v", err, resp2.Status)
+	}
+	resp3, _ := http.Post(base+"/api/kbs", "application/json", strings.NewReader(`{"nam":"x"}`))
+	if resp3.StatusCode != 400 {
+		t.Fatalf("bad kb body: %s", resp3.Status)
+	}
+	_ = fmt.Sprint
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/docmind/docmind/shared/extract"
+	"github.com/docmind/docmind/shared/ingest"
+)
+
+// ingestSummary is `docmind ingest --json`'s output.
+type ingestSummary struct {
+	Documents int             `json:"documents"` // documents indexed (new, changed or unchanged)
+	Chunks    int             `json:"chunks"`
+	Parents   int             `json:"parents"`
+	Embedded  int             `json:"embedded"` // texts sent to the embeddings provider in this run
+	Reused    int             `json:"reused"`
+	Deleted   int             `json:"deleted"`
+	Failed    []ingestFailure `json:"failed"`
+}
+
+type ingestFailure struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
+func cmdIngest(e env, args []string) int {
+	var c common
+	fs := newFlags("ingest", e, &c)
+	kbName := fs.String("kb", "", "knowledge base name (created when missing)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: docmind ingest --kb NAME [--data DIR] [--json] PATH...   (files or folders)")
+		fs.PrintDefaults()
+	}
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitConfig
+	}
+	if *kbName == "" || len(paths) == 0 {
+		fs.Usage()
+		return exitConfig
+	}
+	cfg, ok := c.load(e, nil)
+	if !ok {
+		return exitConfig
+	}
+	files, problems := collect(paths)
+	s, err := OpenStores(e.ctx, cfg)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer s.Close()
+	svc, err := ingestService(cfg, s, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	sum := ingestSummary{Failed: problems}
+	progress := !c.json && isTerminal(e.stderr)
+	for i, f := range files {
+		if e.ctx.Err() != nil {
+			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: "interrupted"})
+			continue
+		}
+		if progress {
+			fmt.Fprintf(e.stderr, "\r\033[K[%d/%d] %s", i+1, len(files), shorten(f, 60))
+		}
+		abs, _ := filepath.Abs(f)
+		data, err := readLimited(abs, cfg.Server.MaxBodyBytes)
+		if err != nil {
+			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: err.Error()})
+			continue
+		}
+		rep, err := svc.Ingest(e.ctx, cfg.Tenant, ingest.Source{KBName: *kbName, URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs), Data: data})
+		sum.Embedded += rep.Embedded
+		if err != nil {
+			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: err.Error()})
+			continue
+		}
+		sum.Documents++
+		sum.Chunks += rep.Chunks
+		sum.Parents += rep.Parents
+		sum.Reused += rep.Reused
+		sum.Deleted += rep.Deleted
+	}
+	if progress {
+		fmt.Fprint(e.stderr, "\r\033[K")
+	}
+	if sum.Failed == nil {
+		sum.Failed = []ingestFailure{}
+	}
+	if c.json {
+		printJSON(e.stdout, sum)
+	} else {
+		fmt.Fprintf(e.stdout, "%d documents, %d chunks (%d parents): %d embedded, %d reused, %d deleted; %d failed\n",
+			sum.Documents, sum.Chunks, sum.Parents, sum.Embedded, sum.Reused, sum.Deleted, len(sum.Failed))
+		for _, f := range sum.Failed {
+			fmt.Fprintf(e.stdout, "  failed: %s: %s\n", f.File, f.Error)
+		}
+	}
+	if len(sum.Failed) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// collect expands folders into their supported files (hidden files and folders skipped); a named file
+// that does not exist or is of an unsupported type is reported as failed.
+func collect(paths []string) ([]string, []ingestFailure) {
+	var files []string
+	var bad []ingestFailure
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			bad = append(bad, ingestFailure{File: p, Error: "no such file or folder"})
+			continue
+		}
+		if !st.IsDir() {
+			if !extract.Supported(p) {
+				bad = append(bad, ingestFailure{File: p, Error: "unsupported file type (supported: " + strings.Join(extract.Formats, " ") + ")"})
+				continue
+			}
+			files = append(files, p)
+			continue
+		}
+		filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				bad = append(bad, ingestFailure{File: path, Error: err.Error()})
+				return nil
+			}
+			if path != p && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !d.IsDir() && extract.Supported(path) {
+				files = append(files, path)
+			}
+			return nil
+		})
+	}
+	return files, bad
+}
+
+func readLimited(path string, limit int64) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("file is %d bytes, the limit is %d (DOCMIND_MAX_BODY_BYTES)", st.Size(), limit)
+	}
+	return os.ReadFile(path)
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "..." + string(r[len(r)-n+3:])
+}

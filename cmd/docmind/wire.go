@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/docmind/docmind/shared/chunk"
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/embed"
+	"github.com/docmind/docmind/shared/extract"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// newEmbedder picks the embeddings provider: an OpenAI-compatible API when configured, else offline.
+func newEmbedder(cfg config.Config) (ingest.Embedder, error) {
+	if cfg.Embeddings.Provider == "openai" {
+		return embed.NewOpenAI(embed.OpenAIOptions{BaseURL: cfg.Embeddings.BaseURL, APIKey: cfg.Embeddings.APIKey,
+			Model: cfg.Embeddings.Model, Dim: cfg.Vector.Dim, BatchSize: cfg.Embeddings.BatchSize})
+	}
+	return embed.NewOffline(cfg.Vector.Dim), nil
+}
+
+// ingestService wires the ingestion stages over the opened stores.
+func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Service, error) {
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Embedder: emb, Log: log,
+		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
+		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
+	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}, nil
+}
+
+// uploads adapts the queue and the service to the HTTP layer's Ingester.
+type uploads struct {
+	q *ingest.Queue
+	s *ingest.Service
+}
+
+func (u uploads) Upload(ctx context.Context, tenant, kb, name string, data []byte) (rag.Document, error) {
+	return u.q.Upload(ctx, tenant, kb, name, data)
+}
+
+func (u uploads) Delete(ctx context.Context, tenant, id string) error {
+	return u.s.Delete(ctx, tenant, id)
+}
+
+// localTenant is the identity of every request to the local server until authentication exists; the
+// server refuses non-loopback addresses meanwhile.
+func localTenant(cfg config.Config) func(*http.Request) (string, error) {
+	return func(*http.Request) (string, error) { return cfg.Tenant, nil }
+}
