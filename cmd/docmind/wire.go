@@ -11,6 +11,7 @@ import (
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/memblob"
 )
 
 // newEmbedder picks the embeddings provider: an OpenAI-compatible API when configured, else offline.
@@ -28,7 +29,7 @@ func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Serv
 	if err != nil {
 		return nil, err
 	}
-	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Embedder: emb, Log: log,
+	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Staging: memblob.New(), Embedder: emb, Log: log,
 		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
 	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}, nil

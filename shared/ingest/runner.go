@@ -172,7 +172,7 @@ func (r *Runner) rollback(ctx context.Context, d Doc, before []rag.Chunk, chunks
 	s := r.Stages
 	defer func() {
 		for _, k := range []string{"markdown.md", "chunks.json", "vectors.bin"} {
-			s.Blobs.Delete(ctx, d.staging(k))
+			s.staging().Delete(ctx, d.staging(k))
 		}
 	}()
 	reason := cause.Error()

@@ -49,7 +49,10 @@ type Embedder interface {
 type Stages struct {
 	Records  Records
 	Vectors  store.VectorIndex
-	Blobs    store.Blobs
+	Blobs    store.Blobs // sources
+	// Staging holds the payloads passed between stages (markdown, chunks, vectors); nil means Blobs.
+	// Step Functions stages must share it through S3; the local runner keeps it in memory.
+	Staging  store.Blobs
 	Embedder Embedder
 	Limits   extract.Limits
 	Chunking chunk.Options
@@ -128,8 +131,23 @@ type IndexOut struct {
 	KBVersion int64 `json:"kb_version"`
 }
 
+func (s *Stages) staging() store.Blobs {
+	if s.Staging != nil {
+		return s.Staging
+	}
+	return s.Blobs
+}
+
 func (s *Stages) readBlob(ctx context.Context, key string, limit int64) ([]byte, error) {
-	rc, _, err := s.Blobs.Get(ctx, key)
+	return readFrom(ctx, s.Blobs, key, limit)
+}
+
+func (s *Stages) readStaged(ctx context.Context, key string, limit int64) ([]byte, error) {
+	return readFrom(ctx, s.staging(), key, limit)
+}
+
+func readFrom(ctx context.Context, from store.Blobs, key string, limit int64) ([]byte, error) {
+	rc, _, err := from.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +185,7 @@ func (s *Stages) Extract(ctx context.Context, in ExtractIn) (ExtractOut, error) 
 		return ExtractOut{}, err
 	}
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden}
-	if _, err := s.Blobs.Put(ctx, out.MarkdownKey, bytes.NewReader([]byte(res.Markdown)), "text/markdown"); err != nil {
+	if _, err := s.staging().Put(ctx, out.MarkdownKey, bytes.NewReader([]byte(res.Markdown)), "text/markdown"); err != nil {
 		return ExtractOut{}, fmt.Errorf("stage markdown: %w", err)
 	}
 	if res.Hidden > 0 && s.Log != nil {
@@ -189,7 +207,7 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 	if err := in.validate(op); err != nil {
 		return ChunkOut{}, err
 	}
-	md, err := s.readBlob(ctx, in.MarkdownKey, 64<<20)
+	md, err := s.readStaged(ctx, in.MarkdownKey, 64<<20)
 	if err != nil {
 		return ChunkOut{}, fmt.Errorf("read markdown: %w", err)
 	}
@@ -225,7 +243,7 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 	if err != nil {
 		return ChunkOut{}, rag.E(op, rag.KindInternal, err)
 	}
-	if _, err := s.Blobs.Put(ctx, out.ChunksKey, bytes.NewReader(b), "application/json"); err != nil {
+	if _, err := s.staging().Put(ctx, out.ChunksKey, bytes.NewReader(b), "application/json"); err != nil {
 		return ChunkOut{}, fmt.Errorf("stage chunks: %w", err)
 	}
 	if out.Oversize > 0 && s.Log != nil {
@@ -235,7 +253,7 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 }
 
 func (s *Stages) readChunks(ctx context.Context, key string) ([]rag.Chunk, error) {
-	b, err := s.readBlob(ctx, key, 256<<20)
+	b, err := s.readStaged(ctx, key, 256<<20)
 	if err != nil {
 		return nil, fmt.Errorf("read chunks: %w", err)
 	}
@@ -303,7 +321,7 @@ func (s *Stages) Embed(ctx context.Context, in EmbedIn) (EmbedOut, error) {
 		}
 	}
 	out.Embedded = len(texts)
-	if _, err := s.Blobs.Put(ctx, out.VectorsKey, bytes.NewReader(encodeVectors(ids, vecs)), "application/octet-stream"); err != nil {
+	if _, err := s.staging().Put(ctx, out.VectorsKey, bytes.NewReader(encodeVectors(ids, vecs)), "application/octet-stream"); err != nil {
 		return EmbedOut{}, fmt.Errorf("stage vectors: %w", err)
 	}
 	return out, nil
@@ -372,7 +390,7 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 	if err != nil {
 		return IndexOut{}, err
 	}
-	vb, err := s.readBlob(ctx, in.VectorsKey, 1<<30)
+	vb, err := s.readStaged(ctx, in.VectorsKey, 1<<30)
 	if err != nil {
 		return IndexOut{}, fmt.Errorf("read vectors: %w", err)
 	}
@@ -450,7 +468,7 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 		return IndexOut{}, err
 	}
 	for _, k := range []string{"markdown.md", "chunks.json", "vectors.bin"} {
-		s.Blobs.Delete(ctx, in.staging(k)) // staging is scratch: a leftover is harmless and overwritten next time
+		s.staging().Delete(ctx, in.staging(k)) // staging is scratch: a leftover is harmless and overwritten next time
 	}
 	return IndexOut{Doc: in.Doc, Chunks: len(children), Parents: in.Parents, Deleted: deleted, KBVersion: v}, nil
 }

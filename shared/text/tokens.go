@@ -1,10 +1,27 @@
 // Package text holds the text utilities every stage shares: token estimation and CJK detection.
 package text
 
-import "unicode"
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// asciiWord marks ASCII letters and digits.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	return t
+}()
 
 // IsCJK reports Han, Hiragana, Katakana and Hangul letters (the scripts written without spaces).
 func IsCJK(r rune) bool {
+	if r < 0x1100 { // below Hangul Jamo nothing is CJK: the common case stays cheap
+		return false
+	}
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
@@ -14,13 +31,22 @@ func IsCJK(r rune) bool {
 func EstimateTokens(s string) int {
 	cjk, other, punct := 0, 0, 0
 	for _, r := range s {
+		if r < utf8.RuneSelf {
+			switch {
+			case asciiWord[r]:
+				other++
+			case r > ' ' && r != 0x7f:
+				punct++
+			}
+			continue
+		}
 		switch {
 		case IsCJK(r):
 			cjk++
 		case unicode.IsPunct(r) || unicode.IsSymbol(r):
 			punct++
 		case !unicode.IsSpace(r):
-			other += len(string(r))
+			other += utf8.RuneLen(r)
 		}
 	}
 	return cjk + (other+2)/3 + punct

@@ -40,7 +40,11 @@ type Index struct {
 	rows  []row
 	byID  map[string]int // "tenant\x00id" -> row
 	names interner
-	dirty bool
+
+	// persistence (path != ""): writes since the last Flush, appended to the log on Flush
+	pending  []byte
+	logBytes int64 // size of the log file
+	snapRows int   // rows in the snapshot file
 }
 
 // New returns an empty in-memory index of the given dimension.
@@ -87,25 +91,30 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for i, r := range recs {
-		rw := row{
-			id: r.ID, chunk: r.ChunkID,
-			tenant: ix.names.id(r.Tenant), kb: ix.names.id(r.KBID), doc: ix.names.id(r.DocumentID),
+		m := metaRow{ID: r.ID, Chunk: r.ChunkID, Tenant: r.Tenant, KB: r.KBID, Doc: r.DocumentID, Tags: r.Tags}
+		ix.put(m, normed[i])
+		if ix.path != "" {
+			ix.pending = appendUpsert(ix.pending, m, normed[i])
 		}
-		for _, t := range r.Tags {
-			rw.tags = append(rw.tags, ix.names.id("tag\x00"+t))
-		}
-		k := key(r.Tenant, r.ID)
-		if at, ok := ix.byID[k]; ok {
-			ix.rows[at] = rw
-			copy(ix.data[at*ix.dim:], normed[i])
-			continue
-		}
-		ix.byID[k] = len(ix.rows)
-		ix.rows = append(ix.rows, rw)
-		ix.data = append(ix.data, normed[i]...)
 	}
-	ix.dirty = true
 	return nil
+}
+
+// put inserts or replaces one row whose vector is already normalised. Caller holds the write lock.
+func (ix *Index) put(m metaRow, v []float32) {
+	rw := row{id: m.ID, chunk: m.Chunk, tenant: ix.names.id(m.Tenant), kb: ix.names.id(m.KB), doc: ix.names.id(m.Doc)}
+	for _, t := range m.Tags {
+		rw.tags = append(rw.tags, ix.names.id("tag\x00"+t))
+	}
+	k := key(m.Tenant, m.ID)
+	if at, ok := ix.byID[k]; ok {
+		ix.rows[at] = rw
+		copy(ix.data[at*ix.dim:], v)
+		return
+	}
+	ix.byID[k] = len(ix.rows)
+	ix.rows = append(ix.rows, rw)
+	ix.data = append(ix.data, v...)
 }
 
 func validateRecord(r rag.VectorRecord, dim int) error {
@@ -198,7 +207,11 @@ func (ix *Index) DeleteDocument(ctx context.Context, tenant, kbID, documentID st
 // removeAt swaps the last row into position at, keeping storage contiguous. Caller holds the write lock.
 func (ix *Index) removeAt(at int) {
 	last := len(ix.rows) - 1
-	delete(ix.byID, key(ix.names.name(ix.rows[at].tenant), ix.rows[at].id))
+	tenant := ix.names.name(ix.rows[at].tenant)
+	if ix.path != "" {
+		ix.pending = appendDelete(ix.pending, tenant, ix.rows[at].id)
+	}
+	delete(ix.byID, key(tenant, ix.rows[at].id))
 	if at != last {
 		ix.rows[at] = ix.rows[last]
 		copy(ix.data[at*ix.dim:(at+1)*ix.dim], ix.data[last*ix.dim:])
@@ -206,7 +219,6 @@ func (ix *Index) removeAt(at int) {
 	}
 	ix.rows = ix.rows[:last]
 	ix.data = ix.data[:last*ix.dim]
-	ix.dirty = true
 }
 
 // Count implements store.VectorIndex; the embedded index is always strongly consistent.

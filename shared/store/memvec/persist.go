@@ -16,6 +16,11 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 )
 
+// Persistence is a snapshot plus a write-ahead log. Flush appends the writes since the last Flush to
+// <path>.log and syncs it, so a flush costs what changed, not the whole index; when the log grows past
+// the snapshot (or 64 MiB) Flush writes a new snapshot and removes the log. Open loads the snapshot and
+// replays the log; a torn record at the log's end (a crash mid-append) is dropped.
+//
 // Snapshot file layout (little endian):
 //
 //	magic "DMVEC001" | dim uint32 | rows uint64 | metaLen uint64 | meta JSON | rows*dim float32 | crc32 (IEEE) of all before
@@ -33,25 +38,146 @@ type metaRow struct {
 	Tags   []string `json:"g,omitempty"`
 }
 
-// Flush implements store.VectorIndex: it writes the snapshot when anything changed since the last one.
+// Flush implements store.VectorIndex: it makes every write so far durable.
 func (ix *Index) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return rag.E("memvec.Flush", rag.KindUnavailable, err)
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.path == "" || !ix.dirty {
-		return nil
-	}
-	if err := ix.save(); err != nil {
+	if err := ix.flushLocked(false); err != nil {
 		return rag.E("memvec.Flush", rag.KindUnavailable, err)
 	}
-	ix.dirty = false
 	return nil
 }
 
-// Close flushes and releases the index.
-func (ix *Index) Close() error { return ix.Flush(context.Background()) }
+func (ix *Index) flushLocked(compact bool) error {
+	if ix.path == "" || (len(ix.pending) == 0 && !(compact && ix.logBytes > 0)) {
+		return nil
+	}
+	snapBytes := int64(ix.snapRows) * int64(ix.dim) * 4
+	if compact || ix.logBytes+int64(len(ix.pending)) > max(snapBytes, 64<<20) {
+		if err := ix.save(); err != nil {
+			return err
+		}
+		if err := os.Remove(ix.path + ".log"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		ix.pending, ix.logBytes, ix.snapRows = ix.pending[:0], 0, len(ix.rows)
+		return nil
+	}
+	f, err := os.OpenFile(ix.path+".log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(ix.pending); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	ix.logBytes += int64(len(ix.pending))
+	ix.pending = ix.pending[:0]
+	return nil
+}
+
+// Close makes everything durable and folds the log into the snapshot, so the next Open is one read.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.flushLocked(true)
+}
+
+const (
+	opUpsert byte = 1
+	opDelete byte = 2
+)
+
+// log record: op u8 | payload length u32 | payload | crc32 (IEEE) of op and payload
+func appendRecord(buf []byte, op byte, payload []byte) []byte {
+	crc := crc32.NewIEEE()
+	crc.Write([]byte{op})
+	crc.Write(payload)
+	buf = append(buf, op)
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(payload)))
+	buf = append(buf, payload...)
+	return binary.LittleEndian.AppendUint32(buf, crc.Sum32())
+}
+
+func appendUpsert(buf []byte, m metaRow, v []float32) []byte {
+	mj, _ := json.Marshal(m)
+	payload := binary.LittleEndian.AppendUint32(nil, uint32(len(mj)))
+	payload = append(payload, mj...)
+	for _, x := range v {
+		payload = binary.LittleEndian.AppendUint32(payload, math.Float32bits(x))
+	}
+	return appendRecord(buf, opUpsert, payload)
+}
+
+func appendDelete(buf []byte, tenant, id string) []byte {
+	payload := binary.LittleEndian.AppendUint16(nil, uint16(len(tenant)))
+	payload = append(payload, tenant...)
+	payload = append(payload, id...)
+	return appendRecord(buf, opDelete, payload)
+}
+
+// replay applies the log; it returns the byte length of the valid prefix.
+func (ix *Index) replay(data []byte) int64 {
+	off := 0
+	for off+9 <= len(data) {
+		op := data[off]
+		n := int(binary.LittleEndian.Uint32(data[off+1:]))
+		if n < 0 || off+5+n+4 > len(data) {
+			break
+		}
+		payload := data[off+5 : off+5+n]
+		crc := crc32.NewIEEE()
+		crc.Write([]byte{op})
+		crc.Write(payload)
+		if crc.Sum32() != binary.LittleEndian.Uint32(data[off+5+n:]) {
+			break
+		}
+		switch op {
+		case opUpsert:
+			if len(payload) < 4 {
+				return int64(off)
+			}
+			ml := int(binary.LittleEndian.Uint32(payload))
+			if 4+ml+ix.dim*4 != len(payload) {
+				return int64(off)
+			}
+			var m metaRow
+			if json.Unmarshal(payload[4:4+ml], &m) != nil {
+				return int64(off)
+			}
+			v := make([]float32, ix.dim)
+			for i := range v {
+				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(payload[4+ml+i*4:]))
+			}
+			ix.put(m, v)
+		case opDelete:
+			if len(payload) < 2 {
+				return int64(off)
+			}
+			tl := int(binary.LittleEndian.Uint16(payload))
+			if 2+tl > len(payload) {
+				return int64(off)
+			}
+			if at, ok := ix.byID[key(string(payload[2:2+tl]), string(payload[2+tl:]))]; ok {
+				ix.removeAt(at)
+			}
+		default:
+			return int64(off)
+		}
+		off += 5 + n + 4
+	}
+	return int64(off)
+}
 
 func (ix *Index) save() error {
 	meta := make([]metaRow, len(ix.rows))
@@ -114,7 +240,7 @@ func (ix *Index) load() error {
 	const op = "memvec.Open"
 	f, err := os.Open(ix.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return ix.loadLog() // a log without a snapshot: writes since an empty start
 	}
 	if err != nil {
 		return rag.E(op, rag.KindUnavailable, err)
@@ -171,7 +297,31 @@ func (ix *Index) load() error {
 	if _, err := io.ReadFull(br, trailer[:]); err != nil || binary.LittleEndian.Uint32(trailer[:]) != crc.Sum32() {
 		return corrupt("checksum mismatch")
 	}
-	return ix.fill(meta, data)
+	if err := ix.fill(meta, data); err != nil {
+		return err
+	}
+	ix.snapRows = len(ix.rows)
+	return ix.loadLog()
+}
+
+func (ix *Index) loadLog() error {
+	data, err := os.ReadFile(ix.path + ".log")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return rag.E("memvec.Open", rag.KindUnavailable, err)
+	}
+	good := ix.replay(data)
+	ix.pending = ix.pending[:0] // replayed deletes must not be logged again
+	if good < int64(len(data)) {
+		// a torn tail from a crash mid-append: drop it so later appends start on a record boundary
+		if err := os.Truncate(ix.path+".log", good); err != nil {
+			return rag.E("memvec.Open", rag.KindUnavailable, err)
+		}
+	}
+	ix.logBytes = good
+	return nil
 }
 
 func (ix *Index) fill(meta []metaRow, data []float32) error {
