@@ -66,4 +66,3 @@ func benchSplit(b *testing.B, text string) {
 
 func BenchmarkSplitEnglish(b *testing.B) { benchSplit(b, englishProse(b)) }
 func BenchmarkSplitChinese(b *testing.B) { benchSplit(b, chineseSynthetic(300)) }
-

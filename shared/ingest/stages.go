@@ -47,9 +47,9 @@ type Embedder interface {
 
 // Stages holds what the stage functions need.
 type Stages struct {
-	Records  Records
-	Vectors  store.VectorIndex
-	Blobs    store.Blobs // sources
+	Records Records
+	Vectors store.VectorIndex
+	Blobs   store.Blobs // sources
 	// Staging holds the payloads passed between stages (markdown, chunks, vectors); nil means Blobs.
 	// Step Functions stages must share it through S3; the local runner keeps it in memory.
 	Staging  store.Blobs
