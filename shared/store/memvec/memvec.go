@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -42,6 +44,7 @@ type Index struct {
 	names interner
 
 	// persistence (path != ""): writes since the last Flush, appended to the log on Flush
+	lock     *os.File
 	pending  []byte
 	logBytes int64 // size of the log file
 	snapRows int   // rows in the snapshot file
@@ -58,9 +61,19 @@ func Open(path string, dim int) (*Index, error) {
 	if dim < 1 {
 		return nil, rag.Errorf("memvec.Open", rag.KindInvalid, "dimension must be positive, got %d", dim)
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, rag.E("memvec.Open", rag.KindUnavailable, err)
+	}
+	lock, err := lockFile(path + ".lock")
+	if err != nil {
+		return nil, err
+	}
 	ix := New(dim)
-	ix.path = path
+	ix.path, ix.lock = path, lock
 	if err := ix.load(); err != nil {
+		if lock != nil {
+			lock.Close()
+		}
 		return nil, err
 	}
 	return ix, nil

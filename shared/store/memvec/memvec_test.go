@@ -29,7 +29,8 @@ func TestConformancePersisted(t *testing.T) {
 	})
 }
 
-// reopening reloads the index from its snapshot after every Flush, so the suite proves persistence.
+// reopening reloads the index from disk after every Flush, as if the process had crashed right after
+// it (no Close, so the log is replayed), so the suite proves that a Flush is durable.
 type reopening struct {
 	t *testing.T
 	*Index
@@ -39,6 +40,7 @@ func (r *reopening) Flush(ctx context.Context) error {
 	if err := r.Index.Flush(ctx); err != nil {
 		return err
 	}
+	r.Index.release()
 	ix, err := Open(r.Index.path, r.Index.dim)
 	if err != nil {
 		r.t.Fatalf("reopen: %v", err)
@@ -89,6 +91,7 @@ func TestReloadKeepsEverything(t *testing.T) {
 	if n, _ := re.Count(ctx, rag.Filter{Tenant: "t"}); n != 499 {
 		t.Fatalf("count after reload %d", n)
 	}
+	re.Close()
 	if _, err := Open(path, 32); rag.KindOf(err) != rag.KindInvalid {
 		t.Fatalf("reopening with another dimension: %v, want Invalid", err)
 	}
@@ -179,6 +182,7 @@ func TestLogReplayAndTornTail(t *testing.T) {
 	ix.Delete(ctx, "t", []string{"b"})
 	ix.Upsert(ctx, []rag.VectorRecord{rec("a", 0, 0, 0, 1)})
 	ix.Flush(ctx)
+	ix.release() // the process dies here
 	if _, err := os.Stat(path + ".log"); err != nil {
 		t.Fatalf("flush did not write a log: %v", err)
 	}
@@ -204,6 +208,7 @@ func TestLogReplayAndTornTail(t *testing.T) {
 	// the torn tail is gone, so new appends replay
 	re.Upsert(ctx, []rag.VectorRecord{rec("d", 1, 1, 0, 0)})
 	re.Flush(ctx)
+	re.release()
 	again, err := Open(path, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -222,4 +227,21 @@ func TestLogReplayAndTornTail(t *testing.T) {
 	if n, _ := last.Count(ctx, rag.Filter{Tenant: "t"}); n != 3 {
 		t.Fatalf("after compaction %d rows", n)
 	}
+}
+
+func TestSecondProcessRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vectors.bin")
+	a, err := Open(path, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, 4); rag.KindOf(err) != rag.KindConflict {
+		t.Fatalf("second open while the first is open: %v, want Conflict", err)
+	}
+	a.Close()
+	b, err := Open(path, 4)
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	b.Close()
 }

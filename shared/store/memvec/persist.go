@@ -90,7 +90,22 @@ func (ix *Index) flushLocked(compact bool) error {
 func (ix *Index) Close() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return ix.flushLocked(true)
+	err := ix.flushLocked(true)
+	if ix.lock != nil {
+		ix.lock.Close() // releases the flock
+		ix.lock = nil
+	}
+	return err
+}
+
+// release drops the lock without flushing: what a crashed process leaves behind (tests).
+func (ix *Index) release() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.lock != nil {
+		ix.lock.Close()
+		ix.lock = nil
+	}
 }
 
 const (
