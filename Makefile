@@ -42,9 +42,11 @@ $(addprefix build-,$(FUNCTIONS)): build-%:
 build-QueryFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/query
 
-## bench: the Go benchmarks of the storage layer (docmind bench arrives with its issue)
+## bench: the Go benchmarks (docmind bench, with peers side by side, arrives with its issue)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x -count 5 ./shared/store/memvec
+	$(GO) test -run '^$$' -bench . -count 5 ./shared/chunk
+	$(GO) test -run '^$$' -bench . -benchtime 300x -count 5 ./shared/ingest
 
 clean:
 	rm -rf bin
