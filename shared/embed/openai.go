@@ -60,7 +60,7 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 		o.Backoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = rag.Wait
 	}
 	cfg := openai.DefaultConfig(o.APIKey)
 	if o.BaseURL != "" {
@@ -80,17 +80,6 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 		lim = rate.NewLimiter(rate.Limit(o.RequestsPerSecond), burst)
 	}
 	return &OpenAI{c: openai.NewClientWithConfig(cfg), o: o, lim: lim}, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Dim is the configured dimension.

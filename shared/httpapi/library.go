@@ -80,10 +80,33 @@ func (l *library) kb(r *http.Request, tenant string) (rag.KnowledgeBase, error) 
 	return kb, err
 }
 
-func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
+// scope returns the caller's tenant, or writes the error and returns false.
+func (l *library) scope(w http.ResponseWriter, r *http.Request) (string, bool) {
 	tenant, err := l.tenant(r)
 	if err != nil {
 		l.fail(w, r, err)
+		return "", false
+	}
+	return tenant, true
+}
+
+// kbScope returns the caller's tenant and the {kb} of the path, or writes the error and returns false.
+func (l *library) kbScope(w http.ResponseWriter, r *http.Request) (string, rag.KnowledgeBase, bool) {
+	tenant, ok := l.scope(w, r)
+	if !ok {
+		return "", rag.KnowledgeBase{}, false
+	}
+	kb, err := l.kb(r, tenant)
+	if err != nil {
+		l.fail(w, r, err)
+		return "", rag.KnowledgeBase{}, false
+	}
+	return tenant, kb, true
+}
+
+func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := l.scope(w, r)
+	if !ok {
 		return
 	}
 	kbs, err := l.lib.ListKBs(r.Context(), tenant)
@@ -95,9 +118,8 @@ func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) createKB(w http.ResponseWriter, r *http.Request) {
-	tenant, err := l.tenant(r)
-	if err != nil {
-		l.fail(w, r, err)
+	tenant, ok := l.scope(w, r)
+	if !ok {
 		return
 	}
 	var in struct {
@@ -122,14 +144,8 @@ func (l *library) createKB(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) getKB(w http.ResponseWriter, r *http.Request) {
-	tenant, err := l.tenant(r)
-	if err != nil {
-		l.fail(w, r, err)
-		return
-	}
-	kb, err := l.kb(r, tenant)
-	if err != nil {
-		l.fail(w, r, err)
+	tenant, kb, ok := l.kbScope(w, r)
+	if !ok {
 		return
 	}
 	docs, err := l.lib.ListDocuments(r.Context(), tenant, kb.ID, "")
@@ -147,14 +163,8 @@ func (l *library) getKB(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) listDocs(w http.ResponseWriter, r *http.Request) {
-	tenant, err := l.tenant(r)
-	if err != nil {
-		l.fail(w, r, err)
-		return
-	}
-	kb, err := l.kb(r, tenant)
-	if err != nil {
-		l.fail(w, r, err)
+	tenant, kb, ok := l.kbScope(w, r)
+	if !ok {
 		return
 	}
 	docs, err := l.lib.ListDocuments(r.Context(), tenant, kb.ID, r.URL.Query().Get("status"))
@@ -170,9 +180,8 @@ func (l *library) listDocs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) upload(w http.ResponseWriter, r *http.Request) {
-	tenant, err := l.tenant(r)
-	if err != nil {
-		l.fail(w, r, err)
+	tenant, ok := l.scope(w, r)
+	if !ok {
 		return
 	}
 	if l.ing == nil {
@@ -231,9 +240,8 @@ func (l *library) tooLarge(w http.ResponseWriter) {
 }
 
 func (l *library) getDoc(w http.ResponseWriter, r *http.Request) {
-	tenant, err := l.tenant(r)
-	if err != nil {
-		l.fail(w, r, err)
+	tenant, ok := l.scope(w, r)
+	if !ok {
 		return
 	}
 	d, err := l.lib.GetDocument(r.Context(), tenant, r.PathValue("id"))
@@ -248,9 +256,8 @@ func (l *library) getDoc(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) chunks(w http.ResponseWriter, r *http.Request) {
-	tenant, err := l.tenant(r)
-	if err != nil {
-		l.fail(w, r, err)
+	tenant, ok := l.scope(w, r)
+	if !ok {
 		return
 	}
 	id := r.PathValue("id")
@@ -270,16 +277,15 @@ func (l *library) chunks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) deleteDoc(w http.ResponseWriter, r *http.Request) {
-	tenant, err := l.tenant(r)
-	if err != nil {
-		l.fail(w, r, err)
+	tenant, ok := l.scope(w, r)
+	if !ok {
 		return
 	}
 	if l.ing == nil {
 		l.fail(w, r, rag.Errorf("httpapi", rag.KindNotFound, "deletes are not enabled here"))
 		return
 	}
-	err = l.ing.Delete(r.Context(), tenant, r.PathValue("id"))
+	err := l.ing.Delete(r.Context(), tenant, r.PathValue("id"))
 	if rag.Is(err, rag.KindInvalid) {
 		err = rag.E("httpapi", rag.KindNotFound, nil)
 	}

@@ -46,16 +46,7 @@ func ErrorType(err error) string {
 func retry[T any](ctx context.Context, p Policy, fn func() (T, error)) (T, int, error) {
 	sleep := p.Sleep
 	if sleep == nil {
-		sleep = func(ctx context.Context, d time.Duration) error {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+		sleep = rag.Wait
 	}
 	for attempt := 0; ; attempt++ {
 		out, err := fn()

@@ -1,6 +1,8 @@
 package rag
 
 import (
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -166,4 +168,46 @@ type Answer struct {
 	FromCache  bool     `json:"from_cache"`
 	IsFallback bool     `json:"is_fallback"`
 	Degraded   []string `json:"degraded,omitempty"`
+}
+
+// MaxTags bounds the tags of one vector record.
+const MaxTags = 64
+
+// Validate checks a record before it reaches any vector store: well-formed ids and tags, the index's
+// dimension, and a finite, non-zero vector (cosine of a zero vector is undefined).
+func (r VectorRecord) Validate(dim int) error {
+	for _, c := range []struct{ what, v string }{{"id", r.ID}, {"tenant", r.Tenant}, {"kb id", r.KBID}, {"document id", r.DocumentID}} {
+		if err := ValidateID(c.what, c.v); err != nil {
+			return err
+		}
+	}
+	if r.ChunkID != "" {
+		if err := ValidateID("chunk id", r.ChunkID); err != nil {
+			return err
+		}
+	}
+	if len(r.Tags) > MaxTags {
+		return fmt.Errorf("record %s has %d tags, at most %d", r.ID, len(r.Tags), MaxTags)
+	}
+	for _, t := range r.Tags {
+		if err := ValidateTag(t); err != nil {
+			return err
+		}
+	}
+	return ValidateVector(r.Vector, dim)
+}
+
+// ValidateVector checks a vector's dimension and that it is finite and non-zero.
+func ValidateVector(v []float32, dim int) error {
+	if len(v) != dim {
+		return fmt.Errorf("vector has dimension %d, index has %d", len(v), dim)
+	}
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+		return fmt.Errorf("zero or non-finite vector")
+	}
+	return nil
 }

@@ -76,3 +76,13 @@ func VectorID(kbID, documentID, contentHash string, occurrence int) string {
 	}
 	return "v" + hex.EncodeToString(h.Sum(nil)[:20]) // 41 characters, fits Milvus VarChar(64)
 }
+
+// ValidateIDs validates every id of a list (see ValidateID).
+func ValidateIDs(what string, ids []string) error {
+	for _, id := range ids {
+		if err := ValidateID(what, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -92,7 +93,7 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	}
 	normed := make([][]float32, len(recs))
 	for i, r := range recs {
-		if err := validateRecord(r, ix.dim); err != nil {
+		if err := r.Validate(ix.dim); err != nil {
 			return rag.E(op, rag.KindInvalid, fmt.Errorf("record %d: %w", i, err))
 		}
 		v, ok := normalize(r.Vector)
@@ -130,28 +131,6 @@ func (ix *Index) put(m metaRow, v []float32) {
 	ix.data = append(ix.data, v...)
 }
 
-func validateRecord(r rag.VectorRecord, dim int) error {
-	for _, c := range []struct{ what, v string }{{"id", r.ID}, {"tenant", r.Tenant}, {"kb id", r.KBID}, {"document id", r.DocumentID}} {
-		if err := rag.ValidateID(c.what, c.v); err != nil {
-			return err
-		}
-	}
-	if r.ChunkID != "" {
-		if err := rag.ValidateID("chunk id", r.ChunkID); err != nil {
-			return err
-		}
-	}
-	for _, t := range r.Tags {
-		if err := rag.ValidateTag(t); err != nil {
-			return err
-		}
-	}
-	if len(r.Vector) != dim {
-		return fmt.Errorf("vector has dimension %d, index has %d", len(r.Vector), dim)
-	}
-	return nil
-}
-
 // normalize returns v scaled to unit length, or false for a zero or non-finite vector.
 func normalize(v []float32) ([]float32, bool) {
 	var s float64
@@ -172,13 +151,8 @@ func normalize(v []float32) ([]float32, bool) {
 // Delete implements store.VectorIndex.
 func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error {
 	const op = "memvec.Delete"
-	if err := rag.ValidateID("tenant", tenant); err != nil {
+	if err := errors.Join(rag.ValidateID("tenant", tenant), rag.ValidateIDs("id", ids)); err != nil {
 		return rag.E(op, rag.KindInvalid, err)
-	}
-	for _, id := range ids {
-		if err := rag.ValidateID("id", id); err != nil {
-			return rag.E(op, rag.KindInvalid, err)
-		}
 	}
 	if err := ctx.Err(); err != nil {
 		return rag.E(op, rag.KindUnavailable, err)

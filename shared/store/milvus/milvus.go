@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -49,7 +48,7 @@ const (
 	FieldChunk   = "chunk_id"
 	FieldTags    = "tags"
 	FieldVector  = "vector"
-	maxTags      = 64
+	maxTags      = rag.MaxTags
 	maxIDLen     = 64
 	upsertBatch  = 500 // rows per Upsert call: 500 x 1024 x 4 B = 2 MiB, far under gRPC's limit
 	maxFilterIDs = 1000
@@ -252,43 +251,11 @@ func Expr(f rag.Filter) (string, error) {
 	return strings.Join(parts, " and "), nil
 }
 
-func validateRecord(r rag.VectorRecord, dim int) error {
-	for _, c := range []struct{ what, v string }{{"id", r.ID}, {"tenant", r.Tenant}, {"kb id", r.KBID}, {"document id", r.DocumentID}} {
-		if err := rag.ValidateID(c.what, c.v); err != nil {
-			return err
-		}
-	}
-	if r.ChunkID != "" {
-		if err := rag.ValidateID("chunk id", r.ChunkID); err != nil {
-			return err
-		}
-	}
-	if len(r.Tags) > maxTags {
-		return fmt.Errorf("record %s has %d tags, at most %d", r.ID, len(r.Tags), maxTags)
-	}
-	for _, t := range r.Tags {
-		if err := rag.ValidateTag(t); err != nil {
-			return err
-		}
-	}
-	if len(r.Vector) != dim {
-		return fmt.Errorf("vector has dimension %d, index has %d", len(r.Vector), dim)
-	}
-	var s float64
-	for _, x := range r.Vector {
-		s += float64(x) * float64(x)
-	}
-	if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
-		return fmt.Errorf("record %s: zero or non-finite vector", r.ID)
-	}
-	return nil
-}
-
 // Upsert implements store.VectorIndex. A batch is validated whole before anything is sent.
 func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	const op = "milvus.Upsert"
 	for i, r := range recs {
-		if err := validateRecord(r, ix.o.Dim); err != nil {
+		if err := r.Validate(ix.o.Dim); err != nil {
 			return rag.E(op, rag.KindInvalid, fmt.Errorf("record %d: %w", i, err))
 		}
 	}
@@ -332,11 +299,8 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	if k < 1 || k > 16384 {
 		return nil, rag.Errorf(op, rag.KindInvalid, "k must be within 1..16384, got %d", k)
 	}
-	if len(query) != ix.o.Dim {
-		return nil, rag.Errorf(op, rag.KindInvalid, "query has dimension %d, index has %d", len(query), ix.o.Dim)
-	}
-	if err := validateRecord(rag.VectorRecord{ID: "q", Tenant: "q", KBID: "q", DocumentID: "q", Vector: query}, ix.o.Dim); err != nil {
-		return nil, rag.E(op, rag.KindInvalid, err)
+	if err := rag.ValidateVector(query, ix.o.Dim); err != nil {
+		return nil, rag.E(op, rag.KindInvalid, fmt.Errorf("query: %w", err))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, rag.E(op, rag.KindUnavailable, err)
@@ -389,13 +353,8 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 // Delete implements store.VectorIndex.
 func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error {
 	const op = "milvus.Delete"
-	if err := rag.ValidateID("tenant", tenant); err != nil {
+	if err := errors.Join(rag.ValidateID("tenant", tenant), rag.ValidateIDs("id", ids)); err != nil {
 		return rag.E(op, rag.KindInvalid, err)
-	}
-	for _, id := range ids {
-		if err := rag.ValidateID("id", id); err != nil {
-			return rag.E(op, rag.KindInvalid, err)
-		}
 	}
 	for start := 0; start < len(ids); start += maxFilterIDs {
 		batch := ids[start:min(start+maxFilterIDs, len(ids))]
