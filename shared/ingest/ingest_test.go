@@ -293,7 +293,7 @@ func TestFailedFirstIngestLeavesNothing(t *testing.T) {
 	}
 }
 
-// A failed update keeps the previous version serving.
+// A failed update keeps the previous version serving, after falling back to a full rebuild that failed too.
 func TestFailedUpdateKeepsOldChunks(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -303,6 +303,7 @@ func TestFailedUpdateKeepsOldChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldRows, oldVecs := e.state(t, first.DocumentID)
+	upsertsBefore := e.vec.upserts
 	e.vec.failAlways = true
 	src.Data = manual("new text that will not land")
 	if _, err := e.svc.Ingest(ctx, tenant, src); err == nil {
@@ -316,6 +317,9 @@ func TestFailedUpdateKeepsOldChunks(t *testing.T) {
 	doc, _ := e.db.GetDocument(ctx, tenant, first.DocumentID)
 	if doc.Status != rag.StatusReady || !strings.Contains(doc.Error, "serving the previous version") {
 		t.Fatalf("doc after failed update: %+v", doc)
+	}
+	if n := e.vec.upserts - upsertsBefore; n != 8 { // incremental: 1 + 3 retries; then the full rebuild: 1 + 3 retries
+		t.Fatalf("%d upserts, want 8 (the incremental attempt and the full rebuild, each with 3 retries)", n)
 	}
 	// the next attempt succeeds and clears the error
 	rep, err := e.svc.Ingest(ctx, tenant, src)
@@ -424,4 +428,22 @@ func TestReplayIsIdempotent(t *testing.T) {
 		t.Fatalf("embed_call_ratio=%.2f vectors=%d chunks=%d", ratio, vecs, docs[0].ChunkCount)
 	}
 	t.Logf("dup_rows=0 dup_vectors=0 embed_call_ratio=%.2f", ratio)
+}
+
+// An update whose incremental attempt fails transiently succeeds through the full-rebuild fallback.
+func TestIncrementalFailureFallsBackToFullRebuild(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	src := Source{KBName: "kb", URI: "a.md", Name: "a.md", Data: manual("v1")}
+	first, err := e.svc.Ingest(ctx, tenant, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.vec.failUpsert = 4 // the incremental attempt and its 3 retries
+	src.Data = manual("v2")
+	rep, err := e.svc.Ingest(ctx, tenant, src)
+	if err != nil || !rep.Rebuilt || rep.Embedded != 1+rep.Chunks {
+		t.Fatalf("fallback: %+v %v", rep, err)
+	}
+	e.consistent(t, first.DocumentID)
 }

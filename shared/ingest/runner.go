@@ -114,6 +114,9 @@ func (r *Runner) Run(ctx context.Context, in ExtractIn) (Outcome, error) {
 			return err
 		})
 	}
+	// An incremental update (the document had chunks) that fails on a retryable error falls back to a
+	// full rebuild once: every child re-embedded and upserted. When the strong count disagrees with the
+	// rows (vectors lost, or orphans of an old crash), the document's vectors are dropped first.
 	full := false
 	for pass := 0; err == nil && pass < 2; pass++ {
 		err = timed("embed", func() error {
@@ -121,29 +124,30 @@ func (r *Runner) Run(ctx context.Context, in ExtractIn) (Outcome, error) {
 			out.Retries += n
 			return err
 		})
-		if err != nil {
-			break
+		if err == nil {
+			out.Embedded += em.Embedded
+			out.Reused = em.Reused
+			err = timed("index", func() error {
+				ix, n, err = retry(ctx, r.Policy, func() (IndexOut, error) { return s.Index(ctx, em) })
+				out.Retries += n
+				return err
+			})
 		}
-		out.Embedded += em.Embedded
-		out.Reused = em.Reused
-		err = timed("index", func() error {
-			ix, n, err = retry(ctx, r.Policy, func() (IndexOut, error) { return s.Index(ctx, em) })
-			out.Retries += n
-			return err
-		})
 		var inc *IncompleteError
-		if err == nil || full || !errors.As(err, &inc) {
+		incomplete := errors.As(err, &inc)
+		if err == nil || full || !Retryable(err) || (len(before) == 0 && !incomplete) {
 			break
 		}
-		// The strong count disagrees with the rows (vectors lost, or orphans of an old crash): rebuild
-		// the document's vectors from scratch.
 		full, out.Rebuilt = true, true
 		if s.Log != nil {
-			s.Log.Warn("vector count mismatch; rebuilding the document in full", "document", in.DocumentID, "err", err)
+			s.Log.Warn("incremental update failed; rebuilding the document in full", "document", in.DocumentID, "err", err)
 		}
-		if err = s.Vectors.DeleteDocument(ctx, in.Tenant, in.KBID, in.DocumentID); err != nil {
-			break
+		if incomplete {
+			if err = s.Vectors.DeleteDocument(ctx, in.Tenant, in.KBID, in.DocumentID); err != nil {
+				break
+			}
 		}
+		err = nil
 	}
 	if err != nil {
 		out.Reused = 0
