@@ -214,3 +214,42 @@ func TestIngestCommand(t *testing.T) {
 		t.Fatalf("missing --kb: exit %d", code)
 	}
 }
+
+func TestEvalCommand(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "corpus.jsonl"), []byte(`{"_id":"d1","title":"Aspirin","text":"Aspirin prevents heart attacks in adults."}
+{"_id":"d2","title":"Statins","text":"Statins lower cholesterol levels."}
+{"_id":"d3","title":"保险","text":"投保年龄为18至60周岁。"}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(`{"_id":"q1","text":"heart attack prevention"}
+{"_id":"q2","text":"lowering cholesterol"}
+{"_id":"q3","text":"投保年龄"}
+`), 0o644)
+	os.MkdirAll(filepath.Join(dir, "qrels"), 0o755)
+	os.WriteFile(filepath.Join(dir, "qrels", "train.tsv"), []byte("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq3\td3\t1\n"), 0o644)
+	data := t.TempDir()
+	code, out, errOut := runCLI(t, nil, "eval", "--data", data, "--dataset", dir, "--variant", "bm25", "--json")
+	var r map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("eval: exit %d %s %s", code, out, errOut)
+	}
+	if r["ndcg@10"].(float64) != 1 || r["queries"].(float64) != 3 {
+		t.Fatalf("eval result %v", r)
+	}
+	for _, key := range []string{"variant", "recall@10", "recall@100", "mrr@10", "p50_ms", "p95_ms"} {
+		if _, ok := r[key]; !ok {
+			t.Errorf("result lacks %s", key)
+		}
+	}
+	// a second run reuses the ingested corpus; all variants in Markdown
+	code, out, _ = runCLI(t, nil, "eval", "--data", data, "--dataset", dir)
+	if code != 0 || !strings.Contains(out, "| bm25 |") || !strings.Contains(out, "| hybrid |") {
+		t.Fatalf("markdown report: %d %s", code, out)
+	}
+	if code, _, _ := runCLI(t, nil, "eval", "--data", data, "--dataset", dir, "--variant", "magic"); code != exitConfig {
+		t.Fatalf("bad variant exit %d", code)
+	}
+	if code, _, _ := runCLI(t, nil, "eval", "--data", data, "--dataset", filepath.Join(dir, "missing")); code != exitConfig {
+		t.Fatalf("missing dataset exit %d", code)
+	}
+}

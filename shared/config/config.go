@@ -30,6 +30,14 @@ type Config struct {
 	Embeddings Embeddings `json:"embeddings"`
 	Chat       Chat       `json:"chat"`
 	Chunking   Chunking   `json:"chunking"`
+	Retrieval  Retrieval  `json:"retrieval"`
+}
+
+// Retrieval tunes keyword search.
+type Retrieval struct {
+	BM25K1          float64 `json:"bm25_k1" env:"DOCMIND_BM25_K1" doc:"BM25 term-frequency saturation"`
+	BM25B           float64 `json:"bm25_b" env:"DOCMIND_BM25_B" doc:"BM25 length normalisation (0..1)"`
+	BM25TitleWeight float64 `json:"bm25_title_weight" env:"DOCMIND_BM25_TITLE_WEIGHT" doc:"weight of heading-path terms in BM25"`
 }
 
 // Log configures log/slog.
@@ -128,6 +136,7 @@ func Default() Config {
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
 		Chat:       Chat{Provider: "offline"},
 		Chunking:   Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
+		Retrieval:  Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2},
 	}
 }
 
@@ -267,6 +276,17 @@ func (c Config) Validate() error {
 	}
 	if ch.ParentChars < ch.ChildChars {
 		add("DOCMIND_CHUNK_PARENT_CHARS: must be at least child_chars (%d), got %d", ch.ChildChars, ch.ParentChars)
+	}
+
+	r := c.Retrieval
+	if r.BM25K1 <= 0 || r.BM25K1 > 10 {
+		add("DOCMIND_BM25_K1: must be within (0, 10], got %v", r.BM25K1)
+	}
+	if r.BM25B < 0 || r.BM25B > 1 {
+		add("DOCMIND_BM25_B: must be within [0, 1], got %v", r.BM25B)
+	}
+	if r.BM25TitleWeight <= 0 || r.BM25TitleWeight > 20 {
+		add("DOCMIND_BM25_TITLE_WEIGHT: must be within (0, 20], got %v", r.BM25TitleWeight)
 	}
 
 	if len(p) > 0 {

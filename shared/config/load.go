@@ -158,6 +158,12 @@ func set(v reflect.Value, raw string) error {
 			return fmt.Errorf("%q is not an integer", raw)
 		}
 		v.SetInt(n)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", raw)
+		}
+		v.SetFloat(f)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(raw)
 		if err != nil {

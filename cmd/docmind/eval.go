@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/shared/eval"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// evalVariants are the retrieval variants `docmind eval` runs today.
+var evalVariants = []string{"bm25", "vector", "hybrid"}
+
+func cmdEval(e env, args []string) int {
+	var c common
+	fs := newFlags("eval", e, &c)
+	dataset := fs.String("dataset", "", "BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv)")
+	split := fs.String("split", "train", "qrels split")
+	variant := fs.String("variant", "all", "bm25, vector, hybrid or all")
+	k := fs.Int("k", 10, "cut-off reported first (Recall@100 is always computed)")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return exitConfig
+	}
+	if *dataset == "" {
+		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|all] [--json]")
+		return exitConfig
+	}
+	variants := evalVariants
+	if *variant != "all" {
+		ok := false
+		for _, v := range evalVariants {
+			ok = ok || v == *variant
+		}
+		if !ok {
+			fmt.Fprintf(e.stderr, "docmind: --variant %q is not one of %s, all (rerank and full arrive with the ranking chain)\n", *variant, strings.Join(evalVariants, ", "))
+			return exitConfig
+		}
+		variants = []string{*variant}
+	}
+	cfg, ok := c.load(e, nil)
+	if !ok {
+		return exitConfig
+	}
+	ds, err := eval.Load(*dataset, *split)
+	if err != nil {
+		return fail(e, rag.E("eval", rag.KindInvalid, err))
+	}
+	// the corpus is ingested once into its own embedded stores, keyed by everything that shapes the
+	// index: the corpus file, the chunk sizes and the embedding model
+	ecfg := cfg
+	key := sha256.Sum256([]byte(fmt.Sprintf("%s|%+v|%s|%s|%d", ds.CorpusHash, cfg.Chunking, cfg.Embeddings.Provider, cfg.Embeddings.Model, cfg.Vector.Dim)))
+	ecfg.DataDir = filepath.Join(cfg.DataDir, "eval", hex.EncodeToString(key[:8]))
+	ecfg.SQL.Driver, ecfg.SQL.DSN, ecfg.Vector.Driver, ecfg.KV.Driver, ecfg.Blob.Driver, ecfg.Blob.Dir = "sqlite", "", "memvec", "memory", "fs", ""
+	s, err := OpenStores(e.ctx, ecfg)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer s.Close()
+	svc, err := ingestService(ecfg, s, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	kb, err := ensureEvalCorpus(e, svc, ecfg.Tenant, ds, !c.json && isTerminal(e.stderr))
+	if err != nil {
+		return fail(e, err)
+	}
+	r, err := newEvalRetriever(e.ctx, ecfg.Tenant, kb, s, bm25.Params{K1: cfg.Retrieval.BM25K1, B: cfg.Retrieval.BM25B, TitleWeight: cfg.Retrieval.BM25TitleWeight})
+	if err != nil {
+		return fail(e, err)
+	}
+	emb, err := newEmbedder(ecfg)
+	if err != nil {
+		return fail(e, err)
+	}
+	r.embed = emb
+	var results []eval.Result
+	for _, v := range variants {
+		results = append(results, eval.Run(e.ctx, ds, v, r.retriever(v), *k))
+	}
+	if c.json {
+		if len(results) == 1 {
+			printJSON(e.stdout, results[0])
+		} else {
+			printJSON(e.stdout, results)
+		}
+	} else {
+		fmt.Fprint(e.stdout, eval.Markdown(results))
+	}
+	return exitOK
+}
+
+// ensureEvalCorpus ingests every corpus document (unchanged ones are skipped, so a second run costs a
+// scan of the SQL rows) and returns the knowledge base.
+func ensureEvalCorpus(e env, svc *ingest.Service, tenant string, ds *eval.Dataset, progress bool) (rag.KnowledgeBase, error) {
+	const kbName = "eval"
+	kb, err := svc.KB(e.ctx, tenant, kbName, true)
+	if err != nil {
+		return kb, err
+	}
+	docs, err := svc.Runner.Stages.Records.ListDocuments(e.ctx, tenant, kb.ID, rag.StatusReady)
+	if err != nil {
+		return kb, err
+	}
+	if len(docs) == len(ds.Corpus) {
+		return kb, nil
+	}
+	failed := 0
+	for i, d := range ds.Corpus {
+		if e.ctx.Err() != nil {
+			return kb, e.ctx.Err()
+		}
+		if progress && i%100 == 0 {
+			fmt.Fprintf(e.stderr, "\r\033[Kingesting the corpus: %d/%d", i, len(ds.Corpus))
+		}
+		md := d.Text
+		if t := strings.TrimSpace(d.Title); t != "" {
+			md = "# " + strings.Join(strings.Fields(t), " ") + "\n\n" + d.Text
+		}
+		if _, err := svc.Ingest(e.ctx, tenant, ingest.Source{KBName: kbName, URI: "beir:" + d.ID, Name: "doc.md", Data: []byte(md)}); err != nil {
+			failed++
+		}
+	}
+	if progress {
+		fmt.Fprint(e.stderr, "\r\033[K")
+	}
+	if failed > 0 {
+		fmt.Fprintf(e.stderr, "docmind: %d corpus documents failed to ingest (empty or unreadable); they count as never retrieved\n", failed)
+	}
+	return kb, nil
+}
+
+type evalRetriever struct {
+	tenant string
+	kb     rag.KnowledgeBase
+	s      *Stores
+	bm     *bm25.Index
+	beirID map[string]string // document id -> corpus id
+	embed  interface {
+		Embed(ctx context.Context, texts []string) ([][]float32, error)
+	}
+}
+
+func newEvalRetriever(ctx context.Context, tenant string, kb rag.KnowledgeBase, s *Stores, p bm25.Params) (*evalRetriever, error) {
+	r := &evalRetriever{tenant: tenant, kb: kb, s: s, bm: bm25.New(p), beirID: map[string]string{}}
+	docs, err := s.SQL.ListDocuments(ctx, tenant, kb.ID, rag.StatusReady)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		r.beirID[d.ID] = strings.TrimPrefix(d.SourceURI, "beir:")
+		chunks, err := s.SQL.ListChunks(ctx, tenant, d.ID)
+		if err != nil {
+			return nil, err
+		}
+		var add []bm25.Doc
+		for _, c := range chunks {
+			if c.Level == rag.LevelChild {
+				add = append(add, bm25.Doc{ID: c.ID, Tenant: tenant, KBID: kb.ID, DocumentID: d.ID, Content: c.Content})
+			}
+		}
+		r.bm.Add(add...)
+	}
+	return r, nil
+}
+
+// docs maps chunk hits to corpus ids, keeping each document's best rank.
+func (r *evalRetriever) docs(hits []rag.Hit, k int) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range hits {
+		id := r.beirID[h.DocumentID]
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, id)
+		if len(out) == k {
+			break
+		}
+	}
+	return out
+}
+
+func (r *evalRetriever) retriever(variant string) eval.Retriever {
+	f := rag.Filter{Tenant: r.tenant, KBIDs: []string{r.kb.ID}}
+	keyword := func(ctx context.Context, q string, n int) ([]rag.Hit, error) { return r.bm.Search(ctx, q, n, f) }
+	vector := func(ctx context.Context, q string, n int) ([]rag.Hit, error) {
+		v, err := r.embed.Embed(ctx, []string{q})
+		if err != nil {
+			return nil, err
+		}
+		return r.s.Vectors.Search(ctx, v[0], n, f)
+	}
+	return func(ctx context.Context, q string, k int) ([]string, error) {
+		n := 4 * k // several chunks per document
+		switch variant {
+		case "bm25":
+			h, err := keyword(ctx, q, n)
+			return r.docs(h, k), err
+		case "vector":
+			h, err := vector(ctx, q, n)
+			return r.docs(h, k), err
+		}
+		kh, err := keyword(ctx, q, n)
+		if err != nil {
+			return nil, err
+		}
+		vh, err := vector(ctx, q, n)
+		if err != nil {
+			return nil, err
+		}
+		return r.docs(rrf(60, kh, vh), k), nil
+	}
+}
+
+// rrf fuses ranked lists with reciprocal-rank fusion (equal weights), best first.
+func rrf(k float64, lists ...[]rag.Hit) []rag.Hit {
+	score := map[string]float64{}
+	hit := map[string]rag.Hit{}
+	for _, l := range lists {
+		for i, h := range l {
+			score[h.ChunkID] += 1 / (k + float64(i+1))
+			hit[h.ChunkID] = h
+		}
+	}
+	out := make([]rag.Hit, 0, len(hit))
+	for id, h := range hit {
+		h.Score = float32(score[id])
+		out = append(out, h)
+	}
+	sortHits(out)
+	return out
+}
+
+func sortHits(h []rag.Hit) {
+	slices.SortFunc(h, func(a, b rag.Hit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ChunkID, b.ChunkID)
+	})
+}

@@ -1,0 +1,335 @@
+// Package bm25 is keyword retrieval over child chunks: Okapi BM25 with Lucene's idf and length
+// normalisation, terms from text.Analyze, and the heading path weighted as a title field (BM25F-style:
+// title term frequencies and length count TitleWeight times). Index is the embedded adapter, kept in
+// memory and built from the SQL chunk table; the MySQL adapter scores FULLTEXT candidates with the same
+// Scorer, so both rank alike.
+package bm25
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/text"
+)
+
+// Params are the BM25 parameters.
+type Params struct {
+	K1          float64 // term frequency saturation (default 0.9, Anserini's BEIR setting)
+	B           float64 // length normalisation (default 0.4)
+	TitleWeight float64 // weight of heading-path terms (default 2)
+}
+
+// DefaultParams are the defaults.
+func DefaultParams() Params { return Params{K1: 0.9, B: 0.4, TitleWeight: 2} }
+
+// Doc is one child chunk to index.
+type Doc struct {
+	ID         string // chunk id
+	Tenant     string
+	KBID       string
+	DocumentID string
+	Content    string // the chunk text as stored: heading path lines, a blank line, the body
+}
+
+// SplitHeading separates the heading-path lines a chunk starts with from its body.
+func SplitHeading(content string) (title, body string) {
+	rest := content
+	var heads []string
+	for {
+		line, after, found := strings.Cut(rest, "\n")
+		t := strings.TrimSpace(line)
+		if !strings.HasPrefix(t, "#") {
+			break
+		}
+		heads = append(heads, strings.TrimSpace(strings.TrimLeft(t, "#")))
+		if !found {
+			rest = ""
+			break
+		}
+		rest = after
+	}
+	return strings.Join(heads, " "), rest
+}
+
+type posting struct {
+	doc int32
+	tf  float32 // weighted: body tf + TitleWeight * title tf
+}
+
+type entry struct {
+	id, tenant, kb, doc string
+	length              float32
+	terms               []int32
+	dead                bool
+}
+
+// Index is the in-memory BM25 index. Safe for concurrent use.
+type Index struct {
+	p Params
+
+	mu       sync.RWMutex
+	dict     map[string]int32
+	postings [][]posting
+	df       []int32
+	entries  []entry
+	byID     map[string]int32 // "tenant\x00chunk id" -> entry
+	live     int
+	totalLen float64
+	dead     int
+	pool     sync.Pool
+}
+
+// New returns an empty index.
+func New(p Params) *Index {
+	if p.K1 <= 0 {
+		p.K1 = 0.9
+	}
+	if p.B < 0 || p.B > 1 {
+		p.B = 0.4
+	}
+	if p.TitleWeight <= 0 {
+		p.TitleWeight = 1
+	}
+	return &Index{p: p, dict: map[string]int32{}, byID: map[string]int32{}}
+}
+
+func termFreqs(content string, titleWeight float64) (map[string]float32, float32) {
+	title, body := SplitHeading(content)
+	tf := map[string]float32{}
+	var n float32
+	for _, t := range text.Analyze(body) {
+		tf[t]++
+		n++
+	}
+	w := float32(titleWeight)
+	for _, t := range text.Analyze(title) {
+		tf[t] += w
+		n += w
+	}
+	return tf, n
+}
+
+// Add indexes docs, replacing any with the same (tenant, id).
+func (ix *Index) Add(docs ...Doc) {
+	type prepared struct {
+		d   Doc
+		tf  map[string]float32
+		len float32
+	}
+	ps := make([]prepared, len(docs))
+	for i, d := range docs { // analysis outside the lock
+		tf, n := termFreqs(d.Content, ix.p.TitleWeight)
+		ps[i] = prepared{d, tf, n}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, p := range ps {
+		k := p.d.Tenant + "\x00" + p.d.ID
+		if at, ok := ix.byID[k]; ok {
+			ix.kill(at)
+		}
+		at := int32(len(ix.entries))
+		e := entry{id: p.d.ID, tenant: p.d.Tenant, kb: p.d.KBID, doc: p.d.DocumentID, length: p.len}
+		terms := make([]string, 0, len(p.tf))
+		for t := range p.tf {
+			terms = append(terms, t)
+		}
+		slices.Sort(terms) // deterministic term ids
+		for _, t := range terms {
+			id, ok := ix.dict[t]
+			if !ok {
+				id = int32(len(ix.postings))
+				ix.dict[t] = id
+				ix.postings = append(ix.postings, nil)
+				ix.df = append(ix.df, 0)
+			}
+			ix.postings[id] = append(ix.postings[id], posting{at, p.tf[t]})
+			ix.df[id]++
+			e.terms = append(e.terms, id)
+		}
+		ix.entries = append(ix.entries, e)
+		ix.byID[k] = at
+		ix.live++
+		ix.totalLen += float64(p.len)
+	}
+	ix.maybeCompact()
+}
+
+// kill marks an entry deleted and updates the statistics. Caller holds the write lock.
+func (ix *Index) kill(at int32) {
+	e := &ix.entries[at]
+	if e.dead {
+		return
+	}
+	e.dead = true
+	for _, t := range e.terms {
+		ix.df[t]--
+	}
+	delete(ix.byID, e.tenant+"\x00"+e.id)
+	ix.live--
+	ix.totalLen -= float64(e.length)
+	ix.dead++
+}
+
+// maybeCompact compacts when deleted entries pass a quarter of the live ones. Caller holds the write lock.
+func (ix *Index) maybeCompact() {
+	if ix.dead > 1024 && ix.dead > ix.live/4 {
+		ix.compact()
+	}
+}
+
+// compact drops deleted entries from the postings. Caller holds the write lock.
+func (ix *Index) compact() {
+	remap := make([]int32, len(ix.entries))
+	var kept []entry
+	for i, e := range ix.entries {
+		if e.dead {
+			remap[i] = -1
+			continue
+		}
+		remap[i] = int32(len(kept))
+		kept = append(kept, e)
+	}
+	for t, ps := range ix.postings {
+		out := ps[:0]
+		for _, p := range ps {
+			if r := remap[p.doc]; r >= 0 {
+				out = append(out, posting{r, p.tf})
+			}
+		}
+		ix.postings[t] = out
+	}
+	ix.entries = kept
+	for i, e := range kept {
+		ix.byID[e.tenant+"\x00"+e.id] = int32(i)
+	}
+	ix.dead = 0
+}
+
+// Remove deletes chunks by id; unknown ids are ignored.
+func (ix *Index) Remove(tenant string, ids ...string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, id := range ids {
+		if at, ok := ix.byID[tenant+"\x00"+id]; ok {
+			ix.kill(at)
+		}
+	}
+	ix.maybeCompact()
+}
+
+// RemoveDocument deletes every chunk of a document.
+func (ix *Index) RemoveDocument(tenant, documentID string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for i := range ix.entries {
+		if e := &ix.entries[i]; !e.dead && e.tenant == tenant && e.doc == documentID {
+			ix.kill(int32(i))
+		}
+	}
+	ix.maybeCompact()
+}
+
+// Len is the number of live chunks.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.live
+}
+
+// Search returns at most k chunks inside f for the query, best first (score descending, ties by chunk
+// id). Filters narrow candidates; statistics are those of the whole index. Invalid for k < 1 or a bad
+// filter; an empty result (no query term is indexed) is an empty slice.
+func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) ([]rag.Hit, error) {
+	const op = "bm25.Search"
+	if err := f.Validate(); err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
+	if k < 1 {
+		return nil, rag.Errorf(op, rag.KindInvalid, "k must be positive, got %d", k)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, rag.E(op, rag.KindUnavailable, err)
+	}
+	terms := text.Analyze(query)
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.live == 0 || len(terms) == 0 {
+		return []rag.Hit{}, nil
+	}
+	acc, _ := ix.pool.Get().([]float32)
+	if len(acc) < len(ix.entries) {
+		acc = make([]float32, len(ix.entries))
+	}
+	defer ix.pool.Put(acc)
+	var touched []int32
+	n := float64(ix.live)
+	avg := ix.totalLen / n
+	k1, b := ix.p.K1, ix.p.B
+	for _, t := range terms {
+		id, ok := ix.dict[t]
+		if !ok || ix.df[id] == 0 {
+			continue
+		}
+		df := float64(ix.df[id])
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for _, p := range ix.postings[id] {
+			e := &ix.entries[p.doc]
+			if e.dead {
+				continue
+			}
+			tf := float64(p.tf)
+			s := float32(idf * tf / (tf + k1*(1-b+b*float64(e.length)/avg)))
+			if acc[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			acc[p.doc] += s
+		}
+	}
+	kbs, docs := set(f.KBIDs), set(f.DocumentIDs)
+	type scored struct {
+		at    int32
+		score float32
+	}
+	var cands []scored
+	for _, at := range touched {
+		s := acc[at]
+		acc[at] = 0
+		e := &ix.entries[at]
+		if e.tenant != f.Tenant || (kbs != nil && !kbs[e.kb]) || (docs != nil && !docs[e.doc]) {
+			continue
+		}
+		cands = append(cands, scored{at, s})
+	}
+	slices.SortFunc(cands, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(ix.entries[a.at].id, ix.entries[b.at].id)
+	})
+	if len(cands) > k {
+		cands = cands[:k]
+	}
+	hits := make([]rag.Hit, len(cands))
+	for i, c := range cands {
+		e := &ix.entries[c.at]
+		hits[i] = rag.Hit{ID: e.id, ChunkID: e.id, DocumentID: e.doc, KBID: e.kb, Score: c.score}
+	}
+	return hits, nil
+}
+
+func set(ids []string) map[string]bool {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
