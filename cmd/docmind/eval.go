@@ -71,7 +71,7 @@ func cmdEval(e env, args []string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	r, err := newEvalRetriever(e.ctx, ecfg.Tenant, kb, s, bm25.Params{K1: cfg.Retrieval.BM25K1, B: cfg.Retrieval.BM25B, TitleWeight: cfg.Retrieval.BM25TitleWeight})
+	r, err := newEvalRetriever(e.ctx, ecfg.Tenant, kb, s, bm25.Params{K1: cfg.Retrieval.BM25K1, B: cfg.Retrieval.BM25B, TitleWeight: cfg.Retrieval.BM25TitleWeight, ContextWeight: cfg.Retrieval.BM25ContextWeight})
 	if err != nil {
 		return fail(e, err)
 	}
@@ -159,10 +159,16 @@ func newEvalRetriever(ctx context.Context, tenant string, kb rag.KnowledgeBase, 
 		if err != nil {
 			return nil, err
 		}
+		parents := map[string]string{}
+		for _, c := range chunks {
+			if c.Level == rag.LevelParent {
+				parents[c.ID] = c.Content
+			}
+		}
 		var add []bm25.Doc
 		for _, c := range chunks {
 			if c.Level == rag.LevelChild {
-				add = append(add, bm25.Doc{ID: c.ID, Tenant: tenant, KBID: kb.ID, DocumentID: d.ID, Content: c.Content})
+				add = append(add, bm25.Doc{ID: c.ID, Tenant: tenant, KBID: kb.ID, DocumentID: d.ID, Content: c.Content, Context: parents[c.ParentID]})
 			}
 		}
 		r.bm.Add(add...)

@@ -22,6 +22,9 @@ type Params struct {
 	K1          float64 // term frequency saturation (default 0.9, Anserini's BEIR setting)
 	B           float64 // length normalisation (default 0.4)
 	TitleWeight float64 // weight of heading-path terms (default 2)
+	// ContextWeight is the weight of the parent chunk's text around the child (0 ignores it): a
+	// child of a long section still matches terms its neighbours carry.
+	ContextWeight float64
 }
 
 // DefaultParams are the defaults.
@@ -34,6 +37,7 @@ type Doc struct {
 	KBID       string
 	DocumentID string
 	Content    string // the chunk text as stored: heading path lines, a blank line, the body
+	Context    string // the parent chunk's text (optional; weighted by ContextWeight)
 }
 
 // SplitHeading separates the heading-path lines a chunk starts with from its body.
@@ -98,7 +102,7 @@ func New(p Params) *Index {
 	return &Index{p: p, dict: map[string]int32{}, byID: map[string]int32{}}
 }
 
-func termFreqs(content string, titleWeight float64) (map[string]float32, float32) {
+func termFreqs(content, context string, titleWeight, contextWeight float64) (map[string]float32, float32) {
 	title, body := SplitHeading(content)
 	tf := map[string]float32{}
 	var n float32
@@ -110,6 +114,14 @@ func termFreqs(content string, titleWeight float64) (map[string]float32, float32
 	for _, t := range text.Analyze(title) {
 		tf[t] += w
 		n += w
+	}
+	if contextWeight > 0 && context != "" {
+		_, cbody := SplitHeading(context)
+		cw := float32(contextWeight)
+		for _, t := range text.Analyze(cbody) {
+			tf[t] += cw
+			n += cw
+		}
 	}
 	return tf, n
 }
@@ -123,7 +135,7 @@ func (ix *Index) Add(docs ...Doc) {
 	}
 	ps := make([]prepared, len(docs))
 	for i, d := range docs { // analysis outside the lock
-		tf, n := termFreqs(d.Content, ix.p.TitleWeight)
+		tf, n := termFreqs(d.Content, d.Context, ix.p.TitleWeight, ix.p.ContextWeight)
 		ps[i] = prepared{d, tf, n}
 	}
 	ix.mu.Lock()

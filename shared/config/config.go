@@ -35,9 +35,10 @@ type Config struct {
 
 // Retrieval tunes keyword search.
 type Retrieval struct {
-	BM25K1          float64 `json:"bm25_k1" env:"DOCMIND_BM25_K1" doc:"BM25 term-frequency saturation"`
-	BM25B           float64 `json:"bm25_b" env:"DOCMIND_BM25_B" doc:"BM25 length normalisation (0..1)"`
-	BM25TitleWeight float64 `json:"bm25_title_weight" env:"DOCMIND_BM25_TITLE_WEIGHT" doc:"weight of heading-path terms in BM25"`
+	BM25K1            float64 `json:"bm25_k1" env:"DOCMIND_BM25_K1" doc:"BM25 term-frequency saturation"`
+	BM25B             float64 `json:"bm25_b" env:"DOCMIND_BM25_B" doc:"BM25 length normalisation (0..1)"`
+	BM25TitleWeight   float64 `json:"bm25_title_weight" env:"DOCMIND_BM25_TITLE_WEIGHT" doc:"weight of heading-path terms in BM25"`
+	BM25ContextWeight float64 `json:"bm25_context_weight" env:"DOCMIND_BM25_CONTEXT_WEIGHT" doc:"weight of the parent chunk's text in a child's BM25 (0 ignores it)"`
 }
 
 // Log configures log/slog.
@@ -136,7 +137,7 @@ func Default() Config {
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
 		Chat:       Chat{Provider: "offline"},
 		Chunking:   Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
-		Retrieval:  Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2},
+		Retrieval:  Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3},
 	}
 }
 
@@ -284,6 +285,9 @@ func (c Config) Validate() error {
 	}
 	if r.BM25B < 0 || r.BM25B > 1 {
 		add("DOCMIND_BM25_B: must be within [0, 1], got %v", r.BM25B)
+	}
+	if r.BM25ContextWeight < 0 || r.BM25ContextWeight > 5 {
+		add("DOCMIND_BM25_CONTEXT_WEIGHT: must be within [0, 5], got %v", r.BM25ContextWeight)
 	}
 	if r.BM25TitleWeight <= 0 || r.BM25TitleWeight > 20 {
 		add("DOCMIND_BM25_TITLE_WEIGHT: must be within (0, 20], got %v", r.BM25TitleWeight)

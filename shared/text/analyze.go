@@ -41,7 +41,8 @@ func Fold(r rune) rune {
 // Analyze is the one analyzer every keyword path uses (BM25 indexing and queries, lexical rerank and
 // coverage). Latin words are lower-cased, stop words dropped and Porter-stemmed ("'s" removed first);
 // identifiers with inner punctuation are kept whole as well as split into their stemmed parts; CJK runs
-// become overlapping character bigrams, and a lone CJK character is kept as a unigram.
+// become overlapping character bigrams, and a lone CJK character is kept as a unigram. Hyphens only
+// split.
 func Analyze(s string) []string {
 	var out []string
 	var word []rune
@@ -108,8 +109,11 @@ func appendWord(out []string, raw []rune) []string {
 		}
 		return out
 	}
-	if !strings.ContainsAny(w, "'’") {
-		out = append(out, w) // the identifier whole: "v1.2.3", "server.shutdown", "¥0.008"
+	// the identifier whole ("v1.2.3", "server.shutdown", "¥0.008", "HTTP/2"); hyphenated words are only
+	// split, as Lucene does: "long-term" or "il-6" as one term splits their evidence (SciFact train
+	// nDCG@10 0.696 with hyphen wholes, 0.702 without)
+	if !strings.ContainsAny(w, "'’") && strings.ContainsFunc(w, func(r rune) bool { return joiner(r) && r != '-' }) {
+		out = append(out, w)
 	}
 	for _, p := range parts {
 		if !Stopwords[p] {

@@ -18,6 +18,7 @@ func TestAnalyze(t *testing.T) {
 		{"年龄 65 岁", []string{"年龄", "65", "岁"}},
 		{"ＡＢＣ１２３　全角", []string{"abc123", "全角"}},
 		{"don't stop -- (end).", []string{"don", "t", "stop", "end"}},
+		{"long-term IL-6 levels", []string{"long", "term", "il", "6", "level"}},
 		{"", nil},
 	}
 	for _, c := range cases {
