@@ -6,13 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/eval"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
 )
 
 // evalVariants are the retrieval variants `docmind eval` runs today.
@@ -79,7 +79,7 @@ func cmdEval(e env, args []string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	r.embed = emb
+	r.embed, r.semantic = emb, cfg.Embeddings.Provider != "offline"
 	var results []eval.Result
 	for _, v := range variants {
 		results = append(results, eval.Run(e.ctx, ds, v, r.retriever(v), *k))
@@ -145,6 +145,7 @@ type evalRetriever struct {
 	embed  interface {
 		Embed(ctx context.Context, texts []string) ([][]float32, error)
 	}
+	semantic bool // the embedder captures meaning (false for the offline, lexical one)
 }
 
 func newEvalRetriever(ctx context.Context, tenant string, kb rag.KnowledgeBase, s *Stores, p bm25.Params) (*evalRetriever, error) {
@@ -222,37 +223,7 @@ func (r *evalRetriever) retriever(variant string) eval.Retriever {
 		if err != nil {
 			return nil, err
 		}
-		return r.docs(rrf(60, kh, vh), k), nil
+		p := rank.ProfileQuery(q, r.semantic)
+		return r.docs(rank.RRF(p.K, rank.Leg{Hits: kh, Weight: p.BM25Weight}, rank.Leg{Hits: vh, Weight: p.VectorWeight}), k), nil
 	}
-}
-
-// rrf fuses ranked lists with reciprocal-rank fusion (equal weights), best first.
-func rrf(k float64, lists ...[]rag.Hit) []rag.Hit {
-	score := map[string]float64{}
-	hit := map[string]rag.Hit{}
-	for _, l := range lists {
-		for i, h := range l {
-			score[h.ChunkID] += 1 / (k + float64(i+1))
-			hit[h.ChunkID] = h
-		}
-	}
-	out := make([]rag.Hit, 0, len(hit))
-	for id, h := range hit {
-		h.Score = float32(score[id])
-		out = append(out, h)
-	}
-	sortHits(out)
-	return out
-}
-
-func sortHits(h []rag.Hit) {
-	slices.SortFunc(h, func(a, b rag.Hit) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ChunkID, b.ChunkID)
-	})
 }
