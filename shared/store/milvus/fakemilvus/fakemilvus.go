@@ -332,41 +332,46 @@ func strIDs(rows []row) *schemapb.IDs {
 	return &schemapb.IDs{IdField: &schemapb.IDs_StrId{StrId: &schemapb.StringArray{Data: ids}}}
 }
 
-// Insert appends rows without looking at primary keys, as Milvus does: the same id inserted twice is
-// counted twice.
-func (s *Server) Insert(ctx context.Context, req *milvuspb.InsertRequest) (*milvuspb.MutationResult, error) {
-	if st := s.inject("Insert"); st != nil {
+// write runs a mutation: fault injection, the lock, the collection lookup and the row decoding are the
+// same for insert and upsert; apply changes the rows.
+func (s *Server) write(method, coll string, fields []*schemapb.FieldData, n uint32, apply func(c *collection, rows []row)) (*milvuspb.MutationResult, error) {
+	if st := s.inject(method); st != nil {
 		return &milvuspb.MutationResult{Status: st}, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, st := s.get(req.GetCollectionName())
+	c, st := s.get(coll)
 	if st != nil {
 		return &milvuspb.MutationResult{Status: st}, nil
 	}
-	rows, st := c.decodeRows(req.GetFieldsData(), int(req.GetNumRows()))
+	rows, st := c.decodeRows(fields, int(n))
 	if st != nil {
 		return &milvuspb.MutationResult{Status: st}, nil
 	}
-	c.rows = append(c.rows, rows...)
-	return &milvuspb.MutationResult{Status: ok(), IDs: strIDs(rows), InsertCnt: int64(len(rows)), Timestamp: 1}, nil
+	apply(c, rows)
+	res := &milvuspb.MutationResult{Status: ok(), IDs: strIDs(rows), Timestamp: 1}
+	if method == "Insert" {
+		res.InsertCnt = int64(len(rows))
+	} else {
+		res.UpsertCnt = int64(len(rows))
+	}
+	return res, nil
+}
+
+// Insert appends rows without looking at primary keys, as Milvus does: the same id inserted twice is
+// counted twice.
+func (s *Server) Insert(ctx context.Context, req *milvuspb.InsertRequest) (*milvuspb.MutationResult, error) {
+	return s.write("Insert", req.GetCollectionName(), req.GetFieldsData(), req.GetNumRows(), func(c *collection, rows []row) {
+		c.rows = append(c.rows, rows...)
+	})
 }
 
 // Upsert deletes every row with each primary key, then appends the new rows.
 func (s *Server) Upsert(ctx context.Context, req *milvuspb.UpsertRequest) (*milvuspb.MutationResult, error) {
-	if st := s.inject("Upsert"); st != nil {
-		return &milvuspb.MutationResult{Status: st}, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, st := s.get(req.GetCollectionName())
-	if st != nil {
-		return &milvuspb.MutationResult{Status: st}, nil
-	}
-	rows, st := c.decodeRows(req.GetFieldsData(), int(req.GetNumRows()))
-	if st != nil {
-		return &milvuspb.MutationResult{Status: st}, nil
-	}
+	return s.write("Upsert", req.GetCollectionName(), req.GetFieldsData(), req.GetNumRows(), upsertRows)
+}
+
+func upsertRows(c *collection, rows []row) {
 	replaced := map[string]bool{}
 	for _, r := range rows {
 		replaced[r.pk] = true
@@ -382,7 +387,6 @@ func (s *Server) Upsert(ctx context.Context, req *milvuspb.UpsertRequest) (*milv
 			c.rows = append(c.rows, r)
 		}
 	}
-	return &milvuspb.MutationResult{Status: ok(), IDs: strIDs(rows), UpsertCnt: int64(len(rows)), Timestamp: 1}, nil
 }
 
 func (s *Server) Delete(ctx context.Context, req *milvuspb.DeleteRequest) (*milvuspb.MutationResult, error) {
