@@ -1,0 +1,122 @@
+package rank
+
+import (
+	"unicode/utf8"
+
+	"github.com/docmind/docmind/shared/text"
+)
+
+// Grader tiers (CRAG).
+const (
+	TierHigh      = "HIGH"
+	TierAmbiguous = "AMBIGUOUS"
+	TierLow       = "LOW"
+)
+
+// GradeOptions are the grader's thresholds (seed 003 #36 defaults).
+type GradeOptions struct {
+	RerankHigh float64 // top rerank score at or above which the retrieval signal is strong (0.70)
+	RerankLow  float64 // below which it is weak (0.30)
+	CoverHigh  float64 // lexical coverage at or above which the evidence names the query's terms (0.6)
+	CoverLow   float64 // below which the query's salient terms are missing (0.2)
+	MinSalient int     // salient query terms needed before coverage is trusted (1)
+}
+
+// DefaultGradeOptions are the defaults.
+func DefaultGradeOptions() GradeOptions {
+	return GradeOptions{RerankHigh: 0.70, RerankLow: 0.30, CoverHigh: 0.6, CoverLow: 0.2, MinSalient: 1}
+}
+
+// Grade is the grader's verdict.
+type Grade struct {
+	Tier            string  `json:"tier"`
+	TopScore        float64 `json:"top_score"`
+	Coverage        float64 `json:"coverage"`       // best length-weighted coverage of salient query terms in the top 3
+	EntityWeak      bool    `json:"entity_weak"`    // the knowledge base seems to lack what the query names
+	WebCompensation bool    `json:"web_compensate"` // LOW, or AMBIGUOUS with the entity missing
+	NoEvidence      bool    `json:"no_evidence"`    // nothing retrieved: only this uses the fallback prompt
+	Reason          string  `json:"reason"`
+}
+
+// GradeEvidence judges retrieval with two independent signals (CRAG, seed 003 #36): the rerank top
+// score, and lexical coverage of the query's salient terms in the top three items (the same analyzer
+// as BM25; longer terms, usually names and jargon, weigh more). Agreement decides the tier; a
+// disagreement is AMBIGUOUS: a high rerank with the query's terms absent is "semantically close, factually
+// missing", a low rerank with them present is a rerank drift. LOW never discards evidence; only an empty
+// list is NoEvidence.
+func GradeEvidence(query string, ev []Evidence, o GradeOptions) Grade {
+	if len(ev) == 0 {
+		return Grade{Tier: TierLow, NoEvidence: true, EntityWeak: true, WebCompensation: true, Reason: "no evidence"}
+	}
+	g := Grade{TopScore: ev[0].Score}
+	terms := salient(query)
+	coverageKnown := len(terms) >= o.MinSalient && len(terms) > 0
+	if coverageKnown {
+		for _, e := range ev[:min(3, len(ev))] {
+			g.Coverage = max(g.Coverage, coverage(terms, e.Text+"\n"+e.ChildText))
+		}
+	}
+	strong, weak := g.TopScore >= o.RerankHigh, g.TopScore < o.RerankLow
+	covHigh, covLow := coverageKnown && g.Coverage >= o.CoverHigh, coverageKnown && g.Coverage < o.CoverLow
+	switch {
+	case strong && covLow:
+		g.Tier, g.Reason = TierAmbiguous, "high rerank score but the query's terms are missing from the evidence"
+	case weak && covHigh:
+		g.Tier, g.Reason = TierAmbiguous, "low rerank score but the evidence names the query's terms"
+	case strong:
+		g.Tier, g.Reason = TierHigh, "high rerank score and the query's terms present"
+	case weak:
+		g.Tier, g.Reason = TierLow, "low rerank score and the query's terms not clearly present"
+	case covHigh:
+		g.Tier, g.Reason = TierHigh, "middling rerank score, the evidence names the query's terms"
+	case covLow:
+		g.Tier, g.Reason = TierLow, "middling rerank score, the query's terms are missing"
+	default:
+		g.Tier, g.Reason = TierAmbiguous, "middling rerank score and partial coverage"
+	}
+	g.EntityWeak = covLow
+	g.WebCompensation = g.Tier == TierLow || (g.Tier == TierAmbiguous && g.EntityWeak)
+	return g
+}
+
+type term struct {
+	t string
+	w float64
+}
+
+// salient are the query's analyzed terms weighted by length (a CJK bigram counts 2): short generic
+// terms matter little, names and jargon a lot.
+func salient(q string) []term {
+	seen := map[string]bool{}
+	var out []term
+	for _, t := range text.Analyze(q) {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		n := utf8.RuneCountInString(t)
+		if n < 2 {
+			continue
+		}
+		out = append(out, term{t, float64(min(n, 10))})
+	}
+	return out
+}
+
+func coverage(terms []term, evidence string) float64 {
+	have := map[string]bool{}
+	for _, t := range text.Analyze(evidence) {
+		have[t] = true
+	}
+	var got, all float64
+	for _, t := range terms {
+		all += t.w
+		if have[t.t] {
+			got += t.w
+		}
+	}
+	if all == 0 {
+		return 0
+	}
+	return got / all
+}
