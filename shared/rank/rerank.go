@@ -236,4 +236,3 @@ func sortEvidence(ev []Evidence) {
 		}
 	}
 }
-
