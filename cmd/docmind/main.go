@@ -44,6 +44,7 @@ Usage: docmind <command> [flags]
 Commands:
   serve     run the local server (HTTP on 127.0.0.1:8080 by default), watching <data>/inbox
   ingest    index files or folders into a knowledge base (ingest --kb NAME PATH...)
+  search    run the retrieval chain for a query and show every stage (search [--kb NAME] "query")
   eval      measure retrieval on a BEIR dataset (eval --dataset DIR [--variant bm25|vector|hybrid|all])
   migrate   apply pending database migrations
   kb        list, create or delete knowledge bases (kb list | kb create NAME | kb delete NAME)
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "eval": cmdEval, "migrate": cmdMigrate, "kb": cmdKB, "config": cmdConfig, "version": cmdVersion,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "eval": cmdEval, "migrate": cmdMigrate, "kb": cmdKB, "config": cmdConfig, "version": cmdVersion,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)

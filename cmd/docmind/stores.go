@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/rag"
@@ -28,6 +29,7 @@ type Stores struct {
 	Vectors store.VectorIndex
 	KV      store.KV
 	Blobs   store.Blobs
+	Keyword *bm25.Index // the embedded keyword index, loaded from SQL at open
 	cfg     config.Config
 }
 
@@ -50,6 +52,10 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 	}
 	if _, err = s.SQL.Migrate(ctx); err != nil {
 		return s, fmt.Errorf("migrate: %w", err)
+	}
+	s.Keyword = bm25.New(bm25.Params{K1: cfg.Retrieval.BM25K1, B: cfg.Retrieval.BM25B, TitleWeight: cfg.Retrieval.BM25TitleWeight, ContextWeight: cfg.Retrieval.BM25ContextWeight})
+	if err = s.Keyword.Load(ctx, s.SQL, cfg.Tenant); err != nil {
+		return s, fmt.Errorf("build the keyword index: %w", err)
 	}
 	switch cfg.Vector.Driver {
 	case "milvus":

@@ -11,6 +11,7 @@ import (
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/retrieve"
 	"github.com/docmind/docmind/shared/store/memblob"
 )
 
@@ -29,7 +30,7 @@ func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Serv
 	if err != nil {
 		return nil, err
 	}
-	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Staging: memblob.New(), Embedder: emb, Log: log,
+	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Staging: memblob.New(), Embedder: emb, Log: log, Keyword: s.Keyword,
 		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
 	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}, nil
@@ -53,4 +54,15 @@ func (u uploads) Delete(ctx context.Context, tenant, id string) error {
 // server refuses non-loopback addresses meanwhile.
 func localTenant(cfg config.Config) func(*http.Request) (string, error) {
 	return func(*http.Request) (string, error) { return cfg.Tenant, nil }
+}
+
+// retriever wires the retrieval chain over the opened stores.
+func retriever(cfg config.Config, s *Stores) (*retrieve.Retriever, error) {
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o := retrieve.DefaultOptions()
+	o.SemanticVectors = cfg.Embeddings.Provider != "offline"
+	return &retrieve.Retriever{Keyword: s.Keyword, Vectors: s.Vectors, Embedder: emb, Chunks: s.SQL, Options: o}, nil
 }

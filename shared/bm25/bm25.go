@@ -345,3 +345,52 @@ func set(ids []string) map[string]bool {
 	}
 	return m
 }
+
+// IndexDocument replaces a document's chunks with its current child rows (parents give the context
+// field): the hook ingestion calls after a document's rows are swapped.
+func (ix *Index) IndexDocument(tenant, documentID string, rows []rag.Chunk) {
+	parents := map[string]string{}
+	for _, c := range rows {
+		if c.Level == rag.LevelParent {
+			parents[c.ID] = c.Content
+		}
+	}
+	var docs []Doc
+	for _, c := range rows {
+		if c.Level == rag.LevelChild {
+			docs = append(docs, Doc{ID: c.ID, Tenant: tenant, KBID: c.KBID, DocumentID: documentID, Content: c.Content, Context: parents[c.ParentID]})
+		}
+	}
+	ix.RemoveDocument(tenant, documentID)
+	ix.Add(docs...)
+}
+
+// Source lists what Load reads: every knowledge base, document and chunk of a tenant.
+type Source interface {
+	ListKBs(ctx context.Context, tenant string) ([]rag.KnowledgeBase, error)
+	ListDocuments(ctx context.Context, tenant, kbID, status string) ([]rag.Document, error)
+	ListChunks(ctx context.Context, tenant, docID string) ([]rag.Chunk, error)
+}
+
+// Load indexes every ready document of the tenant from the SQL record (the embedded mode builds its
+// keyword index at start this way).
+func (ix *Index) Load(ctx context.Context, src Source, tenant string) error {
+	kbs, err := src.ListKBs(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	for _, kb := range kbs {
+		docs, err := src.ListDocuments(ctx, tenant, kb.ID, rag.StatusReady)
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			rows, err := src.ListChunks(ctx, tenant, d.ID)
+			if err != nil {
+				return err
+			}
+			ix.IndexDocument(tenant, d.ID, rows)
+		}
+	}
+	return nil
+}

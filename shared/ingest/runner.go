@@ -207,6 +207,9 @@ func (r *Runner) rollback(ctx context.Context, d Doc, before []rag.Chunk, chunks
 	if s.Vectors.DeleteDocument(ctx, d.Tenant, d.KBID, d.DocumentID) == nil {
 		s.Vectors.Flush(ctx)
 	}
+	if s.Keyword != nil {
+		s.Keyword.RemoveDocument(d.Tenant, d.DocumentID)
+	}
 	ids := make([]string, len(cur))
 	for i, c := range cur {
 		ids[i] = c.ID

@@ -200,6 +200,9 @@ func (s *Service) Delete(ctx context.Context, tenant, docID string) error {
 	if n != 0 {
 		return rag.Errorf("ingest.Delete", rag.KindUnavailable, "%d vectors of the document are still visible after delete", n)
 	}
+	if st.Keyword != nil {
+		st.Keyword.RemoveDocument(tenant, doc.ID)
+	}
 	if err := st.Records.DeleteDocument(ctx, tenant, doc.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
 		return err
 	}

@@ -39,6 +39,12 @@ type Records interface {
 	ApplyChunks(ctx context.Context, tenant, docID string, add []rag.Chunk, remove []string) error
 }
 
+// KeywordIndex is an in-process keyword index that follows ingestion.
+type KeywordIndex interface {
+	IndexDocument(tenant, documentID string, rows []rag.Chunk)
+	RemoveDocument(tenant, documentID string)
+}
+
 // Embedder turns texts into vectors of Dim dimensions.
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
@@ -57,6 +63,8 @@ type Stages struct {
 	Limits   extract.Limits
 	Chunking chunk.Options
 	Log      *slog.Logger
+	// Keyword, when set, is kept in step with the indexed chunks (the embedded BM25 index).
+	Keyword KeywordIndex
 	// Parse converts a source to markdown; nil means extract.Extract (tests substitute hostile parsers).
 	Parse func(ctx context.Context, name string, data []byte, l extract.Limits) (extract.Result, error)
 }
@@ -462,6 +470,9 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 	doc.DocVersion, doc.EffectiveDate = truncate(in.DocVersion, 64), truncate(in.EffectiveDate, 32)
 	if err := s.Records.UpdateDocument(ctx, &doc); err != nil {
 		return IndexOut{}, err
+	}
+	if s.Keyword != nil {
+		s.Keyword.IndexDocument(in.Tenant, in.DocumentID, rows)
 	}
 	v, err := s.Records.BumpKBVersion(ctx, in.Tenant, in.KBID)
 	if err != nil {

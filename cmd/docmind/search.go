@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
+	"github.com/docmind/docmind/shared/retrieve"
+)
+
+func cmdSearch(e env, args []string) int {
+	var c common
+	fs := newFlags("search", e, &c)
+	kbName := fs.String("kb", "", "knowledge base name (default: every knowledge base of the tenant)")
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitConfig
+	}
+	query := strings.TrimSpace(strings.Join(rest, " "))
+	if query == "" {
+		fmt.Fprintln(e.stderr, `usage: docmind search [--kb NAME] [--data DIR] [--json] "query"`)
+		return exitConfig
+	}
+	cfg, ok := c.load(e, nil)
+	if !ok {
+		return exitConfig
+	}
+	s, err := OpenStores(e.ctx, cfg)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer s.Close()
+	f := rag.Filter{Tenant: cfg.Tenant}
+	if *kbName != "" {
+		kb, err := s.SQL.GetKBByName(e.ctx, cfg.Tenant, *kbName)
+		if err != nil {
+			if rag.Is(err, rag.KindNotFound) {
+				return fail(e, rag.Errorf("search", rag.KindInvalid, "no knowledge base named %q", *kbName))
+			}
+			return fail(e, err)
+		}
+		f.KBIDs = []string{kb.ID}
+	}
+	r, err := retriever(cfg, s)
+	if err != nil {
+		return fail(e, err)
+	}
+	res, err := r.Retrieve(e.ctx, retrieve.Query{Text: query, Filter: f})
+	if err != nil {
+		return fail(e, err)
+	}
+	if c.json {
+		printJSON(e.stdout, res)
+		return exitOK
+	}
+	p := res.Profile
+	fmt.Fprintf(e.stdout, "query profile: %s, %s (BM25 %.2f, vector %.3f, k %.0f) %s\n", p.Specificity, p.Complexity, p.BM25Weight, p.VectorWeight, p.K, p.Reason)
+	printHits := func(title string, hits []rag.Hit) {
+		fmt.Fprintf(e.stdout, "\n%s (%d)\n", title, len(hits))
+		for i, h := range hits[:min(10, len(hits))] {
+			fmt.Fprintf(e.stdout, "  %2d. %.4f  %s\n", i+1, h.Score, h.ChunkID)
+		}
+	}
+	printHits("keyword (BM25)", res.Keyword)
+	printHits("vector", res.Vector)
+	printHits("fused (weighted RRF)", res.Fused)
+	printEv := func(title string, ev []rank.Evidence) {
+		fmt.Fprintf(e.stdout, "\n%s (%d)\n", title, len(ev))
+		for i, x := range ev {
+			snippet := strings.Join(strings.Fields(x.ChildText), " ")
+			if r := []rune(snippet); len(r) > 90 {
+				snippet = string(r[:90]) + "..."
+			}
+			fmt.Fprintf(e.stdout, "  %2d. %.4f  %s > %s: %s\n", i+1, x.Score, x.FileName, x.Chapter, snippet)
+		}
+	}
+	printEv("reranked", res.Reranked)
+	printEv("filtered", res.Filtered)
+	printEv("evidence (MMR, parents, compressed)", res.Evidence)
+	g := res.Grade
+	fmt.Fprintf(e.stdout, "\ngrade: %s (top %.3f, coverage %.2f, web compensation %v): %s\n", g.Tier, g.TopScore, g.Coverage, g.WebCompensation, g.Reason)
+	if len(res.Degraded) > 0 {
+		fmt.Fprintf(e.stdout, "degraded: %s\n", strings.Join(res.Degraded, ", "))
+	}
+	return exitOK
+}

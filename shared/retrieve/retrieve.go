@@ -1,0 +1,224 @@
+// Package retrieve runs the retrieval chain of one query (DESIGN.md section 6, steps 6-11): vector and
+// BM25 legs in parallel, weighted reciprocal-rank fusion by the query profile, rerank with a lexical
+// fallback, QAnything's filter, MMR, parent expansion, compression and the CRAG grade. Every stage's
+// output is kept in the Result, which is what `docmind search` prints and what the chat timeline's
+// retrieval, rerank and grader events carry.
+package retrieve
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
+)
+
+// Keyword is the BM25 leg (bm25.Index, or the MySQL adapter).
+type Keyword interface {
+	Search(ctx context.Context, query string, k int, f rag.Filter) ([]rag.Hit, error)
+}
+
+// Vectors is the vector leg.
+type Vectors interface {
+	Search(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error)
+}
+
+// Embedder embeds the query (and the HyDE text).
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Chunks loads chunk rows (children and parents) and documents, scoped by tenant.
+type Chunks interface {
+	GetChunks(ctx context.Context, tenant string, ids []string) ([]rag.Chunk, error)
+	GetDocument(ctx context.Context, tenant, id string) (rag.Document, error)
+}
+
+// Options are the chain's sizes and switches (DESIGN.md defaults).
+type Options struct {
+	LegK            int     // candidates per leg (50)
+	FusedK          int     // candidates after fusion, sent to rerank (30)
+	RerankK         int     // kept after rerank (8)
+	MMRLambda       float64 // (0.7)
+	SemanticVectors bool    // the embedder captures meaning (false for the offline embedder)
+	Filter          rank.FilterOptions
+	Compress        rank.CompressOptions
+	Grade           rank.GradeOptions
+}
+
+// DefaultOptions are DESIGN.md's.
+func DefaultOptions() Options {
+	return Options{LegK: 50, FusedK: 30, RerankK: 8, MMRLambda: 0.7, Grade: rank.DefaultGradeOptions()}
+}
+
+// Retriever runs the chain.
+type Retriever struct {
+	Keyword  Keyword
+	Vectors  Vectors
+	Embedder Embedder
+	Chunks   Chunks
+	Reranker rank.Reranker // nil: lexical scores (not degraded)
+	Options  Options
+}
+
+// Query is one retrieval request.
+type Query struct {
+	Text   string
+	HyDE   string // hypothetical answer: replaces Text on the vector leg only (fuzzy queries)
+	Filter rag.Filter
+}
+
+// Result holds every stage's output.
+type Result struct {
+	Profile   rank.Profile     `json:"profile"`
+	Keyword   []rag.Hit        `json:"keyword"`
+	Vector    []rag.Hit        `json:"vector"`
+	Fused     []rag.Hit        `json:"fused"`
+	Reranked  []rank.Evidence  `json:"reranked"`
+	Filtered  []rank.Evidence  `json:"filtered"`
+	Diverse   []rank.Evidence  `json:"diverse"`
+	Expanded  []rank.Evidence  `json:"expanded"`
+	Evidence  []rank.Evidence  `json:"evidence"` // the final, compressed list
+	Grade     rank.Grade       `json:"grade"`
+	Degraded  []string         `json:"degraded,omitempty"`
+	StageMS   map[string]int64 `json:"stage_ms"`
+	LegErrors []string         `json:"leg_errors,omitempty"`
+}
+
+// Retrieve runs the chain. A failing leg degrades (the other leg still answers); both failing is an error.
+func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
+	const op = "retrieve"
+	if err := q.Filter.Validate(); err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
+	o := r.Options
+	res := &Result{StageMS: map[string]int64{}}
+	stage := func(name string, start time.Time) { res.StageMS[name] += time.Since(start).Milliseconds() }
+	res.Profile = rank.ProfileQuery(q.Text, o.SemanticVectors)
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	var kerr, verr error
+	wg.Go(func() { res.Keyword, kerr = r.Keyword.Search(ctx, q.Text, o.LegK, q.Filter) })
+	wg.Go(func() {
+		text := q.Text
+		if q.HyDE != "" {
+			text = q.HyDE // the BM25 leg keeps the user's words: generated text would dilute IDF
+		}
+		var v [][]float32
+		if v, verr = r.Embedder.Embed(ctx, []string{text}); verr == nil {
+			res.Vector, verr = r.Vectors.Search(ctx, v[0], o.LegK, q.Filter)
+		}
+	})
+	wg.Wait()
+	stage("retrieval", start)
+	switch {
+	case kerr != nil && verr != nil:
+		return nil, fmt.Errorf("both retrieval legs failed: keyword: %w; vector: %v", kerr, verr)
+	case kerr != nil:
+		res.Degraded = append(res.Degraded, "keyword")
+		res.LegErrors = append(res.LegErrors, "keyword: "+rag.KindOf(kerr).String())
+	case verr != nil:
+		res.Degraded = append(res.Degraded, "vector")
+		res.LegErrors = append(res.LegErrors, "vector: "+rag.KindOf(verr).String())
+	}
+
+	start = time.Now()
+	p := res.Profile
+	res.Fused = rank.RRF(p.K, rank.Leg{Hits: res.Keyword, Weight: p.BM25Weight}, rank.Leg{Hits: res.Vector, Weight: p.VectorWeight})
+	if len(res.Fused) > o.FusedK {
+		res.Fused = res.Fused[:o.FusedK]
+	}
+	ev, err := r.load(ctx, q.Filter.Tenant, res.Fused)
+	if err != nil {
+		return nil, err
+	}
+	stage("fusion", start)
+
+	start = time.Now()
+	reranked, degraded, _ := rank.RerankEvidence(ctx, r.Reranker, q.Text, ev)
+	if degraded {
+		res.Degraded = append(res.Degraded, "rerank")
+	}
+	if len(reranked) > o.RerankK {
+		reranked = reranked[:o.RerankK]
+	}
+	res.Reranked = reranked
+	res.Filtered = rank.Filter(reranked, o.Filter)
+	stage("rerank", start)
+
+	start = time.Now()
+	res.Diverse = rank.MMR(res.Filtered, len(res.Filtered), o.MMRLambda)
+	parents, err := r.parents(ctx, q.Filter.Tenant, res.Diverse)
+	if err != nil {
+		return nil, err
+	}
+	res.Expanded = rank.ExpandParents(res.Diverse, parents)
+	res.Evidence = rank.Compress(res.Expanded, o.Compress)
+	stage("compress", start)
+
+	start = time.Now()
+	res.Grade = rank.GradeEvidence(q.Text, res.Evidence, o.Grade)
+	stage("grade", start)
+	return res, nil
+}
+
+// load turns fused hits into evidence with their chunk rows, dropping hits whose chunk is gone (a
+// deleted document must never reach a prompt, whatever a lagging index says).
+func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit) ([]rank.Evidence, error) {
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ChunkID
+	}
+	rows, err := r.Chunks.GetChunks(ctx, tenant, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load chunks: %w", err)
+	}
+	byID := map[string]rag.Chunk{}
+	for _, c := range rows {
+		byID[c.ID] = c
+	}
+	names := map[string]string{}
+	var out []rank.Evidence
+	for _, h := range hits {
+		c, ok := byID[h.ChunkID]
+		if !ok {
+			continue
+		}
+		name, seen := names[c.DocumentID]
+		if !seen {
+			if d, err := r.Chunks.GetDocument(ctx, tenant, c.DocumentID); err == nil && d.Status == rag.StatusReady {
+				name = d.FileName
+			} else {
+				name = "\x00gone"
+			}
+			names[c.DocumentID] = name
+		}
+		if name == "\x00gone" {
+			continue
+		}
+		out = append(out, rank.Evidence{ChunkID: c.ID, ParentID: c.ParentID, DocumentID: c.DocumentID, KBID: c.KBID, FileName: name,
+			Chapter: c.Chapter, Page: c.Page, Text: c.Content, ChildText: c.Content, Score: float64(h.Score)})
+	}
+	return out, nil
+}
+
+func (r *Retriever) parents(ctx context.Context, tenant string, ev []rank.Evidence) (map[string]rag.Chunk, error) {
+	var ids []string
+	for _, e := range ev {
+		if e.ParentID != "" {
+			ids = append(ids, e.ParentID)
+		}
+	}
+	rows, err := r.Chunks.GetChunks(ctx, tenant, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load parents: %w", err)
+	}
+	out := map[string]rag.Chunk{}
+	for _, c := range rows {
+		out[c.ID] = c
+	}
+	return out, nil
+}

@@ -1,0 +1,150 @@
+package retrieve
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/shared/chunk"
+	"github.com/docmind/docmind/shared/embed"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
+	"github.com/docmind/docmind/shared/store/memblob"
+	"github.com/docmind/docmind/shared/store/memvec"
+	"github.com/docmind/docmind/shared/store/sqldb"
+	"github.com/docmind/docmind/shared/store/sqlite"
+)
+
+type env struct {
+	r   *Retriever
+	db  *sqldb.DB
+	svc *ingest.Service
+	vec *memvec.Index
+}
+
+// setup ingests the demo corpus (markdown, text, csv and html files) into embedded stores.
+func setup(t *testing.T) *env {
+	t.Helper()
+	db, err := sqlite.Open(":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.Migrate(context.Background())
+	vec := memvec.New(256)
+	kw := bm25.New(bm25.DefaultParams())
+	emb := embed.NewOffline(256)
+	blobs := memblob.New()
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: db, Vectors: vec, Blobs: blobs, Embedder: emb, Keyword: kw, Chunking: chunk.DefaultOptions()}, Policy: ingest.DefaultPolicy()}}
+	dir := "../demo/corpus"
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".md", ".txt", ".csv", ".html":
+		default:
+			continue
+		}
+		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		if _, err := svc.Ingest(context.Background(), "t1", ingest.Source{KBName: "demo", URI: e.Name(), Name: e.Name(), Data: data}); err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+	}
+	return &env{r: &Retriever{Keyword: kw, Vectors: vec, Embedder: emb, Chunks: db, Options: DefaultOptions()}, db: db, svc: svc, vec: vec}
+}
+
+func TestRetrieveDemo(t *testing.T) {
+	e := setup(t)
+	cases := []struct {
+		q, want string
+	}{
+		{"安心保 A 款的投保年龄", "投保年龄为 18 周岁至 60 周岁"},
+		{"康宁保 B 款 等待期", "本产品等待期为 180 天"},
+		{"how do I change my beneficiary", "Change beneficiary"},
+		{"DOCMIND_CHUNK_CHILD_CHARS default", "DOCMIND_CHUNK_CHILD_CHARS"},
+	}
+	for _, c := range cases {
+		res, err := e.r.Retrieve(context.Background(), Query{Text: c.q, Filter: rag.Filter{Tenant: "t1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Evidence) == 0 || !strings.Contains(res.Evidence[0].Text, c.want) {
+			t.Errorf("%q: top evidence %+v", c.q, res.Evidence)
+			continue
+		}
+		if res.Evidence[0].FileName == "" || len(res.Keyword) == 0 || len(res.Fused) == 0 || res.Grade.Tier == "" {
+			t.Errorf("%q: incomplete result %+v", c.q, res)
+		}
+	}
+	// seed #37: a question about product B never gets product A's age limit as top evidence
+	res, _ := e.r.Retrieve(context.Background(), Query{Text: "康宁保 B 款 投保年龄", Filter: rag.Filter{Tenant: "t1"}})
+	if !strings.Contains(res.Evidence[0].Text, "出生满 30 天至 55 周岁") || strings.Contains(res.Evidence[0].Text, "18 周岁至 60 周岁") {
+		t.Fatalf("product B query: %q", res.Evidence[0].Text)
+	}
+}
+
+func TestTenantAndDeletedNeverReturned(t *testing.T) {
+	e := setup(t)
+	res, err := e.r.Retrieve(context.Background(), Query{Text: "投保年龄", Filter: rag.Filter{Tenant: "other"}})
+	if err != nil || len(res.Evidence) != 0 || len(res.Keyword) != 0 || len(res.Vector) != 0 {
+		t.Fatalf("another tenant sees %d items (%v)", len(res.Evidence), err)
+	}
+	kb, _ := e.db.GetKBByName(context.Background(), "t1", "demo")
+	docs, _ := e.db.ListDocuments(context.Background(), "t1", kb.ID, "")
+	for _, d := range docs {
+		if strings.HasSuffix(d.FileName, "条款.md") {
+			if err := e.svc.Delete(context.Background(), "t1", d.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	res, _ = e.r.Retrieve(context.Background(), Query{Text: "安心保 投保年龄", Filter: rag.Filter{Tenant: "t1"}})
+	for _, ev := range res.Evidence {
+		if strings.Contains(ev.Text, "安心保") {
+			t.Fatalf("a deleted document reached the evidence: %q", ev.Text)
+		}
+	}
+}
+
+type failingVectors struct{}
+
+func (failingVectors) Search(context.Context, []float32, int, rag.Filter) ([]rag.Hit, error) {
+	return nil, rag.E("fake", rag.KindUnavailable, errors.New("milvus down"))
+}
+
+type brokenReranker struct{}
+
+func (brokenReranker) Rerank(context.Context, string, []string) ([]float64, error) {
+	return nil, errors.New("rerank API down")
+}
+
+func TestDegradedLegsAndRerank(t *testing.T) {
+	e := setup(t)
+	e.r.Vectors = failingVectors{}
+	e.r.Reranker = brokenReranker{}
+	res, err := e.r.Retrieve(context.Background(), Query{Text: "安心保 A 款 等待期", Filter: rag.Filter{Tenant: "t1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.Degraded, ",") != "vector,rerank" || len(res.Evidence) == 0 || !strings.Contains(res.Evidence[0].Text, "90 天") {
+		t.Fatalf("degraded %v evidence %+v", res.Degraded, res.Evidence)
+	}
+	e.r.Keyword = failingKeyword{}
+	if _, err := e.r.Retrieve(context.Background(), Query{Text: "x", Filter: rag.Filter{Tenant: "t1"}}); err == nil {
+		t.Fatal("both legs failing must be an error")
+	}
+	if _, err := e.r.Retrieve(context.Background(), Query{Text: "x", Filter: rag.Filter{Tenant: `"`}}); !rag.Is(err, rag.KindInvalid) {
+		t.Fatalf("bad filter: %v", err)
+	}
+	_ = rank.TierHigh
+}
+
+type failingKeyword struct{}
+
+func (failingKeyword) Search(context.Context, string, int, rag.Filter) ([]rag.Hit, error) {
+	return nil, errors.New("down")
+}
