@@ -6,7 +6,6 @@
 package bm25
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -81,6 +80,7 @@ type Index struct {
 	postings [][]posting
 	df       []int32
 	entries  []entry
+	lens     []float32        // entries[i].length, or -1 when dead: the scoring loop's only per-entry read
 	byID     map[string]int32 // "tenant\x00chunk id" -> entry
 	live     int
 	totalLen float64
@@ -165,6 +165,7 @@ func (ix *Index) Add(docs ...Doc) {
 			e.terms = append(e.terms, id)
 		}
 		ix.entries = append(ix.entries, e)
+		ix.lens = append(ix.lens, p.len)
 		ix.byID[k] = at
 		ix.live++
 		ix.totalLen += float64(p.len)
@@ -179,6 +180,7 @@ func (ix *Index) kill(at int32) {
 		return
 	}
 	e.dead = true
+	ix.lens[at] = -1
 	for _, t := range e.terms {
 		ix.df[t]--
 	}
@@ -217,6 +219,10 @@ func (ix *Index) compact() {
 		ix.postings[t] = out
 	}
 	ix.entries = kept
+	ix.lens = ix.lens[:0]
+	for _, e := range kept {
+		ix.lens = append(ix.lens, e.length)
+	}
 	for i, e := range kept {
 		ix.byID[e.tenant+"\x00"+e.id] = int32(i)
 	}
@@ -252,6 +258,11 @@ func (ix *Index) Len() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return ix.live
+}
+
+type scored struct {
+	at    int32
+	score float32
 }
 
 // Search returns at most k chunks inside f for the query, best first (score descending, ties by chunk
@@ -290,13 +301,14 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 		}
 		df := float64(ix.df[id])
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		a, c := k1*(1-b), k1*b/avg // norm = a + c*length
 		for _, p := range ix.postings[id] {
-			e := &ix.entries[p.doc]
-			if e.dead {
+			l := ix.lens[p.doc]
+			if l < 0 {
 				continue
 			}
 			tf := float64(p.tf)
-			s := float32(idf * tf / (tf + k1*(1-b+b*float64(e.length)/avg)))
+			s := float32(idf * tf / (tf + a + c*float64(l)))
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
@@ -304,11 +316,15 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 		}
 	}
 	kbs, docs := set(f.KBIDs), set(f.DocumentIDs)
-	type scored struct {
-		at    int32
-		score float32
+	// keep the k best in a min-heap (worst at the root): a common term touches most of the index, and
+	// sorting every candidate would dominate the search
+	worse := func(a, b scored) bool { // a ranks below b
+		if a.score != b.score {
+			return a.score < b.score
+		}
+		return ix.entries[a.at].id > ix.entries[b.at].id
 	}
-	var cands []scored
+	h := make([]scored, 0, k)
 	for _, at := range touched {
 		s := acc[at]
 		acc[at] = 0
@@ -316,17 +332,48 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 		if e.tenant != f.Tenant || (kbs != nil && !kbs[e.kb]) || (docs != nil && !docs[e.doc]) {
 			continue
 		}
-		cands = append(cands, scored{at, s})
-	}
-	slices.SortFunc(cands, func(a, b scored) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
+		c := scored{at, s}
+		if len(h) < k {
+			h = append(h, c)
+			for i := len(h) - 1; i > 0; { // sift up
+				p := (i - 1) / 2
+				if !worse(h[i], h[p]) {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+			continue
 		}
-		return cmp.Compare(ix.entries[a.at].id, ix.entries[b.at].id)
-	})
-	if len(cands) > k {
-		cands = cands[:k]
+		if !worse(h[0], c) {
+			continue
+		}
+		h[0] = c
+		for i := 0; ; { // sift down
+			l, r, m := 2*i+1, 2*i+2, i
+			if l < len(h) && worse(h[l], h[m]) {
+				m = l
+			}
+			if r < len(h) && worse(h[r], h[m]) {
+				m = r
+			}
+			if m == i {
+				break
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
 	}
+	cands := h
+	slices.SortFunc(cands, func(a, b scored) int {
+		if worse(a, b) {
+			return 1
+		}
+		if worse(b, a) {
+			return -1
+		}
+		return 0
+	})
 	hits := make([]rag.Hit, len(cands))
 	for i, c := range cands {
 		e := &ix.entries[c.at]

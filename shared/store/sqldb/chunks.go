@@ -149,7 +149,9 @@ func (s *DB) GetChunks(ctx context.Context, tenant string, ids []string) ([]rag.
 		for _, id := range batch {
 			args = append(args, id)
 		}
-		cs, err := s.queryChunks(ctx, op, `SELECT `+chunkColumns+` FROM chunks WHERE tenant_id = ? AND id IN (`+placeholders(len(batch))+`)`, args...)
+		// "+tenant_id" keeps SQLite's planner on the primary key (it would otherwise scan the tenant's
+		// index: every row of a single-tenant database); MySQL reads it as the same comparison.
+		cs, err := s.queryChunks(ctx, op, `SELECT `+chunkColumns+` FROM chunks WHERE id IN (`+placeholders(len(batch))+`) AND +tenant_id = ?`, append(args[1:], tenant)...)
 		if err != nil {
 			return nil, err
 		}

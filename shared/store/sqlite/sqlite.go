@@ -54,6 +54,7 @@ func Open(path string, now func() time.Time) (*sqldb.DB, error) {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "cache_size(-65536)") // 64 MiB of page cache per connection: chunk reads stay in memory
 	if path != ":memory:" {
 		q.Add("_pragma", "journal_mode(WAL)")
 	}

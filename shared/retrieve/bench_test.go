@@ -1,0 +1,126 @@
+package retrieve
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/shared/embed"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/memvec"
+	"github.com/docmind/docmind/shared/store/sqlite"
+)
+
+// fastReranker stands in for a cross-encoder API: it scores by position, so the benchmark measures
+// our orchestration, not a network call.
+type fastReranker struct{}
+
+func (fastReranker) Rerank(_ context.Context, _ string, docs []string) ([]float64, error) {
+	out := make([]float64, len(docs))
+	for i := range docs {
+		out[i] = 0.95 - 0.02*float64(i)
+	}
+	return out, nil
+}
+
+// BenchmarkRetrieve100k is the retrieval stage at 100,000 child chunks on the embedded adapters
+// (SQLite file, memvec, in-memory BM25, offline embedder at 512 dimensions): BM25 + vector + fusion +
+// rerank (fake) + filter + MMR + parent expansion + compression + grade. It reports p50 and p99.
+func BenchmarkRetrieve100k(b *testing.B) {
+	const docs, perDoc, dim = 2000, 50, 512
+	r := rand.New(rand.NewPCG(11, 12))
+	vocab := make([]string, 20000)
+	for i := range vocab {
+		var w strings.Builder
+		for range 4 + r.IntN(6) {
+			w.WriteByte(byte('a' + r.IntN(26)))
+		}
+		vocab[i] = w.String()
+	}
+	zipf := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
+	sentence := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = vocab[zipf.Uint64()]
+		}
+		return strings.Join(ws, " ") + "."
+	}
+	dir := b.TempDir()
+	db, err := sqlite.Open(filepath.Join(dir, "docmind.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	db.Migrate(ctx)
+	kb := rag.KnowledgeBase{Tenant: "t", Name: "bench"}
+	db.CreateKB(ctx, &kb)
+	vec := memvec.New(dim)
+	kw := bm25.New(bm25.DefaultParams())
+	emb := embed.NewOffline(dim)
+	var queries []string
+	for d := range docs {
+		doc := rag.Document{Tenant: "t", KBID: kb.ID, SourceURI: fmt.Sprint(d), Status: rag.StatusReady}
+		if err := db.CreateDocument(ctx, &doc); err != nil {
+			b.Fatal(err)
+		}
+		var rows []rag.Chunk
+		var texts []string
+		for p := range perDoc / 5 {
+			parentID := fmt.Sprintf("p%d_%d", d, p)
+			var body []string
+			for c := range 5 {
+				t := fmt.Sprintf("# Doc %d\n## Section %d\n\n%s %s", d, p, sentence(25), sentence(30))
+				body = append(body, t)
+				id := fmt.Sprintf("c%d_%d_%d", d, p, c)
+				rows = append(rows, rag.Chunk{ID: id, Tenant: "t", KBID: kb.ID, DocumentID: doc.ID, ParentID: parentID, Level: rag.LevelChild,
+					Index: p*5 + c, Content: t, ContentHash: strings.Repeat("0", 64), VectorID: "v" + id, ContentType: rag.ContentGeneral})
+				texts = append(texts, t)
+				if len(queries) < 200 && r.IntN(500) == 0 {
+					queries = append(queries, strings.Join(strings.Fields(t)[6:12], " "))
+				}
+			}
+			rows = append(rows, rag.Chunk{ID: parentID, Tenant: "t", KBID: kb.ID, DocumentID: doc.ID, Level: rag.LevelParent, Index: p,
+				Content: strings.Join(body, "\n\n"), ContentHash: strings.Repeat("1", 64), ContentType: rag.ContentGeneral})
+		}
+		if err := db.ApplyChunks(ctx, "t", doc.ID, rows, nil); err != nil {
+			b.Fatal(err)
+		}
+		vs, _ := emb.Embed(ctx, texts)
+		recs := make([]rag.VectorRecord, len(texts))
+		for i := range texts {
+			c := rows[i+i/5] // children are interleaved with one parent per 5
+			recs[i] = rag.VectorRecord{ID: c.VectorID, Tenant: "t", KBID: kb.ID, DocumentID: doc.ID, ChunkID: c.ID, Vector: vs[i]}
+		}
+		vec.Upsert(ctx, recs)
+		kw.IndexDocument("t", doc.ID, rows)
+	}
+	rt := &Retriever{Keyword: kw, Vectors: vec, Embedder: emb, Chunks: db, Reranker: fastReranker{}, Options: DefaultOptions()}
+	f := rag.Filter{Tenant: "t", KBIDs: []string{kb.ID}}
+	for _, q := range queries[:10] { // warm-up
+		rt.Retrieve(ctx, Query{Text: q, Filter: f})
+	}
+	var lat []time.Duration
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		res, err := rt.Retrieve(ctx, Query{Text: queries[i%len(queries)], Filter: f})
+		lat = append(lat, time.Since(start))
+		if err != nil || len(res.Evidence) == 0 {
+			b.Fatalf("query %d: %v", i, err)
+		}
+		i++
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(kw.Len()), "chunks")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
+}
