@@ -7,6 +7,8 @@ package bm25
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"slices"
 	"strings"
@@ -26,8 +28,8 @@ type Params struct {
 	ContextWeight float64
 }
 
-// DefaultParams are the defaults.
-func DefaultParams() Params { return Params{K1: 0.9, B: 0.4, TitleWeight: 2} }
+// DefaultParams are the defaults (measured on the train splits: docs/eval/retrieval.md).
+func DefaultParams() Params { return Params{K1: 0.9, B: 0.4, TitleWeight: 2, ContextWeight: 0.3} }
 
 // Doc is one child chunk to index.
 type Doc struct {
@@ -102,28 +104,55 @@ func New(p Params) *Index {
 	return &Index{p: p, dict: map[string]int32{}, byID: map[string]int32{}}
 }
 
-func termFreqs(content, context string, titleWeight, contextWeight float64) (map[string]float32, float32) {
+// Fields are a chunk's analyzed terms per BM25 field.
+type Fields struct {
+	Body, Title, Context []string
+}
+
+// Analyze splits a chunk into its fields and analyzes each (context is the parent's text; its
+// heading lines are the child's title again and are dropped).
+func Analyze(content, context string) Fields {
 	title, body := SplitHeading(content)
+	f := Fields{Body: text.Analyze(body), Title: text.Analyze(title)}
+	if context != "" {
+		_, cbody := SplitHeading(context)
+		f.Context = text.Analyze(cbody)
+	}
+	return f
+}
+
+// Weighted returns the weighted term frequencies and length of the fields under p.
+func (f Fields) Weighted(p Params) (map[string]float32, float32) {
 	tf := map[string]float32{}
 	var n float32
-	for _, t := range text.Analyze(body) {
-		tf[t]++
-		n++
-	}
-	w := float32(titleWeight)
-	for _, t := range text.Analyze(title) {
-		tf[t] += w
-		n += w
-	}
-	if contextWeight > 0 && context != "" {
-		_, cbody := SplitHeading(context)
-		cw := float32(contextWeight)
-		for _, t := range text.Analyze(cbody) {
-			tf[t] += cw
-			n += cw
+	add := func(terms []string, w float32) {
+		if w <= 0 {
+			return
+		}
+		for _, t := range terms {
+			tf[t] += w
+			n += w
 		}
 	}
+	add(f.Body, 1)
+	add(f.Title, float32(p.TitleWeight))
+	add(f.Context, float32(p.ContextWeight))
 	return tf, n
+}
+
+// IDF is Lucene's BM25 idf: ln(1 + (N - df + 0.5) / (df + 0.5)).
+func IDF(df, n float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
+
+// Score is one term's BM25 contribution, idf * tf / (tf + k1 * (1 - b + b * len / avglen)), written as
+// the embedded index computes it so that both adapters produce the same float32 sums. Callers add the
+// float32 of each term's score.
+func Score(p Params, tf, df, n, length, avg float64) float32 {
+	a, c := p.K1*(1-p.B), p.K1*p.B/avg
+	return float32(IDF(df, n) * tf / (tf + a + c*length))
+}
+
+func termFreqs(content, context string, p Params) (map[string]float32, float32) {
+	return Analyze(content, context).Weighted(p)
 }
 
 // Add indexes docs, replacing any with the same (tenant, id).
@@ -135,7 +164,7 @@ func (ix *Index) Add(docs ...Doc) {
 	}
 	ps := make([]prepared, len(docs))
 	for i, d := range docs { // analysis outside the lock
-		tf, n := termFreqs(d.Content, d.Context, ix.p.TitleWeight, ix.p.ContextWeight)
+		tf, n := termFreqs(d.Content, d.Context, ix.p)
 		ps[i] = prepared{d, tf, n}
 	}
 	ix.mu.Lock()
@@ -299,8 +328,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 		if !ok || ix.df[id] == 0 {
 			continue
 		}
-		df := float64(ix.df[id])
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		idf := IDF(float64(ix.df[id]), n)
 		a, c := k1*(1-b), k1*b/avg // norm = a + c*length
 		for _, p := range ix.postings[id] {
 			l := ix.lens[p.doc]
@@ -440,4 +468,16 @@ func (ix *Index) Load(ctx context.Context, src Source, tenant string) error {
 		}
 	}
 	return nil
+}
+
+// Token encodes a term as a FULLTEXT-safe token: "t" and the term's UTF-8 bytes in hex (or a hash for
+// long terms). Any MySQL tokenizer keeps such a token whole, whatever its minimum token size, stop
+// word list or treatment of punctuation, so FULLTEXT matches exactly the analyzer's terms ("v1.2.3",
+// "how", "安心").
+func Token(term string) string {
+	if len(term) <= 31 {
+		return "t" + hex.EncodeToString([]byte(term))
+	}
+	sum := sha256.Sum256([]byte(term))
+	return "h" + hex.EncodeToString(sum[:20])
 }

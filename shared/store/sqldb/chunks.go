@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
+	"strings"
 
+	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -97,7 +100,13 @@ func (s *DB) ApplyChunks(ctx context.Context, tenant, docID string, add []rag.Ch
 				return err
 			}
 		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO chunks (`+chunkColumns+`) VALUES (`+placeholders(15)+`)`)
+		parents := map[string]string{}
+		for _, c := range add {
+			if c.Level == rag.LevelParent {
+				parents[c.ID] = c.Content
+			}
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO chunks (`+chunkColumns+`, body_terms, title_terms, context_terms, body_len, title_len, context_len, search_terms) VALUES (`+placeholders(22)+`)`)
 		if err != nil {
 			return err
 		}
@@ -111,8 +120,21 @@ func (s *DB) ApplyChunks(ctx context.Context, tenant, docID string, add []rag.Ch
 				b, _ := json.Marshal(c.Tags)
 				tags = string(b)
 			}
+			// children carry their analyzed terms for the MySQL keyword adapter
+			var body, title, context, search, bl, tl, cl any
+			if c.Level == rag.LevelChild {
+				f := bm25.Analyze(c.Content, parents[c.ParentID])
+				body, title, context = strings.Join(f.Body, " "), strings.Join(f.Title, " "), strings.Join(f.Context, " ")
+				bl, tl, cl = len(f.Body), len(f.Title), len(f.Context) // field lengths: the corpus statistics need them
+				all := slices.Concat(f.Title, f.Body, f.Context)
+				tokens := make([]string, len(all))
+				for i, t := range all {
+					tokens[i] = bm25.Token(t)
+				}
+				search = strings.Join(tokens, " ")
+			}
 			if _, err := stmt.ExecContext(ctx, c.ID, tenant, c.KBID, docID, c.ParentID, c.Level, c.Index, c.Content, c.ContentHash,
-				c.VectorID, c.Chapter, c.ContentType, tags, c.Page, c.TokenCount); err != nil {
+				c.VectorID, c.Chapter, c.ContentType, tags, c.Page, c.TokenCount, body, title, context, bl, tl, cl, search); err != nil {
 				return err
 			}
 		}

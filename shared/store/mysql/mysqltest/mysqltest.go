@@ -50,7 +50,10 @@ func Server(t testing.TB) string {
 
 func startInProcess() (string, error) {
 	logrus.SetLevel(logrus.ErrorLevel)
-	pro := memory.NewDBProvider(memory.NewDatabase("docmind_seed"))
+	seed := memory.NewDatabase("docmind_seed")
+	seed.EnablePrimaryKeyIndexes()
+	// native primary-key indexes: FULLTEXT indexes need them in the memory engine
+	pro := memory.NewDBProviderWithOpts(memory.NativeIndexProvider(true), memory.WithDbsOption([]gmssql.Database{seed})).(*memory.DbProvider)
 	engine := sqle.NewDefault(pro)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
