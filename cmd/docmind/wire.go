@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+
+	openai "github.com/sashabaranov/go-openai"
 	"log/slog"
 	"net/http"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
 	"github.com/docmind/docmind/shared/store/memblob"
 )
@@ -64,5 +67,24 @@ func retriever(cfg config.Config, s *Stores) (*retrieve.Retriever, error) {
 	}
 	o := retrieve.DefaultOptions()
 	o.SemanticVectors = cfg.Embeddings.Provider != "offline"
-	return &retrieve.Retriever{Keyword: s.Keyword, Vectors: s.Vectors, Embedder: emb, Chunks: s.SQL, Options: o}, nil
+	return &retrieve.Retriever{Keyword: s.Keyword, Vectors: s.Vectors, Embedder: emb, Chunks: s.SQL, Reranker: newReranker(cfg), Options: o}, nil
+}
+
+// newReranker picks the reranker; nil keeps the fused order.
+func newReranker(cfg config.Config) rank.Reranker {
+	switch cfg.Rerank.Provider {
+	case "http":
+		return &rank.HTTPReranker{URL: cfg.Rerank.URL, APIKey: cfg.Rerank.APIKey, Model: cfg.Rerank.Model, Format: cfg.Rerank.Format}
+	case "llm":
+		c := openai.DefaultConfig(cfg.Chat.APIKey)
+		if cfg.Chat.BaseURL != "" {
+			c.BaseURL = cfg.Chat.BaseURL
+		}
+		model := cfg.Chat.SmallModel
+		if model == "" {
+			model = cfg.Chat.MainModel
+		}
+		return &rank.LLMReranker{Client: openai.NewClientWithConfig(c), Model: model}
+	}
+	return nil
 }

@@ -31,6 +31,17 @@ type Config struct {
 	Chat       Chat       `json:"chat"`
 	Chunking   Chunking   `json:"chunking"`
 	Retrieval  Retrieval  `json:"retrieval"`
+	Rerank     Rerank     `json:"rerank"`
+}
+
+// Rerank selects the reranker. "none" keeps the fused order (offline mode); "http" calls a rerank
+// API; "llm" asks the chat model (Chat.*) to grade passages.
+type Rerank struct {
+	Provider string `json:"provider" env:"DOCMIND_RERANK_PROVIDER" doc:"none, http or llm"`
+	URL      string `json:"url" env:"DOCMIND_RERANK_URL" doc:"rerank API endpoint (provider http)"`
+	APIKey   string `json:"api_key" env:"DOCMIND_RERANK_API_KEY" secret:"true" doc:"rerank API key"`
+	Model    string `json:"model" env:"DOCMIND_RERANK_MODEL" doc:"rerank model name"`
+	Format   string `json:"format" env:"DOCMIND_RERANK_FORMAT" doc:"cohere (also Jina, Voyage, vLLM), tei or dashscope"`
 }
 
 // Retrieval tunes keyword search.
@@ -138,6 +149,7 @@ func Default() Config {
 		Chat:       Chat{Provider: "offline"},
 		Chunking:   Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
 		Retrieval:  Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3},
+		Rerank:     Rerank{Provider: "none", Format: "cohere"},
 	}
 }
 
@@ -279,6 +291,19 @@ func (c Config) Validate() error {
 		add("DOCMIND_CHUNK_PARENT_CHARS: must be at least child_chars (%d), got %d", ch.ChildChars, ch.ParentChars)
 	}
 
+	if oneOf("DOCMIND_RERANK_PROVIDER", c.Rerank.Provider, "none", "http", "llm") {
+		switch c.Rerank.Provider {
+		case "http":
+			if u, err := url.Parse(c.Rerank.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				add("DOCMIND_RERANK_URL: %q is not an http(s) URL (required when DOCMIND_RERANK_PROVIDER=http)", c.Rerank.URL)
+			}
+			oneOf("DOCMIND_RERANK_FORMAT", c.Rerank.Format, "cohere", "tei", "dashscope")
+		case "llm":
+			if c.Chat.Provider != "openai" {
+				add("DOCMIND_RERANK_PROVIDER: llm needs a chat model (DOCMIND_CHAT_PROVIDER=openai)")
+			}
+		}
+	}
 	r := c.Retrieval
 	if r.BM25K1 <= 0 || r.BM25K1 > 10 {
 		add("DOCMIND_BM25_K1: must be within (0, 10], got %v", r.BM25K1)

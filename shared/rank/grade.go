@@ -44,7 +44,10 @@ type Grade struct {
 // disagreement is AMBIGUOUS: a high rerank with the query's terms absent is "semantically close, factually
 // missing", a low rerank with them present is a rerank drift. LOW never discards evidence; only an empty
 // list is NoEvidence.
-func GradeEvidence(query string, ev []Evidence, o GradeOptions) Grade {
+//
+// Without a rerank model (rerankKnown false) the first signal does not exist: coverage alone decides
+// (HIGH at CoverHigh, LOW below CoverLow, AMBIGUOUS between).
+func GradeEvidence(query string, ev []Evidence, o GradeOptions, rerankKnown bool) Grade {
 	if len(ev) == 0 {
 		return Grade{Tier: TierLow, NoEvidence: true, EntityWeak: true, WebCompensation: true, Reason: "no evidence"}
 	}
@@ -56,7 +59,7 @@ func GradeEvidence(query string, ev []Evidence, o GradeOptions) Grade {
 			g.Coverage = max(g.Coverage, coverage(terms, e.Text+"\n"+e.ChildText))
 		}
 	}
-	strong, weak := g.TopScore >= o.RerankHigh, g.TopScore < o.RerankLow
+	strong, weak := rerankKnown && g.TopScore >= o.RerankHigh, rerankKnown && g.TopScore < o.RerankLow
 	covHigh, covLow := coverageKnown && g.Coverage >= o.CoverHigh, coverageKnown && g.Coverage < o.CoverLow
 	switch {
 	case strong && covLow:

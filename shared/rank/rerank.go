@@ -203,9 +203,22 @@ func (Lexical) Rerank(_ context.Context, query string, docs []string) ([]float64
 	return out, nil
 }
 
-// RerankEvidence scores ev with r (falling back to Lexical on error, reported as degraded) and returns
-// it sorted best first. The rerank input is each item's child text: what was matched.
+// RerankEvidence scores ev with r and returns it sorted best first; the rerank input is each item's
+// child text (what was matched). When r fails, lexical coverage scores stand in and degraded is set.
+// When r is nil (no rerank model configured, the offline mode) the fused order is kept and each score
+// becomes its fraction of the top fused score: lexical coverage is a worse ranker than the fusion it
+// would replace, so it is only a fallback for a broken API, not a default.
 func RerankEvidence(ctx context.Context, r Reranker, query string, ev []Evidence) (out []Evidence, degraded bool, err error) {
+	out = append([]Evidence(nil), ev...)
+	if r == nil {
+		if len(out) > 0 && out[0].Score > 0 {
+			top := out[0].Score
+			for i := range out {
+				out[i].Score /= top
+			}
+		}
+		return out, false, nil
+	}
 	docs := make([]string, len(ev))
 	for i, e := range ev {
 		docs[i] = e.ChildText
@@ -213,15 +226,11 @@ func RerankEvidence(ctx context.Context, r Reranker, query string, ev []Evidence
 			docs[i] = e.Text
 		}
 	}
-	var scores []float64
-	if r != nil {
-		scores, err = r.Rerank(ctx, query, docs)
-	}
-	if r == nil || err != nil {
-		degraded = r != nil
+	scores, err := r.Rerank(ctx, query, docs)
+	if err != nil {
+		degraded = true
 		scores, _ = Lexical{}.Rerank(ctx, query, docs)
 	}
-	out = append([]Evidence(nil), ev...)
 	for i := range out {
 		out[i].Score = scores[i]
 	}

@@ -148,13 +148,20 @@ func TestGrade(t *testing.T) {
 	for _, c := range cases {
 		e := append([]Evidence(nil), c.ev...)
 		e[0].Score = c.top
-		g := GradeEvidence(q, e, o)
+		g := GradeEvidence(q, e, o, true)
 		if g.Tier != c.tier || g.WebCompensation != c.web {
 			t.Errorf("%s: %s web=%v (coverage %.2f, %s), want %s web=%v", c.name, g.Tier, g.WebCompensation, g.Coverage, g.Reason, c.tier, c.web)
 		}
 	}
-	if g := GradeEvidence(q, nil, o); !g.NoEvidence || g.Tier != TierLow {
+	if g := GradeEvidence(q, nil, o, true); !g.NoEvidence || g.Tier != TierLow {
 		t.Fatalf("no evidence: %+v", g)
+	}
+	// no rerank model: coverage alone decides
+	if g := GradeEvidence(q, with, o, false); g.Tier != TierHigh {
+		t.Fatalf("coverage only, entity present: %+v", g)
+	}
+	if g := GradeEvidence(q, without, o, false); g.Tier != TierLow || !g.WebCompensation {
+		t.Fatalf("coverage only, entity missing: %+v", g)
 	}
 }
 
@@ -243,9 +250,11 @@ func TestRerankFallsBackToLexical(t *testing.T) {
 	if !degraded || err == nil || !rag.Is(err, rag.KindInvalid) || out[0].ChunkID != "b" || out[0].Score <= out[1].Score {
 		t.Fatalf("fallback: degraded %v err %v order %v", degraded, err, out)
 	}
+	e[0].Score, e[1].Score = 0.02, 0.04 // fused scores, in fused order b, a
+	e[0], e[1] = e[1], e[0]
 	out, degraded, err = RerankEvidence(context.Background(), nil, "cholesterol", e)
-	if degraded || err != nil || out[0].ChunkID != "a" {
-		t.Fatalf("no reranker configured is lexical, not degraded: %v %v", degraded, err)
+	if degraded || err != nil || out[0].ChunkID != "b" || out[0].Score != 1 || out[1].Score != 0.5 {
+		t.Fatalf("no reranker keeps the fused order with relative scores: %v %v %+v", degraded, err, out)
 	}
 	_ = errors.New
 }

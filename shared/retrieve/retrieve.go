@@ -146,7 +146,12 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 		reranked = reranked[:o.RerankK]
 	}
 	res.Reranked = reranked
-	res.Filtered = rank.Filter(reranked, o.Filter)
+	if r.Reranker != nil {
+		res.Filtered = rank.Filter(reranked, o.Filter)
+	} else {
+		// QAnything's thresholds are calibrated for cross-encoder scores; relative fused scores only dedupe
+		res.Filtered = rank.Dedupe(reranked)
+	}
 	stage("rerank", start)
 
 	start = time.Now()
@@ -160,7 +165,7 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 	stage("compress", start)
 
 	start = time.Now()
-	res.Grade = rank.GradeEvidence(q.Text, res.Evidence, o.Grade)
+	res.Grade = rank.GradeEvidence(q.Text, res.Evidence, o.Grade, r.Reranker != nil && !degraded)
 	stage("grade", start)
 	return res, nil
 }
