@@ -8,9 +8,9 @@ func TestEstimateTokens(t *testing.T) {
 		min, max int
 	}{
 		{"", 0, 0},
-		{"保险条款", 4, 6},
+		{"保险条款", 8, 8},
 		{"The quick brown fox jumps over the lazy dog.", 10, 20},
-		{"if (x != nil) { return fmt.Errorf(\"%w\", err) }", 18, 40},
+		{"if (x != nil) { return fmt.Errorf(\"%w\", err) }", 18, 45},
 	}
 	for _, c := range cases {
 		if n := EstimateTokens(c.s); n < c.min || n > c.max {
