@@ -67,6 +67,10 @@ func retriever(cfg config.Config, s *Stores) (*retrieve.Retriever, error) {
 	}
 	o := retrieve.DefaultOptions()
 	o.SemanticVectors = cfg.Embeddings.Provider != "offline"
+	rc := cfg.Retrieval
+	o.Filter = rank.FilterOptions{Floor: rc.FilterFloor, Drop: rc.FilterDrop}
+	o.MMRLambda = rc.MMRLambda // clamped by rank.MMR
+	o.Grade = rank.GradeOptions{RerankHigh: rc.GradeRerankHigh, RerankLow: rc.GradeRerankLow, CoverHigh: rc.GradeCoverHigh, CoverLow: rc.GradeCoverLow, MinSalient: 1}
 	return &retrieve.Retriever{Keyword: s.Keyword, Vectors: s.Vectors, Embedder: emb, Chunks: s.SQL, Reranker: newReranker(cfg), Options: o}, nil
 }
 

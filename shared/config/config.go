@@ -50,6 +50,13 @@ type Retrieval struct {
 	BM25B             float64 `json:"bm25_b" env:"DOCMIND_BM25_B" doc:"BM25 length normalisation (0..1)"`
 	BM25TitleWeight   float64 `json:"bm25_title_weight" env:"DOCMIND_BM25_TITLE_WEIGHT" doc:"weight of heading-path terms in BM25"`
 	BM25ContextWeight float64 `json:"bm25_context_weight" env:"DOCMIND_BM25_CONTEXT_WEIGHT" doc:"weight of the parent chunk's text in a child's BM25 (0 ignores it)"`
+	FilterFloor       float64 `json:"filter_floor" env:"DOCMIND_FILTER_FLOOR" doc:"rerank scores below this are dropped unless that empties the list"`
+	FilterDrop        float64 `json:"filter_drop" env:"DOCMIND_FILTER_DROP" doc:"cut at the first relative drop from the top rerank score this large"`
+	MMRLambda         float64 `json:"mmr_lambda" env:"DOCMIND_MMR_LAMBDA" doc:"MMR relevance weight, clamped to [0,1]"`
+	GradeRerankHigh   float64 `json:"grade_rerank_high" env:"DOCMIND_GRADE_RERANK_HIGH" doc:"grader: top rerank score that counts as strong"`
+	GradeRerankLow    float64 `json:"grade_rerank_low" env:"DOCMIND_GRADE_RERANK_LOW" doc:"grader: top rerank score below which it counts as weak"`
+	GradeCoverHigh    float64 `json:"grade_cover_high" env:"DOCMIND_GRADE_COVER_HIGH" doc:"grader: query-term coverage that counts as present"`
+	GradeCoverLow     float64 `json:"grade_cover_low" env:"DOCMIND_GRADE_COVER_LOW" doc:"grader: coverage below which the query's terms count as missing"`
 }
 
 // Log configures log/slog.
@@ -148,8 +155,9 @@ func Default() Config {
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
 		Chat:       Chat{Provider: "offline"},
 		Chunking:   Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
-		Retrieval:  Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3},
-		Rerank:     Rerank{Provider: "none", Format: "cohere"},
+		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,
+			MMRLambda: 0.7, GradeRerankHigh: 0.7, GradeRerankLow: 0.3, GradeCoverHigh: 0.6, GradeCoverLow: 0.2},
+		Rerank: Rerank{Provider: "none", Format: "cohere"},
 	}
 }
 
@@ -313,6 +321,18 @@ func (c Config) Validate() error {
 	}
 	if r.BM25ContextWeight < 0 || r.BM25ContextWeight > 5 {
 		add("DOCMIND_BM25_CONTEXT_WEIGHT: must be within [0, 5], got %v", r.BM25ContextWeight)
+	}
+	for _, v := range []struct {
+		name string
+		v    float64
+	}{{"DOCMIND_FILTER_FLOOR", r.FilterFloor}, {"DOCMIND_FILTER_DROP", r.FilterDrop}, {"DOCMIND_GRADE_RERANK_HIGH", r.GradeRerankHigh},
+		{"DOCMIND_GRADE_RERANK_LOW", r.GradeRerankLow}, {"DOCMIND_GRADE_COVER_HIGH", r.GradeCoverHigh}, {"DOCMIND_GRADE_COVER_LOW", r.GradeCoverLow}} {
+		if v.v < 0 || v.v > 1 {
+			add("%s: must be within [0, 1], got %v", v.name, v.v)
+		}
+	}
+	if r.GradeRerankLow > r.GradeRerankHigh || r.GradeCoverLow > r.GradeCoverHigh {
+		add("DOCMIND_GRADE_*: each low threshold must not exceed its high one")
 	}
 	if r.BM25TitleWeight <= 0 || r.BM25TitleWeight > 20 {
 		add("DOCMIND_BM25_TITLE_WEIGHT: must be within (0, 20], got %v", r.BM25TitleWeight)

@@ -1,6 +1,9 @@
 package rank
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestProfileQuery(t *testing.T) {
 	cases := []struct {
@@ -31,7 +34,7 @@ func TestProfileQuery(t *testing.T) {
 	if p := ProfileQuery("为什么要用微服务", true); p.VectorWeight != 0.6 || p.K != 60 {
 		t.Errorf("semantic weights %+v, want vector 0.6, k 60", p)
 	}
-	if p := ProfileQuery("为什么要用微服务", false); p.VectorWeight != 0.6/50 {
+	if p := ProfileQuery("为什么要用微服务", false); math.Abs(p.VectorWeight-0.6/1e4) > 1e-12 {
 		t.Errorf("lexical embedder must only break ties: %+v", p)
 	}
 }
