@@ -47,6 +47,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x -count 5 ./shared/store/memvec
 	$(GO) test -run '^$$' -bench . -count 5 ./shared/chunk
 	$(GO) test -run '^$$' -bench . -benchtime 300x -count 5 ./shared/ingest
+	$(GO) test -run '^$$' -bench . -benchtime 300x -count 3 ./shared/retrieve
 
 clean:
 	rm -rf bin
