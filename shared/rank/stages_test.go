@@ -258,3 +258,20 @@ func TestRerankFallsBackToLexical(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+// DESIGN.md step 10: near-duplicates are texts one inside the other or with bigram Jaccard >= 0.85.
+func TestCompressNearDuplicates(t *testing.T) {
+	base := "The waiting period of the accident policy is ninety days from the start date of cover."
+	near := "The waiting period of the accident policy is ninety days from the start date of the cover."
+	far := "Claims need the application form, an identity document and the hospital's diagnosis."
+	if j := Jaccard(base, near); j < 0.85 {
+		t.Fatalf("fixture: Jaccard %.3f should be >= 0.85", j)
+	}
+	if j := Jaccard(base, far); j >= 0.85 {
+		t.Fatalf("fixture: Jaccard %.3f should be < 0.85", j)
+	}
+	got := Compress([]Evidence{{ChunkID: "a", Text: base}, {ChunkID: "b", Text: near}, {ChunkID: "c", Text: far}}, CompressOptions{})
+	if len(got) != 2 || got[0].ChunkID != "a" || got[1].ChunkID != "c" {
+		t.Fatalf("kept %+v", got)
+	}
+}
