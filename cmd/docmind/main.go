@@ -46,6 +46,7 @@ Commands:
   ingest    index files or folders into a knowledge base (ingest --kb NAME PATH...)
   search    run the retrieval chain for a query and show every stage (search [--kb NAME] "query")
   eval      measure retrieval on a BEIR dataset (eval --dataset DIR [--variant bm25|vector|hybrid|all])
+  bench     measure speed against same-run references (bench [--suite NAME|all] [--out DIR] [--quick])
   migrate   apply pending database migrations
   kb        list, create or delete knowledge bases (kb list | kb create NAME | kb delete NAME)
   config    print the effective configuration (secrets redacted); --vars lists every variable
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "eval": cmdEval, "migrate": cmdMigrate, "kb": cmdKB, "config": cmdConfig, "version": cmdVersion,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "config": cmdConfig, "version": cmdVersion,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/docmind/docmind/shared/bench"
+)
+
+func cmdBench(e env, args []string) int {
+	var c common
+	fs := newFlags("bench", e, &c)
+	suite := fs.String("suite", "all", "suite to run: all or one of "+suiteNames())
+	out := fs.String("out", "", "folder for results.json and results.md (default: print only)")
+	quick := fs.Bool("quick", false, "small sizes (a CI smoke run of a few minutes)")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return exitConfig
+	}
+	var suites []bench.Suite
+	for _, s := range bench.Suites() {
+		if *suite == "all" || s.Name == *suite {
+			suites = append(suites, s)
+		}
+	}
+	if len(suites) == 0 {
+		fmt.Fprintf(e.stderr, "docmind: --suite %q is not one of all, %s\n", *suite, suiteNames())
+		return exitConfig
+	}
+	if *suite != "all" && *suite != "roofline" {
+		suites = append([]bench.Suite{bench.Suites()[0]}, suites...) // every "% of floor" needs the roofline
+	}
+	runtime.GOMAXPROCS(runtime.NumCPU()) // fixed for the whole run
+	rep := bench.Run(e.ctx, suites, bench.Options{Quick: *quick})
+	if *out != "" {
+		if err := rep.Write(*out); err != nil {
+			return fail(e, err)
+		}
+	}
+	if c.json {
+		printJSON(e.stdout, rep)
+	} else {
+		fmt.Fprint(e.stdout, rep.Markdown())
+	}
+	if len(rep.Errors) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+func suiteNames() string {
+	var n []string
+	for _, s := range bench.Suites() {
+		n = append(n, s.Name)
+	}
+	return strings.Join(n, ", ")
+}

@@ -1,0 +1,164 @@
+// Package bench measures docmind's speed side by side with references run in the same process, as
+// ratios: these machines are shared and noisy (absolute figures drift by about 25% between runs), so
+// every comparison is interleaved A/B/A/B after a warm-up, repeated, and reported as medians and tail
+// percentiles. Suites return rows; docmind bench writes them as results.json and results.md.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Row is one measured comparison.
+type Row struct {
+	Suite     string  `json:"suite"`
+	What      string  `json:"what"`
+	Ours      float64 `json:"ours"`
+	Reference float64 `json:"reference,omitempty"`
+	RefName   string  `json:"reference_name,omitempty"`
+	Unit      string  `json:"unit"`
+	Ratio     float64 `json:"ratio,omitempty"` // ours relative to the reference, oriented so that > 1 is better for us
+	Target    string  `json:"target,omitempty"`
+	Pass      *bool   `json:"pass,omitempty"`
+	Note      string  `json:"note,omitempty"`
+}
+
+// Options tune a run.
+type Options struct {
+	Quick bool // small sizes, for a CI smoke run
+	Reps  int  // repetitions per comparison (default 5, at least 5)
+}
+
+// Suite is one named group of measurements.
+type Suite struct {
+	Name string
+	Run  func(ctx context.Context, o Options) ([]Row, error)
+}
+
+// Report is a run's result.
+type Report struct {
+	Date       string `json:"date"`
+	CPU        string `json:"cpu"`
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	Go         string `json:"go"`
+	Quick      bool   `json:"quick"`
+	Rows       []Row  `json:"rows"`
+	Errors     []string `json:"errors,omitempty"`
+}
+
+// Interleave runs each fn once per round, in order, for warmup + reps rounds, and returns every fn's
+// timings of the measured rounds: A/B/A/B, so a noisy neighbour slows both sides alike.
+func Interleave(warmup, reps int, fns ...func()) [][]time.Duration {
+	out := make([][]time.Duration, len(fns))
+	for round := 0; round < warmup+reps; round++ {
+		for i, fn := range fns {
+			start := time.Now()
+			fn()
+			if d := time.Since(start); round >= warmup {
+				out[i] = append(out[i], d)
+			}
+		}
+	}
+	return out
+}
+
+// Percentile of durations (p in [0,1]).
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[int(p*float64(len(s)-1)+0.5)]
+}
+
+// Median of durations.
+func Median(ds []time.Duration) time.Duration { return Percentile(ds, 0.5) }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func pass(ok bool) *bool { return &ok }
+
+// Run executes suites, collecting rows and per-suite errors (one failing suite does not stop the others).
+func Run(ctx context.Context, suites []Suite, o Options) Report {
+	if o.Reps < 5 {
+		o.Reps = 5
+	}
+	r := Report{Date: time.Now().UTC().Format("2006-01-02"), CPU: cpuModel(), Cores: runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(), Quick: o.Quick}
+	for _, s := range suites {
+		if ctx.Err() != nil {
+			break
+		}
+		rows, err := s.Run(ctx, o)
+		if err != nil {
+			r.Errors = append(r.Errors, fmt.Sprintf("%s: %v", s.Name, err))
+		}
+		r.Rows = append(r.Rows, rows...)
+	}
+	return r
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			if _, v, ok := strings.Cut(l, ":"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return runtime.GOARCH
+}
+
+// Write stores results.json and results.md in dir.
+func (r Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.Markdown()), 0o644)
+}
+
+// Markdown renders the report.
+func (r Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# docmind bench\n\nRun %s on %s (%d cores, GOMAXPROCS %d), %s%s. Every comparison ran interleaved in one process after a warm-up; figures are medians unless the row says otherwise.\n\n",
+		r.Date, r.CPU, r.Cores, r.GOMAXPROCS, r.Go, map[bool]string{true: ", quick sizes", false: ""}[r.Quick])
+	b.WriteString("| suite | what | ours | reference | ratio | target | pass |\n|---|---|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		ref, ratio, p := "", "", ""
+		if row.RefName != "" {
+			ref = fmt.Sprintf("%.4g %s (%s)", row.Reference, row.Unit, row.RefName)
+		}
+		if row.Ratio != 0 {
+			ratio = fmt.Sprintf("%.2fx", row.Ratio)
+		}
+		if row.Pass != nil {
+			p = map[bool]string{true: "pass", false: "**fail**"}[*row.Pass]
+		}
+		what := row.What
+		if row.Note != "" {
+			what += " (" + row.Note + ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.4g %s | %s | %s | %s | %s |\n", row.Suite, what, row.Ours, row.Unit, ref, ratio, row.Target, p)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "\nerror: %s\n", e)
+	}
+	return b.String()
+}
