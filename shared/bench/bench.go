@@ -44,13 +44,13 @@ type Suite struct {
 
 // Report is a run's result.
 type Report struct {
-	Date       string `json:"date"`
-	CPU        string `json:"cpu"`
-	Cores      int    `json:"cores"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	Go         string `json:"go"`
-	Quick      bool   `json:"quick"`
-	Rows       []Row  `json:"rows"`
+	Date       string   `json:"date"`
+	CPU        string   `json:"cpu"`
+	Cores      int      `json:"cores"`
+	GOMAXPROCS int      `json:"gomaxprocs"`
+	Go         string   `json:"go"`
+	Quick      bool     `json:"quick"`
+	Rows       []Row    `json:"rows"`
 	Errors     []string `json:"errors,omitempty"`
 }
 

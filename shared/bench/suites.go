@@ -220,4 +220,3 @@ func Chunking(ctx context.Context, o Options) ([]Row, error) {
 	}
 	return rows, nil
 }
-
