@@ -42,8 +42,10 @@ $(addprefix build-,$(FUNCTIONS)): build-%:
 build-QueryFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/query
 
-## bench: the Go benchmarks (docmind bench, with peers side by side, arrives with its issue)
+## bench: docmind bench with the peer libraries linked (tag bench_compare), results in docs/bench; then
+## the Go micro-benchmarks
 bench:
+	$(GO) run -tags bench_compare ./cmd/docmind bench --out docs/bench
 	$(GO) test -run '^$$' -bench . -benchtime 20x -count 5 ./shared/store/memvec
 	$(GO) test -run '^$$' -bench . -count 5 ./shared/chunk
 	$(GO) test -run '^$$' -bench . -benchtime 300x -count 5 ./shared/ingest

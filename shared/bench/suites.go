@@ -105,8 +105,10 @@ func Vector(ctx context.Context, o Options) ([]Row, error) {
 			data[i] = float32(r.NormFloat64())
 		}
 		recs := make([]rag.VectorRecord, 0, 1000)
+		ids := make([]string, n)
 		for i := range n {
-			recs = append(recs, rag.VectorRecord{ID: fmt.Sprintf("v%d", i), Tenant: "t", KBID: "k", DocumentID: "d", Vector: data[i*dim : (i+1)*dim]})
+			ids[i] = fmt.Sprintf("v%d", i)
+			recs = append(recs, rag.VectorRecord{ID: ids[i], Tenant: "t", KBID: "k", DocumentID: "d", Vector: data[i*dim : (i+1)*dim]})
 			if len(recs) == cap(recs) {
 				ix.Upsert(ctx, recs)
 				recs = recs[:0]
@@ -129,16 +131,33 @@ func Vector(ctx context.Context, o Options) ([]Row, error) {
 			}
 		}
 		ours := func() { ix.Search(ctx, q, 10, f) }
-		t := Interleave(1, o.Reps, ours, naive)
+		fns := []func(){ours, naive}
+		peer, peerName, err := peerVector(dim, ids, data)
+		if err != nil {
+			return rows, err
+		}
+		if peer != nil {
+			fns = append(fns, func() { peer(q) })
+		}
+		t := Interleave(1, o.Reps, fns...)
 		om, nm := Median(t[0]), Median(t[1])
 		bytes := float64(n * dim * 4)
 		pct := 100 * bytes / om.Seconds() / 1e9 / floor()
 		what := fmt.Sprintf("exact top-10, %dk x %d", n/1000, dim)
-		rows = append(rows,
-			Row{Suite: "vector", What: what, Ours: ms(om), Reference: ms(nm), RefName: "naive scalar loop", Unit: "ms/query",
-				Ratio: float64(nm) / float64(om), Target: ">= 5x chromem-go (peer not run)", Note: fmt.Sprintf("p99 %.2f ms", ms(Percentile(t[0], 0.99)))},
-			Row{Suite: "vector", What: what + ", share of the bandwidth floor", Ours: pct, Unit: "%", Target: ">= 50%", Pass: pass(pct >= 50)},
-		)
+		note := fmt.Sprintf("p99 %.2f ms", ms(Percentile(t[0], 0.99)))
+		if o.Quick {
+			note += "; quick size may fit in cache"
+		}
+		rows = append(rows, Row{Suite: "vector", What: what + " vs naive loop", Ours: ms(om), Reference: ms(nm), RefName: "naive scalar loop", Unit: "ms/query",
+			Ratio: float64(nm) / float64(om), Note: note})
+		if peer != nil {
+			pm := Median(t[2])
+			rows = append(rows, Row{Suite: "vector", What: what + " vs " + peerName, Ours: ms(om), Reference: ms(pm), RefName: peerName, Unit: "ms/query",
+				Ratio: float64(pm) / float64(om), Target: ">= 5x", Pass: pass(float64(pm)/float64(om) >= 5), Note: fmt.Sprintf("%s p99 %.2f ms", peerName, ms(Percentile(t[2], 0.99)))})
+		} else {
+			rows = append(rows, Row{Suite: "vector", What: what + " vs chromem-go", Ours: ms(om), Unit: "ms/query", Target: ">= 5x", Note: "peer not run: build with -tags bench_compare"})
+		}
+		rows = append(rows, Row{Suite: "vector", What: what + ", share of the bandwidth floor", Ours: pct, Unit: "%", Target: ">= 50%", Pass: pass(pct >= 50)})
 	}
 	return rows, nil
 }
@@ -185,38 +204,69 @@ func chineseText(sections int) string {
 	return b.String()
 }
 
-// Chunking measures the chunker's speed and quality on English and Chinese.
+// endsWell reports a chunk that ends at a sentence end, or where its paragraph (or list item) ends in
+// the source: the chunker treats line ends as sentence boundaries.
+func endsWell(source, chunk string) bool {
+	chunk = strings.TrimSpace(chunk)
+	last, _ := utf8.DecodeLastRuneInString(strings.TrimRight(chunk, "”’\"')）】」』"))
+	tail := chunk[max(0, len(chunk)-60):]
+	return strings.ContainsRune("。！？；.!?;:：…", last) || strings.Contains(source, tail+"\n") || strings.HasSuffix(strings.TrimSpace(source), tail)
+}
+
+// quality counts chunks over maxChars and the share that ends well.
+func quality(source string, chunks []string, maxChars int) (oversize int, share float64) {
+	ends := 0
+	for _, c := range chunks {
+		if utf8.RuneCountInString(c) > maxChars {
+			oversize++
+		}
+		if endsWell(source, c) {
+			ends++
+		}
+	}
+	return oversize, 100 * float64(ends) / float64(max(len(chunks), 1))
+}
+
+// Chunking measures the chunker's speed and quality on English and Chinese, and LangChainGo's splitters
+// on the same text in the same run when they are linked.
 func Chunking(ctx context.Context, o Options) ([]Row, error) {
 	var rows []Row
 	opts := chunk.DefaultOptions()
+	peers := peerSplitters()
 	for _, in := range []struct{ name, text string }{{"English (Go spec)", englishText()}, {"Chinese (synthetic)", chineseText(map[bool]int{true: 60, false: 300}[o.Quick])}} {
 		var res chunk.Result
-		t := Interleave(1, o.Reps, func() { res = chunk.Split(in.text, opts) })[0]
-		mbs := float64(len(in.text)) / Median(t).Seconds() / 1e6
-		oversize, ends, prose := 0, 0, 0
+		peerOut := make([][]string, len(peers))
+		fns := []func(){func() { res = chunk.Split(in.text, opts) }}
+		for i, p := range peers {
+			fns = append(fns, func() { peerOut[i] = p.split(in.text) })
+		}
+		t := Interleave(1, o.Reps, fns...)
+		mbs := float64(len(in.text)) / Median(t[0]).Seconds() / 1e6
+		var bodies []string
 		for _, c := range res.Children {
-			if c.ContentType == rag.ContentTable || c.ContentType == rag.ContentCode {
-				continue
-			}
-			prose++
-			if utf8.RuneCountInString(c.Body) > opts.ChildChars {
-				oversize++
-			}
-			// a chunk ends well at a sentence end, or where its paragraph (or list item) ends: the
-			// chunker treats line ends as sentence boundaries
-			last, _ := utf8.DecodeLastRuneInString(strings.TrimRight(c.Body, "”’\"')）】」』"))
-			tail := c.Body[max(0, len(c.Body)-60):]
-			if strings.ContainsRune("。！？；.!?;:：…", last) || strings.Contains(in.text, tail+"\n") || strings.HasSuffix(in.text, tail) {
-				ends++
+			if c.ContentType != rag.ContentTable && c.ContentType != rag.ContentCode { // atomic blocks may exceed the size by design
+				bodies = append(bodies, c.Body)
 			}
 		}
-		share := 100 * float64(ends) / float64(max(prose, 1))
-		rows = append(rows,
-			Row{Suite: "chunking", What: in.name + ": speed", Ours: mbs, Unit: "MB/s", Target: ">= 1x LangChainGo (peer not run)"},
+		oversize, share := quality(in.text, bodies, opts.ChildChars)
+		speed := Row{Suite: "chunking", What: in.name + ": speed", Ours: mbs, Unit: "MB/s", Target: ">= 1x LangChainGo"}
+		if len(peers) == 0 {
+			speed.Note = "peers not run: build with -tags bench_compare"
+		}
+		rows = append(rows, speed,
 			Row{Suite: "chunking", What: in.name + ": oversize prose chunks", Ours: float64(oversize), Unit: "chunks", Target: "0", Pass: pass(oversize == 0)},
 			Row{Suite: "chunking", What: in.name + ": chunks ending at a sentence end", Ours: share, Unit: "%", Target: ">= 95%", Pass: pass(share >= 95),
-				Note: fmt.Sprintf("%d prose chunks", prose)},
+				Note: fmt.Sprintf("%d prose chunks", len(bodies))},
 		)
+		for i, p := range peers {
+			pm := float64(len(in.text)) / Median(t[i+1]).Seconds() / 1e6
+			po, ps := quality(in.text, peerOut[i], opts.ChildChars)
+			rows = append(rows,
+				Row{Suite: "chunking", What: in.name + ": speed vs " + p.name, Ours: mbs, Reference: pm, RefName: p.name, Unit: "MB/s", Ratio: mbs / pm, Target: ">= 1x", Pass: pass(mbs >= pm)},
+				Row{Suite: "chunking", What: in.name + ": " + p.name + " quality", Ours: ps, Unit: "% ending at a sentence end",
+					Note: fmt.Sprintf("%d chunks, %d over %d characters", len(peerOut[i]), po, opts.ChildChars)},
+			)
+		}
 	}
 	return rows, nil
 }

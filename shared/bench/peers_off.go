@@ -1,0 +1,19 @@
+//go:build !bench_compare
+
+package bench
+
+// Without the bench_compare build tag no peer library is linked: product binaries stay free of them,
+// and rows name their peers as not run. `make bench` builds with the tag.
+
+const peersLinked = false
+
+type splitter struct {
+	name  string
+	split func(string) []string
+}
+
+func peerSplitters() []splitter { return nil }
+
+func peerVector(dim int, ids []string, data []float32) (search func(q []float32), name string, err error) {
+	return nil, "", nil
+}
