@@ -57,4 +57,3 @@ func peerVector(dim int, ids []string, data []float32) (func(q []float32), strin
 	}
 	return func(q []float32) { col.QueryEmbedding(context.Background(), q, 10, nil, nil) }, "chromem-go", nil
 }
-
