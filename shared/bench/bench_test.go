@@ -2,6 +2,9 @@ package bench
 
 import (
 	"context"
+
+	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/shared/rag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,5 +45,38 @@ func TestRunWritesReports(t *testing.T) {
 	js, _ := os.ReadFile(filepath.Join(dir, "results.json"))
 	if !strings.Contains(string(md), "| chunking |") || !strings.Contains(string(md), "error: broken") || !strings.Contains(string(js), `"suite": "chunking"`) {
 		t.Fatalf("reports:\n%s\n%s", md, js)
+	}
+}
+
+// The overlap reference and the FTS5 peer work on a tiny corpus: our index agrees with the exhaustive
+// ranking exactly.
+func TestKeywordReferenceAndPeer(t *testing.T) {
+	texts := []string{"aspirin prevents heart attacks", "statins lower cholesterol", "aspirin dosage for adults", "heart rate monitors"}
+	ids := []string{"c0000000", "c0000001", "c0000002", "c0000003"}
+	ref := exhaustive(texts, bm25.Params{K1: 0.9, B: 0.4, TitleWeight: 1})
+	want := ref("aspirin heart")
+	if len(want) != 3 || want[0] != "c0000000" {
+		t.Fatalf("reference %v", want)
+	}
+	ix := bm25.New(bm25.Params{K1: 0.9, B: 0.4, TitleWeight: 1})
+	for i := range texts {
+		ix.Add(bm25.Doc{ID: ids[i], Tenant: "t", KBID: "k", DocumentID: "d", Content: texts[i]})
+	}
+	hits, _ := ix.Search(context.Background(), "aspirin heart", 10, rag.Filter{Tenant: "t"})
+	got := make([]string, len(hits))
+	for i, h := range hits {
+		got[i] = h.ID
+	}
+	if overlap(got, want) != 1 || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("index %v, exhaustive %v", got, want)
+	}
+	p := fts5Peer()
+	defer p.close()
+	if err := p.index(ids, texts); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.search("aspirin heart")
+	if err != nil || len(res) != 3 {
+		t.Fatalf("fts5: %v %v", res, err)
 	}
 }

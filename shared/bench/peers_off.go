@@ -17,3 +17,5 @@ func peerSplitters() []splitter { return nil }
 func peerVector(dim int, ids []string, data []float32) (search func(q []float32), name string, err error) {
 	return nil, "", nil
 }
+
+func blevePeer() (keywordPeer, bool) { return keywordPeer{}, false }

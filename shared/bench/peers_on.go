@@ -4,8 +4,11 @@ package bench
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"runtime"
 
+	"github.com/blevesearch/bleve/v2"
 	chromem "github.com/philippgille/chromem-go"
 	"github.com/tmc/langchaingo/textsplitter"
 )
@@ -56,4 +59,58 @@ func peerVector(dim int, ids []string, data []float32) (func(q []float32), strin
 		return nil, "", err
 	}
 	return func(q []float32) { col.QueryEmbedding(context.Background(), q, 10, nil, nil) }, "chromem-go", nil
+}
+
+// blevePeer is Bleve v2 with BM25 scoring, on disk in a temporary folder (scorch, its default).
+func blevePeer() (keywordPeer, bool) {
+	var idx bleve.Index
+	var dir string
+	p := keywordPeer{name: "Bleve (BM25)"}
+	p.close = func() {
+		if idx != nil {
+			idx.Close()
+		}
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}
+	p.index = func(ids, texts []string) error {
+		p.close()
+		var err error
+		if dir, err = os.MkdirTemp("", "docmind-bleve-"); err != nil {
+			return err
+		}
+		m := bleve.NewIndexMapping()
+		m.ScoringModel = "bm25"
+		m.DefaultAnalyzer = "en"
+		if idx, err = bleve.New(filepath.Join(dir, "idx"), m); err != nil {
+			return err
+		}
+		b := idx.NewBatch()
+		for i := range ids {
+			if err := b.Index(ids[i], map[string]string{"body": texts[i]}); err != nil {
+				return err
+			}
+			if b.Size() >= 1000 {
+				if err := idx.Batch(b); err != nil {
+					return err
+				}
+				b = idx.NewBatch()
+			}
+		}
+		return idx.Batch(b)
+	}
+	p.search = func(q string) ([]string, error) {
+		req := bleve.NewSearchRequestOptions(bleve.NewMatchQuery(q), 10, 0, false)
+		res, err := idx.Search(req)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, len(res.Hits))
+		for i, h := range res.Hits {
+			out[i] = h.ID
+		}
+		return out, nil
+	}
+	return p, true
 }

@@ -22,6 +22,7 @@ func Suites() []Suite {
 		{"roofline", Roofline},
 		{"vector", Vector},
 		{"chunking", Chunking},
+		{"bm25", Keyword},
 		{"ingest", Ingest},
 		{"retrieve", Retrieve},
 	}
