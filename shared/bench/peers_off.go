@@ -2,6 +2,8 @@
 
 package bench
 
+import "context"
+
 // Without the bench_compare build tag no peer library is linked: product binaries stay free of them,
 // and rows name their peers as not run. `make bench` builds with the tag.
 
@@ -19,3 +21,7 @@ func peerVector(dim int, ids []string, data []float32) (search func(q []float32)
 }
 
 func blevePeer() (keywordPeer, bool) { return keywordPeer{}, false }
+
+func peerRetriever(direct func(ctx context.Context, q string) ([]string, []float32, error)) (func(ctx context.Context, q string), string) {
+	return nil, ""
+}

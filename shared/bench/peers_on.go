@@ -10,6 +10,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	chromem "github.com/philippgille/chromem-go"
+	"github.com/tmc/langchaingo/schema"
 	"github.com/tmc/langchaingo/textsplitter"
 )
 
@@ -113,4 +114,29 @@ func blevePeer() (keywordPeer, bool) {
 		return out, nil
 	}
 	return p, true
+}
+
+// lcRetriever exposes the retrieval chain through LangChainGo's retriever interface, as an application
+// built on LangChainGo would wire it: evidence becomes schema.Document values.
+type lcRetriever struct {
+	search func(ctx context.Context, q string) ([]string, []float32, error)
+}
+
+func (r lcRetriever) GetRelevantDocuments(ctx context.Context, q string) ([]schema.Document, error) {
+	texts, scores, err := r.search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]schema.Document, len(texts))
+	for i := range texts {
+		out[i] = schema.Document{PageContent: texts[i], Score: scores[i], Metadata: map[string]any{"rank": i}}
+	}
+	return out, nil
+}
+
+var _ schema.Retriever = lcRetriever{}
+
+func peerRetriever(direct func(ctx context.Context, q string) ([]string, []float32, error)) (func(ctx context.Context, q string), string) {
+	var r schema.Retriever = lcRetriever{direct}
+	return func(ctx context.Context, q string) { r.GetRelevantDocuments(ctx, q) }, "LangChainGo schema.Retriever"
 }

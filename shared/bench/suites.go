@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -55,7 +56,7 @@ func Roofline(ctx context.Context, o Options) ([]Row, error) {
 				part := src[w*half : (w+1)*half]
 				var s float32
 				for i := 0; i+1024 <= len(part); i += 1024 {
-					s += memvec.Dot(q, part[i:i+1024])
+					s += memvec.Dot(q, part[i:i+1024]) // q stays in L1: only src streams from memory
 				}
 				_ = s
 			})
@@ -63,7 +64,8 @@ func Roofline(ctx context.Context, o Options) ([]Row, error) {
 		wg.Wait()
 	}
 	t := Interleave(1, o.Reps, scan)[0]
-	gbs := float64(size) / Median(t).Seconds() / 1e9
+	// the floor is what the machine can attain: the fastest repetition, not the median
+	gbs := float64(size) / slices.Min(t).Seconds() / 1e9
 	floorGBs.Lock()
 	floorGBs.v = gbs
 	floorGBs.Unlock()
@@ -79,7 +81,7 @@ func Roofline(ctx context.Context, o Options) ([]Row, error) {
 	})[0]
 	gflops := 2 * 1024 * n / Median(dt).Seconds() / 1e9
 	return []Row{
-		{Suite: "roofline", What: "memory read bandwidth (2 goroutines, streaming)", Ours: gbs, Unit: "GB/s"},
+		{Suite: "roofline", What: "memory read bandwidth (2 goroutines streaming a cold array, best of the repetitions)", Ours: gbs, Unit: "GB/s"},
 		{Suite: "roofline", What: "dot product throughput, 1 core, L1-resident", Ours: gflops, Unit: "GFLOP/s"},
 	}, nil
 }
