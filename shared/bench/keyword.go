@@ -149,7 +149,7 @@ func overlap(a, b []string) float64 {
 // Keyword compares our BM25 with Bleve (BM25 scoring, when linked) and SQLite FTS5 on the same corpus
 // and queries: indexing speed, query latency and top-10 overlap with an exhaustive BM25.
 func Keyword(ctx context.Context, o Options) ([]Row, error) {
-	sizes := []int{32_000}
+	sizes := []int{32_000, 200_000}
 	if o.Quick {
 		sizes = []int{8_000}
 	}

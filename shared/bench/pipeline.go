@@ -294,7 +294,7 @@ func Retrieve(ctx context.Context, o Options) ([]Row, error) {
 	}
 	if peer != nil {
 		over := ms(Median(peerLat)) - ms(p50)
-		rows = append(rows, Row{Suite: "retrieve", What: what + ": orchestration overhead through " + peerName, Ours: over, Unit: "ms (median difference)",
+		rows = append(rows, Row{Suite: "retrieve", What: what + ": orchestration overhead through " + peerName + " (median difference)", Ours: over, Unit: "ms",
 			Reference: ms(Median(peerLat)), RefName: peerName + " median", Target: "<= 1 ms", Pass: pass(over <= 1)})
 	} else {
 		rows = append(rows, Row{Suite: "retrieve", What: what + ": overhead through LangChainGo's retriever interface", Unit: "ms", Target: "<= 1 ms",
