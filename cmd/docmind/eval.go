@@ -14,6 +14,7 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
+	"github.com/docmind/docmind/shared/wire"
 )
 
 // evalVariants are the retrieval variants `docmind eval` runs today.
@@ -77,7 +78,7 @@ func cmdEval(e env, args []string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	emb, err := newEmbedder(ecfg)
+	emb, err := wire.Embedder(ecfg)
 	if err != nil {
 		return fail(e, err)
 	}

@@ -1,0 +1,56 @@
+// Package wire builds the providers and the query chain from configuration, once, for both runtimes:
+// `docmind serve` / `docmind search` / `docmind eval` and the query Lambda.
+package wire
+
+import (
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/embed"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rank"
+	"github.com/docmind/docmind/shared/retrieve"
+)
+
+// Embedder picks the embeddings provider: an OpenAI-compatible API when configured, else offline.
+func Embedder(cfg config.Config) (ingest.Embedder, error) {
+	if cfg.Embeddings.Provider == "openai" {
+		return embed.NewOpenAI(embed.OpenAIOptions{BaseURL: cfg.Embeddings.BaseURL, APIKey: cfg.Embeddings.APIKey,
+			Model: cfg.Embeddings.Model, Dim: cfg.Vector.Dim, BatchSize: cfg.Embeddings.BatchSize})
+	}
+	return embed.NewOffline(cfg.Vector.Dim), nil
+}
+
+// Reranker picks the reranker; nil keeps the fused order (lexical scores, not degraded).
+func Reranker(cfg config.Config) rank.Reranker {
+	switch cfg.Rerank.Provider {
+	case "http":
+		return &rank.HTTPReranker{URL: cfg.Rerank.URL, APIKey: cfg.Rerank.APIKey, Model: cfg.Rerank.Model, Format: cfg.Rerank.Format}
+	case "llm":
+		c := openai.DefaultConfig(cfg.Chat.APIKey)
+		if cfg.Chat.BaseURL != "" {
+			c.BaseURL = cfg.Chat.BaseURL
+		}
+		model := cfg.Chat.SmallModel
+		if model == "" {
+			model = cfg.Chat.MainModel
+		}
+		return &rank.LLMReranker{Client: openai.NewClientWithConfig(c), Model: model}
+	}
+	return nil
+}
+
+// Retriever wires the retrieval chain over a keyword leg, a vector leg and the chunk records.
+func Retriever(cfg config.Config, kw retrieve.Keyword, vec retrieve.Vectors, chunks retrieve.Chunks) (*retrieve.Retriever, error) {
+	emb, err := Embedder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o := retrieve.DefaultOptions()
+	o.SemanticVectors = cfg.Embeddings.Provider != "offline"
+	rc := cfg.Retrieval
+	o.Filter = rank.FilterOptions{Floor: rc.FilterFloor, Drop: rc.FilterDrop}
+	o.MMRLambda = rc.MMRLambda // clamped by rank.MMR
+	o.Grade = rank.GradeOptions{RerankHigh: rc.GradeRerankHigh, RerankLow: rc.GradeRerankLow, CoverHigh: rc.GradeCoverHigh, CoverLow: rc.GradeCoverLow, MinSalient: 1}
+	return &retrieve.Retriever{Keyword: kw, Vectors: vec, Embedder: emb, Chunks: chunks, Reranker: Reranker(cfg), Options: o}, nil
+}
