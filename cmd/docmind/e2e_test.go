@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/demo"
 )
@@ -114,6 +116,53 @@ func TestServeIngestsDemoOnFirstStart(t *testing.T) {
 	if kb.Documents != len(demo.Files()) || kb.Chunks < 20 {
 		t.Fatalf("kb summary %+v", kb)
 	}
+
+	// The offline chat answers from the demo corpus with a citation of the right document.
+	for q, want := range map[string]string{
+		"How many days of paid annual leave do full-time employees get?": "employee-handbook.docx",
+		"年假每年多少天？":                                                       "employee-handbook.docx",
+	} {
+		done, names := chat(t, base, q, "demo")
+		if names[0] != "meta" || names[len(names)-1] != "done" {
+			t.Fatalf("%s: events %v", q, names)
+		}
+		used, invalid := answer.Citations(done.Answer, len(done.Sources))
+		if len(used) == 0 || invalid != 0 || !strings.Contains(done.Answer, "20") {
+			t.Fatalf("%s: answer %q", q, done.Answer)
+		}
+		if s := done.Sources[used[0]-1]; s.FileName != want || !s.Cited {
+			t.Fatalf("%s: first citation %+v, want %s", q, s, want)
+		}
+	}
+}
+
+// chat posts a question and returns the done event and the event names.
+func chat(t *testing.T, base, question string, kbs ...string) (answer.Done, []string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"question": question, "kbs": kbs})
+	resp, err := http.Post(base+"/api/chat", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("chat status %d", resp.StatusCode)
+	}
+	var names []string
+	var done answer.Done
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if n, ok := strings.CutPrefix(line, "event: "); ok {
+			names = append(names, n)
+		} else if d, ok := strings.CutPrefix(line, "data: "); ok && names[len(names)-1] == "done" {
+			if err := json.Unmarshal([]byte(d), &done); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return done, names
 }
 
 func upload(t *testing.T, url, field, name string, body []byte) (*http.Response, []byte) {

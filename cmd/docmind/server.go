@@ -19,6 +19,7 @@ import (
 	"github.com/docmind/docmind/shared/store/mysql"
 	"github.com/docmind/docmind/shared/store/sqldb"
 	"github.com/docmind/docmind/shared/store/sqlite"
+	"github.com/docmind/docmind/shared/wire"
 )
 
 // Main is the local server: it owns the stores and the HTTP listener. End-to-end tests drive it
@@ -70,8 +71,13 @@ func (m *Main) Open(ctx context.Context) error {
 		return rag.E("serve", rag.KindInvalid, fmt.Errorf("listen on %s: %w", m.Config.Server.Addr, err))
 	}
 	m.ln = ln
+	chain, err := retriever(m.Config, s)
+	if err != nil {
+		return err
+	}
 	h := httpapi.New(httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
-		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, Tenant: localTenant(m.Config), MaxUploadBytes: m.Config.Server.MaxBodyBytes})
+		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, Tenant: localTenant(m.Config), MaxUploadBytes: m.Config.Server.MaxBodyBytes,
+		Chat: wire.Chat(chain)})
 	m.srv = &http.Server{
 		Handler:           http.MaxBytesHandler(h, m.Config.Server.MaxBodyBytes),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -39,6 +40,10 @@ type Deps struct {
 	Tenant func(*http.Request) (string, error)
 	// MaxUploadBytes bounds one uploaded file (default 64 MiB).
 	MaxUploadBytes int64
+	// Chat enables POST /api/chat (needs Library and Tenant); ChatTimeout bounds one stream (default
+	// 2 min): Lambda keeps streaming after the client leaves, so the server ends it.
+	Chat        *answer.Pipeline
+	ChatTimeout time.Duration
 }
 
 // New returns the handler.
@@ -51,6 +56,9 @@ func New(d Deps) http.Handler {
 	}
 	if d.MaxUploadBytes <= 0 {
 		d.MaxUploadBytes = 64 << 20
+	}
+	if d.ChatTimeout <= 0 {
+		d.ChatTimeout = 2 * time.Minute
 	}
 	mux := http.NewServeMux()
 	h := &handler{d: d}

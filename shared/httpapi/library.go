@@ -52,6 +52,9 @@ type library struct {
 
 func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/kbs", l.listKBs)
+	if l.h.d.Chat != nil {
+		mux.HandleFunc("POST /api/chat", l.chat)
+	}
 	mux.HandleFunc("POST /api/kbs", l.createKB)
 	mux.HandleFunc("GET /api/kbs/{kb}", l.getKB)
 	mux.HandleFunc("GET /api/kbs/{kb}/documents", l.listDocs)
@@ -67,13 +70,17 @@ func (l *library) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // kb resolves {kb} as an id or a name within the caller's tenant.
 func (l *library) kb(r *http.Request, tenant string) (rag.KnowledgeBase, error) {
-	key := r.PathValue("kb")
+	return l.resolveKB(r.Context(), tenant, r.PathValue("kb"))
+}
+
+// resolveKB finds a knowledge base by id or name within tenant.
+func (l *library) resolveKB(ctx context.Context, tenant, key string) (rag.KnowledgeBase, error) {
 	if strings.HasPrefix(key, "kb_") && rag.ValidateID("kb", key) == nil {
-		if kb, err := l.lib.GetKB(r.Context(), tenant, key); err == nil || !rag.Is(err, rag.KindNotFound) {
+		if kb, err := l.lib.GetKB(ctx, tenant, key); err == nil || !rag.Is(err, rag.KindNotFound) {
 			return kb, err
 		}
 	}
-	kb, err := l.lib.GetKBByName(r.Context(), tenant, key)
+	kb, err := l.lib.GetKBByName(ctx, tenant, key)
 	if rag.Is(err, rag.KindInvalid) {
 		err = rag.Errorf("httpapi", rag.KindNotFound, "no knowledge base %q", key)
 	}

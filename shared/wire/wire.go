@@ -5,6 +5,7 @@ package wire
 import (
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/embed"
 	"github.com/docmind/docmind/shared/ingest"
@@ -53,4 +54,9 @@ func Retriever(cfg config.Config, kw retrieve.Keyword, vec retrieve.Vectors, chu
 	o.MMRLambda = rc.MMRLambda // clamped by rank.MMR
 	o.Grade = rank.GradeOptions{RerankHigh: rc.GradeRerankHigh, RerankLow: rc.GradeRerankLow, CoverHigh: rc.GradeCoverHigh, CoverLow: rc.GradeCoverLow, MinSalient: 1}
 	return &retrieve.Retriever{Keyword: kw, Vectors: vec, Embedder: emb, Chunks: chunks, Reranker: Reranker(cfg), Options: o}, nil
+}
+
+// Chat wires the answer pipeline over a retriever.
+func Chat(r *retrieve.Retriever) *answer.Pipeline {
+	return &answer.Pipeline{Retriever: r, RerankKnown: r.Reranker != nil}
 }

@@ -1,0 +1,160 @@
+// Package answer turns retrieved evidence into a grounded, cited answer: the offline extractive
+// answerer (DESIGN.md section 9), citation parsing and the confidence band (DESIGN.md section 6 step
+// 14), and the standard-path pipeline that drives the chat event stream (section 7).
+//
+// What is here is the offline slice of issue #5: no language-model provider, no understanding call,
+// no decomposition, agentic loop, semantic cache or memory yet. The pipeline says so in every stream
+// (the `degraded` list names "llm").
+package answer
+
+import (
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/docmind/docmind/shared/rank"
+)
+
+// Source is one numbered source as the client sees it: [n] in the answer refers to Sources[n-1].
+type Source struct {
+	N          int     `json:"n"`
+	DocumentID string  `json:"document_id"`
+	KBID       string  `json:"kb_id"`
+	FileName   string  `json:"file_name,omitempty"`
+	Chapter    string  `json:"chapter,omitempty"`
+	Page       int     `json:"page,omitempty"`
+	ChunkID    string  `json:"chunk_id"`
+	Snippet    string  `json:"snippet"`
+	Score      float64 `json:"score"`
+	Cited      bool    `json:"cited"`
+}
+
+// SnippetRunes bounds a source's snippet.
+const SnippetRunes = 240
+
+// Sources numbers the evidence in order (the order the prompt or the extractive answerer sees).
+func Sources(ev []rank.Evidence) []Source {
+	out := make([]Source, len(ev))
+	for i, e := range ev {
+		out[i] = Source{N: i + 1, DocumentID: e.DocumentID, KBID: e.KBID, FileName: e.FileName, Chapter: e.Chapter,
+			Page: e.Page, ChunkID: e.ChunkID, Snippet: truncate(oneLine(e.ChildText), SnippetRunes), Score: e.Score}
+		if out[i].Snippet == "" {
+			out[i].Snippet = truncate(oneLine(e.Text), SnippetRunes)
+		}
+	}
+	return out
+}
+
+var citeRe = regexp.MustCompile(`\[(\d{1,3})\]`)
+
+// Citations parses [n] markers: the distinct valid source numbers in order of first use, and how many
+// markers point at no source (counted, never shown as links).
+func Citations(answer string, nSources int) (used []int, invalid int) {
+	for _, m := range citeRe.FindAllStringSubmatch(answer, -1) {
+		n, _ := strconv.Atoi(m[1])
+		if n < 1 || n > nSources {
+			invalid++
+			continue
+		}
+		if !slices.Contains(used, n) {
+			used = append(used, n)
+		}
+	}
+	return used, invalid
+}
+
+// Bands.
+const (
+	BandHigh   = "HIGH"
+	BandMedium = "MEDIUM"
+	BandLow    = "LOW"
+)
+
+// Confidence is the answer's confidence.
+type Confidence struct {
+	Score    float64 `json:"score"`
+	Band     string  `json:"band"`
+	Coverage float64 `json:"citation_coverage"` // share of the answer's sentences that carry a valid citation
+	Signal   float64 `json:"retrieval_signal"`  // rerank top score in [0,1], or the grader's tier when no reranker scored
+	Invalid  int     `json:"invalid_citations"`
+}
+
+// Band maps a score to HIGH (>= 0.85), MEDIUM (>= 0.60) or LOW.
+func Band(score float64) string {
+	switch {
+	case score >= 0.85:
+		return BandHigh
+	case score >= 0.60:
+		return BandMedium
+	}
+	return BandLow
+}
+
+// Score computes confidence from the two signals DESIGN.md names, weighted equally: citation coverage
+// of the answer and the retrieval signal. The rerank top score is used when a reranker produced it;
+// otherwise the grader's tier stands in (HIGH 0.9, AMBIGUOUS 0.65, LOW 0.3), because lexical scores
+// are not calibrated probabilities. The score is capped at the signal plus 0.25, so a fully cited
+// answer over weak retrieval stays LOW. Each invalid citation costs 0.05; no evidence or no valid
+// citation is always LOW 0.
+func Score(answer string, nSources int, g rank.Grade, rerankKnown bool) Confidence {
+	used, invalid := Citations(answer, nSources)
+	c := Confidence{Invalid: invalid}
+	if nSources == 0 || g.NoEvidence || len(used) == 0 {
+		c.Band = BandLow
+		return c
+	}
+	// A sentence counts as cited when it carries a valid [n], or when the fragment right after it is
+	// only citations ("... per year. [1]").
+	valid := func(s string) bool {
+		for _, m := range citeRe.FindAllStringSubmatch(s, -1) {
+			if n, _ := strconv.Atoi(m[1]); n >= 1 && n <= nSources {
+				return true
+			}
+		}
+		return false
+	}
+	var marks []bool                                        // one per counted sentence: cited?
+	claims := strings.Replace(answer, OfflineNotice, "", 1) // the notice is not a claim about the documents
+	for _, s := range splitSentences(claims) {
+		if utf8.RuneCountInString(strings.TrimSpace(citeRe.ReplaceAllString(s, ""))) < 8 {
+			if len(marks) > 0 && valid(s) && strings.Trim(citeRe.ReplaceAllString(s, ""), " .。") == "" {
+				marks[len(marks)-1] = true
+			}
+			continue // headings, bullets, fragments
+		}
+		marks = append(marks, valid(s))
+	}
+	sentences, cited := len(marks), 0
+	for _, m := range marks {
+		if m {
+			cited++
+		}
+	}
+	if sentences > 0 {
+		c.Coverage = float64(cited) / float64(sentences)
+	}
+	if rerankKnown {
+		c.Signal = math.Max(0, math.Min(1, g.TopScore))
+	} else {
+		c.Signal = map[string]float64{rank.TierHigh: 0.9, rank.TierAmbiguous: 0.65, rank.TierLow: 0.3}[g.Tier]
+	}
+	c.Score = 0.5*c.Coverage + 0.5*c.Signal
+	// Never more than 0.25 above the retrieval signal: perfect citations of weak evidence stay LOW.
+	c.Score = math.Max(0, math.Min(c.Score, c.Signal+0.25)-0.05*float64(invalid))
+	c.Score = math.Round(c.Score*1000) / 1000
+	c.Band = Band(c.Score)
+	return c
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}

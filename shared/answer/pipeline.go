@@ -1,0 +1,178 @@
+package answer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/retrieve"
+)
+
+// Retriever is the retrieval chain (retrieve.Retriever).
+type Retriever interface {
+	Retrieve(ctx context.Context, q retrieve.Query) (*retrieve.Result, error)
+}
+
+// Emit sends one event. The SSE writer's Send is one; the events it records are the persisted trace,
+// so the stream and the trace cannot drift.
+type Emit func(name string, v any) error
+
+// Request is one question.
+type Request struct {
+	Tenant   string   `json:"-"`
+	KBIDs    []string `json:"kb_ids,omitempty"` // empty: every knowledge base of the tenant
+	Question string   `json:"question"`
+}
+
+// Pipeline answers on the standard path with the extractive answerer.
+type Pipeline struct {
+	Retriever Retriever
+	Answerer  Extractive
+	// RerankKnown says a real reranker scores the evidence (its top score is a calibrated signal).
+	RerankKnown bool
+	// MaxQuestionRunes bounds the question (default 2000).
+	MaxQuestionRunes int
+	// MaxTokens bounds the streamed answer (default 1024 tokens): Lambda does not stop a stream when the
+	// client goes away, so the server caps it.
+	MaxTokens int
+}
+
+// Done is the final event.
+type Done struct {
+	Answer     string           `json:"answer"`
+	Sources    []Source         `json:"sources"`
+	Confidence Confidence       `json:"confidence"`
+	Path       string           `json:"path"`
+	FromCache  bool             `json:"from_cache"`
+	IsFallback bool             `json:"is_fallback"`
+	Degraded   []string         `json:"degraded"`
+	StageMS    map[string]int64 `json:"stage_ms"`
+	Truncated  bool             `json:"truncated,omitempty"`
+}
+
+// Path names and the reason codes of the routing event.
+const (
+	PathStandard = "STANDARD"
+)
+
+// Check validates a request, so that a server can reject it with a status before the stream starts.
+func (p *Pipeline) Check(req Request) error {
+	const op = "answer.Check"
+	maxQ := p.MaxQuestionRunes
+	if maxQ <= 0 {
+		maxQ = 2000
+	}
+	q := strings.TrimSpace(req.Question)
+	switch {
+	case q == "":
+		return rag.Errorf(op, rag.KindInvalid, "question is empty")
+	case !utf8.ValidString(q):
+		return rag.Errorf(op, rag.KindInvalid, "question is not valid UTF-8")
+	case utf8.RuneCountInString(q) > maxQ:
+		return rag.Errorf(op, rag.KindInvalid, "question is longer than %d characters", maxQ)
+	}
+	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}.Validate()
+}
+
+// Run answers req, emitting understanding, routing, retrieval, grader, rerank, start, token*,
+// confidence_warning? and done. An error before start is returned for the caller to send as an error
+// event; the caller owns the meta event.
+func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, error) {
+	const op = "answer.Run"
+	if err := p.Check(req); err != nil {
+		return nil, err
+	}
+	maxTok := p.MaxTokens
+	if maxTok <= 0 {
+		maxTok = 1024
+	}
+	q := strings.TrimSpace(req.Question)
+	f := rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}
+	done := &Done{Path: PathStandard, StageMS: map[string]int64{}, Degraded: []string{"llm"}}
+	step := func(name string, start time.Time) { done.StageMS[name] = time.Since(start).Milliseconds() }
+
+	t := time.Now()
+	if err := emit("understanding", map[string]any{
+		"query": q, "rewritten": false, "source": "rules",
+		"reason": "no language model configured: the question is used as asked",
+	}); err != nil {
+		return nil, err
+	}
+	step("understanding", t)
+	if err := emit("routing", map[string]any{"path": PathStandard, "reason": "RULES_DEFAULT",
+		"detail": "one question, no selected document; decomposition and the agentic path need a language model"}); err != nil {
+		return nil, err
+	}
+
+	t = time.Now()
+	res, err := p.Retriever.Retrieve(ctx, retrieve.Query{Text: q, Filter: f})
+	if err != nil {
+		return nil, err
+	}
+	step("retrieval", t)
+	for k, v := range res.StageMS {
+		done.StageMS["retrieval."+k] = v
+	}
+	done.Degraded = append(done.Degraded, res.Degraded...)
+	if err := emit("retrieval", map[string]any{"keyword": len(res.Keyword), "vector": len(res.Vector),
+		"fused": len(res.Fused), "evidence": len(res.Evidence), "stage_ms": res.StageMS,
+		"degraded": res.Degraded, "profile": res.Profile}); err != nil {
+		return nil, err
+	}
+	if err := emit("grader", res.Grade); err != nil {
+		return nil, err
+	}
+	done.Sources = Sources(res.Evidence)
+	top := make([]map[string]any, 0, len(done.Sources))
+	for _, s := range done.Sources {
+		top = append(top, map[string]any{"n": s.N, "file_name": s.FileName, "chapter": s.Chapter, "score": s.Score})
+	}
+	if err := emit("rerank", map[string]any{"reranker_scored": p.RerankKnown, "top": top}); err != nil {
+		return nil, err
+	}
+	if err := emit("start", map[string]any{"sources": done.Sources, "path": PathStandard}); err != nil {
+		return nil, err
+	}
+
+	t = time.Now()
+	answer := p.Answerer.Compose(q, res.Evidence)
+	done.IsFallback = len(res.Evidence) == 0
+	var sent strings.Builder
+	for i, tok := range Tokens(answer) {
+		if i == maxTok {
+			done.Truncated = true
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		if err := emit("token", map[string]string{"text": tok}); err != nil {
+			return nil, err
+		}
+		sent.WriteString(tok)
+	}
+	step("generation", t)
+	done.Answer = sent.String()
+	used, _ := Citations(done.Answer, len(done.Sources))
+	for _, n := range used {
+		done.Sources[n-1].Cited = true
+	}
+	done.Confidence = Score(done.Answer, len(done.Sources), res.Grade, p.RerankKnown)
+	if done.Confidence.Band != BandHigh {
+		msg := "The answer is only partly supported by the documents: check the cited sources."
+		if done.Confidence.Band == BandLow {
+			msg = "Low confidence: the documents may not answer this question. Check the sources before relying on it."
+		}
+		if err := emit("confidence_warning", map[string]any{"score": done.Confidence.Score,
+			"band": done.Confidence.Band, "message": msg}); err != nil {
+			return nil, err
+		}
+	}
+	if err := emit("done", done); err != nil {
+		return nil, err
+	}
+	return done, nil
+}
