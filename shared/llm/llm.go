@@ -1,0 +1,146 @@
+// Package llm is docmind's chat-model provider: any OpenAI-compatible API through go-openai, streamed
+// token by token. One retry layer lives here (a failed attempt is retried once, and only before the
+// first token reached the caller: a half-streamed answer is never replayed).
+package llm
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"` // system, user, assistant
+	Content string `json:"content"`
+}
+
+// Request is one completion.
+type Request struct {
+	Model       string
+	Messages    []Message
+	Temperature float32
+	MaxTokens   int
+}
+
+// Usage is the token count the provider reported (zero when it did not).
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// Streamer streams a completion: onDelta receives each piece of text as it arrives; an error from
+// onDelta stops the stream and is returned.
+type Streamer interface {
+	Stream(ctx context.Context, req Request, onDelta func(string) error) (Usage, error)
+}
+
+// OpenAI is a Streamer over an OpenAI-compatible API.
+type OpenAI struct {
+	client *openai.Client
+	// RetryDelay is the pause before the one retry (default 500 ms).
+	RetryDelay time.Duration
+}
+
+// NewOpenAI returns a client for baseURL (empty: api.openai.com) with the given HTTP client (nil: a
+// client with a 2-minute overall timeout).
+func NewOpenAI(baseURL, apiKey string, hc *http.Client) *OpenAI {
+	c := openai.DefaultConfig(apiKey)
+	if baseURL != "" {
+		c.BaseURL = baseURL
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 2 * time.Minute}
+	}
+	c.HTTPClient = hc
+	return &OpenAI{client: openai.NewClientWithConfig(c), RetryDelay: 500 * time.Millisecond}
+}
+
+// Stream implements Streamer.
+func (o *OpenAI) Stream(ctx context.Context, req Request, onDelta func(string) error) (Usage, error) {
+	const op = "llm.Stream"
+	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+	}
+	creq := openai.ChatCompletionRequest{Model: req.Model, Messages: msgs, Temperature: req.Temperature,
+		MaxTokens: req.MaxTokens, Stream: true, StreamOptions: &openai.StreamOptions{IncludeUsage: true}}
+	var usage Usage
+	for attempt := 0; ; attempt++ {
+		delivered, err := o.once(ctx, creq, onDelta, &usage)
+		if err == nil {
+			return usage, nil
+		}
+		var cb callbackError
+		if errors.As(err, &cb) {
+			return usage, cb.err
+		}
+		kind := classify(err)
+		if delivered || attempt == 1 || kind != rag.KindUnavailable || ctx.Err() != nil {
+			return usage, rag.E(op, kind, err)
+		}
+		if werr := rag.Wait(ctx, o.RetryDelay); werr != nil {
+			return usage, rag.E(op, rag.KindUnavailable, err)
+		}
+	}
+}
+
+type callbackError struct{ err error }
+
+func (c callbackError) Error() string { return c.err.Error() }
+
+func (o *OpenAI) once(ctx context.Context, creq openai.ChatCompletionRequest, onDelta func(string) error, usage *Usage) (delivered bool, err error) {
+	stream, err := o.client.CreateChatCompletionStream(ctx, creq)
+	if err != nil {
+		return false, err
+	}
+	defer stream.Close()
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return delivered, nil
+		}
+		if err != nil {
+			return delivered, err
+		}
+		if resp.Usage != nil {
+			*usage = Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+		}
+		for _, c := range resp.Choices {
+			if c.Delta.Content == "" {
+				continue
+			}
+			delivered = true
+			if err := onDelta(c.Delta.Content); err != nil {
+				return true, callbackError{err}
+			}
+		}
+	}
+}
+
+// classify maps provider errors to kinds: 429 and 5xx and transport errors are Unavailable (retried),
+// 401/403 Permission, other 4xx Invalid.
+func classify(err error) rag.Kind {
+	var api *openai.APIError
+	var reqErr *openai.RequestError
+	status := 0
+	switch {
+	case errors.As(err, &api):
+		status = api.HTTPStatusCode
+	case errors.As(err, &reqErr):
+		status = reqErr.HTTPStatusCode
+	}
+	switch {
+	case status == 0, status == http.StatusTooManyRequests, status >= 500:
+		return rag.KindUnavailable
+	case status == http.StatusUnauthorized, status == http.StatusForbidden:
+		return rag.KindPermission
+	}
+	return rag.KindInvalid
+}
