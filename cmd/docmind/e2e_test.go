@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -87,22 +88,7 @@ type docList struct {
 // First start: the demo corpus lands in the inbox and every file becomes a ready document.
 func TestServeIngestsDemoOnFirstStart(t *testing.T) {
 	_, base := startServer(t, nil)
-	var list docList
-	poll(t, "every demo document to be ready", func() bool {
-		if getJSON(t, base+"/api/kbs/demo/documents", &list) != 200 {
-			return false
-		}
-		ready := 0
-		for _, d := range list.Documents {
-			if d.Status == "failed" {
-				t.Fatalf("demo document %s failed: %s", d.FileName, d.Error)
-			}
-			if d.Status == "ready" {
-				ready++
-			}
-		}
-		return ready == len(demo.Files())
-	})
+	list := waitDemo(t, base)
 	for _, d := range list.Documents {
 		if d.ChunkCount == 0 || d.StageMS["extract"] < 0 || d.StageMS == nil {
 			t.Errorf("document %+v lacks chunks or timings", d)
@@ -123,8 +109,8 @@ func TestServeIngestsDemoOnFirstStart(t *testing.T) {
 		"年假每年多少天？":                                                       "employee-handbook.docx",
 	} {
 		done, names := chat(t, base, q, "demo")
-		if names[0] != "meta" || names[len(names)-1] != "done" {
-			t.Fatalf("%s: events %v", q, names)
+		if names[0] != "meta" || names[len(names)-1] != "done" || done.Answerer != "extractive" {
+			t.Fatalf("%s: events %v, answerer %q", q, names, done.Answerer)
 		}
 		used, invalid := answer.Citations(done.Answer, len(done.Sources))
 		if len(used) == 0 || invalid != 0 || !strings.Contains(done.Answer, "20") {
@@ -134,6 +120,56 @@ func TestServeIngestsDemoOnFirstStart(t *testing.T) {
 			t.Fatalf("%s: first citation %+v, want %s", q, s, want)
 		}
 	}
+}
+
+// TestChatWithModel: with an OpenAI-compatible provider configured, the model writes the answer from a
+// prompt that carries the retrieved passages in a data block.
+func TestChatWithModel(t *testing.T) {
+	prompts := make(chan string, 4)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		prompts <- string(b)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{"Full-time employees get ", "20 days of paid annual leave [1]."} {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", d)
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	defer fake.Close()
+	_, base := startServer(t, func(m *Main) {
+		m.Config.Chat.Provider, m.Config.Chat.BaseURL, m.Config.Chat.APIKey, m.Config.Chat.MainModel = "openai", fake.URL, "sk-test", "main-model"
+	})
+	waitDemo(t, base)
+	done, _ := chat(t, base, "How many days of paid annual leave do full-time employees get?", "demo")
+	if done.Answerer != "llm" || done.Answer != "Full-time employees get 20 days of paid annual leave [1]." || !done.Sources[0].Cited {
+		t.Fatalf("done %+v", done)
+	}
+	prompt := <-prompts
+	if !strings.Contains(prompt, `"model":"main-model"`) || !strings.Contains(prompt, `\u003cdocuments\u003e`) || !strings.Contains(prompt, "[1] employee-handbook.docx") {
+		t.Fatalf("prompt %s", prompt)
+	}
+}
+
+// waitDemo waits until every demo document is ready and returns them.
+func waitDemo(t *testing.T, base string) docList {
+	t.Helper()
+	var list docList
+	poll(t, "every demo document to be ready", func() bool {
+		if getJSON(t, base+"/api/kbs/demo/documents", &list) != 200 {
+			return false
+		}
+		ready := 0
+		for _, d := range list.Documents {
+			if d.Status == "failed" {
+				t.Fatalf("demo document %s failed: %s", d.FileName, d.Error)
+			}
+			if d.Status == "ready" {
+				ready++
+			}
+		}
+		return ready == len(demo.Files())
+	})
+	return list
 }
 
 // chat posts a question and returns the done event and the event names.

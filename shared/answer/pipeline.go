@@ -2,12 +2,15 @@ package answer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
 )
 
@@ -38,6 +41,12 @@ type Pipeline struct {
 	// MaxTokens bounds the streamed answer (default 1024 tokens): Lambda does not stop a stream when the
 	// client goes away, so the server caps it.
 	MaxTokens int
+	// LLM writes the answer when set (Model names the main model); nil, or a provider failing before its
+	// first token, means the extractive answerer, and "llm" in degraded.
+	LLM   llm.Streamer
+	Model string
+	// ContextTokens is the prompt's one token ceiling (default 6000).
+	ContextTokens int
 }
 
 // Done is the final event.
@@ -51,6 +60,11 @@ type Done struct {
 	Degraded   []string         `json:"degraded"`
 	StageMS    map[string]int64 `json:"stage_ms"`
 	Truncated  bool             `json:"truncated,omitempty"`
+	Answerer   string           `json:"answerer"` // "llm" or "extractive"
+	// FallbackReason is the error kind that made the extractive answerer stand in for the model.
+	FallbackReason string    `json:"fallback_reason,omitempty"`
+	Usage          llm.Usage `json:"usage"`
+	Flagged        int       `json:"injection_flags,omitempty"` // instruction-like spans removed from passages
 }
 
 // Path names and the reason codes of the routing event.
@@ -77,6 +91,8 @@ func (p *Pipeline) Check(req Request) error {
 	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}.Validate()
 }
 
+var errTokenCap = errors.New("answer: token cap reached")
+
 // Run answers req, emitting understanding, routing, retrieval, grader, rerank, start, token*,
 // confidence_warning? and done. An error before start is returned for the caller to send as an error
 // event; the caller owns the meta event.
@@ -91,7 +107,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	}
 	q := strings.TrimSpace(req.Question)
 	f := rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}
-	done := &Done{Path: PathStandard, StageMS: map[string]int64{}, Degraded: []string{"llm"}}
+	done := &Done{Path: PathStandard, StageMS: map[string]int64{}}
 	step := func(name string, start time.Time) { done.StageMS[name] = time.Since(start).Milliseconds() }
 
 	t := time.Now()
@@ -117,6 +133,21 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		done.StageMS["retrieval."+k] = v
 	}
 	done.Degraded = append(done.Degraded, res.Degraded...)
+	var prompt Prompt
+	if p.LLM != nil {
+		mode := ModeStandard
+		switch {
+		case len(res.Evidence) == 0:
+			mode = ModeFallback
+		case res.Grade.Tier != rank.TierHigh:
+			mode = ModeLow
+		}
+		if prompt, err = BuildPrompt(q, res.Evidence, mode, p.ContextTokens); err != nil {
+			return nil, rag.E(op, rag.KindInternal, err)
+		}
+		res.Evidence = res.Evidence[:prompt.Used] // sources are what the model saw
+		done.Flagged = prompt.Flagged
+	}
 	if err := emit("retrieval", map[string]any{"keyword": len(res.Keyword), "vector": len(res.Vector),
 		"fused": len(res.Fused), "evidence": len(res.Evidence), "stage_ms": res.StageMS,
 		"degraded": res.Degraded, "profile": res.Profile}); err != nil {
@@ -138,21 +169,51 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	}
 
 	t = time.Now()
-	answer := p.Answerer.Compose(q, res.Evidence)
 	done.IsFallback = len(res.Evidence) == 0
 	var sent strings.Builder
-	for i, tok := range Tokens(answer) {
-		if i == maxTok {
+	tokens := 0
+	send := func(tok string) error {
+		if tokens == maxTok {
 			done.Truncated = true
-			break
+			return errTokenCap
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
+			return fmt.Errorf("%s: %w", op, err)
 		}
 		if err := emit("token", map[string]string{"text": tok}); err != nil {
-			return nil, err
+			return err
 		}
+		tokens++
 		sent.WriteString(tok)
+		return nil
+	}
+	generated := false
+	if p.LLM != nil {
+		usage, err := p.LLM.Stream(ctx, llm.Request{Model: p.Model, Messages: prompt.Messages, Temperature: 0.3, MaxTokens: maxTok}, send)
+		done.Usage = usage
+		switch {
+		case err == nil, errors.Is(err, errTokenCap):
+			generated = true
+		case sent.Len() > 0 || ctx.Err() != nil:
+			return nil, err // half an answer is not repaired with another one
+		default:
+			done.Degraded = append(done.Degraded, "llm")
+			done.FallbackReason = rag.KindOf(err).String()
+		}
+	} else {
+		done.Degraded = append([]string{"llm"}, done.Degraded...)
+	}
+	if generated {
+		done.Answerer = "llm"
+	} else {
+		done.Answerer = "extractive"
+		for _, tok := range Tokens(p.Answerer.Compose(q, res.Evidence)) {
+			if err := send(tok); errors.Is(err, errTokenCap) {
+				break
+			} else if err != nil {
+				return nil, err
+			}
+		}
 	}
 	step("generation", t)
 	done.Answer = sent.String()

@@ -9,6 +9,7 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/embed"
 	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
 )
@@ -56,7 +57,13 @@ func Retriever(cfg config.Config, kw retrieve.Keyword, vec retrieve.Vectors, chu
 	return &retrieve.Retriever{Keyword: kw, Vectors: vec, Embedder: emb, Chunks: chunks, Reranker: Reranker(cfg), Options: o}, nil
 }
 
-// Chat wires the answer pipeline over a retriever.
-func Chat(r *retrieve.Retriever) *answer.Pipeline {
-	return &answer.Pipeline{Retriever: r, RerankKnown: r.Reranker != nil}
+// Chat wires the answer pipeline over a retriever: the configured chat model writes answers, or the
+// extractive answerer when the provider is offline.
+func Chat(cfg config.Config, r *retrieve.Retriever) *answer.Pipeline {
+	p := &answer.Pipeline{Retriever: r, RerankKnown: r.Reranker != nil}
+	if cfg.Chat.Provider == "openai" {
+		p.LLM = llm.NewOpenAI(cfg.Chat.BaseURL, cfg.Chat.APIKey, nil)
+		p.Model = cfg.Chat.MainModel
+	}
+	return p
 }
