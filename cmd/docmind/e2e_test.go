@@ -122,6 +122,22 @@ func TestServeIngestsDemoOnFirstStart(t *testing.T) {
 	}
 }
 
+// Short circuits answer from rules and the database, without retrieval.
+func TestChatShortCircuits(t *testing.T) {
+	_, base := startServer(t, func(m *Main) { m.Config.Chat.EmergencyPhrases = "chest pain" })
+	waitDemo(t, base)
+	for q, want := range map[string]string{
+		"Which knowledge bases do you have?": fmt.Sprintf("**demo**: %d document(s)", len(demo.Files())),
+		"你好":                                 "你好",
+		"I have chest pain":                  "emergency number",
+	} {
+		done, names := chat(t, base, q)
+		if !strings.Contains(done.Answer, want) || done.ShortCircuit == "" || strings.Join(names[:2], " ") != "meta start" {
+			t.Errorf("%s: %v %+v", q, names, done)
+		}
+	}
+}
+
 // TestChatWithModel: with an OpenAI-compatible provider configured, the model writes the answer from a
 // prompt that carries the retrieved passages in a data block.
 func TestChatWithModel(t *testing.T) {

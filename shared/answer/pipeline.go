@@ -47,6 +47,9 @@ type Pipeline struct {
 	Model string
 	// ContextTokens is the prompt's one token ceiling (default 6000).
 	ContextTokens int
+	// Guard is the safety guard; Catalog answers KB_META questions (nil: they take the full pipeline).
+	Guard   Guard
+	Catalog Catalog
 }
 
 // Done is the final event.
@@ -65,6 +68,9 @@ type Done struct {
 	FallbackReason string    `json:"fallback_reason,omitempty"`
 	Usage          llm.Usage `json:"usage"`
 	Flagged        int       `json:"injection_flags,omitempty"` // instruction-like spans removed from passages
+	// ShortCircuit names why retrieval and the model were skipped (EMERGENCY, CHITCHAT, KB_META); the
+	// confidence band is then empty, since the answer does not come from passages.
+	ShortCircuit string `json:"short_circuit,omitempty"`
 }
 
 // Path names and the reason codes of the routing event.
@@ -107,6 +113,11 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	}
 	q := strings.TrimSpace(req.Question)
 	f := rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}
+	if reason, answer, err := p.shortCircuit(ctx, req, q); err != nil {
+		return nil, err
+	} else if reason != "" {
+		return p.replay(ctx, reason, answer, maxTok, emit)
+	}
 	done := &Done{Path: PathStandard, StageMS: map[string]int64{}}
 	step := func(name string, start time.Time) { done.StageMS[name] = time.Since(start).Milliseconds() }
 
@@ -236,4 +247,47 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		return nil, err
 	}
 	return done, nil
+}
+
+// shortCircuit applies the safety guard and the Tier-0 rules.
+func (p *Pipeline) shortCircuit(ctx context.Context, req Request, q string) (string, string, error) {
+	if p.Guard.Match(q) {
+		return ShortEmergency, p.Guard.Answer, nil
+	}
+	switch Tier0(q) {
+	case ShortChitchat:
+		return ShortChitchat, chitchatAnswer(q), nil
+	case ShortKBMeta:
+		if p.Catalog == nil {
+			return "", "", nil
+		}
+		a, err := kbMetaAnswer(ctx, p.Catalog, req)
+		return ShortKBMeta, a, err
+	}
+	return "", "", nil
+}
+
+// replay streams a fixed answer as start, token*, done (the short-circuit sequence of DESIGN.md
+// section 7), flagged with the reason.
+func (p *Pipeline) replay(ctx context.Context, reason, answer string, maxTok int, emit Emit) (*Done, error) {
+	done := &Done{Path: reason, ShortCircuit: reason, Sources: []Source{}, Degraded: []string{}, StageMS: map[string]int64{}, Answerer: "rules"}
+	if err := emit("start", map[string]any{"sources": done.Sources, "path": reason, "short_circuit": reason}); err != nil {
+		return nil, err
+	}
+	var sent strings.Builder
+	for i, tok := range Tokens(answer) {
+		if i == maxTok {
+			done.Truncated = true
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := emit("token", map[string]string{"text": tok}); err != nil {
+			return nil, err
+		}
+		sent.WriteString(tok)
+	}
+	done.Answer = sent.String()
+	return done, emit("done", done)
 }

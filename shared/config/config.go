@@ -127,6 +127,10 @@ type Chat struct {
 	APIKey     string `json:"api_key" env:"DOCMIND_CHAT_API_KEY" secret:"true" doc:"chat API key"`
 	SmallModel string `json:"small_model" env:"DOCMIND_CHAT_SMALL_MODEL" doc:"model for understanding, HyDE and summaries"`
 	MainModel  string `json:"main_model" env:"DOCMIND_CHAT_MAIN_MODEL" doc:"model for answers"`
+	// EmergencyPhrases switches the safety guard on: a question containing one gets EmergencyAnswer and
+	// no model call.
+	EmergencyPhrases string `json:"emergency_phrases" env:"DOCMIND_CHAT_EMERGENCY_PHRASES" doc:"phrases separated by ; that get the fixed emergency answer (empty: guard off)"`
+	EmergencyAnswer  string `json:"emergency_answer" env:"DOCMIND_CHAT_EMERGENCY_ANSWER" doc:"the fixed answer to an emergency phrase"`
 }
 
 // Chunking sizes, in characters (runes).
@@ -153,8 +157,9 @@ func Default() Config {
 		KV:         KV{Driver: "memory", Prefix: "dm:"},
 		Blob:       Blob{Driver: "fs", Region: "us-east-1"},
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
-		Chat:       Chat{Provider: "offline"},
-		Chunking:   Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
+		Chat: Chat{Provider: "offline", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
+			"call your local emergency number or the person responsible now. 如遇紧急情况，请立即拨打当地急救电话或联系负责人。"},
+		Chunking: Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
 		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,
 			MMRLambda: 0.7, GradeRerankHigh: 0.7, GradeRerankLow: 0.3, GradeCoverHigh: 0.6, GradeCoverLow: 0.2},
 		Rerank: Rerank{Provider: "none", Format: "cohere"},

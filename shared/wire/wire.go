@@ -58,9 +58,11 @@ func Retriever(cfg config.Config, kw retrieve.Keyword, vec retrieve.Vectors, chu
 }
 
 // Chat wires the answer pipeline over a retriever: the configured chat model writes answers, or the
-// extractive answerer when the provider is offline.
-func Chat(cfg config.Config, r *retrieve.Retriever) *answer.Pipeline {
-	p := &answer.Pipeline{Retriever: r, RerankKnown: r.Reranker != nil}
+// extractive answerer when the provider is offline; catalog answers questions about the knowledge
+// bases themselves.
+func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog) *answer.Pipeline {
+	p := &answer.Pipeline{Retriever: r, RerankKnown: r.Reranker != nil, Catalog: catalog,
+		Guard: answer.Guard{Phrases: answer.ParsePhrases(cfg.Chat.EmergencyPhrases), Answer: cfg.Chat.EmergencyAnswer}}
 	if cfg.Chat.Provider == "openai" {
 		p.LLM = llm.NewOpenAI(cfg.Chat.BaseURL, cfg.Chat.APIKey, nil)
 		p.Model = cfg.Chat.MainModel
