@@ -28,6 +28,13 @@ type Request struct {
 	Tenant   string   `json:"-"`
 	KBIDs    []string `json:"kb_ids,omitempty"` // empty: every knowledge base of the tenant
 	Question string   `json:"question"`
+	// ConversationID and MessageID name where the answer is stored; they are echoed in done.
+	ConversationID string `json:"-"`
+	MessageID      string `json:"-"`
+	// Persist, when set, stores the answer before the done event is sent (the trace is then complete but
+	// for done itself, which is the stored message). A failure is reported in degraded ("history"), not
+	// fatal: the user still gets the answer.
+	Persist func(ctx context.Context, d *Done) error `json:"-"`
 }
 
 // Pipeline answers on the standard path with the extractive answerer.
@@ -71,6 +78,9 @@ type Done struct {
 	// ShortCircuit names why retrieval and the model were skipped (EMERGENCY, CHITCHAT, KB_META); the
 	// confidence band is then empty, since the answer does not come from passages.
 	ShortCircuit string `json:"short_circuit,omitempty"`
+	// ConversationID and MessageID say where the answer was stored (empty when it was not).
+	ConversationID string `json:"conversation_id,omitempty"`
+	MessageID      string `json:"message_id,omitempty"`
 }
 
 // Path names and the reason codes of the routing event.
@@ -116,7 +126,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	if reason, answer, err := p.shortCircuit(ctx, req, q); err != nil {
 		return nil, err
 	} else if reason != "" {
-		return p.replay(ctx, reason, answer, maxTok, emit)
+		return p.replay(ctx, req, reason, answer, maxTok, emit)
 	}
 	done := &Done{Path: PathStandard, StageMS: map[string]int64{}}
 	step := func(name string, start time.Time) { done.StageMS[name] = time.Since(start).Milliseconds() }
@@ -243,10 +253,19 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 			return nil, err
 		}
 	}
-	if err := emit("done", done); err != nil {
-		return nil, err
+	return done, finish(ctx, req, done, emit)
+}
+
+// finish stores the answer (when the request asks for it) and sends done.
+func finish(ctx context.Context, req Request, done *Done, emit Emit) error {
+	if req.Persist != nil {
+		done.ConversationID, done.MessageID = req.ConversationID, req.MessageID
+		if err := req.Persist(ctx, done); err != nil {
+			done.ConversationID, done.MessageID = "", ""
+			done.Degraded = append(done.Degraded, "history")
+		}
 	}
-	return done, nil
+	return emit("done", done)
 }
 
 // shortCircuit applies the safety guard and the Tier-0 rules.
@@ -269,7 +288,7 @@ func (p *Pipeline) shortCircuit(ctx context.Context, req Request, q string) (str
 
 // replay streams a fixed answer as start, token*, done (the short-circuit sequence of DESIGN.md
 // section 7), flagged with the reason.
-func (p *Pipeline) replay(ctx context.Context, reason, answer string, maxTok int, emit Emit) (*Done, error) {
+func (p *Pipeline) replay(ctx context.Context, req Request, reason, answer string, maxTok int, emit Emit) (*Done, error) {
 	done := &Done{Path: reason, ShortCircuit: reason, Sources: []Source{}, Degraded: []string{}, StageMS: map[string]int64{}, Answerer: "rules"}
 	if err := emit("start", map[string]any{"sources": done.Sources, "path": reason, "short_circuit": reason}); err != nil {
 		return nil, err
@@ -289,5 +308,5 @@ func (p *Pipeline) replay(ctx context.Context, reason, answer string, maxTok int
 		sent.WriteString(tok)
 	}
 	done.Answer = sent.String()
-	return done, emit("done", done)
+	return done, finish(ctx, req, done, emit)
 }

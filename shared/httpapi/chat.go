@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/rag"
@@ -14,8 +16,11 @@ import (
 // chatRequest is the body of POST /api/chat.
 type chatRequest struct {
 	Question string `json:"question"`
-	// KBs names the knowledge bases to search, by id or name; empty searches all of the caller's.
+	// KBs names the knowledge bases to search, by id or name; empty searches the conversation's, or all
+	// of the caller's.
 	KBs []string `json:"kbs,omitempty"`
+	// ConversationID continues a conversation; empty starts one (when history is stored).
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 // maxChatKBs bounds the knowledge bases one question may name.
@@ -53,6 +58,13 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
+	var stream *sse.Writer
+	if l.h.d.Conversations != nil {
+		if err := l.openConversation(r, in, &req, func() *sse.Writer { return stream }); err != nil {
+			l.fail(w, r, err)
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
 	stream, err := sse.Start(w)
@@ -66,4 +78,100 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = stream.Send("error", map[string]string{"code": kind.String(), "message": publicMessage(err)})
 	}
+}
+
+// openConversation loads or creates the caller's conversation, stores the question, and sets the
+// request up to store the answer.
+func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.Request, stream func() *sse.Writer) error {
+	const op = "httpapi.chat"
+	store := l.h.d.Conversations
+	user, err := l.h.d.User(r)
+	if err != nil {
+		return err
+	}
+	var conv rag.Conversation
+	if in.ConversationID != "" {
+		if conv, err = store.GetConversation(r.Context(), req.Tenant, user, in.ConversationID); err != nil {
+			if rag.Is(err, rag.KindNotFound) {
+				return rag.Errorf(op, rag.KindNotFound, "no conversation %q", in.ConversationID)
+			}
+			return err
+		}
+		if len(req.KBIDs) == 0 {
+			req.KBIDs = conv.KBIDs
+		}
+	} else {
+		conv = rag.Conversation{Tenant: req.Tenant, User: user, KBIDs: req.KBIDs, Title: strings.TrimSpace(req.Question)}
+		if err := store.CreateConversation(r.Context(), &conv); err != nil {
+			return err
+		}
+	}
+	if err := store.AppendMessage(r.Context(), &rag.Message{Tenant: req.Tenant, ConversationID: conv.ID, Role: "user", Content: req.Question}); err != nil {
+		return err
+	}
+	req.ConversationID, req.MessageID = conv.ID, rag.NewID("msg")
+	req.Persist = func(ctx context.Context, d *answer.Done) error {
+		// The client leaving must not lose the answer it was sent.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		trace := append([]sse.Event(nil), stream().Events...)
+		sources, err := json.Marshal(d.Sources)
+		if err != nil {
+			return err
+		}
+		traceJSON, err := json.Marshal(trace)
+		if err != nil {
+			return err
+		}
+		m := rag.Message{ID: req.MessageID, Tenant: req.Tenant, ConversationID: conv.ID, Role: "assistant", Content: d.Answer,
+			Sources: sources, Trace: traceJSON, Confidence: d.Confidence.Score, Band: d.Confidence.Band, FromCache: d.FromCache,
+			IsFallback: d.IsFallback, PromptTokens: d.Usage.PromptTokens, CompletionTokens: d.Usage.CompletionTokens}
+		if err := store.AppendMessage(ctx, &m); err != nil {
+			l.h.d.Logger.Error("chat: storing the answer failed", "conversation", conv.ID, "err", err)
+			return err
+		}
+		return nil
+	}
+	return nil
+}
+
+func (l *library) listConversations(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := l.scope(w, r)
+	if !ok {
+		return
+	}
+	user, err := l.h.d.User(r)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	list, err := l.h.d.Conversations.ListConversations(r.Context(), tenant, user, 100)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"conversations": list})
+}
+
+func (l *library) listMessages(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := l.scope(w, r)
+	if !ok {
+		return
+	}
+	user, err := l.h.d.User(r)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	conv, err := l.h.d.Conversations.GetConversation(r.Context(), tenant, user, r.PathValue("id"))
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	msgs, err := l.h.d.Conversations.ListMessages(r.Context(), tenant, conv.ID, 500)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"conversation": conv, "messages": msgs})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
+	"github.com/docmind/docmind/shared/sse"
 	"github.com/docmind/docmind/shared/store/sqlite"
 )
 
@@ -57,36 +58,74 @@ func readSSE(t *testing.T, resp *http.Response) []sseEvent {
 	return out
 }
 
-func TestChat(t *testing.T) {
+// chatFixture serves the handler over a SQLite store with two tenants' knowledge bases; the caller's
+// tenant is "acme" and its user is the X-User header (default "alice").
+type chatFixture struct {
+	srv          *httptest.Server
+	rec          *scopeRecorder
+	mine, theirs rag.KnowledgeBase
+}
+
+func newChatFixture(t *testing.T, history bool) *chatFixture {
+	t.Helper()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mine := rag.KnowledgeBase{Tenant: "acme", Name: "handbook"}
-	theirs := rag.KnowledgeBase{Tenant: "other", Name: "secrets"}
-	for _, kb := range []*rag.KnowledgeBase{&mine, &theirs} {
+	f := &chatFixture{rec: &scopeRecorder{}, mine: rag.KnowledgeBase{Tenant: "acme", Name: "handbook"}, theirs: rag.KnowledgeBase{Tenant: "other", Name: "secrets"}}
+	for _, kb := range []*rag.KnowledgeBase{&f.mine, &f.theirs} {
 		if err := db.CreateKB(ctx, kb); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec := &scopeRecorder{}
-	srv := httptest.NewServer(New(Deps{Library: db, Logger: nil2(), Tenant: func(*http.Request) (string, error) { return "acme", nil },
-		Chat: &answer.Pipeline{Retriever: rec}}))
-	defer srv.Close()
-	post := func(body string) *http.Response {
-		t.Helper()
-		resp, err := http.Post(srv.URL+"/api/chat", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+	d := Deps{Library: db, Logger: nil2(), Tenant: func(*http.Request) (string, error) { return "acme", nil },
+		Chat: &answer.Pipeline{Retriever: f.rec}}
+	if history {
+		d.Conversations = db
+		d.User = func(r *http.Request) (string, error) {
+			if u := r.Header.Get("X-User"); u != "" {
+				return u, nil
+			}
+			return "alice", nil
 		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
 	}
+	f.srv = httptest.NewServer(New(d))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *chatFixture) post(t *testing.T, body string, header ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/chat", strings.NewReader(body))
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func doneOf(t *testing.T, events []sseEvent) answer.Done {
+	t.Helper()
+	var done answer.Done
+	if last := events[len(events)-1]; last.name != "done" || json.Unmarshal(last.data, &done) != nil {
+		t.Fatalf("last event %s %s", last.name, last.data)
+	}
+	return done
+}
+
+func TestChat(t *testing.T) {
+	f := newChatFixture(t, false)
+	rec, mine, theirs := f.rec, f.mine, f.theirs
+	post := func(body string) *http.Response { return f.post(t, body) }
 
 	resp := post(`{"question":"How many days of annual leave?","kbs":["handbook"]}`)
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -148,5 +187,55 @@ func TestChat(t *testing.T) {
 	last := events[len(events)-1]
 	if last.name != "error" || strings.Contains(string(last.data), "10.0.0.7") || !strings.Contains(string(last.data), "unavailable") {
 		t.Fatalf("error event %s %s", last.name, last.data)
+	}
+}
+
+func TestChatConversations(t *testing.T) {
+	f := newChatFixture(t, true)
+	done := doneOf(t, readSSE(t, f.post(t, `{"question":"How many days of annual leave?","kbs":["handbook"]}`)))
+	if !strings.HasPrefix(done.ConversationID, "conv_") || !strings.HasPrefix(done.MessageID, "msg_") {
+		t.Fatalf("done %+v: the stored answer's ids must be in done", done)
+	}
+	// Continuing without kbs keeps the conversation's scope.
+	done2 := doneOf(t, readSSE(t, f.post(t, `{"question":"And unused leave?","conversation_id":"`+done.ConversationID+`"}`)))
+	if done2.ConversationID != done.ConversationID || f.rec.got[1].Filter.KBIDs[0] != f.mine.ID {
+		t.Fatalf("continued: %+v, scope %+v", done2, f.rec.got[1].Filter)
+	}
+	var got struct {
+		Conversation rag.Conversation
+		Messages     []rag.Message
+	}
+	resp, err := http.Get(f.srv.URL + "/api/conversations/" + done.ConversationID + "/messages")
+	if err != nil || resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&got) != nil {
+		t.Fatalf("messages: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if len(got.Messages) != 4 || got.Messages[0].Role != "user" || got.Messages[1].ID != done.MessageID || got.Conversation.Title != "How many days of annual leave?" {
+		t.Fatalf("messages %+v", got)
+	}
+	a := got.Messages[1]
+	var trace []sse.Event
+	if err := json.Unmarshal(a.Trace, &trace); err != nil || len(trace) < 8 || trace[0].Name != "meta" || trace[len(trace)-1].Name == "done" {
+		t.Fatalf("trace %s: the stored trace is the streamed events before done", a.Trace)
+	}
+	if a.Content != done.Answer || a.Band != done.Confidence.Band || !strings.Contains(string(a.Sources), "handbook.docx") {
+		t.Fatalf("assistant message %+v", a)
+	}
+	// Another user of the same tenant sees none of it.
+	if resp := f.post(t, `{"question":"q","conversation_id":"`+done.ConversationID+`"}`, "X-User", "bob"); resp.StatusCode != 404 {
+		t.Fatalf("bob continued alice's conversation: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/api/conversations", nil)
+	req.Header.Set("X-User", "bob")
+	var list struct{ Conversations []rag.Conversation }
+	if resp, err := http.DefaultClient.Do(req); err != nil || json.NewDecoder(resp.Body).Decode(&list) != nil || len(list.Conversations) != 0 {
+		t.Fatalf("bob lists %+v", list)
+	}
+	if resp, _ := http.Get(f.srv.URL + "/api/conversations"); resp != nil {
+		json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if len(list.Conversations) != 1 || list.Conversations[0].ID != done.ConversationID {
+			t.Fatalf("alice lists %+v", list)
+		}
 	}
 }

@@ -44,6 +44,19 @@ type Deps struct {
 	// 2 min): Lambda keeps streaming after the client leaves, so the server ends it.
 	Chat        *answer.Pipeline
 	ChatTimeout time.Duration
+	// Conversations stores chat threads (needs Chat); User names the caller within the tenant (default
+	// "local" until authentication exists).
+	Conversations Conversations
+	User          func(*http.Request) (string, error)
+}
+
+// Conversations is the relational store as chat history uses it.
+type Conversations interface {
+	CreateConversation(ctx context.Context, c *rag.Conversation) error
+	GetConversation(ctx context.Context, tenant, user, id string) (rag.Conversation, error)
+	ListConversations(ctx context.Context, tenant, user string, limit int) ([]rag.Conversation, error)
+	AppendMessage(ctx context.Context, m *rag.Message) error
+	ListMessages(ctx context.Context, tenant, conversationID string, limit int) ([]rag.Message, error)
 }
 
 // New returns the handler.
@@ -56,6 +69,9 @@ func New(d Deps) http.Handler {
 	}
 	if d.MaxUploadBytes <= 0 {
 		d.MaxUploadBytes = 64 << 20
+	}
+	if d.User == nil {
+		d.User = func(*http.Request) (string, error) { return "local", nil }
 	}
 	if d.ChatTimeout <= 0 {
 		d.ChatTimeout = 2 * time.Minute

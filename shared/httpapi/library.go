@@ -54,6 +54,10 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/kbs", l.listKBs)
 	if l.h.d.Chat != nil {
 		mux.HandleFunc("POST /api/chat", l.chat)
+		if l.h.d.Conversations != nil {
+			mux.HandleFunc("GET /api/conversations", l.listConversations)
+			mux.HandleFunc("GET /api/conversations/{id}/messages", l.listMessages)
+		}
 	}
 	mux.HandleFunc("POST /api/kbs", l.createKB)
 	mux.HandleFunc("GET /api/kbs/{kb}", l.getKB)

@@ -1,6 +1,7 @@
 package rag
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -210,4 +211,35 @@ func ValidateVector(v []float32, dim int) error {
 		return fmt.Errorf("zero or non-finite vector")
 	}
 	return nil
+}
+
+// Conversation is one chat thread of one user, limited to the knowledge bases it was opened with.
+type Conversation struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	User      string    `json:"user"`
+	KBIDs     []string  `json:"kb_ids"`
+	Title     string    `json:"title"`
+	Summary   string    `json:"summary,omitempty"` // short summary of turns older than the prompt keeps
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Message is one turn. Assistant messages carry their sources, the event trace and the grading.
+type Message struct {
+	ID               string          `json:"id"`
+	Tenant           string          `json:"-"`
+	ConversationID   string          `json:"conversation_id"`
+	Role             string          `json:"role"` // user or assistant
+	Content          string          `json:"content"`
+	Sources          json.RawMessage `json:"sources,omitempty"`
+	Trace            json.RawMessage `json:"trace,omitempty"`
+	Confidence       float64         `json:"confidence"`
+	Band             string          `json:"band,omitempty"`
+	FromCache        bool            `json:"from_cache"`
+	IsFallback       bool            `json:"is_fallback"`
+	PromptTokens     int             `json:"prompt_tokens"`
+	CompletionTokens int             `json:"completion_tokens"`
+	CostUSD          float64         `json:"cost_usd"`
+	CreatedAt        time.Time       `json:"created_at"`
 }

@@ -3,11 +3,13 @@ package storetest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/sqldb"
@@ -334,6 +336,78 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		must(t, db.ApplyChunks(ctx, "t1", doc.ID, nil, ids[:1100]))
 		if n, _ := db.CountChunks(ctx, rag.Filter{Tenant: "t1"}, ""); n != 100 {
 			t.Fatalf("after removing 1100 of 1200: %d", n)
+		}
+	})
+
+	t.Run("Conversations", func(t *testing.T) {
+		db := migrated(t)
+		ctx := ctxT(t)
+		c := rag.Conversation{Tenant: "t1", User: "alice", KBIDs: []string{"kb_a"}, Title: strings.Repeat("标题", 150)}
+		must(t, db.CreateConversation(ctx, &c))
+		if !strings.HasPrefix(c.ID, "conv_") || len([]rune(c.Title)) != 200 {
+			t.Fatalf("created %+v", c)
+		}
+		got, err := db.GetConversation(ctx, "t1", "alice", c.ID)
+		if err != nil || got.ID != c.ID || len(got.KBIDs) != 1 || got.KBIDs[0] != "kb_a" || got.Title != c.Title {
+			t.Fatalf("GetConversation = %+v, %v", got, err)
+		}
+		for _, who := range [][2]string{{"t1", "bob"}, {"t2", "alice"}, {"t1", "alice' OR '1'='1"}} {
+			if _, err := db.GetConversation(ctx, who[0], who[1], c.ID); !rag.Is(err, rag.KindNotFound) {
+				t.Errorf("GetConversation as %v = %v, want NotFound", who, err)
+			}
+		}
+		for i := range 6 {
+			role := []string{"user", "assistant"}[i%2]
+			m := rag.Message{Tenant: "t1", ConversationID: c.ID, Role: role, Content: fmt.Sprintf("turn %d", i)}
+			if role == "assistant" {
+				m.Sources, m.Trace, m.Confidence, m.Band, m.IsFallback, m.PromptTokens = json.RawMessage(`[{"n":1}]`), json.RawMessage(`[{"event":"meta"}]`), 0.9, "HIGH", true, 12
+			}
+			must(t, db.AppendMessage(ctx, &m))
+		}
+		msgs, err := db.ListMessages(ctx, "t1", c.ID, 4)
+		if err != nil || len(msgs) != 4 || msgs[0].Content != "turn 2" || msgs[3].Content != "turn 5" {
+			t.Fatalf("ListMessages = %+v, %v (want turns 2-5, oldest first)", msgs, err)
+		}
+		if a := msgs[1]; a.Role != "assistant" || a.Band != "HIGH" || !a.IsFallback || a.PromptTokens != 12 || string(a.Sources) != `[{"n":1}]` || string(a.Trace) != `[{"event":"meta"}]` {
+			t.Fatalf("assistant message %+v", a)
+		}
+		if u := msgs[0]; string(u.Sources) != "[]" || u.IsFallback {
+			t.Fatalf("user message %+v", u)
+		}
+		for i := 1; i < len(msgs); i++ {
+			if !msgs[i].CreatedAt.After(msgs[i-1].CreatedAt) {
+				t.Fatalf("message times not strictly increasing: %v then %v", msgs[i-1].CreatedAt, msgs[i].CreatedAt)
+			}
+		}
+		if other, err := db.ListMessages(ctx, "t2", c.ID, 10); err != nil || len(other) != 0 {
+			t.Fatalf("another tenant read %d messages, %v", len(other), err)
+		}
+		for _, bad := range []rag.Message{
+			{Tenant: "t2", ConversationID: c.ID, Role: "user", Content: "x"},
+			{Tenant: "t1", ConversationID: "conv_missing", Role: "user", Content: "x"},
+		} {
+			if err := db.AppendMessage(ctx, &bad); !rag.Is(err, rag.KindNotFound) {
+				t.Errorf("AppendMessage(%+v) = %v, want NotFound", bad, err)
+			}
+		}
+		for _, bad := range []rag.Message{
+			{Tenant: "t1", ConversationID: c.ID, Role: "system", Content: "x"},
+			{Tenant: "t1", ConversationID: c.ID, Role: "assistant", Trace: json.RawMessage(`{not json`)},
+		} {
+			if err := db.AppendMessage(ctx, &bad); !rag.Is(err, rag.KindInvalid) {
+				t.Errorf("AppendMessage(%+v) = %v, want Invalid", bad, err)
+			}
+		}
+		c2 := rag.Conversation{Tenant: "t1", User: "alice"}
+		must(t, db.CreateConversation(ctx, &c2))
+		time.Sleep(2 * time.Millisecond)
+		must(t, db.AppendMessage(ctx, &rag.Message{Tenant: "t1", ConversationID: c.ID, Role: "user", Content: "again"}))
+		list, err := db.ListConversations(ctx, "t1", "alice", 10)
+		if err != nil || len(list) != 2 || list[0].ID != c.ID || list[1].KBIDs == nil {
+			t.Fatalf("ListConversations = %+v, %v (most recently active first)", list, err)
+		}
+		if l, _ := db.ListConversations(ctx, "t1", "bob", 10); len(l) != 0 {
+			t.Fatalf("bob sees %d of alice's conversations", len(l))
 		}
 	})
 
