@@ -28,6 +28,8 @@ type Request struct {
 	Tenant   string   `json:"-"`
 	KBIDs    []string `json:"kb_ids,omitempty"` // empty: every knowledge base of the tenant
 	Question string   `json:"question"`
+	// History is the conversation's earlier turns, oldest first (the prompt keeps the newest that fit).
+	History []llm.Message `json:"-"`
 	// ConversationID and MessageID name where the answer is stored; they are echoed in done.
 	ConversationID string `json:"-"`
 	MessageID      string `json:"-"`
@@ -149,6 +151,9 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	if err != nil {
 		return nil, err
 	}
+	if res == nil {
+		return nil, rag.Errorf(op, rag.KindInternal, "the retriever returned no result")
+	}
 	step("retrieval", t)
 	for k, v := range res.StageMS {
 		done.StageMS["retrieval."+k] = v
@@ -163,7 +168,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		case res.Grade.Tier != rank.TierHigh:
 			mode = ModeLow
 		}
-		if prompt, err = BuildPrompt(q, res.Evidence, mode, p.ContextTokens); err != nil {
+		if prompt, err = BuildPrompt(q, res.Evidence, mode, p.ContextTokens, req.History...); err != nil {
 			return nil, rag.E(op, rag.KindInternal, err)
 		}
 		res.Evidence = res.Evidence[:prompt.Used] // sources are what the model saw
@@ -274,6 +279,8 @@ func (p *Pipeline) shortCircuit(ctx context.Context, req Request, q string) (str
 		return ShortEmergency, p.Guard.Answer, nil
 	}
 	switch Tier0(q) {
+	case ShortMetaConversation:
+		return ShortMetaConversation, historyAnswer(q, req.History), nil
 	case ShortChitchat:
 		return ShortChitchat, chitchatAnswer(q), nil
 	case ShortKBMeta:

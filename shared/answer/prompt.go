@@ -51,12 +51,13 @@ type Prompt struct {
 	Mode     string
 	Used     int // passages that fit under the ceiling (a prefix of the evidence)
 	Flagged  int // injection-like spans neutralised
+	History  int // earlier turns that fit after the passages
 	Tokens   int // estimated prompt tokens
 }
 
 // BuildPrompt assembles the prompt for question over ev under one token ceiling: passages are kept in
 // rank order while they fit (at least one is always kept, cut to fit), the rest are dropped.
-func BuildPrompt(question string, ev []rank.Evidence, mode string, ceiling int) (Prompt, error) {
+func BuildPrompt(question string, ev []rank.Evidence, mode string, ceiling int, history ...llm.Message) (Prompt, error) {
 	if ceiling <= 0 {
 		ceiling = 6000
 	}
@@ -91,9 +92,36 @@ func BuildPrompt(question string, ev []rank.Evidence, mode string, ceiling int) 
 	if err := prompts.ExecuteTemplate(&user, "user.tmpl", map[string]any{"Passages": ps, "Question": question}); err != nil {
 		return p, fmt.Errorf("answer: user prompt: %w", err)
 	}
-	p.Messages = []llm.Message{{Role: "system", Content: sys.String()}, {Role: "user", Content: user.String()}}
-	p.Tokens = text.EstimateTokens(sys.String()) + text.EstimateTokens(user.String())
+	// History gets what the passages left: the newest turns that fit, oldest first.
+	kept := Recent(history, budget)
+	p.History = len(kept)
+	p.Messages = append(append([]llm.Message{{Role: "system", Content: sys.String()}}, kept...), llm.Message{Role: "user", Content: user.String()})
+	for _, m := range p.Messages {
+		p.Tokens += text.EstimateTokens(m.Content)
+	}
 	return p, nil
+}
+
+// Recent returns the newest turns of history that fit in budget tokens, oldest first, with [n] markers
+// removed from assistant turns (they point at sources the new prompt does not have).
+func Recent(history []llm.Message, budget int) []llm.Message {
+	var kept []llm.Message
+	for i := len(history) - 1; i >= 0; i-- {
+		m := history[i]
+		if m.Role == "assistant" {
+			m.Content = strings.TrimSpace(citeRe.ReplaceAllString(m.Content, ""))
+		}
+		cost := text.EstimateTokens(m.Content) + 4
+		if cost > budget {
+			break
+		}
+		budget -= cost
+		kept = append(kept, m)
+	}
+	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
+		kept[i], kept[j] = kept[j], kept[i]
+	}
+	return kept
 }
 
 // cutToTokens shortens s to about n estimated tokens.

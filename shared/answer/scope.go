@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/text"
 )
@@ -15,6 +16,8 @@ const (
 	ShortEmergency = "EMERGENCY"
 	ShortChitchat  = "CHITCHAT"
 	ShortKBMeta    = "KB_META"
+	// ShortMetaConversation is a question about the conversation itself, answered from its history.
+	ShortMetaConversation = "META_CONVERSATION"
 )
 
 // Guard is the safety guard: a question containing one of Phrases gets Answer, with no model call.
@@ -54,9 +57,15 @@ var (
 		`|^\s*(有|都有)?(哪些|什么|几个|多少)(个|份)?(知识库|文档|文件)[？?]?\s*$|^\s*(知识库|文档)(有哪些|有多少)[？?]?\s*$`)
 )
 
+var metaConversation = regexp.MustCompile(`(?i)^\s*(please\s+)?(summari[sz]e|recap)\s+(the\s+|our\s+|this\s+)?(above|conversation|chat|discussion|so far)[\s\w]*[.?!]?\s*$` +
+	`|^\s*what\s+(did|have)\s+(i|we)\s+(ask(ed)?|talked about|discussed)(\s+so far|\s+before|\s+earlier)?\s*\??\s*$` +
+	`|^\s*(请)?(总结|概括|回顾)(一下)?(上面|以上|前面|我们的|刚才的)(的)?(对话|内容|讨论|聊天)?[。？?]?\s*$|^\s*我(刚才|之前|前面)问(了|过)(什么|哪些)(问题)?[？?]?\s*$`)
+
 // Tier0 classifies q by rules: a short-circuit reason, or "" for the full pipeline.
 func Tier0(q string) string {
 	switch {
+	case metaConversation.MatchString(q):
+		return ShortMetaConversation
 	case chitchat.MatchString(q):
 		return ShortChitchat
 	case kbMeta.MatchString(q):
@@ -121,4 +130,38 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// historyAnswer answers a question about the conversation from its history only: the questions asked so
+// far, in order (no model call, so nothing can be invented).
+func historyAnswer(q string, history []llm.Message) string {
+	cjk := false
+	for _, r := range q {
+		if text.IsCJK(r) {
+			cjk = true
+			break
+		}
+	}
+	var asked []string
+	for _, m := range history {
+		if m.Role == "user" {
+			asked = append(asked, truncate(oneLine(m.Content), 200))
+		}
+	}
+	if len(asked) == 0 {
+		if cjk {
+			return "这是本次对话的第一个问题，还没有可以总结的内容。"
+		}
+		return "This is the first question in this conversation, so there is nothing earlier to summarise."
+	}
+	var b strings.Builder
+	if cjk {
+		fmt.Fprintf(&b, "本次对话中你问过 %d 个问题：", len(asked))
+	} else {
+		fmt.Fprintf(&b, "So far in this conversation you asked %d question(s):", len(asked))
+	}
+	for i, a := range asked {
+		fmt.Fprintf(&b, "\n%d. %s", i+1, a)
+	}
+	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
@@ -108,5 +109,61 @@ func TestShortCircuits(t *testing.T) {
 	p.Catalog = nil
 	if done, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "how many documents"}, (&recorder{}).emit); err != nil || done.ShortCircuit != "" {
 		t.Fatalf("no catalog: %+v %v", done, err)
+	}
+}
+
+func TestMetaConversation(t *testing.T) {
+	for q, want := range map[string]string{
+		"Summarize the above":            ShortMetaConversation,
+		"please recap our conversation.": ShortMetaConversation,
+		"What did I ask so far?":         ShortMetaConversation,
+		"总结一下上面的对话":                      ShortMetaConversation,
+		"我刚才问了什么？":                       ShortMetaConversation,
+		"Summarize the leave policy":     "",
+		"What did the contract say?":     "",
+		"总结一下年假政策":                       "",
+	} {
+		if got := Tier0(q); got != want {
+			t.Errorf("Tier0(%q) = %q, want %q", q, got, want)
+		}
+	}
+	fr := &fakeRetriever{}
+	model := &fakeLLM{}
+	p := &Pipeline{Retriever: fr, LLM: model}
+	history := []llm.Message{{Role: "user", Content: "How long is annual leave?"}, {Role: "assistant", Content: "20 days [1]."},
+		{Role: "user", Content: "And sick leave?"}, {Role: "assistant", Content: "10 days [2]."}}
+	done, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "What did I ask so far?", History: history}, (&recorder{}).emit)
+	if err != nil || done.ShortCircuit != ShortMetaConversation || !strings.Contains(done.Answer, "1. How long is annual leave?\n2. And sick leave?") || fr.got.Text != "" || model.got.Model != "" {
+		t.Fatalf("meta conversation: %+v %v", done, err)
+	}
+	done, _ = p.Run(context.Background(), Request{Tenant: "acme", Question: "总结一下上面的对话"}, (&recorder{}).emit)
+	if !strings.Contains(done.Answer, "第一个问题") {
+		t.Fatalf("no history: %q", done.Answer)
+	}
+}
+
+func TestHistoryInPrompt(t *testing.T) {
+	history := []llm.Message{{Role: "user", Content: strings.Repeat("old question ", 400)}, {Role: "assistant", Content: "old answer [1]"},
+		{Role: "user", Content: "How long is annual leave?"}, {Role: "assistant", Content: "Twenty days [1][2]."}}
+	p, err := BuildPrompt("And unused days?", []rank.Evidence{ev("h.docx", "Unused leave carries over.", 1)}, ModeStandard, 900, history...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := []string{}
+	for _, m := range p.Messages {
+		roles = append(roles, m.Role)
+	}
+	if strings.Join(roles, " ") != "system assistant user assistant user" && strings.Join(roles, " ") != "system user assistant user" {
+		t.Fatalf("roles %v", roles)
+	}
+	if p.History == 0 || p.Tokens > 900 {
+		t.Fatalf("history %d tokens %d", p.History, p.Tokens)
+	}
+	n := len(p.Messages)
+	if p.Messages[n-2].Content != "Twenty days ." || p.Messages[n-3].Content != "How long is annual leave?" || strings.Contains(p.Messages[1].Content, "old question old question") {
+		t.Fatalf("history must keep the newest turns, without [n], and drop what does not fit: %+v", p.Messages)
+	}
+	if !strings.Contains(p.Messages[n-1].Content, "Question: And unused days?") {
+		t.Fatal("the question is the last message")
 	}
 }

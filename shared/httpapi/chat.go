@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/docmind/docmind/shared/answer"
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/sse"
 )
@@ -22,6 +23,9 @@ type chatRequest struct {
 	// ConversationID continues a conversation; empty starts one (when history is stored).
 	ConversationID string `json:"conversation_id,omitempty"`
 }
+
+// historyTurns is how many earlier messages a question loads (the prompt keeps the newest that fit).
+const historyTurns = 20
 
 // maxChatKBs bounds the knowledge bases one question may name.
 const maxChatKBs = 32
@@ -99,6 +103,13 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 		}
 		if len(req.KBIDs) == 0 {
 			req.KBIDs = conv.KBIDs
+		}
+		earlier, err := store.ListMessages(r.Context(), req.Tenant, conv.ID, historyTurns)
+		if err != nil {
+			return err
+		}
+		for _, m := range earlier {
+			req.History = append(req.History, llm.Message{Role: m.Role, Content: m.Content})
 		}
 	} else {
 		conv = rag.Conversation{Tenant: req.Tenant, User: user, KBIDs: req.KBIDs, Title: strings.TrimSpace(req.Question)}

@@ -201,6 +201,11 @@ func TestChatConversations(t *testing.T) {
 	if done2.ConversationID != done.ConversationID || f.rec.got[1].Filter.KBIDs[0] != f.mine.ID {
 		t.Fatalf("continued: %+v, scope %+v", done2, f.rec.got[1].Filter)
 	}
+	// A question about the conversation is answered from its stored history.
+	meta := doneOf(t, readSSE(t, f.post(t, `{"question":"What did I ask so far?","conversation_id":"`+done.ConversationID+`"}`)))
+	if meta.ShortCircuit != answer.ShortMetaConversation || !strings.Contains(meta.Answer, "1. How many days of annual leave?\n2. And unused leave?") {
+		t.Fatalf("meta conversation: %+v", meta)
+	}
 	var got struct {
 		Conversation rag.Conversation
 		Messages     []rag.Message
@@ -210,7 +215,7 @@ func TestChatConversations(t *testing.T) {
 		t.Fatalf("messages: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if len(got.Messages) != 4 || got.Messages[0].Role != "user" || got.Messages[1].ID != done.MessageID || got.Conversation.Title != "How many days of annual leave?" {
+	if len(got.Messages) != 6 || got.Messages[0].Role != "user" || got.Messages[1].ID != done.MessageID || got.Conversation.Title != "How many days of annual leave?" {
 		t.Fatalf("messages %+v", got)
 	}
 	a := got.Messages[1]
