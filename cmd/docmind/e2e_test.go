@@ -120,6 +120,26 @@ func TestServeIngestsDemoOnFirstStart(t *testing.T) {
 			t.Fatalf("%s: first citation %+v, want %s", q, s, want)
 		}
 	}
+
+	// Asked a second time the answer is cached; the third time it is replayed.
+	const q = "How many days of paid annual leave do full-time employees get?"
+	second, _ := chat(t, base, q, "demo")
+	third, names := chat(t, base, q, "demo")
+	if second.FromCache || !third.FromCache || third.Answer != second.Answer || strings.Contains(strings.Join(names, " "), "retrieval") {
+		t.Fatalf("cache: second %v, third %v %v", second.FromCache, third.FromCache, names)
+	}
+	// Any change to the knowledge base invalidates it.
+	if resp, b := upload(t, base+"/api/kbs/demo/documents", "file", "extra.md", []byte("# Extra\n\nParking is free.")); resp.StatusCode != 202 {
+		t.Fatalf("upload %d %s", resp.StatusCode, b)
+	}
+	poll(t, "the new document to be ready", func() bool {
+		var list docList
+		getJSON(t, base+"/api/kbs/demo/documents?status=ready", &list)
+		return len(list.Documents) == len(demo.Files())+1
+	})
+	if after, _ := chat(t, base, q, "demo"); after.FromCache {
+		t.Fatal("a cached answer outlived a change to its knowledge base")
+	}
 }
 
 // Short circuits answer from rules and the database, without retrieval.

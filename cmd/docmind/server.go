@@ -77,7 +77,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	h := httpapi.New(httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
 		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, Tenant: localTenant(m.Config), MaxUploadBytes: m.Config.Server.MaxBodyBytes,
-		Chat: wire.Chat(m.Config, chain, s.SQL), Conversations: s.SQL})
+		Chat: wire.Chat(m.Config, chain, s.SQL, s.KV), Conversations: s.SQL})
 	m.srv = &http.Server{
 		Handler:           http.MaxBytesHandler(h, m.Config.Server.MaxBodyBytes),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -59,6 +59,8 @@ type Pipeline struct {
 	// Guard is the safety guard; Catalog answers KB_META questions (nil: they take the full pipeline).
 	Guard   Guard
 	Catalog Catalog
+	// Cache is the semantic cache (nil: off).
+	Cache *SemanticCache
 }
 
 // Done is the final event.
@@ -128,9 +130,26 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	if reason, answer, err := p.shortCircuit(ctx, req, q); err != nil {
 		return nil, err
 	} else if reason != "" {
-		return p.replay(ctx, req, reason, answer, maxTok, emit)
+		return p.replay(ctx, req, &Done{Path: reason, ShortCircuit: reason, Answer: answer, Sources: []Source{}, Answerer: "rules"}, maxTok, emit)
 	}
 	done := &Done{Path: PathStandard, StageMS: map[string]int64{}}
+	var cacheKey string
+	var qvec []float32
+	if p.Cache != nil {
+		t := time.Now()
+		hit, vec, key, err := p.Cache.Lookup(ctx, req, q)
+		switch {
+		case err != nil:
+			done.Degraded = append(done.Degraded, "cache")
+		case hit != nil:
+			replayed := *hit
+			replayed.FromCache, replayed.StageMS = true, map[string]int64{"cache": time.Since(t).Milliseconds()}
+			return p.replay(ctx, req, &replayed, maxTok, emit)
+		default:
+			cacheKey, qvec = key, vec
+		}
+		done.StageMS["cache"] = time.Since(t).Milliseconds()
+	}
 	step := func(name string, start time.Time) { done.StageMS[name] = time.Since(start).Milliseconds() }
 
 	t := time.Now()
@@ -258,6 +277,11 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 			return nil, err
 		}
 	}
+	if cacheKey != "" {
+		if err := p.Cache.Record(ctx, cacheKey, q, qvec, done); err != nil {
+			done.Degraded = append(done.Degraded, "cache")
+		}
+	}
 	return done, finish(ctx, req, done, emit)
 }
 
@@ -293,15 +317,21 @@ func (p *Pipeline) shortCircuit(ctx context.Context, req Request, q string) (str
 	return "", "", nil
 }
 
-// replay streams a fixed answer as start, token*, done (the short-circuit sequence of DESIGN.md
-// section 7), flagged with the reason.
-func (p *Pipeline) replay(ctx context.Context, req Request, reason, answer string, maxTok int, emit Emit) (*Done, error) {
-	done := &Done{Path: reason, ShortCircuit: reason, Sources: []Source{}, Degraded: []string{}, StageMS: map[string]int64{}, Answerer: "rules"}
-	if err := emit("start", map[string]any{"sources": done.Sources, "path": reason, "short_circuit": reason}); err != nil {
+// replay streams a prepared answer (a short circuit's or a cached one) as start, token*, done (the
+// sequence DESIGN.md section 7 gives both), flagged with why.
+func (p *Pipeline) replay(ctx context.Context, req Request, done *Done, maxTok int, emit Emit) (*Done, error) {
+	if done.StageMS == nil {
+		done.StageMS = map[string]int64{}
+	}
+	if done.Degraded == nil {
+		done.Degraded = []string{}
+	}
+	if err := emit("start", map[string]any{"sources": done.Sources, "path": done.Path, "short_circuit": done.ShortCircuit,
+		"from_cache": done.FromCache}); err != nil {
 		return nil, err
 	}
 	var sent strings.Builder
-	for i, tok := range Tokens(answer) {
+	for i, tok := range Tokens(done.Answer) {
 		if i == maxTok {
 			done.Truncated = true
 			break

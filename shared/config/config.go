@@ -131,6 +131,10 @@ type Chat struct {
 	// no model call.
 	EmergencyPhrases string `json:"emergency_phrases" env:"DOCMIND_CHAT_EMERGENCY_PHRASES" doc:"phrases separated by ; that get the fixed emergency answer (empty: guard off)"`
 	EmergencyAnswer  string `json:"emergency_answer" env:"DOCMIND_CHAT_EMERGENCY_ANSWER" doc:"the fixed answer to an emergency phrase"`
+	// The semantic cache (DESIGN.md steps 4 and 15).
+	CacheEnabled   bool          `json:"cache_enabled" env:"DOCMIND_CACHE_ENABLED" doc:"replay answers to questions asked before in the same scope"`
+	CacheThreshold float64       `json:"cache_threshold" env:"DOCMIND_CACHE_THRESHOLD" doc:"cosine similarity for a cache hit, in (0, 1]"`
+	CacheTTL       time.Duration `json:"cache_ttl" env:"DOCMIND_CACHE_TTL" doc:"how long a cached answer lives"`
 }
 
 // Chunking sizes, in characters (runes).
@@ -157,7 +161,7 @@ func Default() Config {
 		KV:         KV{Driver: "memory", Prefix: "dm:"},
 		Blob:       Blob{Driver: "fs", Region: "us-east-1"},
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
-		Chat: Chat{Provider: "offline", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
+		Chat: Chat{Provider: "offline", CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
 			"call your local emergency number or the person responsible now. 如遇紧急情况，请立即拨打当地急救电话或联系负责人。"},
 		Chunking: Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
 		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,
@@ -339,6 +343,10 @@ func (c Config) Validate() error {
 	if r.GradeRerankLow > r.GradeRerankHigh || r.GradeCoverLow > r.GradeCoverHigh {
 		add("DOCMIND_GRADE_*: each low threshold must not exceed its high one")
 	}
+	if c.Chat.CacheThreshold <= 0 || c.Chat.CacheThreshold > 1 {
+		add("DOCMIND_CACHE_THRESHOLD: must be within (0, 1], got %v", c.Chat.CacheThreshold)
+	}
+	positiveDur("DOCMIND_CACHE_TTL", c.Chat.CacheTTL)
 	if r.BM25TitleWeight <= 0 || r.BM25TitleWeight > 20 {
 		add("DOCMIND_BM25_TITLE_WEIGHT: must be within (0, 20], got %v", r.BM25TitleWeight)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
+	"github.com/docmind/docmind/shared/store"
 )
 
 // Embedder picks the embeddings provider: an OpenAI-compatible API when configured, else offline.
@@ -59,10 +60,13 @@ func Retriever(cfg config.Config, kw retrieve.Keyword, vec retrieve.Vectors, chu
 
 // Chat wires the answer pipeline over a retriever: the configured chat model writes answers, or the
 // extractive answerer when the provider is offline; catalog answers questions about the knowledge
-// bases themselves.
-func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog) *answer.Pipeline {
+// bases themselves; kv holds the semantic cache.
+func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog, kv store.KV) *answer.Pipeline {
 	p := &answer.Pipeline{Retriever: r, RerankKnown: r.Reranker != nil, Catalog: catalog,
 		Guard: answer.Guard{Phrases: answer.ParsePhrases(cfg.Chat.EmergencyPhrases), Answer: cfg.Chat.EmergencyAnswer}}
+	if cfg.Chat.CacheEnabled && kv != nil && catalog != nil {
+		p.Cache = &answer.SemanticCache{KV: kv, Embedder: r.Embedder, Catalog: catalog, Threshold: cfg.Chat.CacheThreshold, TTL: cfg.Chat.CacheTTL}
+	}
 	if cfg.Chat.Provider == "openai" {
 		p.LLM = llm.NewOpenAI(cfg.Chat.BaseURL, cfg.Chat.APIKey, nil)
 		p.Model = cfg.Chat.MainModel

@@ -1,0 +1,199 @@
+package answer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/retrieve"
+	"github.com/docmind/docmind/shared/store"
+)
+
+// SemanticCache replays an earlier answer to the same question (DESIGN.md steps 4 and 15). Its scope is
+// the tenant, the exact set of knowledge bases the question may read, and each one's version: any change
+// to a knowledge base bumps its version, so every entry built from the old text becomes unreachable (and
+// expires with its TTL). An answer is stored only once its question has been asked at least twice in
+// the scope, and only when it is grounded (not a fallback, not degraded, band above LOW).
+type SemanticCache struct {
+	KV       store.KV
+	Embedder retrieve.Embedder
+	Catalog  Catalog
+	// Threshold is the cosine similarity for a hit (default 0.92); TTL bounds an entry's life (default
+	// 24 h); MaxEntries bounds one scope (default 200, oldest evicted).
+	Threshold  float64
+	TTL        time.Duration
+	MaxEntries int
+}
+
+type cacheEntry struct {
+	Question string    `json:"q"`
+	Vector   []float32 `json:"v"`
+	Done     Done      `json:"done"`
+	At       int64     `json:"at"` // unix nanoseconds
+}
+
+func (c *SemanticCache) defaults() (float64, time.Duration, int) {
+	th, ttl, n := c.Threshold, c.TTL, c.MaxEntries
+	if th <= 0 || th > 1 {
+		th = 0.92
+	}
+	if ttl <= 0 {
+		ttl = 24 * time.Hour
+	}
+	if n <= 0 {
+		n = 200
+	}
+	return th, ttl, n
+}
+
+// scope returns the cache key of the request's scope: tenant, sorted KB ids and their versions.
+func (c *SemanticCache) scope(ctx context.Context, req Request) (string, error) {
+	kbs, err := c.Catalog.ListKBs(ctx, req.Tenant)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, kb := range kbs {
+		if len(req.KBIDs) == 0 || slices.Contains(req.KBIDs, kb.ID) {
+			parts = append(parts, fmt.Sprintf("%s@%d", kb.ID, kb.Version))
+		}
+	}
+	slices.Sort(parts)
+	h := sha256.Sum256([]byte(req.Tenant + "\x00" + strings.Join(parts, ",")))
+	return "semcache:" + req.Tenant + ":" + hex.EncodeToString(h[:16]), nil
+}
+
+func normalise(q string) string { return strings.ToLower(oneLine(q)) }
+
+// Lookup returns the cached answer for q, or nil. vec is the question's embedding, kept for Store.
+func (c *SemanticCache) Lookup(ctx context.Context, req Request, q string) (*Done, []float32, string, error) {
+	th, _, _ := c.defaults()
+	key, err := c.scope(ctx, req)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	vecs, err := c.Embedder.Embed(ctx, []string{q})
+	if err != nil || len(vecs) != 1 {
+		return nil, nil, key, fmt.Errorf("answer: cache embedding: %w", err)
+	}
+	entries, err := c.KV.HGetAll(ctx, key)
+	if err != nil {
+		return nil, vecs[0], key, err
+	}
+	var best *cacheEntry
+	bestSim := th
+	for _, raw := range entries {
+		var e cacheEntry
+		if json.Unmarshal(raw, &e) != nil {
+			continue // a damaged entry is a miss, never an error
+		}
+		if sim := cosine(vecs[0], e.Vector); sim >= bestSim {
+			best, bestSim = &e, sim
+		}
+	}
+	if best == nil {
+		return nil, vecs[0], key, nil
+	}
+	return &best.Done, vecs[0], key, nil
+}
+
+// Record counts the question in its scope and stores the answer when it qualifies.
+func (c *SemanticCache) Record(ctx context.Context, key, q string, vec []float32, d *Done) error {
+	_, ttl, maxN := c.defaults()
+	if key == "" || vec == nil {
+		return nil
+	}
+	h := sha256.Sum256([]byte(normalise(q)))
+	asked, err := c.KV.IncrBy(ctx, key+":asked:"+hex.EncodeToString(h[:12]), 1, ttl)
+	if err != nil {
+		return err
+	}
+	if asked < 2 || !cacheable(d) {
+		return nil
+	}
+	stored := *d
+	stored.ConversationID, stored.MessageID, stored.StageMS = "", "", nil
+	b, err := json.Marshal(cacheEntry{Question: q, Vector: vec, Done: stored, At: time.Now().UnixNano()})
+	if err != nil {
+		return err
+	}
+	if err := c.KV.HSet(ctx, key, map[string][]byte{hex.EncodeToString(h[:12]): b}); err != nil {
+		return err
+	}
+	if err := c.KV.Expire(ctx, key, ttl); err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	return c.evict(ctx, key, maxN)
+}
+
+// evict keeps the newest maxN entries of a scope.
+func (c *SemanticCache) evict(ctx context.Context, key string, maxN int) error {
+	entries, err := c.KV.HGetAll(ctx, key)
+	if err != nil || len(entries) <= maxN {
+		return err
+	}
+	type aged struct {
+		field string
+		at    int64
+	}
+	var all []aged
+	for f, raw := range entries {
+		var e cacheEntry
+		_ = json.Unmarshal(raw, &e)
+		all = append(all, aged{f, e.At})
+	}
+	slices.SortFunc(all, func(a, b aged) int { // newest first
+		switch {
+		case a.at > b.at:
+			return -1
+		case a.at < b.at:
+			return 1
+		}
+		return strings.Compare(a.field, b.field)
+	})
+	var drop []string
+	for _, a := range all[maxN:] {
+		drop = append(drop, a.field)
+	}
+	return c.KV.HDel(ctx, key, drop...)
+}
+
+func cosine(a, b []float32) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// cacheable: a grounded, complete answer made the usual way. The offline answerer ("llm" degraded with
+// no fallback reason) is the configured state and may be cached; a transient failure may not.
+func cacheable(d *Done) bool {
+	if d.IsFallback || d.Truncated || d.ShortCircuit != "" || d.FallbackReason != "" || d.FromCache {
+		return false
+	}
+	if d.Confidence.Band != BandHigh && d.Confidence.Band != BandMedium {
+		return false
+	}
+	for _, c := range d.Degraded {
+		if c != "llm" {
+			return false
+		}
+	}
+	return true
+}
