@@ -119,6 +119,14 @@ func TestServeIngestsDemoOnFirstStart(t *testing.T) {
 		if s := done.Sources[used[0]-1]; s.FileName != want || !s.Cited {
 			t.Fatalf("%s: first citation %+v, want %s", q, s, want)
 		}
+		if len(done.Recommendations) == 0 || len(done.Recommendations) > 3 {
+			t.Fatalf("%s: recommendations %+v", q, done.Recommendations)
+		}
+		for _, r := range done.Recommendations {
+			if r.FileName == want {
+				t.Fatalf("%s: the cited document is recommended: %+v", q, done.Recommendations)
+			}
+		}
 	}
 
 	// Asked a second time the answer is cached; the third time it is replayed.

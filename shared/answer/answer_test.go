@@ -257,3 +257,23 @@ func slicesContains(s []string, v string) bool {
 	}
 	return false
 }
+
+func TestRecommend(t *testing.T) {
+	sources := []Source{{N: 1, DocumentID: "doc_a", Cited: true}, {N: 2, DocumentID: "doc_b"}}
+	ranked := []rank.Evidence{
+		{DocumentID: "doc_a", FileName: "a"}, {DocumentID: "doc_b", FileName: "b", Chapter: "Leave", Score: 0.7},
+		{DocumentID: "doc_b", FileName: "b"}, {DocumentID: "doc_c", FileName: "c"}, {DocumentID: ""},
+		{DocumentID: "doc_d", FileName: "d"}, {DocumentID: "doc_e", FileName: "e"},
+	}
+	got := Recommend(sources, ranked, 3)
+	var names []string
+	for _, r := range got {
+		names = append(names, r.FileName)
+	}
+	if strings.Join(names, ",") != "b,c,d" || got[0].Chapter != "Leave" || got[0].Score != 0.7 {
+		t.Fatalf("recommendations %+v: uncited documents in rank order, one each, at most 3", got)
+	}
+	if r := Recommend(nil, nil, 3); r == nil || len(r) != 0 {
+		t.Fatalf("no candidates: %#v (an empty list, never null)", r)
+	}
+}

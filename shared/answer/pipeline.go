@@ -82,6 +82,8 @@ type Done struct {
 	// ShortCircuit names why retrieval and the model were skipped (EMERGENCY, CHITCHAT, KB_META); the
 	// confidence band is then empty, since the answer does not come from passages.
 	ShortCircuit string `json:"short_circuit,omitempty"`
+	// Recommendations are up to 3 related documents: retrieved for the question but not cited.
+	Recommendations []Recommendation `json:"recommendations"`
 	// ConversationID and MessageID say where the answer was stored (empty when it was not).
 	ConversationID string `json:"conversation_id,omitempty"`
 	MessageID      string `json:"message_id,omitempty"`
@@ -109,6 +111,38 @@ func (p *Pipeline) Check(req Request) error {
 		return rag.Errorf(op, rag.KindInvalid, "question is longer than %d characters", maxQ)
 	}
 	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}.Validate()
+}
+
+// Recommendation is a related document.
+type Recommendation struct {
+	DocumentID string  `json:"document_id"`
+	KBID       string  `json:"kb_id"`
+	FileName   string  `json:"file_name"`
+	Chapter    string  `json:"chapter,omitempty"` // the best-matching section
+	Score      float64 `json:"score"`
+}
+
+// Recommend returns up to n documents from the ranked candidates that no cited source comes from, in
+// rank order, one entry per document.
+func Recommend(sources []Source, ranked []rank.Evidence, n int) []Recommendation {
+	seen := map[string]bool{}
+	for _, s := range sources {
+		if s.Cited {
+			seen[s.DocumentID] = true
+		}
+	}
+	out := []Recommendation{}
+	for _, e := range ranked {
+		if len(out) == n {
+			break
+		}
+		if e.DocumentID == "" || seen[e.DocumentID] {
+			continue
+		}
+		seen[e.DocumentID] = true
+		out = append(out, Recommendation{DocumentID: e.DocumentID, KBID: e.KBID, FileName: e.FileName, Chapter: e.Chapter, Score: e.Score})
+	}
+	return out
 }
 
 var errTokenCap = errors.New("answer: token cap reached")
@@ -267,6 +301,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		done.Sources[n-1].Cited = true
 	}
 	done.Confidence = Score(done.Answer, len(done.Sources), res.Grade, p.RerankKnown)
+	done.Recommendations = Recommend(done.Sources, res.Reranked, 3)
 	if done.Confidence.Band != BandHigh {
 		msg := "The answer is only partly supported by the documents: check the cited sources."
 		if done.Confidence.Band == BandLow {
@@ -325,6 +360,9 @@ func (p *Pipeline) replay(ctx context.Context, req Request, done *Done, maxTok i
 	}
 	if done.Degraded == nil {
 		done.Degraded = []string{}
+	}
+	if done.Recommendations == nil {
+		done.Recommendations = []Recommendation{}
 	}
 	if err := emit("start", map[string]any{"sources": done.Sources, "path": done.Path, "short_circuit": done.ShortCircuit,
 		"from_cache": done.FromCache}); err != nil {
