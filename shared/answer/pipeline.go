@@ -54,6 +54,8 @@ type Pipeline struct {
 	// first token, means the extractive answerer, and "llm" in degraded.
 	LLM   llm.Streamer
 	Model string
+	// PriceIn and PriceOut are the main model's USD prices per million prompt and completion tokens.
+	PriceIn, PriceOut float64
 	// ContextTokens is the prompt's one token ceiling (default 6000).
 	ContextTokens int
 	// Guard is the safety guard; Catalog answers KB_META questions (nil: they take the full pipeline).
@@ -78,6 +80,7 @@ type Done struct {
 	// FallbackReason is the error kind that made the extractive answerer stand in for the model.
 	FallbackReason string    `json:"fallback_reason,omitempty"`
 	Usage          llm.Usage `json:"usage"`
+	CostUSD        float64   `json:"cost_usd"`                  // from usage and the configured prices (0 offline or unpriced)
 	Flagged        int       `json:"injection_flags,omitempty"` // instruction-like spans removed from passages
 	// ShortCircuit names why retrieval and the model were skipped (EMERGENCY, CHITCHAT, KB_META); the
 	// confidence band is then empty, since the answer does not come from passages.
@@ -269,7 +272,11 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	generated := false
 	if p.LLM != nil {
 		usage, err := p.LLM.Stream(ctx, llm.Request{Model: p.Model, Messages: prompt.Messages, Temperature: 0.3, MaxTokens: maxTok}, send)
+		if usage.PromptTokens == 0 && usage.CompletionTokens == 0 { // the provider did not report: estimate
+			usage = llm.Usage{PromptTokens: prompt.Tokens, CompletionTokens: tokens, Estimated: true}
+		}
 		done.Usage = usage
+		done.CostUSD = (float64(usage.PromptTokens)*p.PriceIn + float64(usage.CompletionTokens)*p.PriceOut) / 1e6
 		switch {
 		case err == nil, errors.Is(err, errTokenCap):
 			generated = true

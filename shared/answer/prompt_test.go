@@ -3,6 +3,7 @@ package answer
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -69,9 +70,10 @@ func TestBuildPrompt(t *testing.T) {
 }
 
 type fakeLLM struct {
-	deltas []string
-	err    error // returned after the deltas
-	got    llm.Request
+	noUsage bool // the provider reports no usage
+	deltas  []string
+	err     error // returned after the deltas
+	got     llm.Request
 }
 
 func (f *fakeLLM) Stream(_ context.Context, req llm.Request, on func(string) error) (llm.Usage, error) {
@@ -81,6 +83,9 @@ func (f *fakeLLM) Stream(_ context.Context, req llm.Request, on func(string) err
 			return llm.Usage{}, err
 		}
 	}
+	if f.noUsage {
+		return llm.Usage{}, f.err
+	}
 	return llm.Usage{PromptTokens: 100, CompletionTokens: len(f.deltas)}, f.err
 }
 
@@ -88,7 +93,7 @@ func TestPipelineWithModel(t *testing.T) {
 	evidence := []rank.Evidence{ev("handbook.docx", "Full-time employees receive 20 days of paid annual leave per year.", 0.9)}
 	fr := &fakeRetriever{res: &retrieve.Result{Evidence: evidence, Grade: rank.Grade{Tier: rank.TierAmbiguous}}}
 	model := &fakeLLM{deltas: []string{"Full-time staff get ", "20 days a year [1]", " and more [5]."}}
-	p := &Pipeline{Retriever: fr, LLM: model, Model: "main"}
+	p := &Pipeline{Retriever: fr, LLM: model, Model: "main", PriceIn: 2, PriceOut: 8}
 	var rec recorder
 	done, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "annual leave?"}, rec.emit)
 	if err != nil {
@@ -100,6 +105,9 @@ func TestPipelineWithModel(t *testing.T) {
 	if done.Confidence.Invalid != 1 || !done.Sources[0].Cited || model.got.Temperature != 0.3 || model.got.Model != "main" || model.got.MaxTokens != 1024 {
 		t.Fatalf("confidence %+v, request %+v", done.Confidence, model.got)
 	}
+	if math.Abs(done.CostUSD-(100*2+3*8)/1e6) > 1e-12 || done.Usage.Estimated {
+		t.Fatalf("cost %v usage %+v", done.CostUSD, done.Usage)
+	}
 	if !strings.Contains(model.got.Messages[0].Content, "partly match") {
 		t.Fatal("an AMBIGUOUS grade must use the low-confidence prompt")
 	}
@@ -107,6 +115,12 @@ func TestPipelineWithModel(t *testing.T) {
 		t.Fatalf("events %q", seq)
 	}
 
+	// A provider that reports no usage: docmind estimates, and says so.
+	p.LLM = &fakeLLM{deltas: []string{"Twenty days [1]."}, noUsage: true}
+	if done, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "annual leave?"}, (&recorder{}).emit); err != nil ||
+		!done.Usage.Estimated || done.Usage.PromptTokens == 0 || done.Usage.CompletionTokens != 1 || done.CostUSD == 0 {
+		t.Fatalf("estimated usage: %+v %v", done, err)
+	}
 	// The provider failing before its first token: the extractive answer stands in, and says why.
 	p.LLM = &fakeLLM{err: rag.Errorf("llm", rag.KindPermission, "401")}
 	done, err = p.Run(context.Background(), Request{Tenant: "acme", Question: "annual leave?"}, (&recorder{}).emit)

@@ -131,6 +131,9 @@ type Chat struct {
 	// no model call.
 	EmergencyPhrases string `json:"emergency_phrases" env:"DOCMIND_CHAT_EMERGENCY_PHRASES" doc:"phrases separated by ; that get the fixed emergency answer (empty: guard off)"`
 	EmergencyAnswer  string `json:"emergency_answer" env:"DOCMIND_CHAT_EMERGENCY_ANSWER" doc:"the fixed answer to an emergency phrase"`
+	// Prices of the main model in USD per million tokens, for the per-answer cost estimate (0: unknown).
+	PriceInputPerMTok  float64 `json:"price_input_per_mtok" env:"DOCMIND_CHAT_PRICE_INPUT" doc:"USD per million prompt tokens of the main model"`
+	PriceOutputPerMTok float64 `json:"price_output_per_mtok" env:"DOCMIND_CHAT_PRICE_OUTPUT" doc:"USD per million completion tokens of the main model"`
 	// The semantic cache (DESIGN.md steps 4 and 15).
 	CacheEnabled   bool          `json:"cache_enabled" env:"DOCMIND_CACHE_ENABLED" doc:"replay answers to questions asked before in the same scope"`
 	CacheThreshold float64       `json:"cache_threshold" env:"DOCMIND_CACHE_THRESHOLD" doc:"cosine similarity for a cache hit, in (0, 1]"`
@@ -347,6 +350,9 @@ func (c Config) Validate() error {
 		add("DOCMIND_CACHE_THRESHOLD: must be within (0, 1], got %v", c.Chat.CacheThreshold)
 	}
 	positiveDur("DOCMIND_CACHE_TTL", c.Chat.CacheTTL)
+	if c.Chat.PriceInputPerMTok < 0 || c.Chat.PriceOutputPerMTok < 0 {
+		add("DOCMIND_CHAT_PRICE_INPUT/OUTPUT: prices must not be negative")
+	}
 	if r.BM25TitleWeight <= 0 || r.BM25TitleWeight > 20 {
 		add("DOCMIND_BM25_TITLE_WEIGHT: must be within (0, 20], got %v", r.BM25TitleWeight)
 	}

@@ -136,7 +136,7 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 		}
 		m := rag.Message{ID: req.MessageID, Tenant: req.Tenant, ConversationID: conv.ID, Role: "assistant", Content: d.Answer,
 			Sources: sources, Trace: traceJSON, Confidence: d.Confidence.Score, Band: d.Confidence.Band, FromCache: d.FromCache,
-			IsFallback: d.IsFallback, PromptTokens: d.Usage.PromptTokens, CompletionTokens: d.Usage.CompletionTokens}
+			IsFallback: d.IsFallback, PromptTokens: d.Usage.PromptTokens, CompletionTokens: d.Usage.CompletionTokens, CostUSD: d.CostUSD}
 		if err := store.AppendMessage(ctx, &m); err != nil {
 			l.h.d.Logger.Error("chat: storing the answer failed", "conversation", conv.ID, "err", err)
 			return err

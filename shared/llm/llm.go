@@ -31,8 +31,9 @@ type Request struct {
 
 // Usage is the token count the provider reported (zero when it did not).
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int  `json:"prompt_tokens"`
+	CompletionTokens int  `json:"completion_tokens"`
+	Estimated        bool `json:"estimated,omitempty"` // counted by docmind's estimate, not reported by the provider
 }
 
 // Streamer streams a completion: onDelta receives each piece of text as it arrives; an error from

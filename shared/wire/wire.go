@@ -70,6 +70,7 @@ func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog, kv s
 	if cfg.Chat.Provider == "openai" {
 		p.LLM = llm.NewOpenAI(cfg.Chat.BaseURL, cfg.Chat.APIKey, nil)
 		p.Model = cfg.Chat.MainModel
+		p.PriceIn, p.PriceOut = cfg.Chat.PriceInputPerMTok, cfg.Chat.PriceOutputPerMTok
 	}
 	return p
 }
