@@ -174,23 +174,33 @@ func TestChatWithModel(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		prompts <- string(b)
 		w.Header().Set("Content-Type", "text/event-stream")
-		for _, d := range []string{"Full-time employees get ", "20 days of paid annual leave [1]."} {
+		deltas := []string{"Full-time employees get ", "20 days of paid annual leave [1]."}
+		if strings.Contains(string(b), "You analyse one question") {
+			deltas = []string{`{"scope":"KB_QUERY","rewrite":"paid annual leave days full-time employees","intent":"policy",` +
+				`"complexity":"simple","specificity":"precise","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`}
+		}
+		for _, d := range deltas {
 			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", d)
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 	defer fake.Close()
 	_, base := startServer(t, func(m *Main) {
-		m.Config.Chat.Provider, m.Config.Chat.BaseURL, m.Config.Chat.APIKey, m.Config.Chat.MainModel = "openai", fake.URL, "sk-test", "main-model"
+		c := &m.Config.Chat
+		c.Provider, c.BaseURL, c.APIKey, c.MainModel, c.SmallModel = "openai", fake.URL, "sk-test", "main-model", "small-model"
 	})
 	waitDemo(t, base)
 	done, _ := chat(t, base, "How many days of paid annual leave do full-time employees get?", "demo")
 	if done.Answerer != "llm" || done.Answer != "Full-time employees get 20 days of paid annual leave [1]." || !done.Sources[0].Cited {
 		t.Fatalf("done %+v", done)
 	}
-	prompt := <-prompts
-	if !strings.Contains(prompt, `"model":"main-model"`) || !strings.Contains(prompt, `\u003cdocuments\u003e`) || !strings.Contains(prompt, "[1] employee-handbook.docx") {
-		t.Fatalf("prompt %s", prompt)
+	understanding, answering := <-prompts, <-prompts
+	if !strings.Contains(understanding, `"model":"small-model"`) || !strings.Contains(understanding, `"temperature":1e-45`) {
+		t.Fatalf("understanding request %s", understanding)
+	}
+	if !strings.Contains(answering, `"model":"main-model"`) || !strings.Contains(answering, `\u003cdocuments\u003e`) ||
+		!strings.Contains(answering, "[1] employee-handbook.docx") || !strings.Contains(answering, `"temperature":0.3`) {
+		t.Fatalf("answer request %s", answering)
 	}
 }
 

@@ -63,6 +63,8 @@ type Pipeline struct {
 	Catalog Catalog
 	// Cache is the semantic cache (nil: off).
 	Cache *SemanticCache
+	// Understander makes the merged understanding call (nil: rules only).
+	Understander *Understander
 }
 
 // Done is the final event.
@@ -190,20 +192,25 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	step := func(name string, start time.Time) { done.StageMS[name] = time.Since(start).Milliseconds() }
 
 	t := time.Now()
-	if err := emit("understanding", map[string]any{
-		"query": q, "rewritten": false, "source": "rules",
-		"reason": "no language model configured: the question is used as asked",
-	}); err != nil {
+	u := p.Understander.Understand(ctx, q, req.History)
+	step("understanding", t)
+	if u.Scope == ScopeOutOfScope {
+		return p.replay(ctx, req, &Done{Path: ScopeOutOfScope, ShortCircuit: ScopeOutOfScope, Answer: outOfScopeAnswer(q),
+			Sources: []Source{}, Answerer: "rules", StageMS: done.StageMS}, maxTok, emit)
+	}
+	if err := emit("understanding", map[string]any{"query": q, "rewritten": u.Rewrite != q, "understanding": u}); err != nil {
 		return nil, err
 	}
-	step("understanding", t)
-	if err := emit("routing", map[string]any{"path": PathStandard, "reason": "RULES_DEFAULT",
-		"detail": "one question, no selected document; decomposition and the agentic path need a language model"}); err != nil {
+	route := map[string]any{"path": PathStandard, "reason": "RULES_DEFAULT", "detail": "one question, no selected document"}
+	if u.Decompose {
+		route["reason"], route["detail"] = "DECOMPOSITION_NOT_BUILT", "the question asks about several things; decomposed retrieval is not built yet, so it is answered on the standard path"
+	}
+	if err := emit("routing", route); err != nil {
 		return nil, err
 	}
 
 	t = time.Now()
-	res, err := p.Retriever.Retrieve(ctx, retrieve.Query{Text: q, Filter: f})
+	res, err := p.Retriever.Retrieve(ctx, retrieve.Query{Text: u.Rewrite, Filter: f})
 	if err != nil {
 		return nil, err
 	}

@@ -165,3 +165,13 @@ func historyAnswer(q string, history []llm.Message) string {
 	}
 	return b.String()
 }
+
+// outOfScopeAnswer is the fixed refusal for requests no document could answer.
+func outOfScopeAnswer(q string) string {
+	for _, r := range q {
+		if text.IsCJK(r) {
+			return "这个请求超出了知识库问答的范围。我只根据你的知识库文档回答问题，请换一个与文档相关的问题。"
+		}
+	}
+	return "That request is outside what docmind does: it answers questions from the documents in your knowledge bases. Ask about something the documents cover."
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"time"
 
@@ -70,7 +71,13 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onDelta func(string) e
 	for i, m := range req.Messages {
 		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
 	}
-	creq := openai.ChatCompletionRequest{Model: req.Model, Messages: msgs, Temperature: req.Temperature,
+	temp := req.Temperature
+	if temp == 0 {
+		// go-openai omits a zero temperature (omitempty) and the API then uses its default (1.0): send
+		// the smallest positive value instead, which every provider treats as greedy.
+		temp = math.SmallestNonzeroFloat32
+	}
+	creq := openai.ChatCompletionRequest{Model: req.Model, Messages: msgs, Temperature: temp,
 		MaxTokens: req.MaxTokens, Stream: true, StreamOptions: &openai.StreamOptions{IncludeUsage: true}}
 	var usage Usage
 	for attempt := 0; ; attempt++ {

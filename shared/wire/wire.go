@@ -70,6 +70,11 @@ func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog, kv s
 	if cfg.Chat.Provider == "openai" {
 		p.LLM = llm.NewOpenAI(cfg.Chat.BaseURL, cfg.Chat.APIKey, nil)
 		p.Model = cfg.Chat.MainModel
+		small := cfg.Chat.SmallModel
+		if small == "" {
+			small = cfg.Chat.MainModel
+		}
+		p.Understander = &answer.Understander{LLM: p.LLM, Model: small}
 		p.PriceIn, p.PriceOut = cfg.Chat.PriceInputPerMTok, cfg.Chat.PriceOutputPerMTok
 	}
 	return p

@@ -1,0 +1,76 @@
+package answer
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
+	"github.com/docmind/docmind/shared/retrieve"
+)
+
+func TestUnderstandRules(t *testing.T) {
+	var u *Understander
+	got := u.Understand(context.Background(), "How many days of annual leave?", nil)
+	if got.Source != "rules" || got.Rewrite != "How many days of annual leave?" || got.Scope != ScopeKBQuery || got.Decompose {
+		t.Fatalf("rules: %+v", got)
+	}
+	for _, q := range []string{"Compare plan A and plan B", "A 和 B 的区别是什么", "leave vs. sick days", "Is it paid? Who approves?"} {
+		if got := u.Understand(context.Background(), q, nil); !got.Decompose || got.Complexity != "complex" || !strings.Contains(got.Reason, "decomposition forced") {
+			t.Errorf("%q must force decomposition: %+v", q, got)
+		}
+	}
+}
+
+func TestUnderstandWithModel(t *testing.T) {
+	reply := func(s string) *Understander { return &Understander{LLM: &fakeLLM{deltas: []string{s}}, Model: "small"} }
+	good := "Sure:\n```json\n{\"scope\":\"KB_QUERY\",\"rewrite\":\"annual leave days for full-time employees\",\"intent\":\"policy lookup\"," +
+		"\"complexity\":\"simple\",\"specificity\":\"precise\",\"decompose\":false,\"sub_queries\":[],\"time_aware\":false,\"memory_hints\":[\"works full-time\"]}\n```"
+	got := reply(good).Understand(context.Background(), "and how many for me?", nil)
+	if got.Source != "llm" || got.Rewrite != "annual leave days for full-time employees" || len(got.MemoryHints) != 1 {
+		t.Fatalf("valid reply: %+v", got)
+	}
+	// Questions of 10 characters or fewer are not rewritten.
+	if got := reply(good).Understand(context.Background(), "年假多少天？", nil); got.Rewrite != "年假多少天？" || got.Source != "llm" {
+		t.Fatalf("short question rewritten: %+v", got)
+	}
+	for name, bad := range map[string]string{
+		"not json":       "I think the user wants leave info.",
+		"bad scope":      strings.Replace(good, "KB_QUERY", "WHATEVER", 1),
+		"bad enum":       strings.Replace(good, `"precise"`, `"very"`, 1),
+		"too many subs":  strings.Replace(good, `"sub_queries":[]`, `"sub_queries":["a","b","c","d","e"]`, 1),
+		"empty sub item": strings.Replace(good, `"sub_queries":[]`, `"sub_queries":[" "]`, 1),
+	} {
+		got := reply(bad).Understand(context.Background(), "How many days of annual leave?", nil)
+		if got.Source != "rules" || got.Rewrite != "How many days of annual leave?" || !strings.Contains(got.Reason, "rejected") {
+			t.Errorf("%s: %+v", name, got)
+		}
+	}
+	failing := &Understander{LLM: &fakeLLM{err: rag.Errorf("llm", rag.KindUnavailable, "down")}}
+	if got := failing.Understand(context.Background(), "How many days of annual leave?", nil); got.Source != "rules" || !strings.Contains(got.Reason, "failed") {
+		t.Fatalf("failing model: %+v", got)
+	}
+}
+
+func TestPipelineUsesUnderstanding(t *testing.T) {
+	fr := &fakeRetriever{res: &retrieve.Result{Evidence: []rank.Evidence{ev("h.docx", "Full-time employees receive 20 days of annual leave.", 0.9)},
+		Grade: rank.Grade{Tier: rank.TierHigh}}}
+	p := &Pipeline{Retriever: fr, Understander: &Understander{LLM: &fakeLLM{deltas: []string{`{"scope":"KB_QUERY","rewrite":"annual leave days full-time",` +
+		`"intent":"x","complexity":"simple","specificity":"precise","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`}}}}
+	var rec recorder
+	if _, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "and for full-timers?"}, rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if fr.got.Text != "annual leave days full-time" {
+		t.Fatalf("retrieval used %q, want the rewrite", fr.got.Text)
+	}
+	fr.got = retrieve.Query{}
+	p.Understander = &Understander{LLM: &fakeLLM{deltas: []string{`{"scope":"OUT_OF_SCOPE","rewrite":"","intent":"poem","complexity":"simple",` +
+		`"specificity":"fuzzy","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`}}}
+	rec = recorder{}
+	done, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "Write me a poem about cats"}, rec.emit)
+	if err != nil || done.ShortCircuit != ScopeOutOfScope || fr.got.Text != "" || strings.Join(rec.names, " ")[:11] != "start token" {
+		t.Fatalf("out of scope: %+v %v %v", done, rec.names, err)
+	}
+}
