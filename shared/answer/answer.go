@@ -30,6 +30,8 @@ type Source struct {
 	Snippet    string  `json:"snippet"`
 	Score      float64 `json:"score"`
 	Cited      bool    `json:"cited"`
+	// Served lists the sub-questions this source answers (decomposed questions only).
+	Served []string `json:"served,omitempty"`
 }
 
 // SnippetRunes bounds a source's snippet.

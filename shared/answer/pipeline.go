@@ -150,6 +150,9 @@ func Recommend(sources []Source, ranked []rank.Evidence, n int) []Recommendation
 	return out
 }
 
+// decomposedK is how many evidence items a decomposed question keeps across its sub-questions.
+const decomposedK = 8
+
 var errTokenCap = errors.New("answer: token cap reached")
 
 // Run answers req, emitting understanding, routing, retrieval, grader, rerank, start, token*,
@@ -201,16 +204,29 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	if err := emit("understanding", map[string]any{"query": q, "rewritten": u.Rewrite != q, "understanding": u}); err != nil {
 		return nil, err
 	}
+	decomposed := u.Decompose && len(u.SubQueries) >= 2
 	route := map[string]any{"path": PathStandard, "reason": "RULES_DEFAULT", "detail": "one question, no selected document"}
-	if u.Decompose {
-		route["reason"], route["detail"] = "DECOMPOSITION_NOT_BUILT", "the question asks about several things; decomposed retrieval is not built yet, so it is answered on the standard path"
+	switch {
+	case decomposed:
+		done.Path = PathDecomposed
+		route = map[string]any{"path": PathDecomposed, "reason": "DECOMPOSED", "sub_queries": u.SubQueries,
+			"detail": "each sub-question is retrieved on its own and the evidence merged"}
+	case u.Decompose:
+		route["reason"], route["detail"] = "DECOMPOSITION_WITHOUT_SUBQUERIES", "the question asks about several things but no sub-questions were produced (the rules cannot split a question), so it is answered on the standard path"
 	}
 	if err := emit("routing", route); err != nil {
 		return nil, err
 	}
 
 	t = time.Now()
-	res, err := p.Retriever.Retrieve(ctx, retrieve.Query{Text: u.Rewrite, Filter: f})
+	var res *retrieve.Result
+	var served map[string][]string
+	var err error
+	if decomposed {
+		res, served, err = retrieveDecomposed(ctx, p.Retriever, u.SubQueries, f, decomposedK)
+	} else {
+		res, err = p.Retriever.Retrieve(ctx, retrieve.Query{Text: u.Rewrite, Filter: f})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +239,10 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	}
 	done.Degraded = append(done.Degraded, res.Degraded...)
 	var prompt Prompt
+	promptQuestion := q
+	if decomposed {
+		promptQuestion = decomposedQuestion(q, u.SubQueries)
+	}
 	if p.LLM != nil {
 		mode := ModeStandard
 		switch {
@@ -231,7 +251,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		case res.Grade.Tier != rank.TierHigh:
 			mode = ModeLow
 		}
-		if prompt, err = BuildPrompt(q, res.Evidence, mode, p.ContextTokens, req.History...); err != nil {
+		if prompt, err = BuildPrompt(promptQuestion, res.Evidence, mode, p.ContextTokens, req.History...); err != nil {
 			return nil, rag.E(op, rag.KindInternal, err)
 		}
 		res.Evidence = res.Evidence[:prompt.Used] // sources are what the model saw
@@ -246,6 +266,9 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		return nil, err
 	}
 	done.Sources = Sources(res.Evidence)
+	for i := range done.Sources {
+		done.Sources[i].Served = served[done.Sources[i].ChunkID]
+	}
 	top := make([]map[string]any, 0, len(done.Sources))
 	for _, s := range done.Sources {
 		top = append(top, map[string]any{"n": s.N, "file_name": s.FileName, "chapter": s.Chapter, "score": s.Score})
