@@ -25,9 +25,11 @@ type Emit func(name string, v any) error
 
 // Request is one question.
 type Request struct {
-	Tenant   string   `json:"-"`
-	KBIDs    []string `json:"kb_ids,omitempty"` // empty: every knowledge base of the tenant
-	Question string   `json:"question"`
+	Tenant string   `json:"-"`
+	KBIDs  []string `json:"kb_ids,omitempty"` // empty: every knowledge base of the tenant
+	// DocumentIDs limits retrieval to selected documents (the SELECTED_DOC path).
+	DocumentIDs []string `json:"document_ids,omitempty"`
+	Question    string   `json:"question"`
 	// History is the conversation's earlier turns, oldest first (the prompt keeps the newest that fit).
 	History []llm.Message `json:"-"`
 	// ConversationID and MessageID name where the answer is stored; they are echoed in done.
@@ -96,7 +98,8 @@ type Done struct {
 
 // Path names and the reason codes of the routing event.
 const (
-	PathStandard = "STANDARD"
+	PathStandard    = "STANDARD"
+	PathSelectedDoc = "SELECTED_DOC"
 )
 
 // Check validates a request, so that a server can reject it with a status before the stream starts.
@@ -115,7 +118,7 @@ func (p *Pipeline) Check(req Request) error {
 	case utf8.RuneCountInString(q) > maxQ:
 		return rag.Errorf(op, rag.KindInvalid, "question is longer than %d characters", maxQ)
 	}
-	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}.Validate()
+	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs, DocumentIDs: req.DocumentIDs}.Validate()
 }
 
 // Recommendation is a related document.
@@ -168,7 +171,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		maxTok = 1024
 	}
 	q := strings.TrimSpace(req.Question)
-	f := rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}
+	f := rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs, DocumentIDs: req.DocumentIDs}
 	if reason, answer, err := p.shortCircuit(ctx, req, q); err != nil {
 		return nil, err
 	} else if reason != "" {
@@ -204,15 +207,31 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	if err := emit("understanding", map[string]any{"query": q, "rewritten": u.Rewrite != q, "understanding": u}); err != nil {
 		return nil, err
 	}
-	decomposed := u.Decompose && len(u.SubQueries) >= 2
+	selected := len(req.DocumentIDs) > 0
+	decomposed := u.Decompose && len(u.SubQueries) >= 2 && !selected
 	route := map[string]any{"path": PathStandard, "reason": "RULES_DEFAULT", "detail": "one question, no selected document"}
 	switch {
+	case selected:
+		done.Path = PathSelectedDoc
+		route = map[string]any{"path": PathSelectedDoc, "reason": "SELECTED_DOC", "documents": req.DocumentIDs,
+			"detail": "retrieval is limited to the documents the user selected"}
 	case decomposed:
 		done.Path = PathDecomposed
 		route = map[string]any{"path": PathDecomposed, "reason": "DECOMPOSED", "sub_queries": u.SubQueries,
 			"detail": "each sub-question is retrieved on its own and the evidence merged"}
 	case u.Decompose:
 		route["reason"], route["detail"] = "DECOMPOSITION_WITHOUT_SUBQUERIES", "the question asks about several things but no sub-questions were produced (the rules cannot split a question), so it is answered on the standard path"
+	}
+	var hyde string
+	if !decomposed && u.Specificity == "fuzzy" && p.Understander != nil && p.Understander.LLM != nil {
+		th := time.Now()
+		h, err := p.Understander.HyDE(ctx, u.Rewrite)
+		if err != nil {
+			done.Degraded = append(done.Degraded, "hyde")
+		}
+		hyde = h
+		route["hyde"] = hyde != ""
+		step("hyde", th)
 	}
 	if err := emit("routing", route); err != nil {
 		return nil, err
@@ -225,7 +244,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	if decomposed {
 		res, served, err = retrieveDecomposed(ctx, p.Retriever, u.SubQueries, f, decomposedK)
 	} else {
-		res, err = p.Retriever.Retrieve(ctx, retrieve.Query{Text: u.Rewrite, Filter: f})
+		res, err = p.Retriever.Retrieve(ctx, retrieve.Query{Text: u.Rewrite, HyDE: hyde, Filter: f})
 	}
 	if err != nil {
 		return nil, err

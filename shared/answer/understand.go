@@ -147,3 +147,26 @@ func postRules(q string, u Understanding) Understanding {
 	}
 	return u
 }
+
+const hydePrompt = `Write a short passage (at most 120 words) that could appear in a company document and would answer the question. Write only the passage, in the language of the question. It is used only to search, never shown.`
+
+// HyDE writes a hypothetical answer passage for a fuzzy question (it replaces the question on the vector
+// leg only). An empty result and an error mean: search with the question.
+func (u *Understander) HyDE(ctx context.Context, q string) (string, error) {
+	if u == nil || u.LLM == nil {
+		return "", nil
+	}
+	var out strings.Builder
+	_, err := u.LLM.Stream(ctx, llm.Request{Model: u.Model, Temperature: 0.3, MaxTokens: 240, Messages: []llm.Message{
+		{Role: "system", Content: hydePrompt}, {Role: "user", Content: q}}}, func(d string) error {
+		if out.Len() > 8<<10 {
+			return fmt.Errorf("HyDE passage longer than 8 KiB")
+		}
+		out.WriteString(d)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out.String()), nil
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
@@ -72,5 +73,50 @@ func TestPipelineUsesUnderstanding(t *testing.T) {
 	done, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "Write me a poem about cats"}, rec.emit)
 	if err != nil || done.ShortCircuit != ScopeOutOfScope || fr.got.Text != "" || strings.Join(rec.names, " ")[:11] != "start token" {
 		t.Fatalf("out of scope: %+v %v %v", done, rec.names, err)
+	}
+}
+
+// scriptLLM answers each call with the next reply (an error reply fails the call).
+type scriptLLM struct {
+	replies []any
+	calls   int
+}
+
+func (s *scriptLLM) Stream(_ context.Context, _ llm.Request, on func(string) error) (llm.Usage, error) {
+	r := s.replies[min(s.calls, len(s.replies)-1)]
+	s.calls++
+	if err, ok := r.(error); ok {
+		return llm.Usage{}, err
+	}
+	return llm.Usage{}, on(r.(string))
+}
+
+func TestHyDEForFuzzyQuestions(t *testing.T) {
+	fuzzy := `{"scope":"KB_QUERY","rewrite":"how do we treat people who are away a lot","intent":"x","complexity":"simple",` +
+		`"specificity":"fuzzy","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`
+	fr := &fakeRetriever{res: &retrieve.Result{Grade: rank.Grade{NoEvidence: true}}}
+	for _, c := range []struct {
+		second   any
+		hyde     string
+		degraded bool
+	}{
+		{"Employees absent for more than ten days need a medical certificate.", "Employees absent for more than ten days need a medical certificate.", false},
+		{rag.Errorf("llm", rag.KindUnavailable, "down"), "", true},
+	} {
+		s := &scriptLLM{replies: []any{fuzzy, c.second}}
+		p := &Pipeline{Retriever: fr, Understander: &Understander{LLM: s}}
+		done, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "how do we treat people who are away a lot?"}, (&recorder{}).emit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fr.got.HyDE != c.hyde || fr.got.Text != "how do we treat people who are away a lot" || strings.Contains(strings.Join(done.Degraded, ","), "hyde") != c.degraded {
+			t.Fatalf("query %+v, degraded %v", fr.got, done.Degraded)
+		}
+	}
+	// Precise questions make no HyDE call.
+	s := &scriptLLM{replies: []any{strings.Replace(fuzzy, `"fuzzy"`, `"precise"`, 1), "passage"}}
+	p := &Pipeline{Retriever: fr, Understander: &Understander{LLM: s}}
+	if _, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "how do we treat people who are away a lot?"}, (&recorder{}).emit); err != nil || s.calls != 1 || fr.got.HyDE != "" {
+		t.Fatalf("precise: %d calls, hyde %q", s.calls, fr.got.HyDE)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ type chatRequest struct {
 	// KBs names the knowledge bases to search, by id or name; empty searches the conversation's, or all
 	// of the caller's.
 	KBs []string `json:"kbs,omitempty"`
+	// Documents limits the answer to these documents (ids), the SELECTED_DOC path.
+	Documents []string `json:"documents,omitempty"`
 	// ConversationID continues a conversation; empty starts one (when history is stored).
 	ConversationID string `json:"conversation_id,omitempty"`
 }
@@ -45,8 +48,8 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, `body must be {"question": ..., "kbs": [...]}: %v`, err))
 		return
 	}
-	if len(in.KBs) > maxChatKBs {
-		l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "at most %d knowledge bases per question", maxChatKBs))
+	if len(in.KBs) > maxChatKBs || len(in.Documents) > maxChatKBs {
+		l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "at most %d knowledge bases and %d documents per question", maxChatKBs, maxChatKBs))
 		return
 	}
 	req := answer.Request{Tenant: tenant, Question: in.Question}
@@ -57,6 +60,21 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.KBIDs = append(req.KBIDs, kb.ID)
+	}
+	for _, id := range in.Documents {
+		doc, err := l.lib.GetDocument(r.Context(), tenant, id)
+		if err != nil {
+			if rag.Is(err, rag.KindInvalid) || rag.Is(err, rag.KindNotFound) {
+				err = rag.Errorf("httpapi", rag.KindNotFound, "no document %q", id)
+			}
+			l.fail(w, r, err)
+			return
+		}
+		if len(in.KBs) > 0 && !slices.Contains(req.KBIDs, doc.KBID) {
+			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "document %q is not in the knowledge bases named", id))
+			return
+		}
+		req.DocumentIDs = append(req.DocumentIDs, doc.ID)
 	}
 	if err := l.h.d.Chat.Check(req); err != nil {
 		l.fail(w, r, err)

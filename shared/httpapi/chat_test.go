@@ -61,9 +61,10 @@ func readSSE(t *testing.T, resp *http.Response) []sseEvent {
 // chatFixture serves the handler over a SQLite store with two tenants' knowledge bases; the caller's
 // tenant is "acme" and its user is the X-User header (default "alice").
 type chatFixture struct {
-	srv          *httptest.Server
-	rec          *scopeRecorder
-	mine, theirs rag.KnowledgeBase
+	srv             *httptest.Server
+	rec             *scopeRecorder
+	mine, theirs    rag.KnowledgeBase
+	myDoc, theirDoc rag.Document
 }
 
 func newChatFixture(t *testing.T, history bool) *chatFixture {
@@ -80,6 +81,13 @@ func newChatFixture(t *testing.T, history bool) *chatFixture {
 	f := &chatFixture{rec: &scopeRecorder{}, mine: rag.KnowledgeBase{Tenant: "acme", Name: "handbook"}, theirs: rag.KnowledgeBase{Tenant: "other", Name: "secrets"}}
 	for _, kb := range []*rag.KnowledgeBase{&f.mine, &f.theirs} {
 		if err := db.CreateKB(ctx, kb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.myDoc = rag.Document{Tenant: "acme", KBID: f.mine.ID, SourceURI: "inbox/handbook/leave.md"}
+	f.theirDoc = rag.Document{Tenant: "other", KBID: f.theirs.ID, SourceURI: "inbox/secrets/plan.md"}
+	for _, d := range []*rag.Document{&f.myDoc, &f.theirDoc} {
+		if err := db.CreateDocument(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,5 +250,28 @@ func TestChatConversations(t *testing.T) {
 		if len(list.Conversations) != 1 || list.Conversations[0].ID != done.ConversationID {
 			t.Fatalf("alice lists %+v", list)
 		}
+	}
+}
+
+func TestChatSelectedDocuments(t *testing.T) {
+	f := newChatFixture(t, false)
+	events := readSSE(t, f.post(t, `{"question":"How many days of annual leave?","kbs":["handbook"],"documents":["`+f.myDoc.ID+`"]}`))
+	if done := doneOf(t, events); done.Path != answer.PathSelectedDoc {
+		t.Fatalf("path %s", done.Path)
+	}
+	if q := f.rec.got[0]; len(q.Filter.DocumentIDs) != 1 || q.Filter.DocumentIDs[0] != f.myDoc.ID || q.Filter.Tenant != "acme" {
+		t.Fatalf("filter %+v", q.Filter)
+	}
+	for body, code := range map[string]int{
+		`{"question":"q","kbs":["handbook"],"documents":["` + f.theirDoc.ID + `"]}`: 404, // another tenant's document
+		`{"question":"q","kbs":["handbook"],"documents":["doc_' OR 1=1"]}`:          404,
+		`{"question":"q","kbs":["handbook"],"documents":["doc_missing"]}`:           404,
+	} {
+		if resp := f.post(t, body); resp.StatusCode != code {
+			t.Errorf("%s: %d, want %d", body, resp.StatusCode, code)
+		}
+	}
+	if len(f.rec.got) != 1 {
+		t.Fatalf("rejected requests reached retrieval: %d", len(f.rec.got))
 	}
 }
