@@ -21,7 +21,7 @@ const NoEvidenceAnswer = "No language model is configured, and no passage in the
 
 // NoMatchAnswer is the extractive answer when passages were retrieved but none shares a word with the
 // question (the vector leg found them): nothing is quoted, the passages are still listed as sources.
-const NoMatchAnswer = "No language model is configured, and none of the retrieved passages contains the words of the question, so nothing is quoted. The closest passages are listed as sources; they may still be relevant."
+const NoMatchAnswer = "No language model is configured, and no sentence in the retrieved passages shares the words of the question, so nothing is quoted. The closest passages are listed as sources; they may still be relevant."
 
 // Extractive composes answers from the best sentences of the top sources, each followed by its [n].
 type Extractive struct {
