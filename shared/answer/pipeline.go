@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -67,6 +68,8 @@ type Pipeline struct {
 	Cache *SemanticCache
 	// Understander makes the merged understanding call (nil: rules only).
 	Understander *Understander
+	// Web searches the web when the grader asks for compensation (nil: off).
+	Web *WebSearch
 }
 
 // Done is the final event.
@@ -89,6 +92,8 @@ type Done struct {
 	// ShortCircuit names why retrieval and the model were skipped (EMERGENCY, CHITCHAT, KB_META); the
 	// confidence band is then empty, since the answer does not come from passages.
 	ShortCircuit string `json:"short_circuit,omitempty"`
+	// WebSources counts the web results added as sources (grader-gated compensation).
+	WebSources int `json:"web_sources,omitempty"`
 	// Recommendations are up to 3 related documents: retrieved for the question but not cited.
 	Recommendations []Recommendation `json:"recommendations"`
 	// ConversationID and MessageID say where the answer was stored (empty when it was not).
@@ -257,6 +262,17 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		done.StageMS["retrieval."+k] = v
 	}
 	done.Degraded = append(done.Degraded, res.Degraded...)
+	if p.Web != nil && res.Grade.WebCompensation && !selected {
+		tw := time.Now()
+		web, err := p.Web.Search(ctx, u.Rewrite)
+		step("web", tw)
+		if err != nil {
+			done.Degraded = append(done.Degraded, "web")
+		} else if len(web) > 0 {
+			res.Evidence = append(slices.Clone(res.Evidence), web...) // KB evidence keeps the first numbers
+			done.WebSources = len(web)
+		}
+	}
 	var prompt Prompt
 	promptQuestion := q
 	if decomposed {

@@ -134,6 +134,9 @@ type Chat struct {
 	// Prices of the main model in USD per million tokens, for the per-answer cost estimate (0: unknown).
 	PriceInputPerMTok  float64 `json:"price_input_per_mtok" env:"DOCMIND_CHAT_PRICE_INPUT" doc:"USD per million prompt tokens of the main model"`
 	PriceOutputPerMTok float64 `json:"price_output_per_mtok" env:"DOCMIND_CHAT_PRICE_OUTPUT" doc:"USD per million completion tokens of the main model"`
+	// Web search (Tavily-compatible), called only when the grader asks for compensation.
+	WebSearchURL    string `json:"web_search_url" env:"DOCMIND_WEB_SEARCH_URL" doc:"Tavily-compatible search endpoint"`
+	WebSearchAPIKey string `json:"web_search_api_key" env:"DOCMIND_WEB_SEARCH_API_KEY" secret:"true" doc:"web search API key (empty: web search off)"`
 	// The semantic cache (DESIGN.md steps 4 and 15).
 	CacheEnabled   bool          `json:"cache_enabled" env:"DOCMIND_CACHE_ENABLED" doc:"replay answers to questions asked before in the same scope"`
 	CacheThreshold float64       `json:"cache_threshold" env:"DOCMIND_CACHE_THRESHOLD" doc:"cosine similarity for a cache hit, in (0, 1]"`
@@ -164,7 +167,7 @@ func Default() Config {
 		KV:         KV{Driver: "memory", Prefix: "dm:"},
 		Blob:       Blob{Driver: "fs", Region: "us-east-1"},
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
-		Chat: Chat{Provider: "offline", CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
+		Chat: Chat{Provider: "offline", CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, WebSearchURL: "https://api.tavily.com/search", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
 			"call your local emergency number or the person responsible now. 如遇紧急情况，请立即拨打当地急救电话或联系负责人。"},
 		Chunking: Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
 		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,

@@ -10,6 +10,7 @@ import (
 	"github.com/docmind/docmind/shared/embed"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/llm"
+	"github.com/docmind/docmind/shared/netx"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
 	"github.com/docmind/docmind/shared/store"
@@ -64,6 +65,9 @@ func Retriever(cfg config.Config, kw retrieve.Keyword, vec retrieve.Vectors, chu
 func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog, kv store.KV) *answer.Pipeline {
 	p := &answer.Pipeline{Retriever: r, RerankKnown: r.Reranker != nil, Catalog: catalog,
 		Guard: answer.Guard{Phrases: answer.ParsePhrases(cfg.Chat.EmergencyPhrases), Answer: cfg.Chat.EmergencyAnswer}}
+	if cfg.Chat.WebSearchAPIKey != "" {
+		p.Web = &answer.WebSearch{URL: cfg.Chat.WebSearchURL, APIKey: cfg.Chat.WebSearchAPIKey, Client: netx.NewClient(netx.Options{})}
+	}
 	if cfg.Chat.CacheEnabled && kv != nil && catalog != nil {
 		p.Cache = &answer.SemanticCache{KV: kv, Embedder: r.Embedder, Catalog: catalog, Threshold: cfg.Chat.CacheThreshold, TTL: cfg.Chat.CacheTTL}
 	}
