@@ -2,7 +2,6 @@ package answer
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,10 +19,6 @@ func TestWebCompensation(t *testing.T) {
 	status := http.StatusOK
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		var in struct {
-			Query, APIKey string `json:"api_key"`
-		}
-		_ = json.Unmarshal(b, &in)
 		queries = append(queries, string(b))
 		if r.Header.Get("Authorization") != "Bearer tv-key" {
 			t.Errorf("authorization %q", r.Header.Get("Authorization"))
