@@ -79,6 +79,9 @@ func Config(dsn string, o Options) (*mysql.Config, error) {
 	}
 	cfg.ParseTime = true
 	cfg.RejectReadOnly = true
+	// RowsAffected must count matched rows, as SQLite does: an UPDATE that writes the values a row
+	// already holds (two writes in one millisecond) would otherwise look like a missing row (NotFound).
+	cfg.ClientFoundRows = true
 	// SET NAMES utf8mb4 COLLATE utf8mb4_bin on every connection (a "charset" entry in Params would be
 	// sent as a system variable, which servers reject)
 	if err := cfg.Apply(mysql.Charset("utf8mb4", "utf8mb4_bin")); err != nil {

@@ -398,6 +398,13 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 				t.Errorf("AppendMessage(%+v) = %v, want Invalid", bad, err)
 			}
 		}
+		// Writes in the same millisecond leave updated_at unchanged: the conversation must still be found
+		// (MySQL counts changed rows unless the client asks for matched rows).
+		burst := rag.Conversation{Tenant: "t1", User: "carol"}
+		must(t, db.CreateConversation(ctx, &burst))
+		for i := range 30 {
+			must(t, db.AppendMessage(ctx, &rag.Message{Tenant: "t1", ConversationID: burst.ID, Role: "user", Content: fmt.Sprint(i)}))
+		}
 		c2 := rag.Conversation{Tenant: "t1", User: "alice"}
 		must(t, db.CreateConversation(ctx, &c2))
 		time.Sleep(2 * time.Millisecond)
