@@ -118,3 +118,21 @@ func TestVarsCoverEveryEnvTag(t *testing.T) {
 		t.Errorf("only %d vars", len(seen))
 	}
 }
+
+// The chat settings added for issue #5 are validated with the rest.
+func TestValidateChatSettings(t *testing.T) {
+	_, err := Load("", env(map[string]string{
+		"DOCMIND_CACHE_THRESHOLD":  "1.5",
+		"DOCMIND_CACHE_TTL":        "0s",
+		"DOCMIND_CHAT_PRICE_INPUT": "-1",
+	}))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 3 {
+		t.Fatalf("want 3 problems, got %v", err)
+	}
+	for _, want := range []string{"DOCMIND_CACHE_THRESHOLD", "DOCMIND_CACHE_TTL", "DOCMIND_CHAT_PRICE_INPUT"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+}
