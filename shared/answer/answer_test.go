@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -231,7 +232,7 @@ func TestPipelineRejectsAndFails(t *testing.T) {
 		}
 	}
 	var rec recorder
-	if _, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "q"}, rec.emit); !rag.Is(err, rag.KindUnavailable) || slicesContains(rec.names, "start") {
+	if _, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "q"}, rec.emit); !rag.Is(err, rag.KindUnavailable) || slices.Contains(rec.names, "start") {
 		t.Fatalf("retrieval failure: %v after %v", err, rec.names)
 	}
 	// A client that goes away stops the stream.
@@ -246,34 +247,5 @@ func TestPipelineRejectsAndFails(t *testing.T) {
 	})
 	if !errors.Is(err, stop) {
 		t.Fatalf("emit error must end the run: %v", err)
-	}
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func TestRecommend(t *testing.T) {
-	sources := []Source{{N: 1, DocumentID: "doc_a", Cited: true}, {N: 2, DocumentID: "doc_b"}}
-	ranked := []rank.Evidence{
-		{DocumentID: "doc_a", FileName: "a"}, {DocumentID: "doc_b", FileName: "b", Chapter: "Leave", Score: 0.7},
-		{DocumentID: "doc_b", FileName: "b"}, {DocumentID: "doc_c", FileName: "c"}, {DocumentID: ""},
-		{DocumentID: "doc_d", FileName: "d"}, {DocumentID: "doc_e", FileName: "e"},
-	}
-	got := Recommend(sources, ranked, 3)
-	var names []string
-	for _, r := range got {
-		names = append(names, r.FileName)
-	}
-	if strings.Join(names, ",") != "b,c,d" || got[0].Chapter != "Leave" || got[0].Score != 0.7 {
-		t.Fatalf("recommendations %+v: uncited documents in rank order, one each, at most 3", got)
-	}
-	if r := Recommend(nil, nil, 3); r == nil || len(r) != 0 {
-		t.Fatalf("no candidates: %#v (an empty list, never null)", r)
 	}
 }

@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -150,13 +151,7 @@ func (c *SemanticCache) evict(ctx context.Context, key string, maxN int) error {
 		all = append(all, aged{f, e.At})
 	}
 	slices.SortFunc(all, func(a, b aged) int { // newest first
-		switch {
-		case a.at > b.at:
-			return -1
-		case a.at < b.at:
-			return 1
-		}
-		return strings.Compare(a.field, b.field)
+		return cmp.Or(cmp.Compare(b.at, a.at), strings.Compare(a.field, b.field))
 	})
 	var drop []string
 	for _, a := range all[maxN:] {

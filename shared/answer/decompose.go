@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -70,7 +71,7 @@ func retrieveDecomposed(ctx context.Context, r Retriever, subs []string, f rag.F
 	if failed > 0 {
 		merged.Degraded = append(merged.Degraded, "subquery")
 	}
-	slices.SortStableFunc(merged.Reranked, func(a, b rank.Evidence) int { return cmpDesc(a.Score, b.Score) })
+	slices.SortStableFunc(merged.Reranked, func(a, b rank.Evidence) int { return cmp.Compare(b.Score, a.Score) })
 	var served map[string][]string
 	merged.Evidence, served = Merge(lists, listSubs, k)
 	// The weakest sub-question sets the tier: one well-answered part does not make the whole answer strong.
@@ -143,7 +144,7 @@ func Merge(lists [][]rank.Evidence, subs []string, k int) ([]rank.Evidence, map[
 			}
 		}
 	}
-	slices.SortStableFunc(rest, func(a, b left) int { return cmpDesc(a.e.Score, b.e.Score) })
+	slices.SortStableFunc(rest, func(a, b left) int { return cmp.Compare(b.e.Score, a.e.Score) })
 	for _, r := range rest {
 		if total == k {
 			break
@@ -169,16 +170,6 @@ func Merge(lists [][]rank.Evidence, subs []string, k int) ([]rank.Evidence, map[
 		}
 	}
 	return out, served
-}
-
-func cmpDesc(a, b float64) int {
-	switch {
-	case a > b:
-		return -1
-	case a < b:
-		return 1
-	}
-	return 0
 }
 
 // decomposedQuestion tells the model the parts it must answer.

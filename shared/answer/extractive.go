@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -99,15 +100,7 @@ func (x Extractive) Compose(query string, ev []rank.Evidence) string {
 	if len(cands) == 0 {
 		return NoMatchAnswer
 	}
-	slices.SortStableFunc(cands, func(a, b candidate) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.score, a.score) })
 	// Keep only sentences that cover at least half as much of the question as the best one: a sentence
 	// that shares one common word with the question is noise next to one that answers it.
 	floor := cands[0].cover / 2

@@ -317,35 +317,20 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 
 	t = time.Now()
 	done.IsFallback = len(res.Evidence) == 0
-	var sent strings.Builder
-	tokens := 0
-	send := func(tok string) error {
-		if tokens == maxTok {
-			done.Truncated = true
-			return errTokenCap
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		if err := emit("token", map[string]string{"text": tok}); err != nil {
-			return err
-		}
-		tokens++
-		sent.WriteString(tok)
-		return nil
-	}
+	ts := &tokenStream{ctx: ctx, emit: emit, max: maxTok, done: done}
+	send := ts.send
 	generated := false
 	if p.LLM != nil {
 		usage, err := p.LLM.Stream(ctx, llm.Request{Model: p.Model, Messages: prompt.Messages, Temperature: 0.3, MaxTokens: maxTok}, send)
 		if usage.PromptTokens == 0 && usage.CompletionTokens == 0 { // the provider did not report: estimate
-			usage = llm.Usage{PromptTokens: prompt.Tokens, CompletionTokens: tokens, Estimated: true}
+			usage = llm.Usage{PromptTokens: prompt.Tokens, CompletionTokens: ts.n, Estimated: true}
 		}
 		done.Usage = usage
 		done.CostUSD = (float64(usage.PromptTokens)*p.PriceIn + float64(usage.CompletionTokens)*p.PriceOut) / 1e6
 		switch {
 		case err == nil, errors.Is(err, errTokenCap):
 			generated = true
-		case sent.Len() > 0 || ctx.Err() != nil:
+		case ts.n > 0 || ctx.Err() != nil:
 			return nil, err // half an answer is not repaired with another one
 		default:
 			done.Degraded = append(done.Degraded, "llm")
@@ -358,16 +343,12 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		done.Answerer = "llm"
 	} else {
 		done.Answerer = "extractive"
-		for _, tok := range Tokens(p.Answerer.Compose(q, res.Evidence)) {
-			if err := send(tok); errors.Is(err, errTokenCap) {
-				break
-			} else if err != nil {
-				return nil, err
-			}
+		if err := ts.sendAll(p.Answerer.Compose(q, res.Evidence)); err != nil {
+			return nil, err
 		}
 	}
 	step("generation", t)
-	done.Answer = sent.String()
+	done.Answer = ts.text.String()
 	used, _ := Citations(done.Answer, len(done.Sources))
 	for _, n := range used {
 		done.Sources[n-1].Cited = true
@@ -440,20 +421,50 @@ func (p *Pipeline) replay(ctx context.Context, req Request, done *Done, maxTok i
 		"from_cache": done.FromCache}); err != nil {
 		return nil, err
 	}
-	var sent strings.Builder
-	for i, tok := range Tokens(done.Answer) {
-		if i == maxTok {
-			done.Truncated = true
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := emit("token", map[string]string{"text": tok}); err != nil {
-			return nil, err
-		}
-		sent.WriteString(tok)
+	ts := &tokenStream{ctx: ctx, emit: emit, max: maxTok, done: done}
+	if err := ts.sendAll(done.Answer); err != nil {
+		return nil, err
 	}
-	done.Answer = sent.String()
+	done.Answer = ts.text.String()
 	return done, finish(ctx, req, done, emit)
+}
+
+// tokenStream emits token events under the token cap and keeps what was sent: the one path for model,
+// extractive, short-circuit and cached answers.
+type tokenStream struct {
+	ctx  context.Context
+	emit Emit
+	max  int
+	done *Done
+	n    int
+	text strings.Builder
+}
+
+// send emits one token; errTokenCap (and done.Truncated) once the cap is reached.
+func (t *tokenStream) send(tok string) error {
+	if t.n == t.max {
+		t.done.Truncated = true
+		return errTokenCap
+	}
+	if err := t.ctx.Err(); err != nil {
+		return fmt.Errorf("answer: %w", err)
+	}
+	if err := t.emit("token", map[string]string{"text": tok}); err != nil {
+		return err
+	}
+	t.n++
+	t.text.WriteString(tok)
+	return nil
+}
+
+// sendAll streams a whole answer, stopping quietly at the cap.
+func (t *tokenStream) sendAll(answer string) error {
+	for _, tok := range Tokens(answer) {
+		if err := t.send(tok); errors.Is(err, errTokenCap) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }

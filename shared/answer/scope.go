@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/docmind/docmind/shared/llm"
@@ -100,7 +101,7 @@ func kbMetaAnswer(ctx context.Context, c Catalog, req Request) (string, error) {
 	var b strings.Builder
 	n := 0
 	for _, kb := range kbs {
-		if len(req.KBIDs) > 0 && !contains(req.KBIDs, kb.ID) {
+		if len(req.KBIDs) > 0 && !slices.Contains(req.KBIDs, kb.ID) {
 			continue
 		}
 		docs, err := c.ListDocuments(ctx, req.Tenant, kb.ID, "ready")
@@ -121,15 +122,6 @@ func kbMetaAnswer(ctx context.Context, c Catalog, req Request) (string, error) {
 		return "There is no knowledge base to search yet. Create one and add documents to it.", nil
 	}
 	return fmt.Sprintf("You can ask about %d knowledge base(s):", n) + b.String(), nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // historyAnswer answers a question about the conversation from its history only: the questions asked so

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -42,10 +41,8 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in chatRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, `body must be {"question": ..., "kbs": [...]}: %v`, err))
+	if err := decodeBody(r, &in, `{"question": ..., "kbs": [...]}`); err != nil {
+		l.fail(w, r, err)
 		return
 	}
 	if len(in.KBs) > maxChatKBs || len(in.Documents) > maxChatKBs {
@@ -164,14 +161,23 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 	return nil
 }
 
-func (l *library) listConversations(w http.ResponseWriter, r *http.Request) {
+// caller returns the caller's tenant and user, or writes the error and returns false.
+func (l *library) caller(w http.ResponseWriter, r *http.Request) (string, string, bool) {
 	tenant, ok := l.scope(w, r)
 	if !ok {
-		return
+		return "", "", false
 	}
 	user, err := l.h.d.User(r)
 	if err != nil {
 		l.fail(w, r, err)
+		return "", "", false
+	}
+	return tenant, user, true
+}
+
+func (l *library) listConversations(w http.ResponseWriter, r *http.Request) {
+	tenant, user, ok := l.caller(w, r)
+	if !ok {
 		return
 	}
 	list, err := l.h.d.Conversations.ListConversations(r.Context(), tenant, user, 100)
@@ -183,13 +189,8 @@ func (l *library) listConversations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) listMessages(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	tenant, user, ok := l.caller(w, r)
 	if !ok {
-		return
-	}
-	user, err := l.h.d.User(r)
-	if err != nil {
-		l.fail(w, r, err)
 		return
 	}
 	conv, err := l.h.d.Conversations.GetConversation(r.Context(), tenant, user, r.PathValue("id"))

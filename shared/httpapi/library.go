@@ -91,6 +91,17 @@ func (l *library) resolveKB(ctx context.Context, tenant, key string) (rag.Knowle
 	return kb, err
 }
 
+// decodeBody decodes a JSON body of at most 64 KiB with no unknown fields; shape names the expected form
+// in the error.
+func decodeBody(r *http.Request, v any, shape string) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return rag.Errorf("httpapi", rag.KindInvalid, "body must be %s: %v", shape, err)
+	}
+	return nil
+}
+
 // scope returns the caller's tenant, or writes the error and returns false.
 func (l *library) scope(w http.ResponseWriter, r *http.Request) (string, bool) {
 	tenant, err := l.tenant(r)
@@ -137,10 +148,8 @@ func (l *library) createKB(w http.ResponseWriter, r *http.Request) {
 		Name        string `json:"name"`
 		Description string `json:"description"`
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "body must be {\"name\": ..., \"description\": ...}: %v", err))
+	if err := decodeBody(r, &in, `{"name": ..., "description": ...}`); err != nil {
+		l.fail(w, r, err)
 		return
 	}
 	kb := rag.KnowledgeBase{Tenant: tenant, Name: in.Name, Description: in.Description}
