@@ -50,6 +50,9 @@ func TestSemanticCache(t *testing.T) {
 	}
 	const q = "How many days of paid annual leave do full-time employees get?"
 	first, _ := ask("acme", q, "kb_1")
+	if r.got.Vector == nil {
+		t.Fatal("the question's cache embedding must be handed to retrieval, not computed twice")
+	}
 	second, _ := ask("acme", q, "kb_1")
 	if first.FromCache || second.FromCache || r.calls != 2 {
 		t.Fatalf("an answer is cached only once its question was asked twice (calls %d)", r.calls)

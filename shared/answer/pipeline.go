@@ -249,7 +249,11 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	if decomposed {
 		res, served, err = retrieveDecomposed(ctx, p.Retriever, u.SubQueries, f, decomposedK)
 	} else {
-		res, err = p.Retriever.Retrieve(ctx, retrieve.Query{Text: u.Rewrite, HyDE: hyde, Filter: f})
+		rq := retrieve.Query{Text: u.Rewrite, HyDE: hyde, Filter: f}
+		if u.Rewrite == q {
+			rq.Vector = qvec // the cache already embedded the question
+		}
+		res, err = p.Retriever.Retrieve(ctx, rq)
 	}
 	if err != nil {
 		return nil, err

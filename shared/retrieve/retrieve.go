@@ -65,8 +65,11 @@ type Retriever struct {
 
 // Query is one retrieval request.
 type Query struct {
-	Text   string
-	HyDE   string // hypothetical answer: replaces Text on the vector leg only (fuzzy queries)
+	Text string
+	HyDE string // hypothetical answer: replaces Text on the vector leg only (fuzzy queries)
+	// Vector is Text's embedding when the caller already has it (the semantic cache embeds the question
+	// first); it saves one embedding call. Ignored when HyDE is set.
+	Vector []float32
 	Filter rag.Filter
 }
 
@@ -106,6 +109,10 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 		text := q.Text
 		if q.HyDE != "" {
 			text = q.HyDE // the BM25 leg keeps the user's words: generated text would dilute IDF
+		}
+		if q.Vector != nil && q.HyDE == "" {
+			res.Vector, verr = r.Vectors.Search(ctx, q.Vector, o.LegK, q.Filter)
+			return
 		}
 		var v [][]float32
 		if v, verr = r.Embedder.Embed(ctx, []string{text}); verr == nil {

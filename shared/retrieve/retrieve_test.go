@@ -143,6 +143,32 @@ func TestDegradedLegsAndRerank(t *testing.T) {
 	_ = rank.TierHigh
 }
 
+// A query that brings its embedding does not embed again, and ranks as if it had.
+func TestQueryVectorSkipsEmbedding(t *testing.T) {
+	e := setup(t)
+	q := Query{Text: "安心保 A 款 等待期", Filter: rag.Filter{Tenant: "t1"}}
+	want, err := e.r.Retrieve(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.r.Embedder.Embed(context.Background(), []string{q.Text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.r.Embedder = failingEmbedder{}
+	q.Vector = v[0]
+	got, err := e.r.Retrieve(context.Background(), q)
+	if err != nil || len(got.Degraded) != 0 || len(got.Vector) != len(want.Vector) || got.Evidence[0].ChunkID != want.Evidence[0].ChunkID {
+		t.Fatalf("with a given vector: degraded %v, %d vector hits (want %d), err %v", got.Degraded, len(got.Vector), len(want.Vector), err)
+	}
+}
+
+type failingEmbedder struct{}
+
+func (failingEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, errors.New("embedder called")
+}
+
 type failingKeyword struct{}
 
 func (failingKeyword) Search(context.Context, string, int, rag.Filter) ([]rag.Hit, error) {
