@@ -83,7 +83,9 @@ type Done struct {
 	Degraded   []string         `json:"degraded"`
 	StageMS    map[string]int64 `json:"stage_ms"`
 	Truncated  bool             `json:"truncated,omitempty"`
-	Answerer   string           `json:"answerer"` // "llm" or "extractive"
+	// Partial says the model stopped mid-answer (an error event came first): the answer is what arrived.
+	Partial  bool   `json:"partial,omitempty"`
+	Answerer string `json:"answerer"` // "llm" or "extractive"
 	// FallbackReason is the error kind that made the extractive answerer stand in for the model.
 	FallbackReason string    `json:"fallback_reason,omitempty"`
 	Usage          llm.Usage `json:"usage"`
@@ -334,8 +336,17 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		switch {
 		case err == nil, errors.Is(err, errTokenCap):
 			generated = true
-		case ts.n > 0 || ctx.Err() != nil:
-			return nil, err // half an answer is not repaired with another one
+		case ctx.Err() != nil:
+			return nil, err
+		case ts.n > 0:
+			// Half an answer is not repaired with another one: the client is told the stream broke, then
+			// gets done with what it was sent, marked partial (and the answer is not cached).
+			generated, done.Partial, cacheKey = true, true, ""
+			done.Degraded = append(done.Degraded, "llm")
+			if err := emit("error", map[string]any{"code": rag.KindOf(err).String(), "partial": true,
+				"message": "the model stopped in the middle of the answer; what was received is kept"}); err != nil {
+				return nil, err
+			}
 		default:
 			done.Degraded = append(done.Degraded, "llm")
 			done.FallbackReason = rag.KindOf(err).String()
