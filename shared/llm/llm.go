@@ -18,8 +18,12 @@ import (
 
 // Message is one chat message.
 type Message struct {
-	Role    string `json:"role"` // system, user, assistant
+	Role    string `json:"role"` // system, user, assistant, tool
 	Content string `json:"content"`
+	// ToolCalls are the tools an assistant message asked for; ToolCallID names the call a tool message
+	// answers.
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
 
 // Request is one completion.
@@ -67,18 +71,8 @@ func NewOpenAI(baseURL, apiKey string, hc *http.Client) *OpenAI {
 // Stream implements Streamer.
 func (o *OpenAI) Stream(ctx context.Context, req Request, onDelta func(string) error) (Usage, error) {
 	const op = "llm.Stream"
-	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
-	}
-	temp := req.Temperature
-	if temp == 0 {
-		// go-openai omits a zero temperature (omitempty) and the API then uses its default (1.0): send
-		// the smallest positive value instead, which every provider treats as greedy.
-		temp = math.SmallestNonzeroFloat32
-	}
-	creq := openai.ChatCompletionRequest{Model: req.Model, Messages: msgs, Temperature: temp,
-		MaxTokens: req.MaxTokens, Stream: true, StreamOptions: &openai.StreamOptions{IncludeUsage: true}}
+	creq := chatRequest(req)
+	creq.Stream, creq.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
 	var usage Usage
 	for attempt := 0; ; attempt++ {
 		delivered, err := o.once(ctx, creq, onDelta, &usage)
@@ -97,6 +91,25 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onDelta func(string) e
 			return usage, rag.E(op, rag.KindUnavailable, err)
 		}
 	}
+}
+
+// chatRequest converts a Request to go-openai's.
+func chatRequest(req Request) openai.ChatCompletionRequest {
+	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, c := range m.ToolCalls {
+			msgs[i].ToolCalls = append(msgs[i].ToolCalls, openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
+				Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
+		}
+	}
+	temp := req.Temperature
+	if temp == 0 {
+		// go-openai omits a zero temperature (omitempty) and the API then uses its default (1.0): send
+		// the smallest positive value instead, which every provider treats as greedy.
+		temp = math.SmallestNonzeroFloat32
+	}
+	return openai.ChatCompletionRequest{Model: req.Model, Messages: msgs, Temperature: temp, MaxTokens: req.MaxTokens}
 }
 
 type callbackError struct{ err error }

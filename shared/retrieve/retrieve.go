@@ -71,6 +71,8 @@ type Query struct {
 	// first); it saves one embedding call. Ignored when HyDE is set.
 	Vector []float32
 	Filter rag.Filter
+	// KeywordOnly skips the vector leg (the agent's keyword_search tool: exact names, codes, numbers).
+	KeywordOnly bool
 }
 
 // Result holds every stage's output.
@@ -106,6 +108,9 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 	var kerr, verr error
 	wg.Go(func() { res.Keyword, kerr = r.Keyword.Search(ctx, q.Text, o.LegK, q.Filter) })
 	wg.Go(func() {
+		if q.KeywordOnly {
+			return
+		}
 		text := q.Text
 		if q.HyDE != "" {
 			text = q.HyDE // the BM25 leg keeps the user's words: generated text would dilute IDF

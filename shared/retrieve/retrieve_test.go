@@ -174,3 +174,13 @@ type failingKeyword struct{}
 func (failingKeyword) Search(context.Context, string, int, rag.Filter) ([]rag.Hit, error) {
 	return nil, errors.New("down")
 }
+
+// KeywordOnly runs the BM25 leg alone: no embedding, no vector hits, not reported as degraded.
+func TestKeywordOnly(t *testing.T) {
+	e := setup(t)
+	e.r.Embedder = failingEmbedder{}
+	got, err := e.r.Retrieve(context.Background(), Query{Text: "安心保 A 款 等待期", Filter: rag.Filter{Tenant: "t1"}, KeywordOnly: true})
+	if err != nil || len(got.Vector) != 0 || len(got.Keyword) == 0 || len(got.Degraded) != 0 || len(got.Evidence) == 0 {
+		t.Fatalf("keyword only: %d vector, %d keyword, degraded %v, err %v", len(got.Vector), len(got.Keyword), got.Degraded, err)
+	}
+}
