@@ -70,6 +70,8 @@ type Pipeline struct {
 	Understander *Understander
 	// Web searches the web when the grader asks for compensation (nil: off).
 	Web *WebSearch
+	// Agent runs the AGENTIC path for complex questions (nil: they take the standard path).
+	Agent *Agent
 }
 
 // Done is the final event.
@@ -96,6 +98,9 @@ type Done struct {
 	ShortCircuit string `json:"short_circuit,omitempty"`
 	// WebSources counts the web results added as sources (grader-gated compensation).
 	WebSources int `json:"web_sources,omitempty"`
+	// AgentRounds and AgentStop say how the AGENTIC loop went (rounds run, and why it stopped).
+	AgentRounds int    `json:"agent_rounds,omitempty"`
+	AgentStop   string `json:"agent_stop,omitempty"`
 	// Recommendations are up to 3 related documents: retrieved for the question but not cited.
 	Recommendations []Recommendation `json:"recommendations"`
 	// ConversationID and MessageID say where the answer was stored (empty when it was not).
@@ -226,11 +231,16 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		done.Path = PathDecomposed
 		route = map[string]any{"path": PathDecomposed, "reason": "DECOMPOSED", "sub_queries": u.SubQueries,
 			"detail": "each sub-question is retrieved on its own and the evidence merged"}
+	case u.Complexity == "complex" && p.Agent != nil && p.Agent.LLM != nil:
+		done.Path = PathAgentic
+		route = map[string]any{"path": PathAgentic, "reason": "COMPLEX",
+			"detail": "a complex question: the model searches with read-only tools until nothing new is found"}
 	case u.Decompose:
 		route["reason"], route["detail"] = "DECOMPOSITION_WITHOUT_SUBQUERIES", "the question asks about several things but no sub-questions were produced (the rules cannot split a question), so it is answered on the standard path"
 	}
 	var hyde string
-	if !decomposed && u.Specificity == "fuzzy" && p.Understander != nil && p.Understander.LLM != nil {
+	agentic := done.Path == PathAgentic
+	if !decomposed && !agentic && u.Specificity == "fuzzy" && p.Understander != nil && p.Understander.LLM != nil {
 		th := time.Now()
 		h, err := p.Understander.HyDE(ctx, u.Rewrite)
 		if err != nil {
@@ -248,9 +258,23 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	var res *retrieve.Result
 	var served map[string][]string
 	var err error
-	if decomposed {
+	var agentUsage llm.Usage
+	if agentic {
+		ar, err := p.Agent.run(ctx, p, u.Rewrite, f, emit)
+		if err != nil {
+			return nil, err
+		}
+		res, agentUsage, done.AgentRounds, done.AgentStop = ar.res, ar.usage, ar.rounds, ar.stop
+		if ar.stop == "MODEL_FAILED" {
+			done.Degraded = append(done.Degraded, "agent")
+		}
+	}
+	switch {
+	case decomposed:
 		res, served, err = retrieveDecomposed(ctx, p.Retriever, u.SubQueries, f, decomposedK)
-	} else {
+	case !agentic || len(res.Evidence) == 0:
+		// The standard retrieval; also under an agent that found nothing (or never searched), so that
+		// the answer is not written from nothing because the model did not look.
 		rq := retrieve.Query{Text: u.Rewrite, HyDE: hyde, Filter: f}
 		if u.Rewrite == q {
 			rq.Vector = qvec // the cache already embedded the question
@@ -268,7 +292,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		done.StageMS["retrieval."+k] = v
 	}
 	done.Degraded = append(done.Degraded, res.Degraded...)
-	if p.Web != nil && res.Grade.WebCompensation && !selected {
+	if p.Web != nil && res.Grade.WebCompensation && !selected && !agentic { // the agent had web_search itself
 		tw := time.Now()
 		web, err := p.Web.Search(ctx, u.Rewrite)
 		step("web", tw)
@@ -317,7 +341,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	if err := emit("rerank", map[string]any{"reranker_scored": p.RerankKnown, "top": top}); err != nil {
 		return nil, err
 	}
-	if err := emit("start", map[string]any{"sources": done.Sources, "path": PathStandard}); err != nil {
+	if err := emit("start", map[string]any{"sources": done.Sources, "path": done.Path}); err != nil {
 		return nil, err
 	}
 
@@ -331,6 +355,8 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		if usage.PromptTokens == 0 && usage.CompletionTokens == 0 { // the provider did not report: estimate
 			usage = llm.Usage{PromptTokens: prompt.Tokens, CompletionTokens: ts.n, Estimated: true}
 		}
+		usage.PromptTokens += agentUsage.PromptTokens // the agent's rounds run on the main model too
+		usage.CompletionTokens += agentUsage.CompletionTokens
 		done.Usage = usage
 		done.CostUSD = (float64(usage.PromptTokens)*p.PriceIn + float64(usage.CompletionTokens)*p.PriceOut) / 1e6
 		switch {

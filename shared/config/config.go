@@ -141,6 +141,8 @@ type Chat struct {
 	CacheEnabled   bool          `json:"cache_enabled" env:"DOCMIND_CACHE_ENABLED" doc:"replay answers to questions asked before in the same scope"`
 	CacheThreshold float64       `json:"cache_threshold" env:"DOCMIND_CACHE_THRESHOLD" doc:"cosine similarity for a cache hit, in (0, 1]"`
 	CacheTTL       time.Duration `json:"cache_ttl" env:"DOCMIND_CACHE_TTL" doc:"how long a cached answer lives"`
+	// AgentRounds bounds the AGENTIC path's tool-calling loop (DESIGN.md step 5); 0 switches the path off.
+	AgentRounds int `json:"agent_rounds" env:"DOCMIND_CHAT_AGENT_ROUNDS" doc:"tool-calling rounds for complex questions, 0 to 4 (0: they take the standard path)"`
 }
 
 // Chunking sizes, in characters (runes).
@@ -167,7 +169,7 @@ func Default() Config {
 		KV:         KV{Driver: "memory", Prefix: "dm:"},
 		Blob:       Blob{Driver: "fs", Region: "us-east-1"},
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
-		Chat: Chat{Provider: "offline", CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, WebSearchURL: "https://api.tavily.com/search", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
+		Chat: Chat{Provider: "offline", AgentRounds: 4, CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, WebSearchURL: "https://api.tavily.com/search", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
 			"call your local emergency number or the person responsible now. 如遇紧急情况，请立即拨打当地急救电话或联系负责人。"},
 		Chunking: Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
 		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,
@@ -348,6 +350,9 @@ func (c Config) Validate() error {
 	}
 	if r.GradeRerankLow > r.GradeRerankHigh || r.GradeCoverLow > r.GradeCoverHigh {
 		add("DOCMIND_GRADE_*: each low threshold must not exceed its high one")
+	}
+	if c.Chat.AgentRounds < 0 || c.Chat.AgentRounds > 4 {
+		add("DOCMIND_CHAT_AGENT_ROUNDS: must be 0 to 4, got %d", c.Chat.AgentRounds)
 	}
 	if c.Chat.CacheThreshold <= 0 || c.Chat.CacheThreshold > 1 {
 		add("DOCMIND_CACHE_THRESHOLD: must be within (0, 1], got %v", c.Chat.CacheThreshold)

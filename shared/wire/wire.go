@@ -72,13 +72,17 @@ func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog, kv s
 		p.Cache = &answer.SemanticCache{KV: kv, Embedder: r.Embedder, Catalog: catalog, Threshold: cfg.Chat.CacheThreshold, TTL: cfg.Chat.CacheTTL}
 	}
 	if cfg.Chat.Provider == "openai" {
-		p.LLM = llm.NewOpenAI(cfg.Chat.BaseURL, cfg.Chat.APIKey, nil)
+		model := llm.NewOpenAI(cfg.Chat.BaseURL, cfg.Chat.APIKey, nil)
+		p.LLM = model
 		p.Model = cfg.Chat.MainModel
 		small := cfg.Chat.SmallModel
 		if small == "" {
 			small = cfg.Chat.MainModel
 		}
 		p.Understander = &answer.Understander{LLM: p.LLM, Model: small}
+		if cfg.Chat.AgentRounds > 0 {
+			p.Agent = &answer.Agent{LLM: model, Model: cfg.Chat.MainModel, MaxRounds: cfg.Chat.AgentRounds}
+		}
 		p.PriceIn, p.PriceOut = cfg.Chat.PriceInputPerMTok, cfg.Chat.PriceOutputPerMTok
 	}
 	return p
