@@ -225,6 +225,21 @@ type Conversation struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// Memory is one long-term fact about a user (DESIGN.md section 11, seed #34). SQL is the record: a
+// memory is never deleted, only invalidated (InvalidatedAt set), possibly by a newer one (SupersededBy).
+type Memory struct {
+	ID            string    `json:"id"`
+	Tenant        string    `json:"-"`
+	User          string    `json:"-"`
+	Kind          string    `json:"kind"` // role, product, team, language, preference, fact
+	Content       string    `json:"content"`
+	AccessCount   int       `json:"access_count"`
+	InvalidatedAt time.Time `json:"invalidated_at,omitzero"`
+	SupersededBy  string    `json:"superseded_by,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
 // Message is one turn. Assistant messages carry their sources, the event trace and the grading.
 type Message struct {
 	ID               string          `json:"id"`

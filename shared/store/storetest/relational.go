@@ -418,6 +418,60 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		}
 	})
 
+	t.Run("Memories", func(t *testing.T) {
+		db := migrated(t)
+		ctx := ctxT(t)
+		role := rag.Memory{Tenant: "t1", User: "alice", Kind: "role", Content: " works as a claims adjuster "}
+		must(t, db.AddMemory(ctx, &role))
+		pref := rag.Memory{Tenant: "t1", User: "alice", Kind: "preference", Content: "prefers short answers"}
+		must(t, db.AddMemory(ctx, &pref))
+		must(t, db.AddMemory(ctx, &rag.Memory{Tenant: "t1", User: "bob", Kind: "role", Content: "is a nurse"}))
+		if !strings.HasPrefix(role.ID, "mem_") || role.Content != "works as a claims adjuster" {
+			t.Fatalf("added %+v", role)
+		}
+		// A newer role supersedes the old one in the same transaction.
+		newRole := rag.Memory{Tenant: "t1", User: "alice", Kind: "role", Content: "leads the claims team"}
+		must(t, db.AddMemory(ctx, &newRole, role.ID))
+		list, err := db.ListMemories(ctx, "t1", "alice")
+		if err != nil || len(list) != 2 || list[0].ID != newRole.ID || list[1].ID != pref.ID {
+			t.Fatalf("ListMemories = %+v, %v (active only, newest first)", list, err)
+		}
+		// Counters are atomic: 20 concurrent touches count 20.
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() { must(t, db.TouchMemories(ctx, "t1", "alice", []string{pref.ID, "mem_missing"})) })
+		}
+		wg.Wait()
+		must(t, db.TouchMemories(ctx, "t1", "bob", []string{pref.ID})) // not bob's: no effect
+		list, _ = db.ListMemories(ctx, "t1", "alice")
+		if list[1].AccessCount != 20 {
+			t.Fatalf("access count %d after 20 touches", list[1].AccessCount)
+		}
+		// Invalidation is per user, counts only active rows, and hides the memory from the list.
+		if n, err := db.InvalidateMemories(ctx, "t1", "bob", []string{pref.ID}); err != nil || n != 0 {
+			t.Fatalf("bob invalidating alice's memory: %d, %v", n, err)
+		}
+		if n, err := db.InvalidateMemories(ctx, "t1", "alice", []string{pref.ID, role.ID}); err != nil || n != 1 {
+			t.Fatalf("InvalidateMemories = %d, %v (the superseded one is already invalid)", n, err)
+		}
+		if list, _ = db.ListMemories(ctx, "t1", "alice"); len(list) != 1 || list[0].ID != newRole.ID {
+			t.Fatalf("after invalidation %+v", list)
+		}
+		if list, _ = db.ListMemories(ctx, "t2", "alice"); len(list) != 0 {
+			t.Fatalf("another tenant sees %+v", list)
+		}
+		for _, bad := range []rag.Memory{{Tenant: "t1", User: "alice", Kind: "role", Content: "  "},
+			{Tenant: "t1", User: "alice", Kind: "role", Content: strings.Repeat("x", 501)},
+			{Tenant: "t1", User: "alice'--", Kind: "role", Content: "x"}} {
+			if err := db.AddMemory(ctx, &bad); !rag.Is(err, rag.KindInvalid) {
+				t.Errorf("AddMemory(%q, %d chars) = %v, want Invalid", bad.User, len(bad.Content), err)
+			}
+		}
+		if err := db.TouchMemories(ctx, "t1", "alice", []string{"x' OR '1'='1"}); !rag.Is(err, rag.KindInvalid) {
+			t.Errorf("hostile id: %v", err)
+		}
+	})
+
 	t.Run("ConcurrentCreates", func(t *testing.T) {
 		// DB-04: racing creates of one source give exactly one row; the losers see Conflict, not a failure.
 		db := migrated(t)
