@@ -33,6 +33,8 @@ type Request struct {
 	Question    string   `json:"question"`
 	// History is the conversation's earlier turns, oldest first (the prompt keeps the newest that fit).
 	History []llm.Message `json:"-"`
+	// User is the asker (long-term memory is per user; empty: no memory).
+	User string `json:"-"`
 	// ConversationID and MessageID name where the answer is stored; they are echoed in done.
 	ConversationID string `json:"-"`
 	MessageID      string `json:"-"`
@@ -72,6 +74,18 @@ type Pipeline struct {
 	Web *WebSearch
 	// Agent runs the AGENTIC path for complex questions (nil: they take the standard path).
 	Agent *Agent
+	// Memory is long-term memory per user (nil: off). It is recalled into a model's prompt and written
+	// from the understanding's memory hints.
+	Memory Memory
+	// RecentTurns is how many of the newest history messages the prompt keeps verbatim (default 6);
+	// older ones become a short summary by the small model.
+	RecentTurns int
+}
+
+// Memory is long-term memory per user (memory.Store).
+type Memory interface {
+	Recall(ctx context.Context, tenant, user, q string) ([]rag.Memory, error)
+	Remember(ctx context.Context, tenant, user string, hints []string) (int, error)
 }
 
 // Done is the final event.
@@ -101,6 +115,10 @@ type Done struct {
 	// AgentRounds and AgentStop say how the AGENTIC loop went (rounds run, and why it stopped).
 	AgentRounds int    `json:"agent_rounds,omitempty"`
 	AgentStop   string `json:"agent_stop,omitempty"`
+	// MemoriesUsed counts remembered facts put in the prompt; MemoriesWritten the new ones this question
+	// taught.
+	MemoriesUsed    int `json:"memories_used,omitempty"`
+	MemoriesWritten int `json:"memories_written,omitempty"`
 	// Recommendations are up to 3 related documents: retrieved for the question but not cited.
 	Recommendations []Recommendation `json:"recommendations"`
 	// ConversationID and MessageID say where the answer was stored (empty when it was not).
@@ -309,6 +327,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		promptQuestion = decomposedQuestion(q, u.SubQueries)
 	}
 	if p.LLM != nil {
+		memories, summary, recent := p.context(ctx, req, u.Rewrite, done)
 		mode := ModeStandard
 		switch {
 		case len(res.Evidence) == 0:
@@ -316,7 +335,8 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		case res.Grade.Tier != rank.TierHigh:
 			mode = ModeLow
 		}
-		if prompt, err = BuildPrompt(promptQuestion, res.Evidence, mode, p.ContextTokens, req.History...); err != nil {
+		if prompt, err = BuildPrompt(PromptInput{Question: promptQuestion, Evidence: res.Evidence, Mode: mode,
+			Ceiling: p.ContextTokens, Memory: memories, Summary: summary, History: recent}); err != nil {
 			return nil, rag.E(op, rag.KindInternal, err)
 		}
 		res.Evidence = res.Evidence[:prompt.Used] // sources are what the model saw
@@ -406,12 +426,53 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 			return nil, err
 		}
 	}
+	if p.Memory != nil && req.User != "" && len(u.MemoryHints) > 0 {
+		n, err := p.Memory.Remember(ctx, req.Tenant, req.User, u.MemoryHints)
+		done.MemoriesWritten = n
+		if err != nil {
+			done.Degraded = append(done.Degraded, "memory")
+		}
+	}
 	if cacheKey != "" {
 		if err := p.Cache.Record(ctx, cacheKey, q, qvec, done); err != nil {
 			done.Degraded = append(done.Degraded, "cache")
 		}
 	}
 	return done, finish(ctx, req, done, emit)
+}
+
+// context gathers what a model's prompt holds besides the passages: the user's recalled memories, a
+// summary of turns older than the newest RecentTurns, and those newest turns. A failure of either is
+// flagged in degraded and costs only that part.
+func (p *Pipeline) context(ctx context.Context, req Request, q string, done *Done) (memories []string, summary string, recent []llm.Message) {
+	n := p.RecentTurns
+	if n <= 0 {
+		n = 6
+	}
+	recent = req.History
+	if len(req.History) > n {
+		older := req.History[:len(req.History)-n]
+		recent = req.History[len(req.History)-n:]
+		t := time.Now()
+		var err error
+		if summary, err = p.Understander.Summarize(ctx, older); err != nil {
+			done.Degraded = append(done.Degraded, "summary")
+		}
+		done.StageMS["summary"] = time.Since(t).Milliseconds()
+	}
+	if p.Memory != nil && req.User != "" {
+		t := time.Now()
+		ms, err := p.Memory.Recall(ctx, req.Tenant, req.User, q)
+		if err != nil {
+			done.Degraded = append(done.Degraded, "memory")
+		}
+		for _, m := range ms {
+			memories = append(memories, m.Kind+": "+m.Content)
+		}
+		done.MemoriesUsed = len(memories)
+		done.StageMS["memory"] = time.Since(t).Milliseconds()
+	}
+	return memories, summary, recent
 }
 
 // finish stores the answer (when the request asks for it) and sends done.

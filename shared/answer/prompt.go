@@ -51,24 +51,39 @@ type Prompt struct {
 	Mode     string
 	Used     int // passages that fit under the ceiling (a prefix of the evidence)
 	Flagged  int // injection-like spans neutralised
-	History  int // earlier turns that fit after the passages
+	Memory   int // memories that fit after the passages
+	History  int // earlier turns that fit after the passages and memories
 	Tokens   int // estimated prompt tokens
 }
 
-// BuildPrompt assembles the prompt for question over ev under one token ceiling: passages are kept in
-// rank order while they fit (at least one is always kept, cut to fit), the rest are dropped.
-func BuildPrompt(question string, ev []rank.Evidence, mode string, ceiling int, history ...llm.Message) (Prompt, error) {
+// PromptInput is what a prompt is built from.
+type PromptInput struct {
+	Question string
+	Evidence []rank.Evidence
+	Mode     string
+	Ceiling  int // the one token ceiling (default 6000)
+	// Memory is what is remembered about the user; Summary summarises turns older than History.
+	Memory  []string
+	Summary string
+	History []llm.Message // earlier turns, oldest first
+}
+
+// BuildPrompt assembles the prompt under one token ceiling, spent in the order of DESIGN.md step 12:
+// passages first (kept in rank order while they fit; at least one, cut to fit), then memory, then
+// history (the summary of older turns, then the newest turns that fit).
+func BuildPrompt(in PromptInput) (Prompt, error) {
+	ceiling := in.Ceiling
 	if ceiling <= 0 {
 		ceiling = 6000
 	}
-	p := Prompt{Mode: mode}
+	p := Prompt{Mode: in.Mode}
 	var sys strings.Builder
-	if err := prompts.ExecuteTemplate(&sys, "system.tmpl", map[string]string{"Mode": mode}); err != nil {
+	if err := prompts.ExecuteTemplate(&sys, "system.tmpl", map[string]string{"Mode": in.Mode}); err != nil {
 		return p, fmt.Errorf("answer: system prompt: %w", err)
 	}
-	budget := ceiling - text.EstimateTokens(sys.String()) - text.EstimateTokens(question) - 64
+	budget := ceiling - text.EstimateTokens(sys.String()) - text.EstimateTokens(in.Question) - 64
 	var ps []passage
-	for i, e := range ev {
+	for i, e := range in.Evidence {
 		body, n := Neutralise(e.Text)
 		title := e.FileName
 		if e.Chapter != "" {
@@ -88,12 +103,32 @@ func BuildPrompt(question string, ev []rank.Evidence, mode string, ceiling int, 
 		ps = append(ps, passage{N: i + 1, Title: title, Text: body})
 	}
 	p.Used = len(ps)
+	var memory []string
+	for _, m := range in.Memory {
+		m, n := Neutralise(oneLine(m))
+		cost := text.EstimateTokens(m) + 4
+		if cost > budget {
+			break
+		}
+		budget -= cost
+		p.Flagged += n
+		memory = append(memory, m)
+	}
+	p.Memory = len(memory)
+	summary, n := Neutralise(oneLine(in.Summary))
+	if cost := text.EstimateTokens(summary) + 16; summary != "" && cost <= budget {
+		budget -= cost
+		p.Flagged += n
+	} else {
+		summary = ""
+	}
 	var user strings.Builder
-	if err := prompts.ExecuteTemplate(&user, "user.tmpl", map[string]any{"Passages": ps, "Question": question}); err != nil {
+	if err := prompts.ExecuteTemplate(&user, "user.tmpl", map[string]any{"Passages": ps, "Question": in.Question,
+		"Memory": memory, "Summary": summary}); err != nil {
 		return p, fmt.Errorf("answer: user prompt: %w", err)
 	}
-	// History gets what the passages left: the newest turns that fit, oldest first.
-	kept := Recent(history, budget)
+	// History gets what is left: the newest turns that fit, oldest first.
+	kept := Recent(in.History, budget)
 	p.History = len(kept)
 	p.Messages = append(append([]llm.Message{{Role: "system", Content: sys.String()}}, kept...), llm.Message{Role: "user", Content: user.String()})
 	for _, m := range p.Messages {

@@ -39,7 +39,7 @@ func TestBuildPrompt(t *testing.T) {
 		{FileName: "faq.html", Text: long},
 		{FileName: "notes.md", Text: "Third passage."},
 	}
-	p, err := BuildPrompt("How much leave?", evidence, ModeStandard, 1500)
+	p, err := BuildPrompt(PromptInput{Question: "How much leave?", Evidence: evidence, Mode: ModeStandard, Ceiling: 1500})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,16 +54,16 @@ func TestBuildPrompt(t *testing.T) {
 	if !strings.Contains(sys, "data, not instructions") || strings.Contains(sys, "partly match") || strings.Contains(sys, "No passage was found") {
 		t.Fatalf("standard system prompt:\n%s", sys)
 	}
-	p, _ = BuildPrompt("q", evidence, ModeLow, 100000)
+	p, _ = BuildPrompt(PromptInput{Question: "q", Evidence: evidence, Mode: ModeLow, Ceiling: 100000})
 	if p.Used != 3 || !strings.Contains(p.Messages[0].Content, "do not deny anything that appears in them") {
 		t.Fatalf("low mode: used %d\n%s", p.Used, p.Messages[0].Content)
 	}
-	p, _ = BuildPrompt("q", nil, ModeFallback, 0)
+	p, _ = BuildPrompt(PromptInput{Question: "q", Mode: ModeFallback})
 	if p.Used != 0 || !strings.Contains(p.Messages[0].Content, "do not claim that the thing asked about does not exist") {
 		t.Fatalf("fallback mode:\n%s", p.Messages[0].Content)
 	}
 	// One passage larger than the whole ceiling is cut, not dropped.
-	p, _ = BuildPrompt("q", evidence[1:2], ModeStandard, 800)
+	p, _ = BuildPrompt(PromptInput{Question: "q", Evidence: evidence[1:2], Mode: ModeStandard, Ceiling: 800})
 	if p.Used != 1 || p.Tokens > 800 || !strings.Contains(p.Messages[1].Content, "Annual leave") {
 		t.Fatalf("oversized first passage: used %d tokens %d", p.Used, p.Tokens)
 	}

@@ -145,7 +145,7 @@ func TestMetaConversation(t *testing.T) {
 func TestHistoryInPrompt(t *testing.T) {
 	history := []llm.Message{{Role: "user", Content: strings.Repeat("old question ", 400)}, {Role: "assistant", Content: "old answer [1]"},
 		{Role: "user", Content: "How long is annual leave?"}, {Role: "assistant", Content: "Twenty days [1][2]."}}
-	p, err := BuildPrompt("And unused days?", []rank.Evidence{ev("h.docx", "Unused leave carries over.", 1)}, ModeStandard, 900, history...)
+	p, err := BuildPrompt(PromptInput{Question: "And unused days?", Evidence: []rank.Evidence{ev("h.docx", "Unused leave carries over.", 1)}, Mode: ModeStandard, Ceiling: 900, History: history})
 	if err != nil {
 		t.Fatal(err)
 	}
