@@ -17,6 +17,7 @@ import (
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/demo"
+	"github.com/docmind/docmind/shared/rag"
 )
 
 // startServer runs a Main on a free loopback port until the test ends.
@@ -169,7 +170,7 @@ func TestChatShortCircuits(t *testing.T) {
 // TestChatWithModel: with an OpenAI-compatible provider configured, the model writes the answer from a
 // prompt that carries the retrieved passages in a data block.
 func TestChatWithModel(t *testing.T) {
-	prompts := make(chan string, 4)
+	prompts := make(chan string, 16)
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		prompts <- string(b)
@@ -177,7 +178,7 @@ func TestChatWithModel(t *testing.T) {
 		deltas := []string{"Full-time employees get ", "20 days of paid annual leave [1]."}
 		if strings.Contains(string(b), "You analyse one question") {
 			deltas = []string{`{"scope":"KB_QUERY","rewrite":"paid annual leave days full-time employees","intent":"policy",` +
-				`"complexity":"simple","specificity":"precise","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`}
+				`"complexity":"simple","specificity":"precise","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":["role: claims adjuster"]}`}
 		}
 		for _, d := range deltas {
 			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", d)
@@ -201,6 +202,34 @@ func TestChatWithModel(t *testing.T) {
 	if !strings.Contains(answering, `"model":"main-model"`) || !strings.Contains(answering, `\u003cdocuments\u003e`) ||
 		!strings.Contains(answering, "[1] employee-handbook.docx") || !strings.Contains(answering, `"temperature":0.3`) {
 		t.Fatalf("answer request %s", answering)
+	}
+
+	// The understanding's memory hint was remembered, and the next question's prompt carries it.
+	var mems struct {
+		Memories []rag.Memory `json:"memories"`
+	}
+	if getJSON(t, base+"/api/memories", &mems) != 200 || len(mems.Memories) != 1 || mems.Memories[0].Kind != "role" || mems.Memories[0].Content != "claims adjuster" || done.MemoriesWritten != 1 {
+		t.Fatalf("memories %+v (written %d)", mems, done.MemoriesWritten)
+	}
+	done, _ = chat(t, base, "Do part-time employees get annual leave?", "demo")
+	<-prompts
+	if answering = <-prompts; !strings.Contains(answering, "role: claims adjuster") || done.MemoriesUsed != 1 || done.MemoriesWritten != 0 {
+		t.Fatalf("memory not in the prompt (used %d, written %d): %s", done.MemoriesUsed, done.MemoriesWritten, answering)
+	}
+	// Forgotten: gone from the list and from the next prompt; forgetting twice is a 404.
+	for i, want := range []int{http.StatusNoContent, http.StatusNotFound} {
+		req, _ := http.NewRequest(http.MethodDelete, base+"/api/memories/"+mems.Memories[0].ID, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("delete %d: %v %v", i, resp.Status, err)
+		}
+		resp.Body.Close()
+	}
+	// (The fake understanding states the role again, so it is learnt anew, after this answer's recall.)
+	done, _ = chat(t, base, "Can unused annual leave carry over?", "demo")
+	<-prompts
+	if answering = <-prompts; strings.Contains(answering, "role: claims adjuster") || done.MemoriesUsed != 0 || done.MemoriesWritten != 1 {
+		t.Fatalf("a forgotten memory reached the prompt (used %d, written %d): %s", done.MemoriesUsed, done.MemoriesWritten, answering)
 	}
 }
 

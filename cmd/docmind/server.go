@@ -75,9 +75,14 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h := httpapi.New(httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
+	chat := wire.Chat(m.Config, chain, s.SQL, s.KV)
+	deps := httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
 		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, Tenant: localTenant(m.Config), MaxUploadBytes: m.Config.Server.MaxBodyBytes,
-		Chat: wire.Chat(m.Config, chain, s.SQL, s.KV), Conversations: s.SQL})
+		Chat: chat, Conversations: s.SQL}
+	if mem := wire.Memory(m.Config, s.SQL, s.Memories, chain.Embedder, s.KV); mem != nil {
+		chat.Memory, deps.Memories = mem, mem
+	}
+	h := httpapi.New(deps)
 	m.srv = &http.Server{
 		Handler:           http.MaxBytesHandler(h, m.Config.Server.MaxBodyBytes),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -27,10 +27,13 @@ import (
 type Stores struct {
 	SQL     *sqldb.DB
 	Vectors store.VectorIndex
-	KV      store.KV
-	Blobs   store.Blobs
-	Keyword *bm25.Index // the embedded keyword index, loaded from SQL at open
-	cfg     config.Config
+	// Memories holds the vector copies of long-term memories: its own index (collection), so that a
+	// memory can never be retrieved as a document passage.
+	Memories store.VectorIndex
+	KV       store.KV
+	Blobs    store.Blobs
+	Keyword  *bm25.Index // the embedded keyword index, loaded from SQL at open
+	cfg      config.Config
 }
 
 // OpenStores opens every store the config names and applies pending migrations.
@@ -66,6 +69,16 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 	}
 	if err != nil {
 		return s, fmt.Errorf("open %s vector index: %w", cfg.Vector.Driver, err)
+	}
+	switch cfg.Vector.Driver {
+	case "milvus":
+		s.Memories, err = milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken,
+			Collection: cfg.Vector.Collection + "_memories", Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+	default:
+		s.Memories, err = memvec.Open(filepath.Join(cfg.DataDir, "memories.bin"), cfg.Vector.Dim)
+	}
+	if err != nil {
+		return s, fmt.Errorf("open %s memory index: %w", cfg.Vector.Driver, err)
 	}
 	switch cfg.KV.Driver {
 	case "redis":
@@ -109,6 +122,9 @@ func (s *Stores) Close() error {
 	var errs []error
 	if s.Vectors != nil {
 		errs = append(errs, s.Vectors.Close())
+	}
+	if s.Memories != nil {
+		errs = append(errs, s.Memories.Close())
 	}
 	if s.KV != nil {
 		errs = append(errs, s.KV.Close())

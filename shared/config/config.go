@@ -143,6 +143,9 @@ type Chat struct {
 	CacheTTL       time.Duration `json:"cache_ttl" env:"DOCMIND_CACHE_TTL" doc:"how long a cached answer lives"`
 	// AgentRounds bounds the AGENTIC path's tool-calling loop (DESIGN.md step 5); 0 switches the path off.
 	AgentRounds int `json:"agent_rounds" env:"DOCMIND_CHAT_AGENT_ROUNDS" doc:"tool-calling rounds for complex questions, 0 to 4 (0: they take the standard path)"`
+	// Long-term memory per user (DESIGN.md section 11).
+	MemoryEnabled bool `json:"memory_enabled" env:"DOCMIND_MEMORY_ENABLED" doc:"remember facts users state about themselves and use them in later answers"`
+	MemoryMax     int  `json:"memory_max" env:"DOCMIND_MEMORY_MAX" doc:"active memories kept per user; above it the lowest-scored are evicted"`
 }
 
 // Chunking sizes, in characters (runes).
@@ -169,7 +172,7 @@ func Default() Config {
 		KV:         KV{Driver: "memory", Prefix: "dm:"},
 		Blob:       Blob{Driver: "fs", Region: "us-east-1"},
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
-		Chat: Chat{Provider: "offline", AgentRounds: 4, CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, WebSearchURL: "https://api.tavily.com/search", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
+		Chat: Chat{Provider: "offline", AgentRounds: 4, MemoryEnabled: true, MemoryMax: 200, CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, WebSearchURL: "https://api.tavily.com/search", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
 			"call your local emergency number or the person responsible now. 如遇紧急情况，请立即拨打当地急救电话或联系负责人。"},
 		Chunking: Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
 		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,
@@ -350,6 +353,9 @@ func (c Config) Validate() error {
 	}
 	if r.GradeRerankLow > r.GradeRerankHigh || r.GradeCoverLow > r.GradeCoverHigh {
 		add("DOCMIND_GRADE_*: each low threshold must not exceed its high one")
+	}
+	if c.Chat.MemoryMax < 1 || c.Chat.MemoryMax > 10000 {
+		add("DOCMIND_MEMORY_MAX: must be 1 to 10000, got %d", c.Chat.MemoryMax)
 	}
 	if c.Chat.AgentRounds < 0 || c.Chat.AgentRounds > 4 {
 		add("DOCMIND_CHAT_AGENT_ROUNDS: must be 0 to 4, got %d", c.Chat.AgentRounds)

@@ -124,14 +124,15 @@ func TestValidateChatSettings(t *testing.T) {
 	_, err := Load("", env(map[string]string{
 		"DOCMIND_CACHE_THRESHOLD":   "1.5",
 		"DOCMIND_CHAT_AGENT_ROUNDS": "5",
+		"DOCMIND_MEMORY_MAX":        "0",
 		"DOCMIND_CACHE_TTL":         "0s",
 		"DOCMIND_CHAT_PRICE_INPUT":  "-1",
 	}))
 	var ve *ValidationError
-	if !errors.As(err, &ve) || len(ve.Problems) != 4 {
-		t.Fatalf("want 4 problems, got %v", err)
+	if !errors.As(err, &ve) || len(ve.Problems) != 5 {
+		t.Fatalf("want 5 problems, got %v", err)
 	}
-	for _, want := range []string{"DOCMIND_CACHE_THRESHOLD", "DOCMIND_CHAT_AGENT_ROUNDS", "DOCMIND_CACHE_TTL", "DOCMIND_CHAT_PRICE_INPUT"} {
+	for _, want := range []string{"DOCMIND_CACHE_THRESHOLD", "DOCMIND_CHAT_AGENT_ROUNDS", "DOCMIND_MEMORY_MAX", "DOCMIND_CACHE_TTL", "DOCMIND_CHAT_PRICE_INPUT"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}

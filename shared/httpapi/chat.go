@@ -36,7 +36,7 @@ const maxChatKBs = 32
 // starts (bad body, unknown knowledge base) are plain JSON errors with their status; errors after it
 // starts are an `error` event.
 func (l *library) chat(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	tenant, user, ok := l.caller(w, r)
 	if !ok {
 		return
 	}
@@ -49,7 +49,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "at most %d knowledge bases and %d documents per question", maxChatKBs, maxChatKBs))
 		return
 	}
-	req := answer.Request{Tenant: tenant, Question: in.Question}
+	req := answer.Request{Tenant: tenant, User: user, Question: in.Question}
 	for _, key := range in.KBs {
 		kb, err := l.resolveKB(r.Context(), tenant, key)
 		if err != nil {
@@ -104,10 +104,8 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.Request, stream func() *sse.Writer) error {
 	const op = "httpapi.chat"
 	store := l.h.d.Conversations
-	user, err := l.h.d.User(r)
-	if err != nil {
-		return err
-	}
+	user := req.User
+	var err error
 	var conv rag.Conversation
 	if in.ConversationID != "" {
 		if conv, err = store.GetConversation(r.Context(), req.Tenant, user, in.ConversationID); err != nil {
@@ -204,4 +202,29 @@ func (l *library) listMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"conversation": conv, "messages": msgs})
+}
+
+func (l *library) listMemories(w http.ResponseWriter, r *http.Request) {
+	tenant, user, ok := l.caller(w, r)
+	if !ok {
+		return
+	}
+	list, err := l.h.d.Memories.List(r.Context(), tenant, user)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"memories": list})
+}
+
+func (l *library) forgetMemory(w http.ResponseWriter, r *http.Request) {
+	tenant, user, ok := l.caller(w, r)
+	if !ok {
+		return
+	}
+	if err := l.h.d.Memories.Forget(r.Context(), tenant, user, r.PathValue("id")); err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

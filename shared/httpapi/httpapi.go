@@ -48,6 +48,15 @@ type Deps struct {
 	// "local" until authentication exists).
 	Conversations Conversations
 	User          func(*http.Request) (string, error)
+	// Memories enables GET /api/memories and DELETE /api/memories/{id}: the caller's own long-term
+	// memories (the chat pipeline's Memory writes and recalls them).
+	Memories Memories
+}
+
+// Memories is long-term memory as its endpoints use it (memory.Store).
+type Memories interface {
+	List(ctx context.Context, tenant, user string) ([]rag.Memory, error)
+	Forget(ctx context.Context, tenant, user, id string) error
 }
 
 // Conversations is the relational store as chat history uses it.

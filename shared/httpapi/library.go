@@ -58,6 +58,10 @@ func (l *library) routes(mux *http.ServeMux) {
 			mux.HandleFunc("GET /api/conversations", l.listConversations)
 			mux.HandleFunc("GET /api/conversations/{id}/messages", l.listMessages)
 		}
+		if l.h.d.Memories != nil {
+			mux.HandleFunc("GET /api/memories", l.listMemories)
+			mux.HandleFunc("DELETE /api/memories/{id}", l.forgetMemory)
+		}
 	}
 	mux.HandleFunc("POST /api/kbs", l.createKB)
 	mux.HandleFunc("GET /api/kbs/{kb}", l.getKB)

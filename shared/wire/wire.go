@@ -10,6 +10,7 @@ import (
 	"github.com/docmind/docmind/shared/embed"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/llm"
+	"github.com/docmind/docmind/shared/memory"
 	"github.com/docmind/docmind/shared/netx"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
@@ -86,4 +87,13 @@ func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog, kv s
 		p.PriceIn, p.PriceOut = cfg.Chat.PriceInputPerMTok, cfg.Chat.PriceOutputPerMTok
 	}
 	return p
+}
+
+// Memory returns long-term memory over the SQL record, the memory vector index and the key-value cache,
+// or nil when the config switches it off.
+func Memory(cfg config.Config, records memory.Records, vectors store.VectorIndex, emb memory.Embedder, kv store.KV) *memory.Store {
+	if !cfg.Chat.MemoryEnabled || records == nil || vectors == nil || emb == nil {
+		return nil
+	}
+	return &memory.Store{Records: records, Vectors: vectors, Embedder: emb, KV: kv, Max: cfg.Chat.MemoryMax}
 }
