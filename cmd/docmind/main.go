@@ -45,6 +45,7 @@ Commands:
   serve     run the local server (HTTP on 127.0.0.1:8080 by default), watching <data>/inbox
   ingest    index files or folders into a knowledge base (ingest --kb NAME PATH...)
   search    run the retrieval chain for a query and show every stage (search [--kb NAME] "query")
+  ask       answer a question with citations, streaming the answer and its timeline (ask [--kb NAME] [--json] "question")
   eval      measure retrieval on a BEIR dataset (eval --dataset DIR [--variant bm25|vector|hybrid|all])
   bench     measure speed against same-run references (bench [--suite NAME|all] [--out DIR] [--quick])
   migrate   apply pending database migrations
@@ -71,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "config": cmdConfig, "version": cmdVersion,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "config": cmdConfig, "version": cmdVersion,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +253,56 @@ func TestEvalCommand(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, nil, "eval", "--data", data, "--dataset", filepath.Join(dir, "missing")); code != exitConfig {
 		t.Fatalf("missing dataset exit %d", code)
+	}
+}
+
+var citeMarker = regexp.MustCompile(`\[(\d+)\]`)
+
+// docmind ask, offline, on the demo corpus: an extractive answer whose every [n] is a returned source,
+// sources in citation order, and the events as the chat endpoint streams them.
+func TestAskCommand(t *testing.T) {
+	data := t.TempDir()
+	if code, _, errOut := runCLI(t, nil, "ingest", "--kb", "demo", "--data", data, "../../shared/demo/corpus"); code != 0 {
+		t.Fatalf("ingest: exit %d %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, nil, "ask", "--kb", "demo", "--data", data, "--json", "How many days of paid annual leave do full-time employees get?")
+	var res askResult
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
+		t.Fatalf("ask: exit %d, %v: %s %s", code, err, out, errOut)
+	}
+	if res.Path != "STANDARD" || res.Band == "" || len(res.Sources) == 0 || !strings.Contains(res.Answer, "20 days") {
+		t.Fatalf("ask --json: %+v", res)
+	}
+	refs := citeMarker.FindAllStringSubmatch(res.Answer, -1)
+	if len(refs) == 0 {
+		t.Fatalf("no citation in %q", res.Answer)
+	}
+	for _, m := range refs {
+		n, _ := strconv.Atoi(m[1])
+		if n < 1 || n > len(res.Sources) || res.Sources[n-1].N != n || !res.Sources[n-1].Cited {
+			t.Fatalf("[%d] does not map to a returned, cited source: %+v", n, res.Sources)
+		}
+	}
+	var names []string
+	for _, ev := range res.Events {
+		names = append(names, ev.Name)
+		var v map[string]any
+		if err := json.Unmarshal(ev.Data, &v); err != nil {
+			t.Fatalf("event %s data %s: %v", ev.Name, ev.Data, err)
+		}
+	}
+	if seq := strings.Join(names, " "); !regexp.MustCompile(`^meta understanding routing retrieval grader rerank start (token )+(confidence_warning )?done$`).MatchString(seq) {
+		t.Fatalf("events %s", seq)
+	}
+	// The terminal form: the answer on stdout with the sources, the timeline on stderr.
+	code, out, errOut = runCLI(t, nil, "ask", "--data", data, "年假每年多少天？")
+	if code != 0 || !strings.Contains(out, "employee-handbook.docx") || !strings.Contains(errOut, "· routing: STANDARD") || !strings.Contains(errOut, "· confidence:") {
+		t.Fatalf("ask: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Bad input: no question, an unknown knowledge base, an over-long question.
+	for _, args := range [][]string{{"ask", "--data", data}, {"ask", "--kb", "nope", "--data", data, "q"}, {"ask", "--data", data, strings.Repeat("x", 2001)}} {
+		if code, _, _ := runCLI(t, nil, args...); code != exitConfig {
+			t.Errorf("%v: exit %d, want %d", args[:3], code, exitConfig)
+		}
 	}
 }
