@@ -176,10 +176,11 @@ func cosine(a, b []float32) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
-// cacheable: a grounded, complete answer made the usual way. The offline answerer ("llm" degraded with
+// cacheable: a grounded, complete, impersonal answer made the usual way. The offline answerer ("llm" degraded with
 // no fallback reason) is the configured state and may be cached; a transient failure may not.
 func cacheable(d *Done) bool {
-	if d.IsFallback || d.Truncated || d.ShortCircuit != "" || d.FallbackReason != "" || d.FromCache {
+	// An answer that used what is remembered about its asker is theirs alone: never shared.
+	if d.IsFallback || d.Truncated || d.Partial || d.ShortCircuit != "" || d.FallbackReason != "" || d.FromCache || d.MemoriesUsed > 0 {
 		return false
 	}
 	if d.Confidence.Band != BandHigh && d.Confidence.Band != BandMedium {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/docmind/docmind/shared/embed"
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
@@ -82,6 +83,32 @@ func TestSemanticCache(t *testing.T) {
 	if d, _ := ask("acme", "What is the travel policy for flights?", "kb_1"); d.FromCache {
 		t.Fatal("an unrelated question hit the cache")
 	}
+	// CACHE-02: an answer that used one user's memories is never replayed to another, and a question
+	// inside a conversation neither reads nor writes the cache.
+	const personal = "Which claims forms should I use for travel insurance?"
+	p.LLM, p.Memory = &fakeLLM{deltas: []string{"Use form HR-17 [1]."}}, &fakeMemory{recalled: []rag.Memory{{Kind: "role", Content: "claims adjuster"}}}
+	for range 3 {
+		d, err := p.Run(context.Background(), Request{Tenant: "acme", User: "alice", KBIDs: []string{"kb_1"}, Question: personal}, (&recorder{}).emit)
+		if err != nil || d.FromCache || d.MemoriesUsed != 1 {
+			t.Fatalf("alice: %+v %v", d, err)
+		}
+	}
+	p.Memory = nil
+	if d, _ := ask("acme", personal, "kb_1"); d.FromCache {
+		t.Fatal("bob got an answer built with alice's memories")
+	}
+	calls := r.calls
+	for range 3 {
+		d, err := p.Run(context.Background(), Request{Tenant: "acme", KBIDs: []string{"kb_1"}, Question: q,
+			History: []llm.Message{{Role: "user", Content: "Tell me about part-time staff."}, {Role: "assistant", Content: "They work under 30 hours."}}}, (&recorder{}).emit)
+		if err != nil || d.FromCache {
+			t.Fatalf("a question with history hit the cache: %+v %v", d, err)
+		}
+	}
+	if r.calls != calls+3 {
+		t.Fatalf("questions with history retrieved %d times, want 3", r.calls-calls)
+	}
+	p.LLM = nil
 	// LOW answers are never stored.
 	r.res = &retrieve.Result{Grade: rank.Grade{Tier: rank.TierLow, NoEvidence: true}}
 	for range 3 {

@@ -210,7 +210,9 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	done := &Done{Path: PathStandard, StageMS: map[string]int64{}}
 	var cacheKey string
 	var qvec []float32
-	if p.Cache != nil {
+	// A question with earlier turns may lean on them ("and for part-time staff?"): it is neither looked up
+	// nor stored, since the cache knows only the question and the documents.
+	if p.Cache != nil && len(req.History) == 0 {
 		t := time.Now()
 		hit, vec, key, err := p.Cache.Lookup(ctx, req, q)
 		switch {
