@@ -54,7 +54,8 @@ func (c *SemanticCache) defaults() (float64, time.Duration, int) {
 	return th, ttl, n
 }
 
-// scope returns the cache key of the request's scope: tenant, sorted KB ids and their versions.
+// scope returns the cache key of the request's scope: tenant, sorted KB ids and their versions, and the
+// selected documents.
 func (c *SemanticCache) scope(ctx context.Context, req Request) (string, error) {
 	kbs, err := c.Catalog.ListKBs(ctx, req.Tenant)
 	if err != nil {
@@ -67,7 +68,10 @@ func (c *SemanticCache) scope(ctx context.Context, req Request) (string, error) 
 		}
 	}
 	slices.Sort(parts)
-	h := sha256.Sum256([]byte(req.Tenant + "\x00" + strings.Join(parts, ",")))
+	// Selected documents narrow the scope: their answers must never serve the whole set, nor the reverse.
+	docs := slices.Clone(req.DocumentIDs)
+	slices.Sort(docs)
+	h := sha256.Sum256([]byte(req.Tenant + "\x00" + strings.Join(parts, ",") + "\x00" + strings.Join(docs, ",")))
 	return "semcache:" + req.Tenant + ":" + hex.EncodeToString(h[:16]), nil
 }
 

@@ -74,6 +74,10 @@ func TestSemanticCache(t *testing.T) {
 			t.Errorf("scope %+v hit another scope's entry", c)
 		}
 	}
+	// Selecting documents is another scope too.
+	if d, err := p.Run(context.Background(), Request{Tenant: "acme", KBIDs: []string{"kb_1"}, DocumentIDs: []string{"doc_a"}, Question: q}, (&recorder{}).emit); err != nil || d.FromCache {
+		t.Fatalf("a selected-document question hit the whole knowledge base's entry: %v", err)
+	}
 	// A change to a knowledge base in scope invalidates its entries.
 	cat.version = 2
 	if d, _ := ask("acme", q, "kb_1"); d.FromCache {
