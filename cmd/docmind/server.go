@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/demo"
 	"github.com/docmind/docmind/shared/httpapi"
@@ -35,6 +36,7 @@ type Main struct {
 
 	Stores  *Stores
 	Ingest  *ingest.Service
+	Chat    *answer.Pipeline // the question pipeline, built by Open
 	queue   *ingest.Queue
 	watcher *ingest.Watcher
 	ln      net.Listener
@@ -76,6 +78,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	chat := wire.Chat(m.Config, chain, s.SQL, s.KV)
+	m.Chat = chat
 	deps := httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
 		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, Tenant: localTenant(m.Config), MaxUploadBytes: m.Config.Server.MaxBodyBytes,
 		Chat: chat, Conversations: s.SQL}

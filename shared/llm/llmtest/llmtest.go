@@ -1,0 +1,197 @@
+// Package llmtest is an in-process OpenAI-compatible chat server for tests: it records every call and
+// answers from a script, streamed (word by word, optionally cut mid-answer) or not (with tool calls).
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Message is a recorded message.
+type Message struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls,omitempty"`
+}
+
+// Call is one recorded request.
+type Call struct {
+	Model       string    `json:"model"`
+	Stream      bool      `json:"stream"`
+	Temperature float64   `json:"temperature"`
+	MaxTokens   int       `json:"max_tokens"`
+	Messages    []Message `json:"messages"`
+	Tools       []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+// System returns the first system message.
+func (c Call) System() string {
+	for _, m := range c.Messages {
+		if m.Role == "system" {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+// Last returns the last message's content.
+func (c Call) Last() string {
+	if len(c.Messages) == 0 {
+		return ""
+	}
+	return c.Messages[len(c.Messages)-1].Content
+}
+
+// ToolNames lists the tools offered.
+func (c Call) ToolNames() []string {
+	var out []string
+	for _, t := range c.Tools {
+		out = append(out, t.Function.Name)
+	}
+	return out
+}
+
+// ToolCall is a scripted tool call.
+type ToolCall struct {
+	ID, Name, Arguments string
+}
+
+// Reply is what the server answers to one call.
+type Reply struct {
+	Content   string
+	ToolCalls []ToolCall // non-streamed calls only
+	// Status, when non-zero, fails the call with that HTTP status.
+	Status int
+	// CutAfter, when positive, breaks a stream after that many deltas (garbage, then the connection ends).
+	CutAfter int
+}
+
+// Server is the fake.
+type Server struct {
+	*httptest.Server
+	mu     sync.Mutex
+	calls  []Call
+	script func(Call) Reply
+}
+
+// New starts a server answering with script; it stops when the test ends. The base URL for clients is
+// s.URL.
+func New(t testing.TB, script func(Call) Reply) *Server {
+	s := &Server{script: script}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// SetScript replaces the script.
+func (s *Server) SetScript(script func(Call) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = script
+}
+
+// Calls returns the calls recorded so far and forgets them.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.calls
+	s.calls = nil
+	return out
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	var c Call
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&c); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	script := s.script
+	s.mu.Unlock()
+	rep := script(c)
+	if rep.Status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.Status)
+		fmt.Fprintf(w, `{"error":{"message":"scripted status %d","type":"test"}}`, rep.Status)
+		return
+	}
+	if !c.Stream {
+		type fn struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		}
+		type tc struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function fn     `json:"function"`
+		}
+		msg := map[string]any{"role": "assistant", "content": rep.Content}
+		var tcs []tc
+		for _, t := range rep.ToolCalls {
+			tcs = append(tcs, tc{ID: t.ID, Type: "function", Function: fn{Name: t.Name, Arguments: t.Arguments}})
+		}
+		if len(tcs) > 0 {
+			msg["tool_calls"] = tcs
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-test", "object": "chat.completion",
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "stop"}},
+			"usage":   map[string]int{"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	for i, d := range splitWords(rep.Content) {
+		if rep.CutAfter > 0 && i == rep.CutAfter {
+			fmt.Fprint(w, "data: {broken\n\n")
+			flush()
+			return
+		}
+		b, _ := json.Marshal(d)
+		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%s}}]}\n\n", b)
+		flush()
+	}
+	fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":10,\"total_tokens\":110}}\n\n")
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	flush()
+}
+
+// splitWords splits text after each space, so that the deltas concatenate back to it.
+func splitWords(s string) []string {
+	var out []string
+	for s != "" {
+		i := strings.IndexByte(s, ' ')
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		out = append(out, s[:i+1])
+		s = s[i+1:]
+	}
+	return out
+}
