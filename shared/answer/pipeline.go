@@ -338,7 +338,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 			mode = ModeLow
 		}
 		if prompt, err = BuildPrompt(PromptInput{Question: promptQuestion, Evidence: res.Evidence, Mode: mode,
-			Ceiling: p.ContextTokens, Memory: memories, Summary: summary, History: recent}); err != nil {
+			Ceiling: p.ContextTokens, Memory: memories, Summary: summary, History: recent, Served: served}); err != nil {
 			return nil, rag.E(op, rag.KindInternal, err)
 		}
 		res.Evidence = res.Evidence[:prompt.Used] // sources are what the model saw

@@ -41,8 +41,8 @@ func Neutralise(s string) (string, int) {
 }
 
 type passage struct {
-	N           int
-	Title, Text string
+	N                   int
+	Title, Text, Serves string
 }
 
 // Prompt is an assembled prompt and what went into it.
@@ -66,6 +66,9 @@ type PromptInput struct {
 	Memory  []string
 	Summary string
 	History []llm.Message // earlier turns, oldest first
+	// Served, for a decomposed question, maps a passage's chunk id to the sub-questions it serves; the
+	// prompt then says so beside each passage and asks for every part to be answered.
+	Served map[string][]string
 }
 
 // BuildPrompt assembles the prompt under one token ceiling, spent in the order of DESIGN.md step 12:
@@ -78,7 +81,7 @@ func BuildPrompt(in PromptInput) (Prompt, error) {
 	}
 	p := Prompt{Mode: in.Mode}
 	var sys strings.Builder
-	if err := prompts.ExecuteTemplate(&sys, "system.tmpl", map[string]string{"Mode": in.Mode}); err != nil {
+	if err := prompts.ExecuteTemplate(&sys, "system.tmpl", map[string]any{"Mode": in.Mode, "Decomposed": in.Served != nil}); err != nil {
 		return p, fmt.Errorf("answer: system prompt: %w", err)
 	}
 	budget := ceiling - text.EstimateTokens(sys.String()) - text.EstimateTokens(in.Question) - 64
@@ -100,7 +103,9 @@ func BuildPrompt(in PromptInput) (Prompt, error) {
 		}
 		budget -= cost
 		p.Flagged += n + m
-		ps = append(ps, passage{N: i + 1, Title: title, Text: body})
+		serves, k := Neutralise(strings.Join(in.Served[e.ChunkID], "; "))
+		p.Flagged += k
+		ps = append(ps, passage{N: i + 1, Title: title, Text: body, Serves: serves})
 	}
 	p.Used = len(ps)
 	var memory []string
