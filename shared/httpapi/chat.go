@@ -90,13 +90,20 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client is gone
 	}
-	if _, err := l.h.d.Chat.Run(ctx, req, stream.Send); err != nil {
+	done, err := l.h.d.Chat.Run(ctx, req, stream.Send)
+	if err != nil {
 		kind := rag.KindOf(err)
 		if code := Status(kind); code >= 500 {
 			l.h.d.Logger.Error("chat failed", "kind", kind.String(), "err", err)
 		}
 		_ = stream.Send("error", map[string]string{"code": kind.String(), "message": publicMessage(err)})
 	}
+	// One line per question: the span timeline of the same events the client saw and the trace stores.
+	attrs := []any{"tenant", tenant, "conversation", req.ConversationID, "message", req.MessageID, "spans", sse.Spans(stream.Events)}
+	if done != nil {
+		attrs = append(attrs, "path", done.Path, "band", done.Confidence.Band, "answerer", done.Answerer, "degraded", done.Degraded)
+	}
+	l.h.d.Logger.Info("chat", attrs...)
 }
 
 // openConversation loads or creates the caller's conversation, stores the question, and sets the

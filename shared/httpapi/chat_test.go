@@ -2,13 +2,18 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/rag"
@@ -65,6 +70,25 @@ type chatFixture struct {
 	rec             *scopeRecorder
 	mine, theirs    rag.KnowledgeBase
 	myDoc, theirDoc rag.Document
+	logs            *lockedBuffer
+}
+
+// lockedBuffer is a log sink the server goroutine writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newChatFixture(t *testing.T, history bool) *chatFixture {
@@ -91,7 +115,8 @@ func newChatFixture(t *testing.T, history bool) *chatFixture {
 			t.Fatal(err)
 		}
 	}
-	d := Deps{Library: db, Logger: nil2(), Tenant: func(*http.Request) (string, error) { return "acme", nil },
+	f.logs = &lockedBuffer{}
+	d := Deps{Library: db, Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Tenant: func(*http.Request) (string, error) { return "acme", nil },
 		Chat: &answer.Pipeline{Retriever: f.rec}}
 	if history {
 		d.Conversations = db
@@ -151,6 +176,14 @@ func TestChat(t *testing.T) {
 	var done answer.Done
 	if err := json.Unmarshal(events[len(events)-1].data, &done); err != nil {
 		t.Fatal(err)
+	}
+	// One log line per question carries the span timeline of the same events.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(f.logs.String(), "msg=chat ") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if l := f.logs.String(); !regexp.MustCompile(`msg=chat tenant=acme .*spans="meta@\d+ understanding@\d+ routing@\d+ .*done@\d+" path=STANDARD`).MatchString(l) {
+		t.Fatalf("chat log line: %s", l)
 	}
 	var streamed strings.Builder
 	for _, e := range events {

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Protocol is the stream's version, sent in the meta event.
@@ -23,6 +25,7 @@ type Writer struct {
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	closed bool
+	start  time.Time
 	// Events records every event written (the persisted trace is the same sequence).
 	Events []Event
 }
@@ -31,6 +34,9 @@ type Writer struct {
 type Event struct {
 	Name string          `json:"event"`
 	Data json.RawMessage `json:"data"`
+	// At is when the event was sent, from the start of the stream: the span timeline of the request
+	// (logged, not part of the event's JSON).
+	At time.Duration `json:"-"`
 }
 
 // Start sets the SSE headers, writes the meta event and returns the writer.
@@ -40,7 +46,7 @@ func Start(w http.ResponseWriter) (*Writer, error) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &Writer{w: w, rc: http.NewResponseController(w)}
+	s := &Writer{w: w, rc: http.NewResponseController(w), start: time.Now()}
 	return s, s.Send("meta", map[string]int{"protocol": Protocol})
 }
 
@@ -58,7 +64,7 @@ func (s *Writer) Send(name string, v any) error {
 	if s.closed {
 		return errors.New("sse: stream closed")
 	}
-	s.Events = append(s.Events, Event{name, data})
+	s.Events = append(s.Events, Event{Name: name, Data: data, At: time.Since(s.start)})
 	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
 		s.closed = true
 		return err
@@ -77,4 +83,20 @@ func Encode(v any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("sse: encode: %w", err)
 	}
 	return b, nil
+}
+
+// Spans renders the events' timeline as "name@ms" pairs in order (runs of tokens fold into the first
+// and the last), for one log line per stream.
+func Spans(events []Event) string {
+	var b strings.Builder
+	for i, e := range events {
+		if e.Name == "token" && i > 0 && i < len(events)-1 && events[i-1].Name == "token" && events[i+1].Name == "token" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s@%d", e.Name, e.At.Milliseconds())
+	}
+	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -76,4 +77,19 @@ func FuzzSSEEncoder(f *testing.F) {
 			t.Fatalf("forged event: %d event lines, %d data lines in %q", eventLines, dataLines, body)
 		}
 	})
+}
+
+func TestSpans(t *testing.T) {
+	ev := func(name string, ms int) Event { return Event{Name: name, At: time.Duration(ms) * time.Millisecond} }
+	got := Spans([]Event{ev("meta", 0), ev("understanding", 120), ev("start", 300), ev("token", 310), ev("token", 320), ev("token", 330), ev("token", 900), ev("done", 905)})
+	if want := "meta@0 understanding@120 start@300 token@310 token@900 done@905"; got != want {
+		t.Fatalf("Spans = %q, want %q", got, want)
+	}
+	// The recorded times are the send times, in order, and never in the JSON.
+	w, _ := Start(httptest.NewRecorder())
+	w.Send("done", map[string]int{})
+	b, _ := json.Marshal(w.Events)
+	if w.Events[1].At < w.Events[0].At || strings.Contains(string(b), "At") || string(b) != `[{"event":"meta","data":{"protocol":1}},{"event":"done","data":{}}]` {
+		t.Fatalf("events %s", b)
+	}
 }
