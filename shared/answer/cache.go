@@ -54,33 +54,49 @@ func (c *SemanticCache) defaults() (float64, time.Duration, int) {
 	return th, ttl, n
 }
 
-// scope returns the cache key of the request's scope: tenant, sorted KB ids and their versions, and the
-// selected documents.
-func (c *SemanticCache) scope(ctx context.Context, req Request) (string, error) {
+// scope returns the cache key of the request's scope: tenant, sorted KB ids and their versions, the
+// selected documents, and the generation (model and prompts).
+func (c *SemanticCache) scope(ctx context.Context, req Request, generation string) (string, error) {
 	kbs, err := c.Catalog.ListKBs(ctx, req.Tenant)
 	if err != nil {
 		return "", err
 	}
-	var parts []string
+	// The scope names the requested ids themselves (every KB of the tenant when none is named), so two
+	// different sets can never share a key, even if one names an id the catalog does not list.
+	versions := map[string]string{}
+	var ids []string
 	for _, kb := range kbs {
-		if len(req.KBIDs) == 0 || slices.Contains(req.KBIDs, kb.ID) {
-			parts = append(parts, fmt.Sprintf("%s@%d", kb.ID, kb.Version))
+		versions[kb.ID] = fmt.Sprint(kb.Version)
+		ids = append(ids, kb.ID)
+	}
+	if len(req.KBIDs) > 0 {
+		ids = req.KBIDs
+	}
+	var parts []string
+	for _, id := range ids {
+		v, ok := versions[id]
+		if !ok {
+			v = "unknown"
 		}
+		parts = append(parts, id+"@"+v)
 	}
 	slices.Sort(parts)
+	parts = slices.Compact(parts)
 	// Selected documents narrow the scope: their answers must never serve the whole set, nor the reverse.
 	docs := slices.Clone(req.DocumentIDs)
 	slices.Sort(docs)
-	h := sha256.Sum256([]byte(req.Tenant + "\x00" + strings.Join(parts, ",") + "\x00" + strings.Join(docs, ",")))
+	h := sha256.Sum256([]byte(req.Tenant + "\x00" + strings.Join(parts, ",") + "\x00" + strings.Join(docs, ",") + "\x00" + generation))
 	return "semcache:" + req.Tenant + ":" + hex.EncodeToString(h[:16]), nil
 }
 
 func normalise(q string) string { return strings.ToLower(oneLine(q)) }
 
 // Lookup returns the cached answer for q, or nil. vec is the question's embedding, kept for Store.
-func (c *SemanticCache) Lookup(ctx context.Context, req Request, q string) (*Done, []float32, string, error) {
+// generation names what writes answers (RELIABILITY SR-05): a cached answer is replayed only to the
+// same model and prompt templates that wrote it.
+func (c *SemanticCache) Lookup(ctx context.Context, req Request, q, generation string) (*Done, []float32, string, error) {
 	th, _, _ := c.defaults()
-	key, err := c.scope(ctx, req)
+	key, err := c.scope(ctx, req, generation)
 	if err != nil {
 		return nil, nil, "", err
 	}

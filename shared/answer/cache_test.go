@@ -2,6 +2,7 @@ package answer
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -149,7 +150,7 @@ func TestCacheEvictsAndSurvivesDamage(t *testing.T) {
 	d := &Done{Answer: "a [1]", Confidence: Confidence{Band: BandHigh}}
 	var key string
 	for _, q := range []string{"first question here", "second question here", "third question here"} {
-		_, vec, k, err := c.Lookup(ctx, req, q)
+		_, vec, k, err := c.Lookup(ctx, req, q, "g")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,13 +165,95 @@ func TestCacheEvictsAndSurvivesDamage(t *testing.T) {
 	if len(entries) != 2 {
 		t.Fatalf("%d entries, want the newest 2", len(entries))
 	}
-	if hit, _, _, _ := c.Lookup(ctx, req, "third question here"); hit == nil {
+	if hit, _, _, _ := c.Lookup(ctx, req, "third question here", "g"); hit == nil {
 		t.Fatal("the newest entry was evicted")
 	}
 	if err := kv.HSet(ctx, key, map[string][]byte{"junk": []byte("{not json")}); err != nil {
 		t.Fatal(err)
 	}
-	if hit, _, _, err := c.Lookup(ctx, req, "unrelated words entirely"); err != nil || hit != nil {
+	if hit, _, _, err := c.Lookup(ctx, req, "unrelated words entirely", "g"); err != nil || hit != nil {
 		t.Fatalf("a damaged entry must be a miss, not an error: %v %v", hit, err)
+	}
+}
+
+// scopeLabel returns evidence named after the scope that retrieved it, so that a replayed answer shows
+// which scope it was built in.
+type scopeLabel struct{}
+
+func (scopeLabel) Retrieve(_ context.Context, q retrieve.Query) (*retrieve.Result, error) {
+	label := q.Filter.Tenant + "/" + strings.Join(q.Filter.KBIDs, "+")
+	// The passage restates the question, so that every answer is grounded (cacheable).
+	return &retrieve.Result{Evidence: []rank.Evidence{ev(label, "The policy answers this: "+q.Text+".", 0.9)},
+		Grade: rank.Grade{Tier: rank.TierHigh, TopScore: 0.9}}, nil
+}
+
+// CACHE-02 at scale: 1,000 paraphrase pairs; the warming scope hits its own paraphrases, while another
+// tenant, another knowledge-base set (ACL group), another model and another prompt version never get an
+// answer built in another scope.
+func TestCacheIsolationPairs(t *testing.T) {
+	c := &SemanticCache{KV: memkv.New(nil, 100000), Embedder: embed.NewOffline(256), Catalog: &versionedCatalog{version: 1}}
+	p := &Pipeline{Retriever: scopeLabel{}, Cache: c}
+	sameScope, crossScope, asked := 0, 0, 0
+	run := func(tenant, q string, kbs ...string) {
+		d, err := p.Run(context.Background(), Request{Tenant: tenant, KBIDs: kbs, Question: q}, func(string, any) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.FromCache {
+			return
+		}
+		if d.Sources[0].FileName != tenant+"/"+strings.Join(kbs, "+") {
+			crossScope++
+		} else {
+			sameScope++
+		}
+	}
+	const n = 1000
+	words := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango")
+	topics := []string{"annual leave", "sick leave", "parental leave", "travel refunds", "laptop policy", "expense claims", "remote work", "overtime pay"}
+	pair := func(i int) (string, string) {
+		w1, w2 := words[i%len(words)], words[(i/len(words))%len(words)]
+		a := fmt.Sprintf("What does the %s %s rule say about %s for team %s?", w1, w2, topics[i%len(topics)], words[(i*7)%len(words)])
+		return a, strings.ToUpper(a[:1]) + strings.ToLower(strings.TrimSuffix(a[1:], "?"))
+	}
+	kb := func(i int) string { return fmt.Sprintf("kb_%d", i%20) } // 20 scopes of 50 entries
+	for i := range n {
+		a, _ := pair(i)
+		run("acme", a, kb(i))
+		run("acme", a, kb(i)) // asked twice: stored
+	}
+	sameScope = 0
+	for i := range n {
+		_, b := pair(i)
+		run("acme", b, kb(i))
+		for _, other := range []struct {
+			tenant string
+			kbs    []string
+		}{{"globex", []string{kb(i)}}, {"acme", []string{kb(i), "kb_x"}}, {"acme", []string{"kb_y"}}} {
+			before := sameScope
+			run(other.tenant, b, other.kbs...)
+			sameScope = before // a hit inside the other scope (its own earlier entry) is not the measure here
+			asked++
+		}
+	}
+	warmHits := 0
+	// Another model, or changed prompts, is another generation: nothing written by the extractive answerer
+	// is replayed for a model.
+	p.LLM, p.Model = &fakeLLM{deltas: []string{"Twenty days [1]."}}, "main-v2"
+	for i := range 50 {
+		_, b := pair(i)
+		d, err := p.Run(context.Background(), Request{Tenant: "acme", KBIDs: []string{kb(i)}, Question: b}, func(string, any) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.FromCache {
+			warmHits++
+		}
+	}
+	t.Logf("CACHE-02: same_scope_hits=%d/%d cross_scope_hits=%d/%d (rule of three: rate < %.4f at 95%%), other-generation hits %d/50",
+		sameScope, n, crossScope, asked, 3.0/float64(asked), warmHits)
+	if crossScope != 0 || warmHits != 0 || sameScope < n*9/10 {
+		t.Fatalf("cross-scope hits %d, other-generation hits %d, same-scope hits %d/%d (the paraphrases must hit at home for the test to mean anything)",
+			crossScope, warmHits, sameScope, n)
 	}
 }

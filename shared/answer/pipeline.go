@@ -214,7 +214,11 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	// nor stored, since the cache knows only the question and the documents.
 	if p.Cache != nil && len(req.History) == 0 {
 		t := time.Now()
-		hit, vec, key, err := p.Cache.Lookup(ctx, req, q)
+		gen := "extractive|" + promptVersion
+		if p.LLM != nil {
+			gen = "llm:" + p.Model + "|" + promptVersion
+		}
+		hit, vec, key, err := p.Cache.Lookup(ctx, req, q, gen)
 		switch {
 		case err != nil:
 			done.Degraded = append(done.Degraded, "cache")

@@ -1,8 +1,11 @@
 package answer
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"strings"
 	"text/template"
@@ -16,6 +19,22 @@ import (
 var promptFS embed.FS
 
 var prompts = template.Must(template.ParseFS(promptFS, "prompts/*.tmpl"))
+
+// promptVersion fingerprints the prompt templates (and the understanding prompt, which shapes
+// retrieval): part of the semantic cache's scope, so that changed prompts never replay old answers.
+var promptVersion = func() string {
+	h := sha256.New()
+	_ = fs.WalkDir(promptFS, "prompts", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := promptFS.ReadFile(path)
+			h.Write([]byte(path))
+			h.Write(b)
+		}
+		return nil
+	})
+	h.Write([]byte(understandPrompt))
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}()
 
 // Prompt modes (DESIGN.md step 12): standard, low confidence with evidence, fallback without evidence.
 const (
