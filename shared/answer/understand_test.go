@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
@@ -52,6 +53,21 @@ func TestUnderstandWithModel(t *testing.T) {
 	if got := failing.Understand(context.Background(), "How many days of annual leave?", nil); got.Source != "rules" || !strings.Contains(got.Reason, "failed") {
 		t.Fatalf("failing model: %+v", got)
 	}
+	// A model that never answers: the call's own deadline hands over to the rules, while the request's
+	// context is still alive.
+	slow := &Understander{LLM: hangingLLM{}, Timeout: 10 * time.Millisecond}
+	ctx := context.Background()
+	if got := slow.Understand(ctx, "How many days of annual leave?", nil); got.Source != "rules" || !strings.Contains(got.Reason, "deadline") || ctx.Err() != nil {
+		t.Fatalf("hanging model: %+v", got)
+	}
+}
+
+// hangingLLM blocks until its context ends.
+type hangingLLM struct{}
+
+func (hangingLLM) Stream(ctx context.Context, _ llm.Request, _ func(string) error) (llm.Usage, error) {
+	<-ctx.Done()
+	return llm.Usage{}, ctx.Err()
 }
 
 func TestPipelineUsesUnderstanding(t *testing.T) {
