@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -90,7 +92,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client is gone
 	}
-	done, err := l.h.d.Chat.Run(ctx, req, stream.Send)
+	done, err := l.run(ctx, req, stream)
 	if err != nil {
 		kind := rag.KindOf(err)
 		if code := Status(kind); code >= 500 {
@@ -104,6 +106,18 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		attrs = append(attrs, "path", done.Path, "band", done.Confidence.Band, "answerer", done.Answerer, "degraded", done.Degraded)
 	}
 	l.h.d.Logger.Info("chat", attrs...)
+}
+
+// run runs the pipeline; a panic becomes an Internal error (logged with its stack) so that the stream
+// still ends with an error event and nothing else is affected.
+func (l *library) run(ctx context.Context, req answer.Request, stream *sse.Writer) (done *answer.Done, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.h.d.Logger.Error("chat panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			done, err = nil, rag.Errorf("httpapi.chat", rag.KindInternal, "panic: %v", p)
+		}
+	}()
+	return l.h.d.Chat.Run(ctx, req, stream.Send)
 }
 
 // openConversation loads or creates the caller's conversation, stores the question, and sets the
@@ -145,7 +159,12 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 		// The client leaving must not lose the answer it was sent.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
+		// The trace is every event sent so far plus done itself, which is sent right after this save: the
+		// stored message keeps the stage timings, usage and cost that only done carries.
 		trace := append([]sse.Event(nil), stream().Events...)
+		if data, err := sse.Encode(d); err == nil {
+			trace = append(trace, sse.Event{Name: "done", Data: data})
+		}
 		sources, err := json.Marshal(d.Sources)
 		if err != nil {
 			return err

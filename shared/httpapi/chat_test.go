@@ -27,6 +27,9 @@ type scopeRecorder struct{ got []retrieve.Query }
 
 func (s *scopeRecorder) Retrieve(_ context.Context, q retrieve.Query) (*retrieve.Result, error) {
 	s.got = append(s.got, q)
+	if strings.Contains(q.Text, "panic") {
+		panic("retriever bug: index out of range")
+	}
 	if strings.Contains(q.Text, "explode") {
 		return nil, rag.Errorf("retrieve", rag.KindUnavailable, "dial tcp 10.0.0.7:19530: secret internal detail")
 	}
@@ -229,6 +232,15 @@ func TestChat(t *testing.T) {
 	if last.name != "error" || strings.Contains(string(last.data), "10.0.0.7") || !strings.Contains(string(last.data), "unavailable") {
 		t.Fatalf("error event %s %s", last.name, last.data)
 	}
+	// A panic inside the pipeline ends that stream with an internal error event; the server goes on.
+	events = readSSE(t, post(`{"question":"please panic","kbs":["handbook"]}`))
+	last = events[len(events)-1]
+	if last.name != "error" || !strings.Contains(string(last.data), `"code":"Internal"`) || strings.Contains(string(last.data), "index out of range") {
+		t.Fatalf("after a panic: %s %s", last.name, last.data)
+	}
+	if events := readSSE(t, post(`{"question":"How many days of annual leave?","kbs":["handbook"]}`)); events[len(events)-1].name != "done" {
+		t.Fatal("the server stopped answering after a panic")
+	}
 }
 
 func TestChatConversations(t *testing.T) {
@@ -261,8 +273,12 @@ func TestChatConversations(t *testing.T) {
 	}
 	a := got.Messages[1]
 	var trace []sse.Event
-	if err := json.Unmarshal(a.Trace, &trace); err != nil || len(trace) < 8 || trace[0].Name != "meta" || trace[len(trace)-1].Name == "done" {
-		t.Fatalf("trace %s: the stored trace is the streamed events before done", a.Trace)
+	if err := json.Unmarshal(a.Trace, &trace); err != nil || len(trace) < 8 || trace[0].Name != "meta" || trace[len(trace)-1].Name != "done" {
+		t.Fatalf("trace %s: the stored trace is the streamed events, done included", a.Trace)
+	}
+	var stored answer.Done
+	if err := json.Unmarshal(trace[len(trace)-1].Data, &stored); err != nil || stored.MessageID != done.MessageID || stored.StageMS == nil || stored.Answer != done.Answer {
+		t.Fatalf("stored done %+v: it must be the done the client got, timings included", stored)
 	}
 	if a.Content != done.Answer || a.Band != done.Confidence.Band || !strings.Contains(string(a.Sources), "handbook.docx") {
 		t.Fatalf("assistant message %+v", a)
