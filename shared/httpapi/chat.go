@@ -47,35 +47,8 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	if len(in.KBs) > maxChatKBs || len(in.Documents) > maxChatKBs {
-		l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "at most %d knowledge bases and %d documents per question", maxChatKBs, maxChatKBs))
-		return
-	}
-	req := answer.Request{Tenant: tenant, User: user, Question: in.Question}
-	for _, key := range in.KBs {
-		kb, err := l.resolveKB(r.Context(), tenant, key)
-		if err != nil {
-			l.fail(w, r, err)
-			return
-		}
-		req.KBIDs = append(req.KBIDs, kb.ID)
-	}
-	for _, id := range in.Documents {
-		doc, err := l.lib.GetDocument(r.Context(), tenant, id)
-		if err != nil {
-			if rag.Is(err, rag.KindInvalid) || rag.Is(err, rag.KindNotFound) {
-				err = rag.Errorf("httpapi", rag.KindNotFound, "no document %q", id)
-			}
-			l.fail(w, r, err)
-			return
-		}
-		if len(in.KBs) > 0 && !slices.Contains(req.KBIDs, doc.KBID) {
-			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "document %q is not in the knowledge bases named", id))
-			return
-		}
-		req.DocumentIDs = append(req.DocumentIDs, doc.ID)
-	}
-	if err := l.h.d.Chat.Check(req); err != nil {
+	req, err := l.question(r, tenant, user, in.Question, in.KBs, in.Documents)
+	if err != nil {
 		l.fail(w, r, err)
 		return
 	}
@@ -88,7 +61,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
-	stream, err := sse.Start(w)
+	stream, err = sse.Start(w)
 	if err != nil {
 		return // the client is gone
 	}
@@ -106,6 +79,36 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		attrs = append(attrs, "path", done.Path, "band", done.Confidence.Band, "answerer", done.Answerer, "degraded", done.Degraded)
 	}
 	l.h.d.Logger.Info("chat", attrs...)
+}
+
+// question builds the pipeline's request: every knowledge base named (by id or name) and every selected
+// document must be the caller's tenant's, and the request must pass the pipeline's checks.
+func (l *library) question(r *http.Request, tenant, user, question string, kbs, documents []string) (answer.Request, error) {
+	req := answer.Request{Tenant: tenant, User: user, Question: question}
+	if len(kbs) > maxChatKBs || len(documents) > maxChatKBs {
+		return req, rag.Errorf("httpapi", rag.KindInvalid, "at most %d knowledge bases and %d documents per question", maxChatKBs, maxChatKBs)
+	}
+	for _, key := range kbs {
+		kb, err := l.resolveKB(r.Context(), tenant, key)
+		if err != nil {
+			return req, err
+		}
+		req.KBIDs = append(req.KBIDs, kb.ID)
+	}
+	for _, id := range documents {
+		doc, err := l.lib.GetDocument(r.Context(), tenant, id)
+		if err != nil {
+			if rag.Is(err, rag.KindInvalid) || rag.Is(err, rag.KindNotFound) {
+				err = rag.Errorf("httpapi", rag.KindNotFound, "no document %q", id)
+			}
+			return req, err
+		}
+		if len(kbs) > 0 && !slices.Contains(req.KBIDs, doc.KBID) {
+			return req, rag.Errorf("httpapi", rag.KindInvalid, "document %q is not in the knowledge bases named", id)
+		}
+		req.DocumentIDs = append(req.DocumentIDs, doc.ID)
+	}
+	return req, l.h.d.Chat.Check(req)
 }
 
 // run runs the pipeline; a panic becomes an Internal error (logged with its stack) so that the stream
