@@ -65,7 +65,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client is gone
 	}
-	done, err := l.run(ctx, req, stream)
+	done, err := l.run(ctx, req, stream.Send)
 	if err != nil {
 		kind := rag.KindOf(err)
 		if code := Status(kind); code >= 500 {
@@ -113,14 +113,14 @@ func (l *library) question(r *http.Request, tenant, user, question string, kbs, 
 
 // run runs the pipeline; a panic becomes an Internal error (logged with its stack) so that the stream
 // still ends with an error event and nothing else is affected.
-func (l *library) run(ctx context.Context, req answer.Request, stream *sse.Writer) (done *answer.Done, err error) {
+func (l *library) run(ctx context.Context, req answer.Request, emit answer.Emit) (done *answer.Done, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			l.h.d.Logger.Error("chat panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			done, err = nil, rag.Errorf("httpapi.chat", rag.KindInternal, "panic: %v", p)
 		}
 	}()
-	return l.h.d.Chat.Run(ctx, req, stream.Send)
+	return l.h.d.Chat.Run(ctx, req, emit)
 }
 
 // openConversation loads or creates the caller's conversation, stores the question, and sets the

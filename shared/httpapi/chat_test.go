@@ -33,8 +33,12 @@ func (s *scopeRecorder) Retrieve(_ context.Context, q retrieve.Query) (*retrieve
 	if strings.Contains(q.Text, "explode") {
 		return nil, rag.Errorf("retrieve", rag.KindUnavailable, "dial tcp 10.0.0.7:19530: secret internal detail")
 	}
+	kb := "kb_all"
+	if len(q.Filter.KBIDs) > 0 {
+		kb = q.Filter.KBIDs[0]
+	}
 	return &retrieve.Result{Grade: rank.Grade{Tier: rank.TierHigh, TopScore: 0.9},
-		Evidence: []rank.Evidence{{ChunkID: "c1", DocumentID: "doc_1", KBID: q.Filter.KBIDs[0], FileName: "handbook.docx",
+		Evidence: []rank.Evidence{{ChunkID: "c1", DocumentID: "doc_1", KBID: kb, FileName: "handbook.docx",
 			Text: "Full-time employees receive 20 days of paid annual leave per year.", Score: 0.9}}}, nil
 }
 

@@ -54,6 +54,11 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/kbs", l.listKBs)
 	if l.h.d.Chat != nil {
 		mux.HandleFunc("POST /api/chat", l.chat)
+		mux.HandleFunc("POST /v1/chat/completions", l.chatCompletions)
+		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+			WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
+				map[string]any{"id": "docmind", "object": "model", "created": 0, "owned_by": "docmind"}}})
+		})
 		if l.h.d.Conversations != nil {
 			mux.HandleFunc("GET /api/conversations", l.listConversations)
 			mux.HandleFunc("GET /api/conversations/{id}/messages", l.listMessages)
