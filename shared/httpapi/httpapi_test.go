@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -75,3 +76,33 @@ func TestErrorsAreJSONAndSanitised(t *testing.T) {
 }
 
 func nil2() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// The web page is served from the binary with a strict policy; other paths stay JSON 404s.
+func TestWebPage(t *testing.T) {
+	srv := httptest.NewServer(New(Deps{}))
+	defer srv.Close()
+	for path, want := range map[string]string{"/": "text/html", "/app.js": "text/javascript", "/app.css": "text/css"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		csp := resp.Header.Get("Content-Security-Policy")
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), want) || !strings.Contains(csp, "script-src 'self'") ||
+			strings.Contains(csp, "unsafe-inline") || len(body) < 100 {
+			t.Fatalf("%s: %d %v", path, resp.StatusCode, resp.Header)
+		}
+		if path == "/" && (!strings.Contains(string(body), `src="/app.js"`) || strings.Contains(string(body), "<script>")) {
+			t.Fatal("the page must load its script from /app.js, with no inline script")
+		}
+		if path == "/app.js" && strings.Contains(string(body), "innerHTML") {
+			t.Fatal("app.js must not write innerHTML")
+		}
+	}
+	resp, _ := http.Get(srv.URL + "/index.php")
+	if resp.StatusCode != 404 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("unknown path: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	resp.Body.Close()
+}
