@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/rag"
@@ -27,6 +31,7 @@ func cmdAsk(e env, args []string) int {
 	var c common
 	fs := newFlags("ask", e, &c)
 	kbName := fs.String("kb", "", "knowledge base name (default: every knowledge base of the tenant)")
+	server := fs.String("server", "", "ask a running docmind server at this URL (e.g. http://127.0.0.1:8080) instead of opening the data directory")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitConfig
@@ -35,6 +40,21 @@ func cmdAsk(e env, args []string) int {
 	if question == "" {
 		fmt.Fprintln(e.stderr, `usage: docmind ask [--kb NAME] [--data DIR] [--json] "question"`)
 		return exitConfig
+	}
+	var events []sse.Event
+	emit := func(name string, v any) error {
+		data, err := sse.Encode(v)
+		if err != nil {
+			return err
+		}
+		events = append(events, sse.Event{Name: name, Data: data})
+		if !c.json {
+			timeline(e.stdout, e.stderr, name, data)
+		}
+		return nil
+	}
+	if *server != "" {
+		return askServer(e, c.json, *server, *kbName, question, emit, &events)
 	}
 	cfg, ok := c.load(e, nil)
 	if !ok {
@@ -64,19 +84,7 @@ func cmdAsk(e env, args []string) int {
 	if err := p.Check(req); err != nil {
 		return fail(e, err)
 	}
-	var events []sse.Event
 	var failed error
-	emit := func(name string, v any) error {
-		data, err := sse.Encode(v)
-		if err != nil {
-			return err
-		}
-		events = append(events, sse.Event{Name: name, Data: data})
-		if !c.json {
-			timeline(e.stdout, e.stderr, name, data)
-		}
-		return nil
-	}
 	_ = emit("meta", map[string]int{"protocol": sse.Protocol})
 	done, err := p.Run(e.ctx, req, emit)
 	if err != nil {
@@ -85,14 +93,96 @@ func cmdAsk(e env, args []string) int {
 		_ = emit("error", map[string]string{"code": rag.KindOf(err).String(), "message": err.Error()})
 	}
 	if c.json {
-		out := askResult{Sources: []answer.Source{}, Events: events}
-		if done != nil {
-			out.Answer, out.Sources, out.Confidence, out.Band, out.Path = done.Answer, done.Sources, done.Confidence.Score, done.Confidence.Band, done.Path
-		}
-		printJSON(e.stdout, out)
+		printAsk(e.stdout, done, events)
 	}
 	if failed != nil {
 		return fail(e, failed)
+	}
+	return exitOK
+}
+
+func printAsk(w io.Writer, done *answer.Done, events []sse.Event) {
+	out := askResult{Sources: []answer.Source{}, Events: events}
+	if done != nil {
+		out.Answer, out.Sources, out.Confidence, out.Band, out.Path = done.Answer, done.Sources, done.Confidence.Score, done.Confidence.Band, done.Path
+	}
+	printJSON(w, out)
+}
+
+// askServer asks a running server (its data directory is locked by it) and renders its stream the same way.
+func askServer(e env, asJSON bool, base, kb, question string, emit answer.Emit, events *[]sse.Event) int {
+	const op = "ask"
+	body := map[string]any{"question": question}
+	if kb != "" {
+		body["kbs"] = []string{kb}
+	}
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/api/chat", bytes.NewReader(b))
+	if err != nil {
+		return fail(e, rag.Errorf(op, rag.KindInvalid, "--server: %v", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
+	if err != nil {
+		return fail(e, rag.Errorf(op, rag.KindUnavailable, "%v", err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var apiErr struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&apiErr)
+		kind := rag.KindUnavailable
+		if resp.StatusCode < 500 {
+			kind = rag.KindInvalid
+		}
+		return fail(e, rag.Errorf(op, kind, "server answered %s: %s", resp.Status, apiErr.Error.Message))
+	}
+	var done *answer.Done
+	var failed error
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 4<<20)
+	name := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if n, ok := strings.CutPrefix(line, "event: "); ok {
+			name = n
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		raw := json.RawMessage(data)
+		_ = emit(name, raw)
+		switch name {
+		case "done":
+			done = &answer.Done{}
+			if err := json.Unmarshal(raw, done); err != nil {
+				failed = rag.Errorf(op, rag.KindInternal, "unreadable done event: %v", err)
+			}
+		case "error":
+			var ev struct{ Code, Message string }
+			_ = json.Unmarshal(raw, &ev)
+			if failed == nil && done == nil {
+				failed = rag.Errorf(op, rag.KindUnavailable, "%s: %s", ev.Code, ev.Message)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil && failed == nil {
+		failed = rag.Errorf(op, rag.KindUnavailable, "reading the stream: %v", err)
+	}
+	if done != nil && done.Partial {
+		failed = nil // the error event said the answer was cut; done carries what arrived
+	}
+	if asJSON {
+		printAsk(e.stdout, done, *events)
+	}
+	if failed != nil {
+		return fail(e, failed)
+	}
+	if done == nil {
+		return fail(e, rag.Errorf(op, rag.KindUnavailable, "the stream ended without done"))
 	}
 	return exitOK
 }

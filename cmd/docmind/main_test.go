@@ -306,3 +306,29 @@ func TestAskCommand(t *testing.T) {
 		}
 	}
 }
+
+// With a server running, its data directory is locked: the CLI says so instead of failing obscurely, and
+// `ask --server` goes through the server's API with the same output.
+func TestAskWhileServing(t *testing.T) {
+	m, base := startServer(t, nil)
+	waitDemo(t, base)
+	code, _, errOut := runCLI(t, nil, "ask", "--data", m.Config.DataDir, "annual leave")
+	if code != exitFail || !strings.Contains(errOut, "open in another docmind process") {
+		t.Fatalf("ask on a served data directory: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, nil, "ask", "--server", base, "--kb", "demo", "--json", "How many days of paid annual leave do full-time employees get?")
+	var res askResult
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
+		t.Fatalf("ask --server: exit %d %v: %s %s", code, err, out, errOut)
+	}
+	if !strings.Contains(res.Answer, "20 days") || len(res.Sources) == 0 || res.Events[0].Name != "meta" || res.Events[len(res.Events)-1].Name != "done" || res.Band == "" {
+		t.Fatalf("ask --server --json: %+v", res)
+	}
+	code, out, errOut = runCLI(t, nil, "ask", "--server", base, "年假每年多少天？")
+	if code != 0 || !strings.Contains(out, "employee-handbook.docx") || !strings.Contains(errOut, "· routing:") {
+		t.Fatalf("ask --server: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, nil, "ask", "--server", base, "--kb", "nope", "q"); code != exitConfig || !strings.Contains(errOut, "404") {
+		t.Fatalf("unknown kb through the server: exit %d %s", code, errOut)
+	}
+}

@@ -60,24 +60,10 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 	if err = s.Keyword.Load(ctx, s.SQL, cfg.Tenant); err != nil {
 		return s, fmt.Errorf("build the keyword index: %w", err)
 	}
-	switch cfg.Vector.Driver {
-	case "milvus":
-		s.Vectors, err = milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken,
-			Collection: cfg.Vector.Collection, Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
-	default:
-		s.Vectors, err = memvec.Open(filepath.Join(cfg.DataDir, "vectors.bin"), cfg.Vector.Dim)
-	}
-	if err != nil {
+	if s.Vectors, err = openVectors(ctx, cfg, ""); err != nil {
 		return s, fmt.Errorf("open %s vector index: %w", cfg.Vector.Driver, err)
 	}
-	switch cfg.Vector.Driver {
-	case "milvus":
-		s.Memories, err = milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken,
-			Collection: cfg.Vector.Collection + "_memories", Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
-	default:
-		s.Memories, err = memvec.Open(filepath.Join(cfg.DataDir, "memories.bin"), cfg.Vector.Dim)
-	}
-	if err != nil {
+	if s.Memories, err = openVectors(ctx, cfg, "memories"); err != nil {
 		return s, fmt.Errorf("open %s memory index: %w", cfg.Vector.Driver, err)
 	}
 	switch cfg.KV.Driver {
@@ -96,6 +82,33 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 		return s, fmt.Errorf("open %s blob store: %w", cfg.Blob.Driver, err)
 	}
 	return s, nil
+}
+
+// openVectors opens the documents' vector index (name "") or a named one beside it: the file
+// <name>.bin, or the collection <collection>_<name>. A failure returns a nil interface, never an
+// interface holding a nil pointer (which Close would call).
+func openVectors(ctx context.Context, cfg config.Config, name string) (store.VectorIndex, error) {
+	if cfg.Vector.Driver == "milvus" {
+		coll := cfg.Vector.Collection
+		if name != "" {
+			coll += "_" + name
+		}
+		ix, err := milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken,
+			Collection: coll, Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+		if err != nil {
+			return nil, err
+		}
+		return ix, nil
+	}
+	file := "vectors.bin"
+	if name != "" {
+		file = name + ".bin"
+	}
+	ix, err := memvec.Open(filepath.Join(cfg.DataDir, file), cfg.Vector.Dim)
+	if err != nil {
+		return nil, err
+	}
+	return ix, nil
 }
 
 // Checks are the health probes of the stores.
