@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/eval"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
@@ -26,23 +28,25 @@ func cmdEval(e env, args []string) int {
 	dataset := fs.String("dataset", "", "BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv)")
 	// rerank and full run the retrieval chain; without a rerank API configured its reranker is lexical
 	split := fs.String("split", "train", "qrels split")
-	variant := fs.String("variant", "all", "bm25, vector, hybrid or all")
+	variant := fs.String("variant", "all", "bm25, vector, hybrid, rerank, full, all (the retrieval variants) or answer (the whole pipeline against answers.jsonl)")
 	k := fs.Int("k", 10, "cut-off reported first (Recall@100 is always computed)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
 	}
 	if *dataset == "" {
-		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|all] [--json]")
+		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|rerank|full|all|answer] [--json]")
 		return exitConfig
 	}
 	variants := evalVariants
-	if *variant != "all" {
+	if *variant == "answer" {
+		variants = []string{"answer"}
+	} else if *variant != "all" {
 		ok := false
 		for _, v := range evalVariants {
 			ok = ok || v == *variant
 		}
 		if !ok {
-			fmt.Fprintf(e.stderr, "docmind: --variant %q is not one of %s, all\n", *variant, strings.Join(evalVariants, ", "))
+			fmt.Fprintf(e.stderr, "docmind: --variant %q is not one of %s, all, answer\n", *variant, strings.Join(evalVariants, ", "))
 			return exitConfig
 		}
 		variants = []string{*variant}
@@ -85,6 +89,18 @@ func cmdEval(e env, args []string) int {
 	r.embed, r.semantic = emb, cfg.Embeddings.Provider != "offline"
 	if r.chain, err = retriever(ecfg, s); err != nil {
 		return fail(e, err)
+	}
+	if variants[0] == "answer" {
+		if len(ds.Answers) == 0 {
+			return fail(e, rag.Errorf("eval", rag.KindInvalid, "%s has no answers.jsonl: the answer variant needs gold answers", *dataset))
+		}
+		res := eval.RunAnswers(e.ctx, ds, r.answerer(ecfg, s))
+		if c.json {
+			printJSON(e.stdout, res)
+		} else {
+			fmt.Fprint(e.stdout, eval.AnswerMarkdown(res))
+		}
+		return exitOK
 	}
 	var results []eval.Result
 	for _, v := range variants {
@@ -248,5 +264,24 @@ func (r *evalRetriever) retriever(variant string) eval.Retriever {
 		}
 		p := rank.ProfileQuery(q, r.semantic)
 		return r.docs(rank.RRF(p.K, rank.Leg{Hits: kh, Weight: p.BM25Weight}, rank.Leg{Hits: vh, Weight: p.VectorWeight}), k), nil
+	}
+}
+
+// answerer runs the whole question pipeline (the configured model, or the offline extractive answerer)
+// over the evaluation corpus, without the semantic cache or memory, and maps cited sources to corpus ids.
+func (r *evalRetriever) answerer(cfg config.Config, s *Stores) eval.Answerer {
+	p := wire.Chat(cfg, r.chain, s.SQL, nil)
+	return func(ctx context.Context, q string) (eval.Outcome, error) {
+		done, err := p.Run(ctx, answer.Request{Tenant: r.tenant, KBIDs: []string{r.kb.ID}, Question: q}, func(string, any) error { return nil })
+		if err != nil {
+			return eval.Outcome{}, err
+		}
+		out := eval.Outcome{Text: done.Answer, Band: done.Confidence.Band, Invalid: done.Confidence.Invalid, Answerer: done.Answerer}
+		for _, src := range done.Sources {
+			if src.Cited {
+				out.Cited = append(out.Cited, r.beirID[src.DocumentID])
+			}
+		}
+		return out, nil
 	}
 }

@@ -243,6 +243,21 @@ func TestEvalCommand(t *testing.T) {
 			t.Errorf("result lacks %s", key)
 		}
 	}
+	// no answers.jsonl: the answer variant says what it needs
+	if code, _, errOut := runCLI(t, nil, "eval", "--data", data, "--dataset", dir, "--variant", "answer"); code != exitConfig || !strings.Contains(errOut, "answers.jsonl") {
+		t.Fatalf("answer variant without answers: %d %s", code, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, "answers.jsonl"), []byte(`{"_id":"q1","answers":["heart attacks"]}
+{"_id":"q3","answers":["18至60周岁"]}
+`), 0o644)
+	code, out, errOut = runCLI(t, nil, "eval", "--data", data, "--dataset", dir, "--variant", "answer", "--json")
+	var a map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &a) != nil {
+		t.Fatalf("eval answer: exit %d %s %s", code, out, errOut)
+	}
+	if a["queries"].(float64) != 2 || a["answer_recall"].(float64) != 1 || a["grounded"].(float64) != 1 || a["cited_relevant"].(float64) != 1 || a["answerer"] != "extractive" {
+		t.Fatalf("answer eval %v", a)
+	}
 	// a second run reuses the ingested corpus; all variants in Markdown
 	code, out, _ = runCLI(t, nil, "eval", "--data", data, "--dataset", dir)
 	if code != 0 || !strings.Contains(out, "| bm25 |") || !strings.Contains(out, "| hybrid |") {

@@ -1,0 +1,260 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Outcome is one answered question as the answer metrics see it.
+type Outcome struct {
+	Text     string   // the answer as the user reads it
+	Cited    []string // corpus ids of the cited sources, in citation order
+	Band     string   // HIGH, MEDIUM, LOW (empty for a short circuit)
+	Invalid  int      // [n] markers that name no source
+	Answerer string   // llm or extractive
+}
+
+// Answerer answers one question through the whole pipeline.
+type Answerer func(ctx context.Context, question string) (Outcome, error)
+
+// AnswerQuery is one question's answer metrics.
+type AnswerQuery struct {
+	ID     string   `json:"id"`
+	Text   string   `json:"text"`
+	Gold   []string `json:"gold"`
+	Answer string   `json:"answer"`
+	EM     float64  `json:"em"`
+	F1     float64  `json:"f1"`
+	Recall float64  `json:"answer_recall"` // 1 when a gold answer appears in the answer
+	Band   string   `json:"band"`
+	Error  string   `json:"error,omitempty"`
+}
+
+// AnswerResult is the answer stage's report over the questions that have gold answers.
+type AnswerResult struct {
+	Dataset  string `json:"dataset"`
+	Split    string `json:"split"`
+	Variant  string `json:"variant"`
+	Answerer string `json:"answerer"`
+	Queries  int    `json:"queries"`
+	// EM and F1 are SQuAD's (CMRC's for Chinese: characters are tokens), maximum over the gold answers;
+	// AnswerRecall is the share of answers that contain a gold answer (normalised), the fairer measure
+	// for an extractive answerer, whose answers are whole sentences.
+	EM           float64 `json:"em"`
+	F1           float64 `json:"f1"`
+	AnswerRecall float64 `json:"answer_recall"`
+	// Grounded is the share of answers with at least one valid citation and none invalid; CitedRelevant
+	// the share whose cited sources include a document judged relevant.
+	Grounded      float64        `json:"grounded"`
+	CitedRelevant float64        `json:"cited_relevant"`
+	Bands         map[string]int `json:"bands"`
+	P50ms         float64        `json:"p50_ms"`
+	P95ms         float64        `json:"p95_ms"`
+	Errors        int            `json:"errors"`
+	Worst         []AnswerQuery  `json:"worst"`
+}
+
+// RunAnswers answers every judged question that has gold answers.
+func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
+	res := AnswerResult{Dataset: ds.Name, Split: ds.Split, Variant: "answer", Bands: map[string]int{}}
+	var lat []float64
+	var all []AnswerQuery
+	answerers := map[string]int{}
+	for _, q := range ds.Queries {
+		gold := ds.Answers[q.ID]
+		if len(gold) == 0 || ctx.Err() != nil {
+			continue
+		}
+		res.Queries++
+		start := time.Now()
+		out, err := a(ctx, q.Text)
+		lat = append(lat, float64(time.Since(start).Microseconds())/1000)
+		aq := AnswerQuery{ID: q.ID, Text: q.Text, Gold: gold}
+		if err != nil {
+			res.Errors++
+			aq.Error = err.Error()
+			all = append(all, aq)
+			continue
+		}
+		answerers[out.Answerer]++
+		aq.Answer, aq.Band = out.Text, out.Band
+		body := AnswerBody(out.Text)
+		for _, g := range gold {
+			aq.EM = max(aq.EM, ExactMatch(body, g))
+			aq.F1 = max(aq.F1, F1(body, g))
+			if ContainsAnswer(body, g) {
+				aq.Recall = 1
+			}
+		}
+		res.EM += aq.EM
+		res.F1 += aq.F1
+		res.AnswerRecall += aq.Recall
+		res.Bands[out.Band]++
+		if len(out.Cited) > 0 && out.Invalid == 0 {
+			res.Grounded++
+		}
+		for _, id := range out.Cited {
+			if ds.Qrels[q.ID][id] > 0 {
+				res.CitedRelevant++
+				break
+			}
+		}
+		all = append(all, aq)
+	}
+	if n := float64(res.Queries); n > 0 {
+		res.EM /= n
+		res.F1 /= n
+		res.AnswerRecall /= n
+		res.Grounded /= n
+		res.CitedRelevant /= n
+	}
+	for name := range answerers {
+		if res.Answerer != "" {
+			res.Answerer += "+"
+		}
+		res.Answerer += name
+	}
+	slices.Sort(lat)
+	res.P50ms, res.P95ms = percentile(lat, 0.50), percentile(lat, 0.95)
+	slices.SortStableFunc(all, func(a, b AnswerQuery) int {
+		switch {
+		case (a.Error != "") != (b.Error != ""): // failures first: they are the first thing to read
+			if a.Error != "" {
+				return -1
+			}
+			return 1
+		case a.F1 < b.F1:
+			return -1
+		case a.F1 > b.F1:
+			return 1
+		}
+		return 0
+	})
+	res.Worst = all[:min(10, len(all))]
+	return res
+}
+
+var (
+	citeMarks = regexp.MustCompile(`\[\d+\]`)
+	articles  = regexp.MustCompile(`\b(a|an|the)\b`)
+)
+
+// AnswerBody strips what is not the answer's content: citation markers, list bullets and a first
+// paragraph that only says no model is configured.
+func AnswerBody(s string) string {
+	if i := strings.Index(s, "\n\n"); i >= 0 && strings.Contains(strings.ToLower(s[:i]), "no language model is configured") {
+		s = s[i+2:]
+	}
+	s = citeMarks.ReplaceAllString(s, "")
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		lines = append(lines, strings.TrimPrefix(strings.TrimSpace(l), "- "))
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// normTokens normalises as SQuAD does (lower case, no punctuation, no English articles) and splits into
+// tokens, each CJK character being one token (CMRC 2018's rule).
+func normTokens(s string) []string {
+	s = articles.ReplaceAllString(strings.ToLower(s), " ")
+	var out []string
+	var word strings.Builder
+	flush := func() {
+		if word.Len() > 0 {
+			out = append(out, word.String())
+			word.Reset()
+		}
+	}
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r):
+			flush()
+			out = append(out, string(r))
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			word.WriteRune(r)
+		default: // punctuation and spaces separate and vanish
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// ExactMatch is 1 when the normalised texts are equal.
+func ExactMatch(answer, gold string) float64 {
+	if slices.Equal(normTokens(answer), normTokens(gold)) {
+		return 1
+	}
+	return 0
+}
+
+// F1 is the token-overlap F1 of answer against gold.
+func F1(answer, gold string) float64 {
+	a, g := normTokens(answer), normTokens(gold)
+	if len(a) == 0 || len(g) == 0 {
+		if len(a) == len(g) {
+			return 1
+		}
+		return 0
+	}
+	count := map[string]int{}
+	for _, t := range g {
+		count[t]++
+	}
+	common := 0
+	for _, t := range a {
+		if count[t] > 0 {
+			count[t]--
+			common++
+		}
+	}
+	if common == 0 {
+		return 0
+	}
+	p, r := float64(common)/float64(len(a)), float64(common)/float64(len(g))
+	return 2 * p * r / (p + r)
+}
+
+// ContainsAnswer says whether the normalised gold answer appears, as a token sequence, in the answer.
+func ContainsAnswer(answer, gold string) bool {
+	a, g := normTokens(answer), normTokens(gold)
+	if len(g) == 0 {
+		return false
+	}
+	for i := 0; i+len(g) <= len(a); i++ {
+		if slices.Equal(a[i:i+len(g)], g) {
+			return true
+		}
+	}
+	return false
+}
+
+// AnswerMarkdown renders the answer report.
+func AnswerMarkdown(r AnswerResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Answer evaluation: %s (%s split, %d questions with gold answers, answerer %s)\n\n", r.Dataset, r.Split, r.Queries, r.Answerer)
+	b.WriteString("| EM | F1 | answer recall | grounded | cited relevant | HIGH | MEDIUM | LOW | p50 ms | p95 ms | errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| %.4f | %.4f | %.4f | %.4f | %.4f | %d | %d | %d | %.2f | %.2f | %d |\n", r.EM, r.F1, r.AnswerRecall, r.Grounded, r.CitedRelevant,
+		r.Bands["HIGH"], r.Bands["MEDIUM"], r.Bands["LOW"], r.P50ms, r.P95ms, r.Errors)
+	b.WriteString("\n## Lowest F1\n\n| question | gold | answer | F1 |\n|---|---|---|---|\n")
+	cell := func(s string, n int) string {
+		s = strings.Join(strings.Fields(s), " ")
+		if r := []rune(s); len(r) > n {
+			s = string(r[:n]) + "..."
+		}
+		return strings.ReplaceAll(s, "|", "\\|")
+	}
+	for _, q := range r.Worst {
+		ans := q.Answer
+		if q.Error != "" {
+			ans = "error: " + q.Error
+		}
+		fmt.Fprintf(&b, "| %s: %s | %s | %s | %.3f |\n", q.ID, cell(q.Text, 60), cell(strings.Join(q.Gold, " / "), 40), cell(AnswerBody(ans), 80), q.F1)
+	}
+	return b.String()
+}

@@ -1,0 +1,59 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestAnswerMetrics(t *testing.T) {
+	for _, c := range []struct {
+		answer, gold string
+		em, f1       float64
+		contains     bool
+	}{
+		{"The Eiffel Tower!", "eiffel tower", 1, 1, true},
+		{"Chief of Protocol of the US", "Chief of Protocol", 0, 0.75, true},
+		{"周恩来与金日成会面", "周恩来与金日成", 0, 0.875, true},
+		{"Greenwich Village", "Greenwich Village, New York City", 0, 2 * (1.0 * 2 / 5) / (1 + 2.0/5), false},
+		{"nothing", "Animorphs", 0, 0, false},
+		{"", "x", 0, 0, false},
+	} {
+		if em, f1, in := ExactMatch(c.answer, c.gold), F1(c.answer, c.gold), ContainsAnswer(c.answer, c.gold); em != c.em || math.Abs(f1-c.f1) > 1e-9 || in != c.contains {
+			t.Errorf("%q vs %q: EM %v F1 %v contains %v; want %v %v %v", c.answer, c.gold, em, f1, in, c.em, c.f1, c.contains)
+		}
+	}
+	got := AnswerBody("No language model is configured, so this answer quotes the passages.\n\n- Full-time employees get 20 days [1].\n- 年假 20 天 [2][3]")
+	if got != "Full-time employees get 20 days .\n年假 20 天" {
+		t.Fatalf("AnswerBody = %q", got)
+	}
+}
+
+func TestRunAnswers(t *testing.T) {
+	ds := &Dataset{Name: "mini", Split: "test",
+		Queries: []Query{{ID: "q1", Text: "Who?"}, {ID: "q2", Text: "Where?"}, {ID: "q3", Text: "No gold"}, {ID: "q4", Text: "Fails"}},
+		Qrels:   map[string]map[string]int{"q1": {"d1": 1}, "q2": {"d2": 1}, "q3": {"d3": 1}, "q4": {"d4": 1}},
+		Answers: map[string][]string{"q1": {"Chief of Protocol"}, "q2": {"Paris", "Paris, France"}, "q4": {"x"}}}
+	asked := 0
+	r := RunAnswers(context.Background(), ds, func(_ context.Context, q string) (Outcome, error) {
+		asked++
+		switch q {
+		case "Who?":
+			return Outcome{Text: "She was Chief of Protocol [1].", Cited: []string{"d1"}, Band: "HIGH", Answerer: "extractive"}, nil
+		case "Where?":
+			return Outcome{Text: "In Lyon [1] [4].", Cited: []string{"d9"}, Band: "LOW", Invalid: 1, Answerer: "extractive"}, nil
+		}
+		return Outcome{}, errors.New("boom")
+	})
+	if asked != 3 || r.Queries != 3 || r.Errors != 1 || r.AnswerRecall != 1.0/3 || r.Grounded != 1.0/3 || r.CitedRelevant != 1.0/3 ||
+		r.Bands["HIGH"] != 1 || r.Bands["LOW"] != 1 || r.Answerer != "extractive" || r.Worst[0].F1 != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if math.Abs(r.F1-(F1("She was Chief of Protocol .", "Chief of Protocol")/3)) > 1e-9 {
+		t.Fatalf("F1 %v", r.F1)
+	}
+	if md := AnswerMarkdown(r); len(md) < 100 {
+		t.Fatal(md)
+	}
+}
