@@ -19,6 +19,7 @@ import (
 
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/llm/llmtest"
+	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
 	"github.com/docmind/docmind/shared/sse"
@@ -43,6 +44,8 @@ func script(answerText string, cut int) func(llmtest.Call) llmtest.Reply {
 	return func(c llmtest.Call) llmtest.Reply {
 		sys := c.System()
 		switch {
+		case strings.Contains(sys, "Summarise the earlier part"):
+			return llmtest.Reply{Content: "The user asked about paid annual leave several times."}
 		case strings.Contains(sys, "You analyse one question"):
 			for k, v := range understandings {
 				if strings.Contains(c.Last(), k) {
@@ -245,6 +248,35 @@ func TestPaths(t *testing.T) {
 			t.Fatalf("done %+v, events %v, calls %v", done, names(events), calls)
 		}
 		golden(t, "meta_conversation", events)
+	})
+	t.Run("long conversation", func(t *testing.T) {
+		// Turns leaving the prompt's verbatim window (the newest 6 messages) are summarised by the small
+		// model three turns at a time, and the summary is stored with the conversation.
+		conv, summaries := "", 0
+		for i := range 10 {
+			body := q(fmt.Sprintf("Question %d: how many days of paid annual leave do full-time employees get?", i))
+			if conv != "" {
+				body["conversation_id"] = conv
+			}
+			_, done, calls := ask(body)
+			conv = done.ConversationID
+			for _, c := range calls {
+				if c == "summary" {
+					summaries++
+				}
+			}
+		}
+		var list struct{ Conversations []rag.Conversation }
+		getJSON(t, base+"/api/conversations", &list)
+		var stored rag.Conversation
+		for _, c := range list.Conversations {
+			if c.ID == conv {
+				stored = c
+			}
+		}
+		if summaries != 2 || stored.Summary == "" || stored.SummaryUpto.IsZero() {
+			t.Fatalf("%d summary calls over 10 questions (want 2: at the 7th and the 10th), stored %q up to %v", summaries, stored.Summary, stored.SummaryUpto)
+		}
 	})
 	t.Run("CACHE", func(t *testing.T) {
 		_, second, calls := ask(q("How many days of paid annual leave do full-time employees get?"))

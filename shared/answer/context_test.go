@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
@@ -88,5 +89,52 @@ func TestPromptContext(t *testing.T) {
 	p.Understander.LLM = &scriptLLM{replies: []any{understanding}}
 	if _, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "How many days of leave do I get?"}, (&recorder{}).emit); err != nil || mem.asked != "" || mem.taught != nil {
 		t.Fatalf("anonymous: asked %q taught %v %v", mem.asked, mem.taught, err)
+	}
+}
+
+// A stored summary that covers the older turns is reused without a call; turns leaving the window are
+// folded into it in batches of three (one call), and the new summary is handed back for storing.
+func TestStoredSummary(t *testing.T) {
+	understanding := `{"scope":"KB_QUERY","rewrite":"leave days","intent":"x","complexity":"simple","specificity":"precise",` +
+		`"decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`
+	model := &fakeLLM{deltas: []string{"20 days [1]."}}
+	fr := &fakeRetriever{res: &retrieve.Result{Evidence: []rank.Evidence{ev("h.docx", "Full-time employees receive 20 days.", 0.9)}, Grade: rank.Grade{Tier: rank.TierHigh}}}
+	h := history(10)
+	at := make([]time.Time, len(h))
+	base := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	for i := range at {
+		at[i] = base.Add(time.Duration(i) * time.Minute)
+	}
+	run := func(summary string, upto time.Time) (*Done, *scriptLLM) {
+		t.Helper()
+		small := &scriptLLM{replies: []any{understanding, "Leave questions so far."}}
+		p := &Pipeline{Retriever: fr, LLM: model, Understander: &Understander{LLM: small}, RecentTurns: 4}
+		d, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "How many days do I get?", History: h, HistoryAt: at,
+			Summary: summary, SummaryUpto: upto}, (&recorder{}).emit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, small
+	}
+	// Covered (the older turns are messages 0..5): no summary call, the stored text in the prompt.
+	d, small := run("They asked about leave.", at[5])
+	if small.calls != 1 || d.NewSummary != "" || !strings.Contains(model.got.Messages[len(model.got.Messages)-1].Content, "Summary of the earlier conversation: They asked about leave.") {
+		t.Fatalf("covered: %d small-model calls, new summary %q", small.calls, d.NewSummary)
+	}
+	// Two newer messages left the window: too few for a call; they stay verbatim beside the stored summary.
+	d, small = run("They asked about leave.", at[3])
+	msgs := model.got.Messages
+	if small.calls != 1 || d.NewSummary != "" || msgs[1].Content != "question 4 about leave" || !strings.Contains(msgs[len(msgs)-1].Content, "They asked about leave.") {
+		t.Fatalf("partly covered: %d calls, new summary %q, messages %+v", small.calls, d.NewSummary, msgs)
+	}
+	// Six messages (three turns) beyond the summary: one call, folded in, handed back for storing.
+	d, small = run("", time.Time{})
+	if small.calls != 2 || d.NewSummary != "Leave questions so far." || !d.NewSummaryUpto.Equal(at[5]) {
+		t.Fatalf("uncovered: %d calls, new summary %q up to %v", small.calls, d.NewSummary, d.NewSummaryUpto)
+	}
+	// Without times nothing is stored (there is nothing to say what it covers).
+	p := &Pipeline{Retriever: fr, LLM: model, Understander: &Understander{LLM: &scriptLLM{replies: []any{understanding, "S."}}}, RecentTurns: 4}
+	if d, err := p.Run(context.Background(), Request{Tenant: "acme", Question: "How many days do I get?", History: h}, (&recorder{}).emit); err != nil || d.NewSummary != "" {
+		t.Fatalf("untimed: %q %v", d.NewSummary, err)
 	}
 }

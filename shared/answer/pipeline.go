@@ -33,6 +33,11 @@ type Request struct {
 	Question    string   `json:"question"`
 	// History is the conversation's earlier turns, oldest first (the prompt keeps the newest that fit).
 	History []llm.Message `json:"-"`
+	// HistoryAt, when given, is each History message's time; with it, Summary (covering the messages up
+	// to SummaryUpto) is reused, and only turns newer than it are summarised again.
+	HistoryAt   []time.Time `json:"-"`
+	Summary     string      `json:"-"`
+	SummaryUpto time.Time   `json:"-"`
 	// User is the asker (long-term memory is per user; empty: no memory).
 	User string `json:"-"`
 	// ConversationID and MessageID name where the answer is stored; they are echoed in done.
@@ -121,6 +126,10 @@ type Done struct {
 	MemoriesWritten int `json:"memories_written,omitempty"`
 	// Recommendations are up to 3 related documents: retrieved for the question but not cited.
 	Recommendations []Recommendation `json:"recommendations"`
+	// NewSummary, when set, is a new summary of the conversation's older turns, covering the messages up
+	// to NewSummaryUpto: the caller stores it with the conversation.
+	NewSummary     string    `json:"-"`
+	NewSummaryUpto time.Time `json:"-"`
 	// ConversationID and MessageID say where the answer was stored (empty when it was not).
 	ConversationID string `json:"conversation_id,omitempty"`
 	MessageID      string `json:"message_id,omitempty"`
@@ -447,8 +456,13 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	return done, finish(ctx, req, done, emit)
 }
 
+// summaryBatch is how many messages must have left the verbatim window since the last summary before
+// they are summarised (three turns).
+const summaryBatch = 6
+
 // context gathers what a model's prompt holds besides the passages: the user's recalled memories, a
-// summary of turns older than the newest RecentTurns, and those newest turns. A failure of either is
+// summary of turns older than the newest RecentTurns (made in batches of summaryBatch messages), and the
+// turns kept verbatim. A failure of either is
 // flagged in degraded and costs only that part.
 func (p *Pipeline) context(ctx context.Context, req Request, q string, done *Done) (memories []string, summary string, recent []llm.Message) {
 	n := p.RecentTurns
@@ -457,14 +471,36 @@ func (p *Pipeline) context(ctx context.Context, req Request, q string, done *Don
 	}
 	recent = req.History
 	if len(req.History) > n {
-		older := req.History[:len(req.History)-n]
-		recent = req.History[len(req.History)-n:]
-		t := time.Now()
-		var err error
-		if summary, err = p.Understander.Summarize(ctx, older); err != nil {
-			done.Degraded = append(done.Degraded, "summary")
+		cut := len(req.History) - n
+		older := req.History[:cut]
+		recent = req.History[cut:]
+		// With message times, only turns newer than the stored summary need summarising.
+		fresh, timed := older, len(req.HistoryAt) == len(req.History)
+		if timed {
+			fresh = nil
+			for i, m := range older {
+				if req.HistoryAt[i].After(req.SummaryUpto) {
+					fresh = append(fresh, m)
+				}
+			}
 		}
-		done.StageMS["summary"] = time.Since(t).Milliseconds()
+		if len(fresh) < summaryBatch {
+			// Few turns left the window since the stored summary (or at all): they stay verbatim, so the
+			// small model is asked once per few turns, not on every question.
+			summary = req.Summary
+			recent = append(slices.Clone(fresh), recent...)
+		} else {
+			t := time.Now()
+			var err error
+			summary, err = p.Understander.Summarize(ctx, req.Summary, fresh)
+			switch {
+			case err != nil:
+				done.Degraded = append(done.Degraded, "summary")
+			case timed && p.Understander != nil && p.Understander.LLM != nil:
+				done.NewSummary, done.NewSummaryUpto = summary, req.HistoryAt[cut-1]
+			}
+			done.StageMS["summary"] = time.Since(t).Milliseconds()
+		}
 	}
 	if p.Memory != nil && req.User != "" {
 		t := time.Now()

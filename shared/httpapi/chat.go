@@ -147,7 +147,9 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 		}
 		for _, m := range earlier {
 			req.History = append(req.History, llm.Message{Role: m.Role, Content: m.Content})
+			req.HistoryAt = append(req.HistoryAt, m.CreatedAt)
 		}
+		req.Summary, req.SummaryUpto = conv.Summary, conv.SummaryUpto
 	} else {
 		conv = rag.Conversation{Tenant: req.Tenant, User: user, KBIDs: req.KBIDs, Title: strings.TrimSpace(req.Question)}
 		if err := store.CreateConversation(r.Context(), &conv); err != nil {
@@ -182,6 +184,12 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 		if err := store.AppendMessage(ctx, &m); err != nil {
 			l.h.d.Logger.Error("chat: storing the answer failed", "conversation", conv.ID, "err", err)
 			return err
+		}
+		if d.NewSummary != "" {
+			// a lost summary only costs the small model a call on the next question
+			if err := store.SetConversationSummary(ctx, req.Tenant, user, conv.ID, d.NewSummary, d.NewSummaryUpto); err != nil {
+				l.h.d.Logger.Warn("chat: storing the conversation summary failed", "conversation", conv.ID, "err", err)
+			}
 		}
 		return nil
 	}

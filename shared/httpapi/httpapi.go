@@ -66,6 +66,7 @@ type Conversations interface {
 	ListConversations(ctx context.Context, tenant, user string, limit int) ([]rag.Conversation, error)
 	AppendMessage(ctx context.Context, m *rag.Message) error
 	ListMessages(ctx context.Context, tenant, conversationID string, limit int) ([]rag.Message, error)
+	SetConversationSummary(ctx context.Context, tenant, user, id, summary string, upto time.Time) error
 }
 
 // New returns the handler.

@@ -215,14 +215,16 @@ func ValidateVector(v []float32, dim int) error {
 
 // Conversation is one chat thread of one user, limited to the knowledge bases it was opened with.
 type Conversation struct {
-	ID        string    `json:"id"`
-	Tenant    string    `json:"tenant"`
-	User      string    `json:"user"`
-	KBIDs     []string  `json:"kb_ids"`
-	Title     string    `json:"title"`
-	Summary   string    `json:"summary,omitempty"` // short summary of turns older than the prompt keeps
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID      string   `json:"id"`
+	Tenant  string   `json:"tenant"`
+	User    string   `json:"user"`
+	KBIDs   []string `json:"kb_ids"`
+	Title   string   `json:"title"`
+	Summary string   `json:"summary,omitempty"` // short summary of turns older than the prompt keeps
+	// SummaryUpto is the time of the newest message the summary covers (zero: none).
+	SummaryUpto time.Time `json:"summary_upto,omitzero"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // Memory is one long-term fact about a user (DESIGN.md section 11, seed #34). SQL is the record: a

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/docmind/docmind/shared/rag"
@@ -13,16 +14,19 @@ import (
 // MaxMessageBytes bounds one stored message's content, sources and trace each (MEDIUMTEXT holds 16 MiB).
 const MaxMessageBytes = 4 << 20
 
-const convColumns = `id, tenant_id, user_id, kb_ids, title, summary, created_at, updated_at`
+const convColumns = `id, tenant_id, user_id, kb_ids, title, summary, created_at, updated_at, summary_upto`
 
 func scanConversation(row interface{ Scan(...any) error }) (rag.Conversation, error) {
 	var c rag.Conversation
 	var kbs string
-	var created, updated int64
-	if err := row.Scan(&c.ID, &c.Tenant, &c.User, &kbs, &c.Title, &c.Summary, &created, &updated); err != nil {
+	var created, updated, upto int64
+	if err := row.Scan(&c.ID, &c.Tenant, &c.User, &kbs, &c.Title, &c.Summary, &created, &updated, &upto); err != nil {
 		return c, err
 	}
 	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
+	if upto != 0 {
+		c.SummaryUpto = fromMS(upto)
+	}
 	if err := json.Unmarshal([]byte(kbs), &c.KBIDs); err != nil {
 		return c, err
 	}
@@ -54,7 +58,7 @@ func (s *DB) CreateConversation(ctx context.Context, c *rag.Conversation) error 
 	kbs, _ := json.Marshal(c.KBIDs)
 	now := s.now()
 	c.CreatedAt, c.UpdatedAt = fromMS(ms(now)), fromMS(ms(now))
-	_, err := s.db.ExecContext(ctx, `INSERT INTO conversations (`+convColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.db.ExecContext(ctx, `INSERT INTO conversations (`+convColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)`,
 		c.ID, c.Tenant, c.User, string(kbs), c.Title, c.Summary, ms(now), ms(now))
 	return s.classify(op, err)
 }
@@ -92,6 +96,35 @@ func (s *DB) ListConversations(ctx context.Context, tenant, user string, limit i
 		out = append(out, c)
 	}
 	return out, s.classify(op, rows.Err())
+}
+
+// MaxSummaryRunes bounds a stored conversation summary.
+const MaxSummaryRunes = 2000
+
+// SetConversationSummary stores the summary of the user's conversation covering the messages up to upto.
+// It only moves forward: a summary covering less than the stored one is ignored (two answers racing).
+func (s *DB) SetConversationSummary(ctx context.Context, tenant, user, id, summary string, upto time.Time) error {
+	const op = "sqldb.SetConversationSummary"
+	if err := validIDs(op, "tenant", tenant, "user", user, "conversation id", id); err != nil {
+		return err
+	}
+	if !utf8.ValidString(summary) {
+		summary = strings.ToValidUTF8(summary, "")
+	}
+	if r := []rune(summary); len(r) > MaxSummaryRunes {
+		summary = string(r[:MaxSummaryRunes])
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE conversations SET summary = ?, summary_upto = ? WHERE tenant_id = ? AND user_id = ? AND id = ? AND summary_upto < ?`,
+		summary, ms(upto), tenant, user, id, ms(upto))
+	if err != nil {
+		return s.classify(op, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		if _, err := s.GetConversation(ctx, tenant, user, id); err != nil {
+			return err // not the user's conversation
+		}
+	}
+	return nil
 }
 
 // AppendMessage stores a message in the tenant's conversation and touches the conversation, in one

@@ -416,6 +416,20 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		if l, _ := db.ListConversations(ctx, "t1", "bob", 10); len(l) != 0 {
 			t.Fatalf("bob sees %d of alice's conversations", len(l))
 		}
+		// The summary only moves forward, and only for its owner.
+		t1, t2 := time.UnixMilli(1_800_000_000_000).UTC(), time.UnixMilli(1_800_000_001_000).UTC()
+		must(t, db.SetConversationSummary(ctx, "t1", "alice", c.ID, "asked about leave", t2))
+		must(t, db.SetConversationSummary(ctx, "t1", "alice", c.ID, "older summary", t1))
+		got, err = db.GetConversation(ctx, "t1", "alice", c.ID)
+		if err != nil || got.Summary != "asked about leave" || !got.SummaryUpto.Equal(t2) {
+			t.Fatalf("summary %q up to %v, %v", got.Summary, got.SummaryUpto, err)
+		}
+		if err := db.SetConversationSummary(ctx, "t1", "bob", c.ID, "x", t2.Add(time.Second)); !rag.Is(err, rag.KindNotFound) {
+			t.Fatalf("bob summarising alice's conversation: %v", err)
+		}
+		if got, _ = db.GetConversation(ctx, "t1", "alice", c.ID); got.Summary != "asked about leave" {
+			t.Fatalf("summary changed by another user: %q", got.Summary)
+		}
 	})
 
 	t.Run("Memories", func(t *testing.T) {
