@@ -462,8 +462,8 @@ const summaryBatch = 6
 
 // context gathers what a model's prompt holds besides the passages: the user's recalled memories, a
 // summary of turns older than the newest RecentTurns (made in batches of summaryBatch messages), and the
-// turns kept verbatim. A failure of either is
-// flagged in degraded and costs only that part.
+// turns kept verbatim. A failure of the summary or the memory is flagged in degraded and costs only that
+// part.
 func (p *Pipeline) context(ctx context.Context, req Request, q string, done *Done) (memories []string, summary string, recent []llm.Message) {
 	n := p.RecentTurns
 	if n <= 0 {
