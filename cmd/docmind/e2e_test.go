@@ -21,7 +21,7 @@ import (
 )
 
 // startServer runs a Main on a free loopback port until the test ends.
-func startServer(t *testing.T, mod func(*Main)) (*Main, string) {
+func startServer(t testing.TB, mod func(*Main)) (*Main, string) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
@@ -47,7 +47,7 @@ func startServer(t *testing.T, mod func(*Main)) (*Main, string) {
 	return m, "http://" + m.Addr()
 }
 
-func getJSON(t *testing.T, url string, v any) int {
+func getJSON(t testing.TB, url string, v any) int {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -63,7 +63,7 @@ func getJSON(t *testing.T, url string, v any) int {
 	return resp.StatusCode
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
+func poll(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second) // a hang detector: PDFium's WebAssembly start alone takes seconds
 	for !cond() {
@@ -234,7 +234,7 @@ func TestChatWithModel(t *testing.T) {
 }
 
 // waitDemo waits until every demo document is ready and returns them.
-func waitDemo(t *testing.T, base string) docList {
+func waitDemo(t testing.TB, base string) docList {
 	t.Helper()
 	var list docList
 	poll(t, "every demo document to be ready", func() bool {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Message is a recorded message.
@@ -38,6 +39,9 @@ type Call struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
+	// Received is when the request arrived; FirstDelta when a stream's first delta was written.
+	Received   time.Time `json:"-"`
+	FirstDelta time.Time `json:"-"`
 }
 
 // System returns the first system message.
@@ -80,13 +84,15 @@ type Reply struct {
 	Status int
 	// CutAfter, when positive, breaks a stream after that many deltas (garbage, then the connection ends).
 	CutAfter int
+	// Gap is the pause before each delta after the first (a model's inter-token time).
+	Gap time.Duration
 }
 
 // Server is the fake.
 type Server struct {
 	*httptest.Server
 	mu     sync.Mutex
-	calls  []Call
+	calls  []*Call
 	script func(Call) Reply
 }
 
@@ -110,7 +116,10 @@ func (s *Server) SetScript(script func(Call) Reply) {
 func (s *Server) Calls() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.calls
+	out := make([]Call, len(s.calls))
+	for i, c := range s.calls {
+		out[i] = *c
+	}
 	s.calls = nil
 	return out
 }
@@ -125,8 +134,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
 	}
+	c.Received = time.Now()
 	s.mu.Lock()
-	s.calls = append(s.calls, c)
+	rec := &c
+	s.calls = append(s.calls, rec)
 	script := s.script
 	s.mu.Unlock()
 	rep := script(c)
@@ -167,6 +178,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for i, d := range splitWords(rep.Content) {
+		if i > 0 && rep.Gap > 0 {
+			select {
+			case <-time.After(rep.Gap):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if rep.CutAfter > 0 && i == rep.CutAfter {
 			fmt.Fprint(w, "data: {broken\n\n")
 			flush()
@@ -175,6 +193,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(d)
 		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%s}}]}\n\n", b)
 		flush()
+		if i == 0 {
+			s.mu.Lock()
+			rec.FirstDelta = time.Now()
+			s.mu.Unlock()
+		}
 	}
 	fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":10,\"total_tokens\":110}}\n\n")
 	fmt.Fprint(w, "data: [DONE]\n\n")
