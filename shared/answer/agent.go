@@ -109,48 +109,13 @@ func (a *Agent) run(ctx context.Context, p *Pipeline, q string, f rag.Filter, em
 		msgs = append(msgs, llm.Message{Role: "assistant", Content: reply.Content, ToolCalls: reply.ToolCalls})
 		step := agentRound{Round: round, Calls: []agentCall{}}
 		for i, call := range reply.ToolCalls {
-			c := agentCall{Tool: call.Name}
-			var text string
-			if i >= maxCalls {
-				c.Error, text = "skipped", "Not run: too many calls in one round."
-			} else {
-				var found []rank.Evidence
-				var res *retrieve.Result
-				c.Query, found, res, err = a.tool(ctx, p, call, f)
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil, err
-					}
-					c.Error, text = rag.KindOf(err).String(), "The tool failed: "+publicToolError(err)
-					if call.Name == "web_search" {
-						out.res.Degraded = appendOnce(out.res.Degraded, "web")
-					}
-				} else {
-					if res != nil {
-						out.res.Degraded = appendOnce(out.res.Degraded, res.Degraded...)
-						out.res.Reranked = append(out.res.Reranked, res.Reranked...)
-						if !gradeSet || better(res.Grade, out.res.Grade) {
-							out.res.Grade, gradeSet = res.Grade, true
-						}
-						for k, v := range res.StageMS {
-							out.res.StageMS[k] += v
-						}
-					}
-					var fresh []rank.Evidence
-					for _, e := range found {
-						key := evidenceKey(e)
-						if seen[key] || len(out.res.Evidence) == maxEv {
-							continue
-						}
-						seen[key] = true
-						fresh = append(fresh, e)
-						out.res.Evidence = append(out.res.Evidence, e)
-					}
-					c.Results, c.New = len(found), len(fresh)
-					step.New += len(fresh)
-					text = toolText(fresh, len(found))
+			c, text := agentCall{Tool: call.Name, Error: "skipped"}, "Not run: too many calls in one round."
+			if i < maxCalls {
+				if c, text, err = a.runCall(ctx, p, call, f, out, seen, maxEv, &gradeSet); err != nil {
+					return nil, err
 				}
 			}
+			step.New += c.New
 			step.Calls = append(step.Calls, c)
 			msgs = append(msgs, llm.Message{Role: "tool", ToolCallID: call.ID, Content: text})
 		}
@@ -166,6 +131,48 @@ func (a *Agent) run(ctx context.Context, p *Pipeline, q string, f rag.Filter, em
 		out.res.Grade = rank.GradeEvidence(q, out.res.Evidence, rank.DefaultGradeOptions(), false)
 	}
 	return out, nil
+}
+
+// runCall runs one tool call, adds what it found that is new to out, and returns the call's timeline
+// entry and the text the model reads back. Only a cancelled request is an error: a failing tool is
+// reported to the model.
+func (a *Agent) runCall(ctx context.Context, p *Pipeline, call llm.ToolCall, f rag.Filter, out *agentResult,
+	seen map[string]bool, maxEv int, gradeSet *bool) (agentCall, string, error) {
+	c := agentCall{Tool: call.Name}
+	q, found, res, err := a.tool(ctx, p, call, f)
+	c.Query = q
+	if err != nil {
+		if ctx.Err() != nil {
+			return c, "", err
+		}
+		if call.Name == "web_search" {
+			out.res.Degraded = appendOnce(out.res.Degraded, "web")
+		}
+		c.Error = rag.KindOf(err).String()
+		return c, "The tool failed: " + publicToolError(err), nil
+	}
+	if res != nil {
+		out.res.Degraded = appendOnce(out.res.Degraded, res.Degraded...)
+		out.res.Reranked = append(out.res.Reranked, res.Reranked...)
+		if !*gradeSet || better(res.Grade, out.res.Grade) {
+			out.res.Grade, *gradeSet = res.Grade, true
+		}
+		for k, v := range res.StageMS {
+			out.res.StageMS[k] += v
+		}
+	}
+	var fresh []rank.Evidence
+	for _, e := range found {
+		key := evidenceKey(e)
+		if seen[key] || len(out.res.Evidence) == maxEv {
+			continue
+		}
+		seen[key] = true
+		fresh = append(fresh, e)
+		out.res.Evidence = append(out.res.Evidence, e)
+	}
+	c.Results, c.New = len(found), len(fresh)
+	return c, toolText(fresh, len(found)), nil
 }
 
 // tool runs one call. Only read-only tools exist; an unknown name or bad arguments is an Invalid error
