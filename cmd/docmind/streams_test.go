@@ -22,7 +22,8 @@ import (
 
 // BenchmarkChatStreams is RELIABILITY STR-01: N concurrent SSE streams on loopback (200 by default,
 // DOCMIND_BENCH_STREAMS to change) against the real server on the demo knowledge base and embedded
-// stores, with a fake model streaming 500 tokens 20 ms apart. It reports time to first event and to first
+// stores, with a fake model streaming 500 tokens 20 ms apart (DOCMIND_BENCH_TOKENS to change; 3 makes a
+// burst-only run for profiling). It reports time to first event and to first
 // token, docmind's own overhead before the first token (the client's time to first token minus the fake
 // model's own, per stream), the p99 gap between tokens, errors, peak RSS and goroutines left after.
 //
@@ -32,7 +33,10 @@ func BenchmarkChatStreams(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("DOCMIND_BENCH_STREAMS")); err == nil && v > 0 {
 		n = v
 	}
-	const tokens, gap = 500, 20 * time.Millisecond
+	tokens, gap := 500, 20*time.Millisecond
+	if v, err := strconv.Atoi(os.Getenv("DOCMIND_BENCH_TOKENS")); err == nil && v > 1 {
+		tokens = v
+	}
 	answerText := strings.TrimSpace(strings.Repeat("leave ", tokens-1)) + " [1]."
 	fake := llmtest.New(b, func(c llmtest.Call) llmtest.Reply {
 		if strings.Contains(c.System(), "You analyse one question") {

@@ -49,8 +49,28 @@ var injection = regexp.MustCompile(`(?i)(ignore|disregard|forget)\s+(all\s+|any\
 	`|you\s+are\s+now\s+` + `|new\s+instructions\s*:` + `|(reveal|print|show)\s+(the\s+|your\s+)?system\s+prompt` +
 	`|忽略(之前|以上|前面|上述)(的)?(所有)?(指令|指示|规则|提示)` + `|</?\s*documents\s*>`)
 
+// injectionWords: every match of injection contains one of them once lower-cased, with ſ (U+017F, the
+// only rune that (?i) folds to an ASCII letter but strings.ToLower keeps) read as s. Text containing none
+// cannot match, so the regexp, the costliest step of prompt assembly under load, is skipped.
+var injectionWords = []string{"ignore", "disregard", "forget", "now", "instructions", "system", "documents", "忽略"}
+
+var foldSpecial = strings.NewReplacer("ſ", "s")
+
+func mayInject(s string) bool {
+	l := foldSpecial.Replace(strings.ToLower(s))
+	for _, w := range injectionWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // Neutralise replaces instruction-like text in a passage with a marker and reports how many it found.
 func Neutralise(s string) (string, int) {
+	if !mayInject(s) {
+		return s, 0
+	}
 	n := 0
 	out := injection.ReplaceAllStringFunc(s, func(string) string {
 		n++

@@ -165,3 +165,19 @@ func TestBuildPromptDecomposed(t *testing.T) {
 		t.Fatal("a plain question got the decomposed prompt")
 	}
 }
+
+// BenchmarkNeutralise: a typical 800-character passage with no instruction in it, through the prefilter
+// and through the pattern alone (the reference, same run).
+func BenchmarkNeutralise(b *testing.B) {
+	passage := strings.Repeat("Full-time employees receive 20 days of paid annual leave per year; unused leave carries over. ", 9)
+	b.Run("prefilter", func(b *testing.B) {
+		for b.Loop() {
+			Neutralise(passage)
+		}
+	})
+	b.Run("pattern-only", func(b *testing.B) {
+		for b.Loop() {
+			injection.ReplaceAllStringFunc(passage, func(string) string { return "" })
+		}
+	})
+}
