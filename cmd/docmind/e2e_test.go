@@ -353,6 +353,29 @@ func TestUploadListChunksDelete(t *testing.T) {
 		t.Errorf("hostile document id: %d", code)
 	}
 
+	// re-process: 202, the document stays ready (and served) and is ready again afterwards; a hostile or
+	// unknown id is a 404
+	var before, after struct {
+		Status    string `json:"status"`
+		UpdatedAt string `json:"updated_at"`
+	}
+	getJSON(t, base+"/api/documents/"+doc.ID, &before)
+	time.Sleep(5 * time.Millisecond) // updated_at has millisecond resolution
+	rresp, err := http.Post(base+"/api/documents/"+doc.ID+"/reprocess", "application/json", nil)
+	if err != nil || rresp.StatusCode != http.StatusAccepted {
+		t.Fatalf("reprocess: %v %v", err, rresp.Status)
+	}
+	rresp.Body.Close()
+	poll(t, "the re-processed upload to be ready again", func() bool {
+		getJSON(t, base+"/api/documents/"+doc.ID, &after)
+		return after.Status == "ready" && after.UpdatedAt != before.UpdatedAt
+	})
+	for _, id := range []string{"doc_000000000000000000000000", "doc_'%20or%201=1"} {
+		if r, err := http.Post(base+"/api/documents/"+id+"/reprocess", "application/json", nil); err != nil || r.StatusCode != 404 {
+			t.Fatalf("reprocess %s: %v %v", id, err, r.Status)
+		}
+	}
+
 	req, _ := http.NewRequest(http.MethodDelete, base+"/api/documents/"+doc.ID, nil)
 	dresp, err := http.DefaultClient.Do(req)
 	if err != nil || dresp.StatusCode != http.StatusNoContent {

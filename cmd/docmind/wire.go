@@ -41,6 +41,10 @@ func (u uploads) Delete(ctx context.Context, tenant, id string) error {
 	return u.s.Delete(ctx, tenant, id)
 }
 
+func (u uploads) Reprocess(ctx context.Context, tenant, id string) (rag.Document, error) {
+	return u.q.Reprocess(ctx, tenant, id)
+}
+
 // localTenant is the identity of every request to the local server until authentication exists; the
 // server refuses non-loopback addresses meanwhile.
 func localTenant(cfg config.Config) func(*http.Request) (string, error) {

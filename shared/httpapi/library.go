@@ -26,6 +26,8 @@ type Library interface {
 type Ingester interface {
 	Upload(ctx context.Context, tenant, kbName, fileName string, data []byte) (rag.Document, error)
 	Delete(ctx context.Context, tenant, docID string) error
+	// Reprocess queues the document's stored source for ingestion again.
+	Reprocess(ctx context.Context, tenant, docID string) (rag.Document, error)
 }
 
 // docView is a document as the API shows it: stage timings as a JSON object.
@@ -75,6 +77,7 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/documents/{id}", l.getDoc)
 	mux.HandleFunc("GET /api/documents/{id}/chunks", l.chunks)
 	mux.HandleFunc("DELETE /api/documents/{id}", l.deleteDoc)
+	mux.HandleFunc("POST /api/documents/{id}/reprocess", l.reprocessDoc)
 }
 
 func (l *library) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -323,4 +326,26 @@ func (l *library) deleteDoc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// reprocessDoc queues a document's stored source for ingestion again: 202 with the document as it is
+// now (its status moves as the worker runs).
+func (l *library) reprocessDoc(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := l.scope(w, r)
+	if !ok {
+		return
+	}
+	if l.ing == nil {
+		l.fail(w, r, rag.Errorf("httpapi", rag.KindNotFound, "re-processing is not enabled here"))
+		return
+	}
+	doc, err := l.ing.Reprocess(r.Context(), tenant, r.PathValue("id"))
+	if rag.Is(err, rag.KindInvalid) && doc.ID == "" {
+		err = rag.E("httpapi", rag.KindNotFound, nil) // a malformed id names no document
+	}
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusAccepted, viewDoc(doc))
 }

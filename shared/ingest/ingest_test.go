@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -446,4 +447,43 @@ func TestIncrementalFailureFallsBackToFullRebuild(t *testing.T) {
 		t.Fatalf("fallback: %+v %v", rep, err)
 	}
 	e.consistent(t, first.DocumentID)
+}
+
+// Re-processing: a document that failed (the vector store was down) is ingested again from its stored
+// source once the store is back; a ready one is re-run (not skipped) and reuses its embeddings.
+func TestReprocessStoredSource(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.vec.failAlways = true
+	rep, err := e.svc.Ingest(ctx, tenant, Source{KBName: "kb", URI: "upload/up_1", Name: "a.md", Data: manual("The age limit is 65 years.")})
+	if err == nil {
+		t.Fatal("setup: the ingest must fail")
+	}
+	e.vec.failAlways = false
+	doc, src, err := e.svc.Stored(ctx, tenant, rep.DocumentID)
+	if err != nil || doc.Status != rag.StatusFailed || !src.Force || src.KBName != "kb" || src.URI != "upload/up_1" || !bytes.Equal(src.Data, manual("The age limit is 65 years.")) {
+		t.Fatalf("Stored: %+v %+v %v", doc, src, err)
+	}
+	again, err := e.svc.Ingest(ctx, tenant, src)
+	if err != nil || again.Status != rag.StatusReady || again.DocumentID != rep.DocumentID {
+		t.Fatalf("re-processed: %+v %v", again, err)
+	}
+	e.consistent(t, rep.DocumentID)
+	// A ready document runs again (Force), re-using its chunks' embeddings.
+	before := e.emb.texts.Load()
+	_, src, _ = e.svc.Stored(ctx, tenant, rep.DocumentID)
+	forced, err := e.svc.Ingest(ctx, tenant, src)
+	if err != nil || forced.Skipped || forced.Status != rag.StatusReady || forced.Embedded != 0 || forced.Reused != forced.Chunks || e.emb.texts.Load() != before {
+		t.Fatalf("forced: %+v %v (embedded %d texts)", forced, err, e.emb.texts.Load()-before)
+	}
+	// Another tenant's document, and a document whose stored source is gone, are NotFound.
+	if _, _, err := e.svc.Stored(ctx, "other", rep.DocumentID); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("other tenant: %v", err)
+	}
+	if err := e.svc.Runner.Stages.Blobs.Delete(ctx, sourceKey(tenant, doc.KBID, doc.ID, doc.FileName)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.svc.Stored(ctx, tenant, rep.DocumentID); !rag.Is(err, rag.KindNotFound) || !strings.Contains(err.Error(), "upload it again") {
+		t.Fatalf("source gone: %v", err)
+	}
 }

@@ -87,6 +87,23 @@ func (q *Queue) Upload(ctx context.Context, tenant, kbName, fileName string, dat
 	}
 }
 
+// Reprocess queues a document's stored source for ingestion again and returns the document as it is
+// now: the worker moves a failed one to processing and then ready or failed, and a ready one keeps
+// serving its current chunks until the new ones replace them. Unavailable when the queue is full.
+func (q *Queue) Reprocess(ctx context.Context, tenant, docID string) (rag.Document, error) {
+	q.init()
+	doc, src, err := q.Service.Stored(ctx, tenant, docID)
+	if err != nil {
+		return doc, err
+	}
+	select {
+	case q.jobs <- job{tenant, src}:
+		return doc, nil
+	default:
+		return doc, rag.Errorf("ingest.Reprocess", rag.KindUnavailable, "the ingestion queue is full")
+	}
+}
+
 // Run processes uploads until ctx ends; uploads still queued then stay pending.
 func (q *Queue) Run(ctx context.Context) {
 	q.init()

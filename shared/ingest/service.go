@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"sync"
@@ -31,6 +32,8 @@ type Source struct {
 	Name   string // the user's file name: metadata only, never a storage key
 	Data   []byte
 	ETag   string
+	// Force runs the stages even when the content is unchanged and ready (re-processing).
+	Force bool
 }
 
 // Report is one document's result.
@@ -110,7 +113,7 @@ func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report
 	switch {
 	case err == nil:
 		rep.DocumentID = doc.ID
-		if doc.ContentHash == hash && doc.Status == rag.StatusReady && doc.Error == "" {
+		if !src.Force && doc.ContentHash == hash && doc.Status == rag.StatusReady && doc.Error == "" {
 			rep.Status, rep.Skipped, rep.Chunks, rep.Reused = doc.Status, true, doc.ChunkCount, doc.ChunkCount
 			if rows, err := st.Records.ListChunks(ctx, tenant, doc.ID); err == nil {
 				for _, c := range rows {
@@ -166,6 +169,41 @@ func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report
 		return fail(runErr)
 	}
 	return rep, nil
+}
+
+// MaxReprocessBytes bounds a stored source read back for re-processing.
+const MaxReprocessBytes = 512 << 20
+
+// Stored returns a document's stored source, ready to ingest again (Force set): the way to re-process
+// a failed document, or a ready one after a parser or chunking change. NotFound when the document is
+// not the tenant's or its stored source is gone.
+func (s *Service) Stored(ctx context.Context, tenant, docID string) (rag.Document, Source, error) {
+	const op = "ingest.Stored"
+	st := s.Runner.Stages
+	doc, err := st.Records.GetDocument(ctx, tenant, docID)
+	if err != nil {
+		return doc, Source{}, err
+	}
+	kb, err := st.Records.GetKB(ctx, tenant, doc.KBID)
+	if err != nil {
+		return doc, Source{}, err
+	}
+	r, info, err := st.Blobs.Get(ctx, sourceKey(tenant, doc.KBID, doc.ID, doc.FileName))
+	if err != nil {
+		if rag.Is(err, rag.KindNotFound) {
+			return doc, Source{}, rag.Errorf(op, rag.KindNotFound, "the stored source of %s is gone; upload it again", doc.FileName)
+		}
+		return doc, Source{}, err
+	}
+	defer r.Close()
+	if info.Size > MaxReprocessBytes {
+		return doc, Source{}, rag.Errorf(op, rag.KindInvalid, "the stored source is larger than %d bytes", MaxReprocessBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, MaxReprocessBytes+1))
+	if err != nil {
+		return doc, Source{}, rag.E(op, rag.KindUnavailable, err)
+	}
+	return doc, Source{KBName: kb.Name, URI: doc.SourceURI, Name: doc.FileName, Data: data, ETag: doc.SourceETag, Force: true}, nil
 }
 
 // sourceKey is the generated storage key of a source: the user's file name never becomes a path; only

@@ -178,6 +178,15 @@ async function loadDocuments() {
     const li = el("li");
     li.append(el("span", "", d.file_name), el("span", d.status === "failed" ? "error" : "", d.status));
     if (d.error) li.title = d.error;
+    if (d.status === "failed") {
+      const retry = el("a", "", "retry");
+      retry.onclick = async () => {
+        try { await api(`/api/documents/${encodeURIComponent(d.id)}/reprocess`, { method: "POST" }); }
+        catch (err) { alert(err.message); }
+        setTimeout(loadDocuments, 1000);
+      };
+      li.append(retry);
+    }
     ul.append(li);
   }
 }
