@@ -65,10 +65,13 @@ const maxContentRunes = 300
 func ParseHint(h string) (kind, content string) {
 	h = strings.Join(strings.Fields(h), " ")
 	kind = "fact"
-	if k, rest, ok := strings.Cut(h, ":"); ok {
-		k = strings.ToLower(strings.TrimSpace(k))
-		if slices.Contains(singleKinds, k) || slices.Contains(multiKinds, k) {
-			kind, h = k, strings.TrimSpace(rest)
+	for _, sep := range []string{":", "："} { // a full-width colon, as Chinese replies write it
+		if k, rest, ok := strings.Cut(h, sep); ok {
+			k = strings.ToLower(strings.TrimSpace(k))
+			if slices.Contains(singleKinds, k) || slices.Contains(multiKinds, k) {
+				kind, h = k, strings.TrimSpace(rest)
+				break
+			}
 		}
 	}
 	if r := []rune(h); len(r) > maxContentRunes {

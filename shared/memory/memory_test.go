@@ -55,6 +55,8 @@ func TestParseHint(t *testing.T) {
 		"Preference:  short   answers": {"preference", "short answers"},
 		"works night shifts":           {"fact", "works night shifts"},
 		"note: see http://x":           {"fact", "note: see http://x"},
+		"role：理赔专员":                    {"role", "理赔专员"},
+		"偏好：简短回答":                      {"fact", "偏好：简短回答"},
 	} {
 		if k, c := ParseHint(in); k != want[0] || c != want[1] {
 			t.Errorf("ParseHint(%q) = %q, %q; want %q", in, k, c, want)
