@@ -92,7 +92,9 @@ func New(d Deps) http.Handler {
 	if d.Library != nil && d.Tenant != nil {
 		(&library{lib: d.Library, ing: d.Ingester, tenant: d.Tenant, maxBytes: d.MaxUploadBytes, h: h}).routes(mux)
 	}
-	serveWeb(mux)
+	if d.Chat != nil && d.Library != nil && d.Tenant != nil {
+		serveWeb(mux) // the page needs the knowledge-base and chat endpoints
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, d.Logger, rag.Errorf("httpapi", rag.KindNotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})

@@ -79,8 +79,13 @@ func nil2() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // The web page is served from the binary with a strict policy; other paths stay JSON 404s.
 func TestWebPage(t *testing.T) {
-	srv := httptest.NewServer(New(Deps{}))
-	defer srv.Close()
+	// Without the chat endpoints there is no page.
+	bare := httptest.NewServer(New(Deps{}))
+	defer bare.Close()
+	if resp, err := http.Get(bare.URL + "/"); err != nil || resp.StatusCode != 404 {
+		t.Fatalf("a handler without chat serves the page: %v", err)
+	}
+	srv := newChatFixture(t, false).srv
 	for path, want := range map[string]string{"/": "text/html", "/app.js": "text/javascript", "/app.css": "text/css"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
