@@ -462,6 +462,15 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 	if n != len(children) {
 		return IndexOut{}, &IncompleteError{Want: len(children), Got: n}
 	}
+	// "ready" is written last: whoever sees it (a poller, the semantic cache's scope) sees the keyword
+	// index and the knowledge base's version already current.
+	if s.Keyword != nil {
+		s.Keyword.IndexDocument(in.Tenant, in.DocumentID, rows)
+	}
+	v, err := s.Records.BumpKBVersion(ctx, in.Tenant, in.KBID)
+	if err != nil {
+		return IndexOut{}, err
+	}
 	doc, err := s.Records.GetDocument(ctx, in.Tenant, in.DocumentID)
 	if err != nil {
 		return IndexOut{}, err
@@ -469,13 +478,6 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 	doc.Status, doc.Error, doc.ChunkCount = rag.StatusReady, "", len(children)
 	doc.DocVersion, doc.EffectiveDate = truncate(in.DocVersion, 64), truncate(in.EffectiveDate, 32)
 	if err := s.Records.UpdateDocument(ctx, &doc); err != nil {
-		return IndexOut{}, err
-	}
-	if s.Keyword != nil {
-		s.Keyword.IndexDocument(in.Tenant, in.DocumentID, rows)
-	}
-	v, err := s.Records.BumpKBVersion(ctx, in.Tenant, in.KBID)
-	if err != nil {
 		return IndexOut{}, err
 	}
 	for _, k := range []string{"markdown.md", "chunks.json", "vectors.bin"} {
