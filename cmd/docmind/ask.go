@@ -66,15 +66,8 @@ func cmdAsk(e env, args []string) int {
 	}
 	defer s.Close()
 	req := answer.Request{Tenant: cfg.Tenant, Question: question}
-	if *kbName != "" {
-		kb, err := s.SQL.GetKBByName(e.ctx, cfg.Tenant, *kbName)
-		if err != nil {
-			if rag.Is(err, rag.KindNotFound) {
-				return fail(e, rag.Errorf("ask", rag.KindInvalid, "no knowledge base named %q", *kbName))
-			}
-			return fail(e, err)
-		}
-		req.KBIDs = []string{kb.ID}
+	if req.KBIDs, err = kbScope(e, s, cfg.Tenant, *kbName); err != nil {
+		return fail(e, err)
 	}
 	chain, err := retriever(cfg, s)
 	if err != nil {

@@ -32,15 +32,8 @@ func cmdSearch(e env, args []string) int {
 	}
 	defer s.Close()
 	f := rag.Filter{Tenant: cfg.Tenant}
-	if *kbName != "" {
-		kb, err := s.SQL.GetKBByName(e.ctx, cfg.Tenant, *kbName)
-		if err != nil {
-			if rag.Is(err, rag.KindNotFound) {
-				return fail(e, rag.Errorf("search", rag.KindInvalid, "no knowledge base named %q", *kbName))
-			}
-			return fail(e, err)
-		}
-		f.KBIDs = []string{kb.ID}
+	if f.KBIDs, err = kbScope(e, s, cfg.Tenant, *kbName); err != nil {
+		return fail(e, err)
 	}
 	r, err := retriever(cfg, s)
 	if err != nil {
@@ -84,4 +77,20 @@ func cmdSearch(e env, args []string) int {
 		fmt.Fprintf(e.stdout, "degraded: %s\n", strings.Join(res.Degraded, ", "))
 	}
 	return exitOK
+}
+
+// kbScope turns a --kb name into the knowledge-base ids to search (nil: every knowledge base of the
+// tenant); an unknown name is a usage error.
+func kbScope(e env, s *Stores, tenant, name string) ([]string, error) {
+	if name == "" {
+		return nil, nil
+	}
+	kb, err := s.SQL.GetKBByName(e.ctx, tenant, name)
+	if rag.Is(err, rag.KindNotFound) {
+		return nil, rag.Errorf("docmind", rag.KindInvalid, "no knowledge base named %q", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []string{kb.ID}, nil
 }
