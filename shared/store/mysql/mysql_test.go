@@ -36,6 +36,19 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceLeases runs the lease contract with a full pool (go-mysql-server serialises the
+// conditional UPDATE itself), so contenders really race on separate connections.
+func TestConformanceLeases(t *testing.T) {
+	storetest.TestLeases(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(context.Background(), mysqltest.Database(t), Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
 func TestConfigForcesLambdaSettings(t *testing.T) {
 	cfg, err := Config("u:p@tcp(db.example:3306)/docmind?timeout=60s&parseTime=false", Options{})
 	if err != nil {
