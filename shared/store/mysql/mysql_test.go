@@ -49,6 +49,17 @@ func TestConformanceLeases(t *testing.T) {
 	})
 }
 
+func TestConformanceSourceEvents(t *testing.T) {
+	storetest.TestSourceEvents(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(context.Background(), mysqltest.Database(t), Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
 func TestConfigForcesLambdaSettings(t *testing.T) {
 	cfg, err := Config("u:p@tcp(db.example:3306)/docmind?timeout=60s&parseTime=false", Options{})
 	if err != nil {
