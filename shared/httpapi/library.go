@@ -56,6 +56,7 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/kbs", l.listKBs)
 	if l.h.d.Chat != nil {
 		mux.HandleFunc("POST /api/chat", l.chat)
+		mux.HandleFunc("POST /api/search", l.search)
 		mux.HandleFunc("POST /v1/chat/completions", l.chatCompletions)
 		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 			WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
@@ -64,6 +65,7 @@ func (l *library) routes(mux *http.ServeMux) {
 		if l.h.d.Conversations != nil {
 			mux.HandleFunc("GET /api/conversations", l.listConversations)
 			mux.HandleFunc("GET /api/conversations/{id}/messages", l.listMessages)
+			mux.HandleFunc("DELETE /api/conversations/{id}", l.deleteConversation)
 		}
 		if l.h.d.Memories != nil {
 			mux.HandleFunc("GET /api/memories", l.listMemories)

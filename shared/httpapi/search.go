@@ -1,0 +1,76 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/retrieve"
+)
+
+// searcher runs the retrieval chain alone, the one the chat pipeline uses (answer.Pipeline.Retriever).
+type searcher interface {
+	Retrieve(ctx context.Context, q retrieve.Query) (*retrieve.Result, error)
+}
+
+// searchRequest is the body of POST /api/search.
+type searchRequest struct {
+	Query string `json:"query"`
+	// KBs names the knowledge bases to search, by id or name; empty searches all of the caller's.
+	KBs []string `json:"kbs,omitempty"`
+}
+
+// maxSearchRunes bounds a retrieval test's query, like a question.
+const maxSearchRunes = 2000
+
+// search is the page's retrieval test: the query through the retrieval chain only (no model, nothing
+// stored), answered with every stage's candidates and scores, the JSON that `docmind search --json`
+// prints (retrieve.Result).
+func (l *library) search(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := l.scope(w, r)
+	if !ok {
+		return
+	}
+	var in searchRequest
+	if err := decodeBody(r, &in, `{"query": ..., "kbs": [...]}`); err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	q, err := l.searchQuery(r.Context(), tenant, in)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	var s searcher = l.h.d.Chat.Retriever
+	res, err := s.Retrieve(r.Context(), q)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, res)
+}
+
+// searchQuery checks the query and resolves every named knowledge base within tenant (NotFound for
+// another tenant's).
+func (l *library) searchQuery(ctx context.Context, tenant string, in searchRequest) (retrieve.Query, error) {
+	text := strings.TrimSpace(in.Query)
+	switch {
+	case text == "":
+		return retrieve.Query{}, rag.Errorf("httpapi", rag.KindInvalid, "query is empty")
+	case utf8.RuneCountInString(text) > maxSearchRunes:
+		return retrieve.Query{}, rag.Errorf("httpapi", rag.KindInvalid, "query is longer than %d characters", maxSearchRunes)
+	case len(in.KBs) > maxChatKBs:
+		return retrieve.Query{}, rag.Errorf("httpapi", rag.KindInvalid, "at most %d knowledge bases per search", maxChatKBs)
+	}
+	q := retrieve.Query{Text: text, Filter: rag.Filter{Tenant: tenant}}
+	for _, key := range in.KBs {
+		kb, err := l.resolveKB(ctx, tenant, key)
+		if err != nil {
+			return q, err
+		}
+		q.Filter.KBIDs = append(q.Filter.KBIDs, kb.ID)
+	}
+	return q, nil
+}
