@@ -21,9 +21,12 @@ const (
 	KindPermission       // the caller is not allowed to do this
 	KindTerminal         // the work can never succeed (a poison document); never retried
 	KindInternal         // a bug or an invariant broken on our side
+	// KindUnauthenticated: the request carries no valid credential (HTTP 401). Distinct from Permission
+	// (a known caller who may not do this).
+	KindUnauthenticated
 )
 
-var kindNames = [...]string{"Unknown", "Invalid", "NotFound", "Conflict", "Unavailable", "Permission", "Terminal", "Internal"}
+var kindNames = [...]string{"Unknown", "Invalid", "NotFound", "Conflict", "Unavailable", "Permission", "Terminal", "Internal", "Unauthenticated"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

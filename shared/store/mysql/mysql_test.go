@@ -36,6 +36,21 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestConformanceIdentity(t *testing.T) {
+	opts := Options{}
+	if !mysqltest.Real() {
+		opts.MaxOpenConns = 1
+	}
+	storetest.TestIdentity(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(context.Background(), mysqltest.Database(t), opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
 // TestConformanceLeases runs the lease contract with a full pool (go-mysql-server serialises the
 // conditional UPDATE itself), so contenders really race on separate connections.
 func TestConformanceLeases(t *testing.T) {

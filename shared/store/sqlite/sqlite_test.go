@@ -52,6 +52,17 @@ func TestConformanceSourceEvents(t *testing.T) {
 	})
 }
 
+func TestConformanceIdentity(t *testing.T) {
+	storetest.TestIdentity(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(filepath.Join(t.TempDir(), "docmind.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
 func TestOpenUnwritableDir(t *testing.T) {
 	if _, err := Open("/proc/docmind-cannot-exist/x.db", nil); err == nil {
 		t.Fatal("opening under /proc succeeded")
