@@ -64,6 +64,9 @@ type Result struct {
 	Pages    int    `json:"pages,omitempty"` // PDFs: page count; pages are marked with PageMarker lines
 	Hidden   int    `json:"hidden"`          // hidden characters or runs stripped
 	Format   string `json:"format"`
+	// Encoding is the character encoding a text-based source (text, markdown, CSV, HTML) was read
+	// from ("utf-8", "gb18030", "utf-16le", ...; see the Enc constants); empty for binary formats.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // PageMarker is the line a page-aware extractor puts before each page's text; the chunker reads it to

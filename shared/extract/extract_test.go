@@ -171,8 +171,8 @@ func TestTerminalErrors(t *testing.T) {
 	cases := map[string][]byte{
 		"empty.md":      []byte("   \n\n"),
 		"bin.txt":       {0x00, 0x01, 0x02},
-		"latin1.txt":    {0xe9, 0x74, 0xe9},
-		"utf16.md":      {0xff, 0xfe, 'a', 0},
+		"noenc.txt":     {0x81, 0x01, 0xfe, 0x02, 0x9f},   // no encoding reads it (Latin-1 text is decoded: decode_test.go)
+		"badutf16.md":   {0xff, 0xfe, 0x00, 0xd8, 'a', 0}, // a lone surrogate after a UTF-16 byte-order mark
 		"notzip.docx":   []byte("PK garbage"),
 		"notpdf.pdf":    []byte("hello"),
 		"truncated.pdf": read(t, "服务协议.pdf")[:2000],

@@ -15,7 +15,7 @@ import (
 // (hidden, aria-hidden, display:none, visibility:hidden, zero font size) and comments are dropped and
 // counted before anything else looks at the page.
 func parseHTML(ctx context.Context, data []byte, l Limits) (Result, error) {
-	s, err := decodeText(data)
+	s, enc, err := decodeHTML(data)
 	if err != nil {
 		return Result{}, err
 	}
@@ -48,7 +48,7 @@ func parseHTML(ctx context.Context, data []byte, l Limits) (Result, error) {
 	}
 	w := &mdWriter{b: &b, skipTitle: title}
 	w.block(content)
-	return Result{Markdown: b.String(), Title: title, Hidden: hidden}, nil
+	return Result{Markdown: b.String(), Title: title, Hidden: hidden, Encoding: enc}, nil
 }
 
 func findBody(n *node0) *node0 {

@@ -1,41 +1,25 @@
 package extract
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
 	"io"
 	"strings"
-	"unicode/utf8"
 )
 
-func decodeText(data []byte) (string, error) {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
-		return "", Terminal("UTF-16 text is not supported; save the file as UTF-8")
-	}
-	if bytes.IndexByte(data, 0) >= 0 {
-		return "", Terminal("this looks like a binary file, not text")
-	}
-	if !utf8.Valid(data) {
-		return "", Terminal("the file is not valid UTF-8 text; save it as UTF-8")
-	}
-	return string(data), nil
-}
-
 func parseMarkdown(_ context.Context, data []byte, _ Limits) (Result, error) {
-	s, err := decodeText(data)
+	s, enc, err := decodeText(data)
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Markdown: s, Title: firstHeading(s)}, nil
+	return Result{Markdown: s, Title: firstHeading(s), Encoding: enc}, nil
 }
 
 // parseText keeps plain text as paragraphs; characters that markdown would read as structure at the
 // start of a line are escaped so a line "# 1" in a text file does not become a heading.
 func parseText(_ context.Context, data []byte, _ Limits) (Result, error) {
-	s, err := decodeText(data)
+	s, enc, err := decodeText(data)
 	if err != nil {
 		return Result{}, err
 	}
@@ -46,7 +30,7 @@ func parseText(_ context.Context, data []byte, _ Limits) (Result, error) {
 			lines[i] = "\\" + t
 		}
 	}
-	return Result{Markdown: strings.Join(lines, "\n")}, nil
+	return Result{Markdown: strings.Join(lines, "\n"), Encoding: enc}, nil
 }
 
 func firstHeading(md string) string {
@@ -63,7 +47,7 @@ func firstHeading(md string) string {
 const tableRows = 20
 
 func parseCSV(ctx context.Context, data []byte, _ Limits) (Result, error) {
-	s, err := decodeText(data)
+	s, enc, err := decodeText(data)
 	if err != nil {
 		return Result{}, err
 	}
@@ -87,7 +71,7 @@ func parseCSV(ctx context.Context, data []byte, _ Limits) (Result, error) {
 	if len(rows) == 0 {
 		return Result{}, Terminal("the CSV file is empty")
 	}
-	return Result{Markdown: tables(rows, tableRows)}, nil
+	return Result{Markdown: tables(rows, tableRows), Encoding: enc}, nil
 }
 
 // tables renders rows (the first is the header) as markdown tables of at most per data rows each.

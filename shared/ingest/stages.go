@@ -103,6 +103,7 @@ type ExtractOut struct {
 	Format      string `json:"format"`
 	Pages       int    `json:"pages,omitempty"`
 	Hidden      int    `json:"hidden"`
+	Encoding    string `json:"encoding,omitempty"` // text encoding of the source (extract.Result.Encoding)
 }
 
 // ChunkOut points at the chunk rows.
@@ -114,6 +115,7 @@ type ChunkOut struct {
 	Oversize      int    `json:"oversize"`
 	DocVersion    string `json:"doc_version,omitempty"`
 	EffectiveDate string `json:"effective_date,omitempty"`
+	Encoding      string `json:"encoding,omitempty"` // carried to the document row written in Index
 }
 
 // EmbedIn asks for vectors; Full re-embeds every child (the fallback when an incremental update failed).
@@ -192,7 +194,8 @@ func (s *Stages) Extract(ctx context.Context, in ExtractIn) (ExtractOut, error) 
 	if err != nil {
 		return ExtractOut{}, err
 	}
-	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden}
+	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
+		Encoding: res.Encoding}
 	if _, err := s.staging().Put(ctx, out.MarkdownKey, bytes.NewReader([]byte(res.Markdown)), "text/markdown"); err != nil {
 		return ExtractOut{}, fmt.Errorf("stage markdown: %w", err)
 	}
@@ -234,7 +237,7 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 			Index: i, Content: p.Text, ContentHash: p.Hash, Chapter: p.Chapter, ContentType: p.ContentType, Tags: p.Tags, Page: p.Page, TokenCount: p.Tokens})
 	}
 	out := ChunkOut{Doc: in.Doc, ChunksKey: in.staging("chunks.json"), Parents: len(res.Parents), Children: len(res.Children),
-		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate}
+		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding}
 	for i, c := range res.Children {
 		k := "c" + c.Hash
 		n := occ[k]
@@ -477,6 +480,7 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 	}
 	doc.Status, doc.Error, doc.ChunkCount = rag.StatusReady, "", len(children)
 	doc.DocVersion, doc.EffectiveDate = truncate(in.DocVersion, 64), truncate(in.EffectiveDate, 32)
+	doc.Encoding = truncate(in.Encoding, 32)
 	if err := s.Records.UpdateDocument(ctx, &doc); err != nil {
 		return IndexOut{}, err
 	}

@@ -61,6 +61,7 @@ type Document struct {
 	EffectiveDate   string    `json:"effective_date,omitempty"`
 	ChunkCount      int       `json:"chunk_count"`
 	StageMillis     string    `json:"stage_ms,omitempty"` // JSON {"extract":ms,...} of the last ingestion
+	Encoding        string    `json:"encoding,omitempty"` // text encoding the source was read from ("utf-8", "gb18030", ...); empty for binary formats
 	CreatedAt       time.Time `json:"created_at"`
 	UpdatedAt       time.Time `json:"updated_at"`
 }

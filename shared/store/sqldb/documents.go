@@ -10,7 +10,7 @@ import (
 )
 
 const docColumns = `id, tenant_id, kb_id, source_uri, source_etag, source_sequencer, file_name, file_type, content_hash,
-	status, error, doc_version, effective_date, chunk_count, stage_ms, created_at, updated_at`
+	status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, created_at, updated_at`
 
 var validStatus = map[string]bool{rag.StatusPending: true, rag.StatusProcessing: true, rag.StatusReady: true, rag.StatusFailed: true, rag.StatusDeleted: true}
 
@@ -18,7 +18,7 @@ func scanDoc(row interface{ Scan(...any) error }) (rag.Document, error) {
 	var d rag.Document
 	var created, updated int64
 	err := row.Scan(&d.ID, &d.Tenant, &d.KBID, &d.SourceURI, &d.SourceETag, &d.SourceSequencer, &d.FileName, &d.FileType,
-		&d.ContentHash, &d.Status, &d.Error, &d.DocVersion, &d.EffectiveDate, &d.ChunkCount, &d.StageMillis, &created, &updated)
+		&d.ContentHash, &d.Status, &d.Error, &d.DocVersion, &d.EffectiveDate, &d.ChunkCount, &d.StageMillis, &d.Encoding, &created, &updated)
 	d.CreatedAt, d.UpdatedAt = fromMS(created), fromMS(updated)
 	return d, err
 }
@@ -31,7 +31,7 @@ func validateDoc(op string, d *rag.Document) error {
 		return rag.Errorf(op, rag.KindInvalid, "source uri must be 1-2048 bytes")
 	}
 	if len(d.FileName) > 1024 || len(d.SourceETag) > 255 || len(d.SourceSequencer) > 64 || len(d.FileType) > 32 ||
-		len(d.DocVersion) > 64 || len(d.EffectiveDate) > 32 || len(d.ContentHash) > 64 || len(d.StageMillis) > 1024 {
+		len(d.DocVersion) > 64 || len(d.EffectiveDate) > 32 || len(d.ContentHash) > 64 || len(d.StageMillis) > 1024 || len(d.Encoding) > 32 {
 		return rag.Errorf(op, rag.KindInvalid, "document metadata field too long")
 	}
 	if !validStatus[d.Status] {
@@ -65,10 +65,10 @@ func (s *DB) CreateDocument(ctx context.Context, d *rag.Document) error {
 			return s.classify(op, err)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO documents (id, tenant_id, kb_id, source_uri, source_hash, source_etag, source_sequencer,
-			file_name, file_type, content_hash, status, error, doc_version, effective_date, chunk_count, stage_ms, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			file_name, file_type, content_hash, status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, d.Tenant, d.KBID, d.SourceURI, sourceHash(d.SourceURI), d.SourceETag, d.SourceSequencer,
-			d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, d.StageMillis, now, now)
+			d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, now, now)
 		return err
 	})
 }
@@ -127,7 +127,7 @@ func (s *DB) ListDocuments(ctx context.Context, tenant, kbID, status string) ([]
 }
 
 // UpdateDocument writes the mutable fields of d (source etag and sequencer, file name and type, content
-// hash, status, error, doc version, effective date, chunk count, stage timings) and sets UpdatedAt. NotFound when the
+// hash, status, error, doc version, effective date, chunk count, stage timings, encoding) and sets UpdatedAt. NotFound when the
 // document does not exist for d.Tenant.
 func (s *DB) UpdateDocument(ctx context.Context, d *rag.Document) error {
 	const op = "sqldb.UpdateDocument"
@@ -136,10 +136,10 @@ func (s *DB) UpdateDocument(ctx context.Context, d *rag.Document) error {
 	}
 	now := ms(s.now())
 	res, err := s.db.ExecContext(ctx, `UPDATE documents SET source_etag = ?, source_sequencer = ?, file_name = ?, file_type = ?,
-		content_hash = ?, status = ?, error = ?, doc_version = ?, effective_date = ?, chunk_count = ?, stage_ms = ?, updated_at = ?
+		content_hash = ?, status = ?, error = ?, doc_version = ?, effective_date = ?, chunk_count = ?, stage_ms = ?, source_encoding = ?, updated_at = ?
 		WHERE tenant_id = ? AND id = ?`,
 		d.SourceETag, d.SourceSequencer, d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion,
-		d.EffectiveDate, d.ChunkCount, d.StageMillis, now, d.Tenant, d.ID)
+		d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, now, d.Tenant, d.ID)
 	if err != nil {
 		return s.classify(op, err)
 	}
