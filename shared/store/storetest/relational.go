@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,11 +26,34 @@ func chunk(tenant, kb, doc, id string, idx int, level, text string, tags ...stri
 		ContentHash: hash(text), ContentType: rag.ContentGeneral, Chapter: "A > B", Tags: tags, TokenCount: len(text) / 4}
 }
 
+// Budget of a test context derived from the work it does: a fixed allowance for setup plus one per
+// database round trip. perRoundTrip is about 5x a loaded MariaDB's commit (10-20 ms measured by the
+// ManyChunks run that took 23 s for about 2,400 round trips), so a slow CI machine does not fail a
+// correct adapter; a hung call is still caught, by this budget or by go test's own -timeout.
+const (
+	setupBudget  = 30 * time.Second
+	perRoundTrip = 100 * time.Millisecond
+)
+
+// workCtx is a context for a subtest that makes about roundTrips database round trips. It ends at
+// setupBudget + roundTrips*perRoundTrip, or a little before the test binary's own deadline when that is
+// sooner (so the failure names the call that was slow instead of a panic dump).
+func workCtx(t *testing.T, roundTrips int) context.Context {
+	budget := setupBudget + time.Duration(roundTrips)*perRoundTrip
+	deadline := time.Now().Add(budget)
+	if d, ok := t.Deadline(); ok && d.Add(-5*time.Second).Before(deadline) {
+		deadline = d.Add(-5 * time.Second)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // TestRelational runs the relational contract. open returns a fresh, empty, unmigrated database.
 func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 	migrated := func(t *testing.T) *sqldb.DB {
 		db := open(t)
-		if _, err := db.Migrate(ctxT(t)); err != nil {
+		if _, err := db.Migrate(workCtx(t, 100)); err != nil { // about 50 DDL statements, each a round trip or two
 			t.Fatalf("Migrate: %v", err)
 		}
 		return db
@@ -37,7 +61,7 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 
 	t.Run("MigrateIdempotent", func(t *testing.T) {
 		db := open(t)
-		ctx := ctxT(t)
+		ctx := workCtx(t, 250) // two migration runs of about 50 statements each, plus their bookkeeping
 		if v, err := db.SchemaVersion(ctx); err != nil || v != 0 {
 			t.Fatalf("SchemaVersion before migrate = %d, %v", v, err)
 		}
@@ -315,14 +339,17 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 
 	t.Run("ManyChunks", func(t *testing.T) {
 		db := migrated(t)
-		ctx := ctxT(t)
+		const n = 1200
+		// Round trips: n inserts, their reads, 1,100 deletes and the counts (the adapters batch some of
+		// them; this is the upper bound).
+		ctx := workCtx(t, 3*n)
 		kb := rag.KnowledgeBase{Tenant: "t1", Name: "kb"}
 		must(t, db.CreateKB(ctx, &kb))
 		doc := rag.Document{Tenant: "t1", KBID: kb.ID, SourceURI: "big.md"}
 		must(t, db.CreateDocument(ctx, &doc))
 		var add []rag.Chunk
 		var ids []string
-		for i := range 1200 {
+		for i := range n {
 			id := fmt.Sprintf("c%04d", i)
 			add = append(add, chunk("t1", kb.ID, doc.ID, id, i, rag.LevelChild, fmt.Sprintf("text %d", i)))
 			ids = append(ids, id)
