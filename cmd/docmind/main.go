@@ -331,7 +331,8 @@ func cmdKB(e env, args []string) int {
 			}
 			return fail(e, err)
 		}
-		if err := deleteKB(e.ctx, cfg, db, kb); err != nil {
+		db.Close() // the stores are opened again, with everything else
+		if err := deleteKB(e.ctx, cfg, kb); err != nil {
 			return fail(e, err)
 		}
 		if c.json {

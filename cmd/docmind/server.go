@@ -158,27 +158,17 @@ func openSQL(ctx context.Context, cfg config.Config) (*sqldb.DB, error) {
 	return sqlite.Open(cfg.SQLitePath(), nil)
 }
 
-// deleteKB removes a knowledge base everywhere: its vectors first (so a crash leaves SQL rows that the
-// consistency check can act on, never vectors nobody owns), then its SQL rows.
-func deleteKB(ctx context.Context, cfg config.Config, db *sqldb.DB, kb rag.KnowledgeBase) error {
-	docs, err := db.ListDocuments(ctx, kb.Tenant, kb.ID, "")
+// deleteKB removes a knowledge base from every store, sources and staging included, and renames its
+// drop folder to inbox/.deleted-<kb>-<time> so the next scan does not re-create it (ingest.Service.DeleteKB).
+func deleteKB(ctx context.Context, cfg config.Config, kb rag.KnowledgeBase) error {
+	s, err := OpenStores(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	if len(docs) > 0 {
-		s, err := OpenStores(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		for _, d := range docs {
-			if err := s.Vectors.DeleteDocument(ctx, kb.Tenant, kb.ID, d.ID); err != nil {
-				return fmt.Errorf("delete vectors of %s: %w", d.FileName, err)
-			}
-		}
-		if err := s.Vectors.Flush(ctx); err != nil {
-			return err
-		}
+	defer s.Close()
+	svc, err := ingestService(cfg, s, nil)
+	if err != nil {
+		return err
 	}
-	return db.DeleteKB(ctx, kb.Tenant, kb.ID)
+	return svc.DeleteKB(ctx, kb.Tenant, kb.ID)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 
 	"github.com/docmind/docmind/shared/chunk"
 	"github.com/docmind/docmind/shared/config"
@@ -24,7 +25,7 @@ func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Serv
 	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Staging: memblob.New(), Embedder: emb, Log: log, Keyword: s.Keyword,
 		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
-	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}, nil
+	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, Inbox: filepath.Join(cfg.DataDir, "inbox")}, nil
 }
 
 // uploads adapts the queue and the service to the HTTP layer's Ingester.

@@ -20,6 +20,9 @@ import (
 // row, stores the source under a generated key, skips unchanged content, and runs the stages.
 type Service struct {
 	Runner *Runner
+	// Inbox is the local drop folder (<data>/inbox), renamed aside when its knowledge base is deleted;
+	// "" when there is none.
+	Inbox string
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // one ingestion at a time per (kb, source)
@@ -110,6 +113,12 @@ func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report
 	hash := hex.EncodeToString(sum[:])
 
 	doc, err := st.Records.GetDocumentBySource(ctx, tenant, kb.ID, src.URI)
+	if err == nil && doc.Status == rag.StatusDeleted { // an interrupted delete: finish it, then ingest anew
+		if err := s.purge(ctx, doc); err != nil {
+			return fail(err)
+		}
+		doc, err = rag.Document{}, rag.E("ingest.Ingest", rag.KindNotFound, nil)
+	}
 	switch {
 	case err == nil:
 		rep.DocumentID = doc.ID
@@ -214,45 +223,6 @@ func sourceKey(tenant, kbID, docID, name string) string {
 		ext = ""
 	}
 	return "sources/" + tenant + "/" + kbID + "/" + docID + "/source" + ext
-}
-
-// Delete removes a document everywhere: vectors (verified gone with a strong count), rows, source blob,
-// then bumps the knowledge base version.
-func (s *Service) Delete(ctx context.Context, tenant, docID string) error {
-	st := s.Runner.Stages
-	doc, err := st.Records.GetDocument(ctx, tenant, docID)
-	if err != nil {
-		return err
-	}
-	defer s.lock(doc.KBID + "\x00" + doc.SourceURI)()
-	if err := st.Vectors.DeleteDocument(ctx, tenant, doc.KBID, doc.ID); err != nil {
-		return fmt.Errorf("delete vectors: %w", err)
-	}
-	if err := st.Vectors.Flush(ctx); err != nil {
-		return fmt.Errorf("flush vectors: %w", err)
-	}
-	n, err := st.Vectors.Count(ctx, rag.Filter{Tenant: tenant, KBIDs: []string{doc.KBID}, DocumentIDs: []string{doc.ID}})
-	if err != nil {
-		return fmt.Errorf("count vectors: %w", err)
-	}
-	if n != 0 {
-		return rag.Errorf("ingest.Delete", rag.KindUnavailable, "%d vectors of the document are still visible after delete", n)
-	}
-	if st.Keyword != nil {
-		st.Keyword.RemoveDocument(tenant, doc.ID)
-	}
-	if err := st.Records.DeleteDocument(ctx, tenant, doc.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
-		return err
-	}
-	if blobs, err := st.Blobs.List(ctx, "sources/"+tenant+"/"+doc.KBID+"/"+doc.ID+"/"); err == nil {
-		for _, b := range blobs {
-			st.Blobs.Delete(ctx, b.Key)
-		}
-	}
-	if _, err := st.Records.BumpKBVersion(ctx, tenant, doc.KBID); err != nil && !rag.Is(err, rag.KindNotFound) {
-		return err
-	}
-	return nil
 }
 
 // DeleteBySource deletes the document of a source, if there is one.

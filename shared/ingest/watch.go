@@ -253,6 +253,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
+			if strings.HasPrefix(filepath.Base(ev.Name), ".") {
+				continue // hidden, such as a deleted knowledge base's folder renamed to .deleted-<kb>-<time>
+			}
 			if ev.Has(fsnotify.Create) {
 				if st, err := os.Stat(ev.Name); err == nil && st.IsDir() {
 					addTree(ev.Name)

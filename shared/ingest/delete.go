@@ -1,0 +1,240 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store"
+)
+
+// Deletion is two-phase so that anyone can finish it. The document is first marked deleted (status
+// "deleted": retrieval serves only ready documents, so it disappears at once); then its vectors, keyword
+// rows, source and staging blobs go, and the SQL row (with its chunks) goes last. A crash anywhere leaves
+// the tombstone, which a repeated DELETE, an ingest of the same source, or `docmind reconcile --repair`
+// finishes. (Before this, a kill during a large delete left the document ready, with every chunk row
+// and no vectors, still found by keyword search, and nothing repaired it.)
+
+// KBRemover deletes a knowledge base's SQL rows (sqldb.DB implements it).
+type KBRemover interface {
+	DeleteKB(ctx context.Context, tenant, id string) error
+}
+
+// DeletedInboxPrefix starts the name a deleted knowledge base's drop folder is renamed to:
+// inbox/.deleted-<kb>-<UTC timestamp>/. The leading dot hides it from the watcher and the scan, so the
+// knowledge base is not re-created from its own files.
+const DeletedInboxPrefix = ".deleted-"
+
+// Delete removes a document everywhere: it is marked deleted first, then vectors (verified gone with a
+// strong count), keyword rows, source and staging blobs, and the SQL row; the knowledge base version is
+// bumped. Deleting a document whose delete was interrupted finishes it. NotFound when the document is
+// not the tenant's.
+func (s *Service) Delete(ctx context.Context, tenant, docID string) error {
+	doc, err := s.Runner.Stages.Records.GetDocument(ctx, tenant, docID)
+	if err != nil {
+		return err
+	}
+	defer s.lock(doc.KBID + "\x00" + doc.SourceURI)()
+	return s.purge(ctx, doc)
+}
+
+// markDeleted writes the tombstone. Caller holds the source's lock.
+func (s *Service) markDeleted(ctx context.Context, doc *rag.Document) error {
+	if doc.Status == rag.StatusDeleted {
+		return nil
+	}
+	doc.Status = rag.StatusDeleted
+	if err := s.Runner.Stages.Records.UpdateDocument(ctx, doc); err != nil {
+		return fmt.Errorf("mark %s deleted: %w", doc.ID, err)
+	}
+	return nil
+}
+
+// purge marks the document deleted and removes all of it. Caller holds the source's lock.
+func (s *Service) purge(ctx context.Context, doc rag.Document) error {
+	st := s.Runner.Stages
+	if err := s.markDeleted(ctx, &doc); err != nil {
+		if rag.Is(err, rag.KindNotFound) {
+			return nil // deleted meanwhile
+		}
+		return err
+	}
+	if err := st.Vectors.DeleteDocument(ctx, doc.Tenant, doc.KBID, doc.ID); err != nil {
+		return fmt.Errorf("delete vectors: %w", err)
+	}
+	if err := st.Vectors.Flush(ctx); err != nil {
+		return fmt.Errorf("flush vectors: %w", err)
+	}
+	n, err := st.Vectors.Count(ctx, rag.Filter{Tenant: doc.Tenant, KBIDs: []string{doc.KBID}, DocumentIDs: []string{doc.ID}})
+	if err != nil {
+		return fmt.Errorf("count vectors: %w", err)
+	}
+	if n != 0 {
+		return rag.Errorf("ingest.Delete", rag.KindUnavailable, "%d vectors of the document are still visible after delete", n)
+	}
+	if st.Keyword != nil {
+		st.Keyword.RemoveDocument(doc.Tenant, doc.ID)
+	}
+	if err := deletePrefix(ctx, st.Blobs, sourcePrefix(doc.Tenant, doc.KBID, doc.ID)); err != nil {
+		return fmt.Errorf("delete source: %w", err)
+	}
+	if err := deletePrefix(ctx, st.staging(), StagingPrefix(doc.Tenant, doc.ID)); err != nil {
+		return fmt.Errorf("delete staging: %w", err)
+	}
+	if err := st.Records.DeleteDocument(ctx, doc.Tenant, doc.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	if _, err := st.Records.BumpKBVersion(ctx, doc.Tenant, doc.KBID); err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	return nil
+}
+
+// SourcePrefix is the blob prefix of every stored source of a knowledge base ("" docID) or a document.
+func SourcePrefix(tenant, kbID, docID string) string {
+	if docID == "" {
+		return "sources/" + tenant + "/" + kbID + "/"
+	}
+	return sourcePrefix(tenant, kbID, docID)
+}
+
+func sourcePrefix(tenant, kbID, docID string) string {
+	return "sources/" + tenant + "/" + kbID + "/" + docID + "/"
+}
+
+// StagingPrefix is the blob prefix of a document's staging payloads (docID "" for the tenant's).
+func StagingPrefix(tenant, docID string) string {
+	if docID == "" {
+		return "staging/" + tenant + "/"
+	}
+	return "staging/" + tenant + "/" + docID + "/"
+}
+
+func deletePrefix(ctx context.Context, b store.Blobs, prefix string) error {
+	objs, err := b.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := b.Delete(ctx, o.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteKB removes a knowledge base from every store: its drop folder is renamed first (so no scan or
+// event re-creates it while it is being deleted), every document is marked deleted (hidden at once, and
+// finishable by `docmind reconcile --repair` after a crash) and then purged, vectors that no document
+// owns any more and every blob under the knowledge base's source prefix go, and the SQL rows go last.
+// Repeating it after an interruption finishes it. NotFound when the knowledge base is not the tenant's.
+func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
+	const op = "ingest.DeleteKB"
+	st := s.Runner.Stages
+	rm, ok := st.Records.(KBRemover)
+	if !ok {
+		return rag.Errorf(op, rag.KindInternal, "the relational store cannot delete knowledge bases")
+	}
+	kb, err := st.Records.GetKB(ctx, tenant, kbID)
+	if err != nil {
+		return err
+	}
+	if err := s.retireInbox(ctx, kb.Name); err != nil {
+		return fmt.Errorf("retire the drop folder of %s: %w", kb.Name, err)
+	}
+	docs, err := st.Records.ListDocuments(ctx, tenant, kb.ID, "")
+	if err != nil {
+		return err
+	}
+	for i := range docs { // every tombstone before any purge: nothing of the knowledge base serves meanwhile
+		if err := s.markDeleted(ctx, &docs[i]); err != nil && !rag.Is(err, rag.KindNotFound) {
+			return err
+		}
+	}
+	for _, d := range docs {
+		unlock := s.lock(d.KBID + "\x00" + d.SourceURI)
+		err := s.purge(ctx, d)
+		unlock()
+		if err != nil {
+			return fmt.Errorf("delete %s: %w", d.FileName, err)
+		}
+	}
+	if l, ok := st.Vectors.(store.VectorLister); ok { // orphans of older crashes
+		refs, err := l.ListVectors(ctx, rag.Filter{Tenant: tenant, KBIDs: []string{kb.ID}})
+		if err != nil {
+			return fmt.Errorf("list vectors: %w", err)
+		}
+		if len(refs) > 0 {
+			ids := make([]string, len(refs))
+			for i, r := range refs {
+				ids[i] = r.ID
+			}
+			if err := st.Vectors.Delete(ctx, tenant, ids); err != nil {
+				return fmt.Errorf("delete %d orphan vectors: %w", len(ids), err)
+			}
+			if err := st.Vectors.Flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if err := deletePrefix(ctx, st.Blobs, SourcePrefix(tenant, kb.ID, "")); err != nil {
+		return fmt.Errorf("delete sources: %w", err)
+	}
+	if err := rm.DeleteKB(ctx, tenant, kb.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	return nil
+}
+
+// DeletedInboxName is the name a deleted knowledge base's drop folder gets.
+func DeletedInboxName(kb string, at time.Time) string {
+	return DeletedInboxPrefix + kb + "-" + at.UTC().Format("20060102T150405Z")
+}
+
+// retireInbox renames the knowledge base's drop folder, on disk (Service.Inbox) and in the blob store
+// (objects under inbox/<kb>/, the S3 drop folder), to the hidden deleted name. Files are kept: deleting
+// a knowledge base must not destroy the user's originals.
+func (s *Service) retireInbox(ctx context.Context, kb string) error {
+	now := time.Now()
+	if s.Inbox != "" {
+		from := filepath.Join(s.Inbox, kb)
+		if st, err := os.Stat(from); err == nil && st.IsDir() {
+			if err := os.Rename(from, filepath.Join(s.Inbox, DeletedInboxName(kb, now))); err != nil {
+				return rag.E("ingest.DeleteKB", rag.KindUnavailable, err)
+			}
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return rag.E("ingest.DeleteKB", rag.KindUnavailable, err)
+		}
+	}
+	b := s.Runner.Stages.Blobs
+	prefix := "inbox/" + kb + "/"
+	objs, err := b.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	to := "inbox/" + DeletedInboxName(kb, now) + "/"
+	for _, o := range objs {
+		r, info, err := b.Get(ctx, o.Key)
+		if err != nil {
+			if rag.Is(err, rag.KindNotFound) {
+				continue
+			}
+			return err
+		}
+		_, err = b.Put(ctx, to+strings.TrimPrefix(o.Key, prefix), r, info.ContentType)
+		r.Close()
+		if err != nil {
+			return err
+		}
+		if err := b.Delete(ctx, o.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
