@@ -37,7 +37,8 @@ type jwksCache struct {
 	fetchedAt time.Time
 
 	fetchMu     sync.Mutex
-	lastAttempt time.Time // guarded by fetchMu; zero before the first attempt
+	lastAttempt time.Time // any fetch; guarded by fetchMu, zero before the first
+	lastUnknown time.Time // the last fetch made for an unknown kid; guarded by fetchMu
 }
 
 func newJWKSCache(url string, client *http.Client, now func() time.Time, minRefresh, maxAge time.Duration) *jwksCache {
@@ -59,9 +60,9 @@ func (c *jwksCache) key(ctx context.Context, alg jwa.SignatureAlgorithm, kid str
 	if k, ok := c.cached(alg, kid); ok {
 		return k, nil
 	}
-	set, _ := c.snapshot()
+	set, fresh := c.snapshot()
 	stale := findKey(set, alg, kid)
-	if !c.mayFetch(set != nil) {
+	if !c.mayFetch(set != nil, fresh) {
 		if stale != nil {
 			return stale, nil
 		}
@@ -70,8 +71,11 @@ func (c *jwksCache) key(ctx context.Context, alg jwa.SignatureAlgorithm, kid str
 		}
 		return nil, rag.Errorf(op, rag.KindPermission, "unknown key id")
 	}
+	if set != nil && fresh {
+		c.lastUnknown = c.now()
+	}
 	c.lastAttempt = c.now()
-	fresh, err := c.fetch(ctx)
+	got, err := c.fetch(ctx)
 	if err != nil {
 		if stale != nil {
 			return stale, nil
@@ -79,9 +83,9 @@ func (c *jwksCache) key(ctx context.Context, alg jwa.SignatureAlgorithm, kid str
 		return nil, rag.E(op, rag.KindUnavailable, err)
 	}
 	c.mu.Lock()
-	c.set, c.fetchedAt = fresh, c.now()
+	c.set, c.fetchedAt = got, c.now()
 	c.mu.Unlock()
-	if k := findKey(fresh, alg, kid); k != nil {
+	if k := findKey(got, alg, kid); k != nil {
 		return k, nil
 	}
 	return nil, rag.Errorf(op, rag.KindPermission, "unknown key id")
@@ -103,16 +107,21 @@ func (c *jwksCache) snapshot() (jwk.Set, bool) {
 	return c.set, c.set != nil && c.now().Sub(c.fetchedAt) < c.maxAge
 }
 
-// mayFetch applies the refresh rate limit; the caller holds fetchMu.
-func (c *jwksCache) mayFetch(haveSet bool) bool {
-	if c.lastAttempt.IsZero() {
-		return true
+// mayFetch applies the refresh rate limits; the caller holds fetchMu. Without keys, fetches are retried
+// every emptyRetry (or MinRefreshInterval when shorter); a stale set is refetched at most once per
+// MinRefreshInterval; an unknown kid in a fresh set triggers a fetch only when no other unknown kid did in
+// the last MinRefreshInterval, whatever the other fetches, so that a rotation is picked up by its first token
+// while random kids cost at most one fetch per interval.
+func (c *jwksCache) mayFetch(haveSet, fresh bool) bool {
+	now := c.now()
+	switch {
+	case !haveSet:
+		return c.lastAttempt.IsZero() || now.Sub(c.lastAttempt) >= min(c.minRefresh, emptyRetry)
+	case !fresh:
+		return now.Sub(c.lastAttempt) >= c.minRefresh
+	default:
+		return c.lastUnknown.IsZero() || now.Sub(c.lastUnknown) >= c.minRefresh
 	}
-	wait := c.minRefresh
-	if !haveSet {
-		wait = min(wait, emptyRetry)
-	}
-	return c.now().Sub(c.lastAttempt) >= wait
 }
 
 // fetch GETs and parses the JWKS.
