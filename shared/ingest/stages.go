@@ -387,7 +387,8 @@ func decodeVectors(data []byte) (map[string][]float32, error) {
 
 // Index writes the new vectors, swaps the document's SQL rows in one transaction, removes vectors of
 // vanished chunks, and checks with a strong count that exactly the document's children are indexed.
-// Only then is the document ready and the knowledge base version bumped.
+// Only then is the document ready and the knowledge base version bumped. It is IndexWrite, Verify and
+// Commit in one call (the local runner); the Step Functions workflow runs them as three states.
 //
 // Order matters for crash safety (ING-05): vectors first (deterministic ids, so a retry upserts the same
 // rows), SQL second (the record of what should exist), stale vectors last. A crash anywhere leaves a
@@ -397,10 +398,6 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 	if err := in.validate(op); err != nil {
 		return IndexOut{}, err
 	}
-	rows, err := s.readChunks(ctx, in.ChunksKey)
-	if err != nil {
-		return IndexOut{}, err
-	}
 	vb, err := s.readStaged(ctx, in.VectorsKey, 1<<30)
 	if err != nil {
 		return IndexOut{}, fmt.Errorf("read vectors: %w", err)
@@ -408,6 +405,34 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 	vecs, err := decodeVectors(vb)
 	if err != nil {
 		return IndexOut{}, rag.E(op, rag.KindInternal, fmt.Errorf("staged vectors: %w", err))
+	}
+	w, err := s.indexWrite(ctx, in.ChunkOut, vecs)
+	if err != nil {
+		return IndexOut{}, err
+	}
+	if _, err := s.Verify(ctx, in.ChunkOut); err != nil {
+		return IndexOut{}, err
+	}
+	c, err := s.Commit(ctx, CommitIn{ChunkOut: in.ChunkOut, keywordRows: w.rows})
+	if err != nil {
+		return IndexOut{}, err
+	}
+	return IndexOut{Doc: in.Doc, Chunks: w.Chunks, Parents: in.Parents, Deleted: w.Deleted, KBVersion: c.KBVersion}, nil
+}
+
+// written is what indexWrite did.
+type written struct {
+	Chunks  int // children the document now has
+	Deleted int // chunk rows removed because they vanished from the document
+	rows    []rag.Chunk
+}
+
+// indexWrite upserts the staged vectors (vecs, by vector id), swaps the document's chunk rows and
+// deletes the vectors of vanished children. It does not verify or mark anything ready.
+func (s *Stages) indexWrite(ctx context.Context, in ChunkOut, vecs map[string][]float32) (written, error) {
+	rows, err := s.readChunks(ctx, in.ChunksKey)
+	if err != nil {
+		return written{}, err
 	}
 	var recs []rag.VectorRecord
 	children := map[string]bool{}
@@ -422,14 +447,14 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 		}
 	}
 	if err := s.Vectors.Upsert(ctx, recs); err != nil {
-		return IndexOut{}, fmt.Errorf("upsert %d vectors: %w", len(recs), err)
+		return written{}, fmt.Errorf("upsert %d vectors: %w", len(recs), err)
 	}
 	if err := s.Vectors.Flush(ctx); err != nil {
-		return IndexOut{}, fmt.Errorf("flush vectors: %w", err)
+		return written{}, fmt.Errorf("flush vectors: %w", err)
 	}
 	_, old, err := s.existingVectors(ctx, in.Doc)
 	if err != nil {
-		return IndexOut{}, err
+		return written{}, err
 	}
 	oldIDs := make([]string, len(old))
 	newIDs := map[string]bool{}
@@ -448,51 +473,113 @@ func (s *Stages) Index(ctx context.Context, in EmbedOut) (IndexOut, error) {
 		}
 	}
 	if err := s.Records.ApplyChunks(ctx, in.Tenant, in.DocumentID, rows, oldIDs); err != nil {
-		return IndexOut{}, fmt.Errorf("write chunk rows: %w", err)
+		return written{}, fmt.Errorf("write chunk rows: %w", err)
 	}
 	if len(stale) > 0 {
 		if err := s.Vectors.Delete(ctx, in.Tenant, stale); err != nil {
-			return IndexOut{}, fmt.Errorf("delete %d stale vectors: %w", len(stale), err)
+			return written{}, fmt.Errorf("delete %d stale vectors: %w", len(stale), err)
 		}
 		if err := s.Vectors.Flush(ctx); err != nil {
-			return IndexOut{}, fmt.Errorf("flush vectors: %w", err)
+			return written{}, fmt.Errorf("flush vectors: %w", err)
 		}
+	}
+	return written{Chunks: len(children), Deleted: deleted, rows: rows}, nil
+}
+
+// VerifyOut is the strong count that matched.
+type VerifyOut struct {
+	Doc
+	Vectors int `json:"vectors"`
+}
+
+// Verify checks with a strong count that the vector index holds exactly the document's children
+// (in.Children). An *IncompleteError (errorType "Incomplete") when it does not: a missing vector, or an
+// orphan of an old crash.
+func (s *Stages) Verify(ctx context.Context, in ChunkOut) (VerifyOut, error) {
+	const op = "ingest.Verify"
+	if err := in.validate(op); err != nil {
+		return VerifyOut{}, err
 	}
 	n, err := s.Vectors.Count(ctx, rag.Filter{Tenant: in.Tenant, KBIDs: []string{in.KBID}, DocumentIDs: []string{in.DocumentID}})
 	if err != nil {
-		return IndexOut{}, fmt.Errorf("count vectors: %w", err)
+		return VerifyOut{}, fmt.Errorf("count vectors: %w", err)
 	}
-	if n != len(children) {
-		return IndexOut{}, &IncompleteError{Want: len(children), Got: n}
+	if n != in.Children {
+		return VerifyOut{}, &IncompleteError{Want: in.Children, Got: n}
 	}
-	// "ready" is written last: whoever sees it (a poller, the semantic cache's scope) sees the keyword
-	// index and the knowledge base's version already current.
+	return VerifyOut{Doc: in.Doc, Vectors: n}, nil
+}
+
+// CommitIn finishes a verified document.
+type CommitIn struct {
+	ChunkOut
+	// ContentHash, when set, is recorded as the hash of the source these chunks came from (the workflow's
+	// skip-unchanged check reads it).
+	ContentHash string `json:"content_hash,omitempty"`
+	keywordRows []rag.Chunk
+}
+
+// CommitOut reports the knowledge base version the document's chunks are part of.
+type CommitOut struct {
+	Doc
+	KBVersion int64 `json:"kb_version"`
+}
+
+// Commit makes a verified document visible: keyword index, knowledge base version bump, then status
+// ready (last, so whoever sees ready sees the rest current), then staging cleanup.
+func (s *Stages) Commit(ctx context.Context, in CommitIn) (CommitOut, error) {
+	const op = "ingest.Commit"
+	if err := in.validate(op); err != nil {
+		return CommitOut{}, err
+	}
 	if s.Keyword != nil {
+		rows := in.keywordRows
+		if rows == nil {
+			var err error
+			if rows, err = s.Records.ListChunks(ctx, in.Tenant, in.DocumentID); err != nil {
+				return CommitOut{}, err
+			}
+		}
 		s.Keyword.IndexDocument(in.Tenant, in.DocumentID, rows)
 	}
 	v, err := s.Records.BumpKBVersion(ctx, in.Tenant, in.KBID)
 	if err != nil {
-		return IndexOut{}, err
+		return CommitOut{}, err
 	}
 	doc, err := s.Records.GetDocument(ctx, in.Tenant, in.DocumentID)
 	if err != nil {
-		return IndexOut{}, err
+		return CommitOut{}, err
 	}
-	doc.Status, doc.Error, doc.ChunkCount = rag.StatusReady, "", len(children)
+	doc.Status, doc.Error, doc.ChunkCount = rag.StatusReady, "", in.Children
 	doc.DocVersion, doc.EffectiveDate = truncate(in.DocVersion, 64), truncate(in.EffectiveDate, 32)
 	doc.Encoding = truncate(in.Encoding, 32)
+	if in.ContentHash != "" {
+		doc.ContentHash = in.ContentHash
+	}
 	if err := s.Records.UpdateDocument(ctx, &doc); err != nil {
-		return IndexOut{}, err
+		return CommitOut{}, err
 	}
-	for _, k := range []string{"markdown.md", "chunks.json", "vectors.bin"} {
-		s.staging().Delete(ctx, in.staging(k)) // staging is scratch: a leftover is harmless and overwritten next time
+	s.cleanStaging(ctx, in.Doc)
+	return CommitOut{Doc: in.Doc, KBVersion: v}, nil
+}
+
+// cleanStaging removes a document's staging payloads. Staging is scratch: a leftover is harmless,
+// overwritten next time, and removed by the consistency check.
+func (s *Stages) cleanStaging(ctx context.Context, d Doc) {
+	if list, err := s.staging().List(ctx, d.staging("")); err == nil {
+		for _, b := range list {
+			s.staging().Delete(ctx, b.Key)
+		}
 	}
-	return IndexOut{Doc: in.Doc, Chunks: len(children), Parents: in.Parents, Deleted: deleted, KBVersion: v}, nil
 }
 
 // IncompleteError is the strong count disagreeing with what was written: retryable, and the Runner's
 // cue to rebuild the document's vectors in full.
 type IncompleteError struct{ Want, Got int }
+
+// ErrorType names the error for Step Functions: a strong count that disagrees is neither a passing
+// outage (retrying the count does not add the missing vector) nor a poison document.
+func (e *IncompleteError) ErrorType() string { return "Incomplete" }
 
 func (e *IncompleteError) Error() string {
 	return fmt.Sprintf("the vector index holds %d vectors for the document, want %d", e.Got, e.Want)

@@ -73,8 +73,15 @@ func (o EventOrder) String() string {
 }
 
 func validSourceEvent(op string, ev SourceEvent) (string, error) {
-	if err := validIDs(op, "tenant", ev.Tenant, "kb id", ev.KBID); err != nil {
+	if err := validIDs(op, "tenant", ev.Tenant); err != nil {
 		return "", err
+	}
+	// kb id is informational and may be empty: a removal for a knowledge base that no longer exists
+	// still leaves its tombstone, or a late ObjectCreated would bring the document back.
+	if ev.KBID != "" {
+		if err := validIDs(op, "kb id", ev.KBID); err != nil {
+			return "", err
+		}
 	}
 	if ev.SourceURI == "" || len(ev.SourceURI) > 2048 || len(ev.VersionID) > 1024 {
 		return "", rag.Errorf(op, rag.KindInvalid, "source uri must be 1-2048 bytes and version id at most 1024")
