@@ -1,0 +1,466 @@
+package reconcile_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docmind/docmind/shared/chunk"
+	"github.com/docmind/docmind/shared/embed"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/reconcile"
+	"github.com/docmind/docmind/shared/store"
+	"github.com/docmind/docmind/shared/store/fsblob"
+	"github.com/docmind/docmind/shared/store/memvec"
+	"github.com/docmind/docmind/shared/store/sqldb"
+	"github.com/docmind/docmind/shared/store/sqlite"
+)
+
+const tenant = "t1"
+
+// world is the embedded stores with the ingestion service over them.
+type world struct {
+	db  *sqldb.DB
+	vec *memvec.Index
+	blb store.Blobs
+	emb *embed.Offline
+	svc *ingest.Service
+	kb  rag.KnowledgeBase
+}
+
+func newWorld(t testing.TB) *world {
+	t.Helper()
+	db, err := sqlite.Open(":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := fsblob.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{db: db, vec: memvec.New(32), blb: blobs, emb: embed.NewOffline(32)}
+	st := &ingest.Stages{Records: db, Vectors: w.vec, Blobs: blobs, Embedder: w.emb, Chunking: chunk.Options{ChildChars: 120, Overlap: 20, ParentChars: 400}}
+	w.svc = &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.Policy{}}}
+	w.kb = rag.KnowledgeBase{Tenant: tenant, Name: "manuals"}
+	if err := db.CreateKB(context.Background(), &w.kb); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// checker sees the stores two hours from now, so that what the test just wrote is old enough to judge
+// (blob grace, stuck deadline).
+func (w *world) checker(later time.Duration) *reconcile.Checker {
+	return &reconcile.Checker{Records: w.db, Vectors: w.vec, Blobs: w.blb, Embedder: w.emb, Documents: w.svc,
+		Tenants: []string{tenant}, Now: func() time.Time { return time.Now().Add(later) }}
+}
+
+func hash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// seed writes n ready documents directly (no extraction), each with one parent, three children, their
+// vectors and a stored markdown source: fast enough for a thousand documents in a unit test.
+func (w *world) seed(t testing.TB, n int) []rag.Document {
+	t.Helper()
+	ctx := context.Background()
+	docs := make([]rag.Document, n)
+	for i := range n {
+		d := rag.Document{Tenant: tenant, KBID: w.kb.ID, SourceURI: fmt.Sprintf("upload/%04d", i), FileName: "d.md", FileType: "md", Status: rag.StatusProcessing}
+		if err := w.db.CreateDocument(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		parent := rag.Chunk{ID: "p_" + d.ID, Tenant: tenant, KBID: w.kb.ID, DocumentID: d.ID, Level: rag.LevelParent, Content: "parent", ContentHash: hash("p" + d.ID), ContentType: rag.ContentGeneral}
+		rows := []rag.Chunk{parent}
+		var recs []rag.VectorRecord
+		for j := range 3 {
+			text := fmt.Sprintf("document %d passage %d about topic %d", i, j, i%7)
+			c := rag.Chunk{ID: fmt.Sprintf("c_%s_%d", d.ID, j), Tenant: tenant, KBID: w.kb.ID, DocumentID: d.ID, ParentID: parent.ID, Level: rag.LevelChild,
+				Index: j, Content: text, ContentHash: hash(text), VectorID: fmt.Sprintf("v_%s_%d", d.ID, j), ContentType: rag.ContentGeneral}
+			rows = append(rows, c)
+			v, _ := w.emb.Embed(ctx, []string{text})
+			recs = append(recs, rag.VectorRecord{ID: c.VectorID, Tenant: tenant, KBID: w.kb.ID, DocumentID: d.ID, ChunkID: c.ID, Vector: v[0]})
+		}
+		if err := w.db.ApplyChunks(ctx, tenant, d.ID, rows, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.vec.Upsert(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		src := fmt.Sprintf("# Document %d\n\nThe passage of document %d about topic %d.\n", i, i, i%7)
+		if _, err := w.blb.Put(ctx, ingest.SourcePrefix(tenant, w.kb.ID, d.ID)+"source.md", strings.NewReader(src), ""); err != nil {
+			t.Fatal(err)
+		}
+		d.Status, d.ChunkCount = rag.StatusReady, 3
+		if err := w.db.UpdateDocument(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		docs[i] = d
+	}
+	return docs
+}
+
+// key names one injected or found piece of drift, so found and injected sets can be compared.
+func key(class, tenant, doc, id string) string { return class + " " + tenant + " " + doc + " " + id }
+
+func found(rep reconcile.Report) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range rep.Findings {
+		switch f.Class {
+		case reconcile.VectorsWithoutRows, reconcile.SourcesWithoutDocument, reconcile.StagingLeftovers:
+			for _, id := range f.IDs {
+				out[key(f.Class, f.Tenant, f.DocumentID, id)] = true
+			}
+		default:
+			out[key(f.Class, f.Tenant, f.DocumentID, "")] = true
+		}
+	}
+	return out
+}
+
+// injector records what it breaks.
+type injector struct {
+	t    testing.TB
+	w    *world
+	want map[string]bool
+}
+
+func (in *injector) missingVector(d rag.Document) {
+	ctx := context.Background()
+	if err := in.w.vec.Delete(ctx, tenant, []string{fmt.Sprintf("v_%s_1", d.ID)}); err != nil {
+		in.t.Fatal(err)
+	}
+	in.want[key(reconcile.ReadyWithoutVectors, tenant, d.ID, "")] = true
+}
+
+func (in *injector) orphanVector(i int) {
+	ctx := context.Background()
+	doc, id := fmt.Sprintf("doc_gone%04d", i), fmt.Sprintf("v_orphan%04d", i)
+	v, _ := in.w.emb.Embed(ctx, []string{id})
+	if err := in.w.vec.Upsert(ctx, []rag.VectorRecord{{ID: id, Tenant: tenant, KBID: in.w.kb.ID, DocumentID: doc, ChunkID: "c", Vector: v[0]}}); err != nil {
+		in.t.Fatal(err)
+	}
+	in.want[key(reconcile.VectorsWithoutRows, tenant, doc, id)] = true
+}
+
+func (in *injector) wrongVersion(d rag.Document) {
+	ctx := context.Background()
+	id := "v_old_" + d.ID
+	v, _ := in.w.emb.Embed(ctx, []string{id})
+	if err := in.w.vec.Upsert(ctx, []rag.VectorRecord{{ID: id, Tenant: tenant, KBID: d.KBID, DocumentID: d.ID, ChunkID: "c_old", Vector: v[0]}}); err != nil {
+		in.t.Fatal(err)
+	}
+	in.want[key(reconcile.VectorsWithoutRows, tenant, d.ID, id)] = true
+}
+
+func (in *injector) setStatus(d rag.Document, status, class string) {
+	cur, err := in.w.db.GetDocument(context.Background(), tenant, d.ID)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	cur.Status = status
+	if err := in.w.db.UpdateDocument(context.Background(), &cur); err != nil {
+		in.t.Fatal(err)
+	}
+	in.want[key(class, tenant, d.ID, "")] = true
+}
+
+func (in *injector) orphanSource(i int) {
+	doc := fmt.Sprintf("doc_nosrc%04d", i)
+	k := ingest.SourcePrefix(tenant, in.w.kb.ID, doc) + "source.pdf"
+	if _, err := in.w.blb.Put(context.Background(), k, strings.NewReader("%PDF"), ""); err != nil {
+		in.t.Fatal(err)
+	}
+	in.want[key(reconcile.SourcesWithoutDocument, tenant, doc, k)] = true
+}
+
+func (in *injector) goneSource(d rag.Document) {
+	if err := in.w.blb.Delete(context.Background(), ingest.SourcePrefix(tenant, d.KBID, d.ID)+"source.md"); err != nil {
+		in.t.Fatal(err)
+	}
+	in.want[key(reconcile.DocumentsWithoutSource, tenant, d.ID, "")] = true
+}
+
+func (in *injector) staging(d rag.Document) {
+	k := ingest.StagingPrefix(tenant, d.ID) + "chunks.json"
+	if _, err := in.w.blb.Put(context.Background(), k, strings.NewReader("[]"), ""); err != nil {
+		in.t.Fatal(err)
+	}
+	in.want[key(reconcile.StagingLeftovers, tenant, d.ID, k)] = true
+}
+
+// perClass splits a key set by class.
+func perClass(keys map[string]bool) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for k := range keys {
+		c, _, _ := strings.Cut(k, " ")
+		if out[c] == nil {
+			out[c] = map[string]bool{}
+		}
+		out[c][k] = true
+	}
+	return out
+}
+
+// precisionRecall compares found with injected per class.
+func precisionRecall(t testing.TB, want, got map[string]bool) {
+	t.Helper()
+	w, g := perClass(want), perClass(got)
+	for _, c := range reconcile.Classes {
+		tp := 0
+		for k := range g[c] {
+			if w[c][k] {
+				tp++
+			}
+		}
+		if tp != len(w[c]) || tp != len(g[c]) {
+			var fn, fp []string
+			for k := range w[c] {
+				if !g[c][k] {
+					fn = append(fn, k)
+				}
+			}
+			for k := range g[c] {
+				if !w[c][k] {
+					fp = append(fp, k)
+				}
+			}
+			t.Errorf("%s: injected %d, found %d, true positives %d; missed %v; false %v", c, len(w[c]), len(g[c]), tp, head(fn), head(fp))
+		}
+	}
+}
+
+func head(s []string) []string {
+	slices.Sort(s)
+	if len(s) > 3 {
+		return s[:3]
+	}
+	return s
+}
+
+// assertConsistent checks the end state directly, without the checker: every ready document's vectors
+// are exactly its child rows' and its source is stored; nothing is left of deleted or unknown documents.
+func (w *world) assertConsistent(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	docs, _ := w.db.ListDocuments(ctx, tenant, w.kb.ID, "")
+	known := map[string]rag.Document{}
+	for _, d := range docs {
+		known[d.ID] = d
+		if d.Status != rag.StatusReady && d.Status != rag.StatusFailed {
+			t.Errorf("document %s is %s after repair", d.ID, d.Status)
+		}
+	}
+	refs, _ := w.vec.ListVectors(ctx, rag.Filter{Tenant: tenant})
+	byDoc := map[string][]string{}
+	for _, r := range refs {
+		if _, ok := known[r.DocumentID]; !ok {
+			t.Errorf("vector %s of unknown document %s", r.ID, r.DocumentID)
+		}
+		byDoc[r.DocumentID] = append(byDoc[r.DocumentID], r.ID)
+	}
+	for _, d := range docs {
+		if d.Status != rag.StatusReady {
+			continue
+		}
+		rows, _ := w.db.ListChunks(ctx, tenant, d.ID)
+		var want []string
+		for _, r := range rows {
+			if r.Level == rag.LevelChild {
+				want = append(want, r.VectorID)
+			}
+		}
+		slices.Sort(want)
+		got := byDoc[d.ID]
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("document %s: vectors %v, child rows %v", d.ID, got, want)
+		}
+	}
+	objs, _ := w.blb.List(ctx, "")
+	for _, o := range objs {
+		parts := strings.Split(o.Key, "/")
+		doc := parts[3%len(parts)]
+		if parts[0] == "staging" {
+			t.Errorf("staging left: %s", o.Key)
+			continue
+		}
+		if _, ok := known[doc]; !ok {
+			t.Errorf("blob of unknown document: %s", o.Key)
+		}
+	}
+}
+
+// TestXS01 is XS-01 at a tenth of its scale (100 documents): each class injected, detection recall and
+// precision 100% per class, repair, and a second run that finds and changes nothing.
+func TestXS01(t *testing.T) {
+	dry, rep := runXS01(t, 100, 1)
+	t.Logf("drift %v repaired %v", dry.Drift, rep.Repaired)
+}
+
+// runXS01 seeds n documents and injects drift in proportion to XS-01's 1,000 (50 orphans, 50 missing
+// vectors, 20 stuck, 20 sources without rows, 20 rows without sources, 10 wrong-version vectors), plus
+// interrupted deletes and staging leftovers.
+func runXS01(t testing.TB, n, scale int) (reconcile.Report, reconcile.Report) {
+	w := newWorld(t)
+	docs := w.seed(t, n)
+	in := &injector{t: t, w: w, want: map[string]bool{}}
+	next := 0
+	take := func(k int) []rag.Document { d := docs[next : next+k]; next += k; return d }
+	per := func(x int) int { return max(1, x*n/1000) }
+	for _, d := range take(per(50)) {
+		in.missingVector(d)
+	}
+	for i := range per(50) * scale {
+		in.orphanVector(i)
+	}
+	for _, d := range take(per(10)) {
+		in.wrongVersion(d)
+	}
+	for _, d := range take(per(20)) {
+		in.setStatus(d, rag.StatusProcessing, reconcile.StuckDocuments)
+	}
+	for i := range per(20) {
+		in.orphanSource(i)
+	}
+	for _, d := range take(per(20)) {
+		in.goneSource(d)
+	}
+	for _, d := range take(per(10)) {
+		in.setStatus(d, rag.StatusDeleted, reconcile.DeletedDocuments)
+	}
+	for _, d := range take(per(10)) {
+		in.staging(d)
+	}
+	ctx := context.Background()
+	c := w.checker(2 * time.Hour)
+	dry, err := c.Run(ctx, reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	precisionRecall(t, in.want, found(dry))
+	if dry.Clean() || slices.ContainsFunc(slices.Collect(maps.Values(dry.Repaired)), func(n int) bool { return n != 0 }) {
+		t.Fatalf("a dry run must report drift and repair nothing: %+v", dry.Repaired)
+	}
+	rep, err := c.Run(ctx, reconcile.Options{Repair: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() || len(rep.Errors) > 0 {
+		t.Fatalf("after repair: remaining %v, errors %v", rep.Remaining, head(rep.Errors))
+	}
+	if !maps.Equal(rep.Drift, dry.Drift) || !maps.Equal(rep.Repaired, rep.Drift) {
+		t.Fatalf("repair run: drift %v (dry run %v), repaired %v", rep.Drift, dry.Drift, rep.Repaired)
+	}
+	again, err := c.Run(ctx, reconcile.Options{Repair: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range reconcile.Classes {
+		if again.Drift[cl] != 0 || again.Repaired[cl] != 0 {
+			t.Fatalf("second run: drift %v, repaired %v; want 0 changes", again.Drift, again.Repaired)
+		}
+	}
+	w.assertConsistent(t)
+	return dry, rep
+}
+
+func TestEveryClassPresentWhenClean(t *testing.T) {
+	w := newWorld(t)
+	w.seed(t, 3)
+	rep, err := w.checker(2*time.Hour).Run(context.Background(), reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range reconcile.Classes {
+		if n, ok := rep.Drift[cl]; !ok || n != 0 {
+			t.Errorf("clean store: drift[%s] = %d, %v; want 0, present", cl, n, ok)
+		}
+		if _, ok := rep.Repaired[cl]; !ok {
+			t.Errorf("repaired[%s] missing", cl)
+		}
+	}
+	if !rep.Clean() || rep.Documents != 3 || rep.Vectors != 9 {
+		t.Fatalf("clean report: %+v", rep)
+	}
+}
+
+// TestInFlightIsNotDrift: a document being ingested right now (processing, fresh staging and vectors
+// without rows yet) is not reported; the same state two hours later is.
+func TestInFlightIsNotDrift(t *testing.T) {
+	w := newWorld(t)
+	docs := w.seed(t, 2)
+	in := &injector{t: t, w: w, want: map[string]bool{}}
+	in.setStatus(docs[0], rag.StatusProcessing, reconcile.StuckDocuments)
+	in.staging(docs[0])
+	in.orphanSource(1) // a fresh upload whose document row a later listing would show
+	ctx := context.Background()
+	now, err := w.checker(0).Run(ctx, reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !now.Clean() {
+		t.Fatalf("in-flight work reported as drift: %v", now.Drift)
+	}
+	later, err := w.checker(2*time.Hour).Run(ctx, reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later.Drift[reconcile.StuckDocuments] != 1 || later.Drift[reconcile.SourcesWithoutDocument] != 1 {
+		t.Fatalf("two hours later: %v", later.Drift)
+	}
+}
+
+func TestKBScope(t *testing.T) {
+	w := newWorld(t)
+	docs := w.seed(t, 2)
+	other := rag.KnowledgeBase{Tenant: tenant, Name: "other"}
+	if err := w.db.CreateKB(context.Background(), &other); err != nil {
+		t.Fatal(err)
+	}
+	in := &injector{t: t, w: w, want: map[string]bool{}}
+	in.missingVector(docs[0])
+	rep, err := w.checker(2*time.Hour).Run(context.Background(), reconcile.Options{KB: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() || rep.Documents != 0 {
+		t.Fatalf("the other knowledge base: %+v", rep.Drift)
+	}
+	rep, err = w.checker(2*time.Hour).Run(context.Background(), reconcile.Options{KB: "manuals"})
+	if err != nil || rep.Drift[reconcile.ReadyWithoutVectors] != 1 {
+		t.Fatalf("manuals: %v, %v", rep.Drift, err)
+	}
+	if _, err := w.checker(0).Run(context.Background(), reconcile.Options{KB: "nope"}); !rag.Is(err, rag.KindInvalid) {
+		t.Fatalf("unknown knowledge base: %v, want Invalid", err)
+	}
+}
+
+// TestStuckWithoutSourceIsFailed: a stuck document whose source is gone can never finish.
+func TestStuckWithoutSourceIsFailed(t *testing.T) {
+	w := newWorld(t)
+	docs := w.seed(t, 1)
+	in := &injector{t: t, w: w, want: map[string]bool{}}
+	in.setStatus(docs[0], rag.StatusPending, reconcile.StuckDocuments)
+	w.blb.Delete(context.Background(), ingest.SourcePrefix(tenant, docs[0].KBID, docs[0].ID)+"source.md")
+	rep, err := w.checker(2*time.Hour).Run(context.Background(), reconcile.Options{Repair: true})
+	if err != nil || !rep.Clean() {
+		t.Fatalf("%+v, %v", rep, err)
+	}
+	d, _ := w.db.GetDocument(context.Background(), tenant, docs[0].ID)
+	if d.Status != rag.StatusFailed || !strings.Contains(d.Error, "source is gone") {
+		t.Fatalf("stuck document without source: %s %q", d.Status, d.Error)
+	}
+}
