@@ -1,12 +1,19 @@
 package httpapi
 
 import (
+	"bytes"
 	"embed"
+	"encoding/binary"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 )
 
 // The web page at / (DESIGN.md section 8): static files embedded in the binary, served with a strict
-// Content-Security-Policy (scripts and styles from this origin only, no inline code, no framing).
+// Content-Security-Policy (scripts and styles from this origin only, no inline code, no framing, no
+// remote images, fetches to this origin only), so that even markup slipped past the page's text-only
+// rendering could neither run nor send anything elsewhere.
 //
 //go:embed web/index.html web/app.js web/app.css
 var webFS embed.FS
@@ -14,7 +21,14 @@ var webFS embed.FS
 const webCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-func serveWeb(mux *http.ServeMux) {
+// webFile is one served file.
+type webFile struct {
+	pattern, contentType string
+	body                 []byte
+}
+
+func webFiles() []webFile {
+	files := []webFile{{pattern: "GET /favicon.ico", contentType: "image/x-icon", body: favicon()}}
 	for pattern, f := range map[string][2]string{
 		"GET /{$}":     {"web/index.html", "text/html; charset=utf-8"},
 		"GET /app.js":  {"web/app.js", "text/javascript; charset=utf-8"},
@@ -24,16 +38,61 @@ func serveWeb(mux *http.ServeMux) {
 		if err != nil {
 			panic(err) // embedded at build time: cannot happen
 		}
-		contentType := f[1]
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		files = append(files, webFile{pattern: pattern, contentType: f[1], body: body})
+	}
+	return files
+}
+
+func serveWeb(mux *http.ServeMux) {
+	for _, f := range webFiles() {
+		mux.HandleFunc(f.pattern, func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
-			h.Set("Content-Type", contentType)
+			h.Set("Content-Type", f.contentType)
 			h.Set("Content-Security-Policy", webCSP)
 			h.Set("X-Content-Type-Options", "nosniff")
 			h.Set("Referrer-Policy", "no-referrer")
 			h.Set("X-Frame-Options", "DENY")
 			h.Set("Cache-Control", "no-cache")
-			_, _ = w.Write(body)
+			_, _ = w.Write(f.body)
 		})
 	}
+}
+
+// favicon draws the 32x32 icon (a white "d" on the header's dark blue, rounded corners) and wraps its
+// PNG in an ICO container, which every browser accepts at /favicon.ico.
+func favicon() []byte {
+	const n = 32
+	img := image.NewNRGBA(image.Rect(0, 0, n, n))
+	bg := color.NRGBA{0x1f, 0x4f, 0xb8, 0xff}
+	fg := color.NRGBA{0xff, 0xff, 0xff, 0xff}
+	inRing := func(x, y, cx, cy, r0, r1 int) bool {
+		d := (x-cx)*(x-cx) + (y-cy)*(y-cy)
+		return d >= r0*r0 && d <= r1*r1
+	}
+	for y := range n {
+		for x := range n {
+			// rounded square: skip the corners outside a radius-6 arc
+			cx, cy := min(max(x, 6), n-7), min(max(y, 6), n-7)
+			if (x-cx)*(x-cx)+(y-cy)*(y-cy) > 36 {
+				continue
+			}
+			c := bg
+			if inRing(x, y, 14, 19, 5, 8) || (x >= 20 && x <= 23 && y >= 6 && y <= 27) {
+				c = fg // the bowl and the stem of the "d"
+			}
+			img.SetNRGBA(x, y, c)
+		}
+	}
+	var p bytes.Buffer
+	if err := png.Encode(&p, img); err != nil {
+		panic(err) // encoding an in-memory image cannot fail
+	}
+	var ico bytes.Buffer
+	// ICONDIR (reserved, type 1 = icon, 1 image), then one ICONDIRENTRY pointing at the PNG after them.
+	_ = binary.Write(&ico, binary.LittleEndian, []uint16{0, 1, 1})
+	ico.Write([]byte{n, n, 0, 0})
+	_ = binary.Write(&ico, binary.LittleEndian, []uint16{1, 32})
+	_ = binary.Write(&ico, binary.LittleEndian, []uint32{uint32(p.Len()), 6 + 16})
+	ico.Write(p.Bytes())
+	return ico.Bytes()
 }

@@ -1,5 +1,11 @@
-// docmind's web page: plain DOM, no build step. Everything that comes from the server or a document is
-// written with textContent (never parsed as HTML), so no passage or answer can inject markup (SR-09).
+// docmind's web page: plain DOM, no build step, no third-party code. Everything that comes from the
+// server, a document or a model is written with textContent or as text nodes built from a small markdown
+// parser (never parsed as HTML), and links are kept only for http and https, so no passage, file name or
+// answer can inject markup or script (SR-09, SEC-04). The functions exported here are pure and tested with
+// node (app_test.mjs); the DOM code below them runs only in a browser (test/browser drives it).
+
+// ---------------------------------------------------------------------------------------------------
+// Pure functions
 
 // parseSSE turns buffered text into complete events and the unparsed rest.
 export function parseSSE(buffer) {
@@ -56,174 +62,721 @@ export function timelineLine(name, d) {
     case "retrieval": return `retrieved ${d.keyword} keyword and ${d.vector} vector hits → ${d.evidence} passages`;
     case "grader": return `evidence graded ${d.tier}: ${d.reason}`;
     case "rerank": return d.reranker_scored ? "reranked by the model" : "ranked without a rerank model";
+    case "start": return `answering from ${(d.sources || []).length} source${(d.sources || []).length === 1 ? "" : "s"}`;
     default: return null;
   }
 }
+
+// safeHref returns the URL when it is an absolute http or https URL, else null: javascript:, data:,
+// relative and malformed links are never made clickable.
+export function safeHref(url) {
+  let u;
+  try { u = new URL(String(url).trim()); } catch { return null; }
+  return u.protocol === "http:" || u.protocol === "https:" ? u.href : null;
+}
+
+// parseInline parses one line of markdown into inline nodes: {t:"text",v}, {t:"code",v}, {t:"strong",c},
+// {t:"em",c}, {t:"link",href,c} (http/https only; any other target leaves the label as text), {t:"cite",n}
+// (1 <= n <= sourceCount). An image is reduced to its alt text: the page never loads a remote image that
+// a model or a document names (no exfiltration through image URLs).
+export function parseInline(s, sourceCount = 0) {
+  const out = [];
+  const text = (v) => {
+    if (!v) return;
+    for (const p of citationParts(v, sourceCount)) {
+      if (p.cite !== undefined) out.push({ t: "cite", n: p.cite });
+      else if (out.length && out[out.length - 1].t === "text") out[out.length - 1].v += p.text;
+      else out.push({ t: "text", v: p.text });
+    }
+  };
+  const re = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)|!\[([^\]]*)\]\(([^)\s]*)(?:\s+"[^"]*")?\)|\[([^\]]+)\]\(([^)\s]*)(?:\s+"[^"]*")?\)|\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__|\*(?=[^\s*])([\s\S]*?[^\s*])\*|(?<![\w])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\w])/g;
+  let last = 0;
+  let m;
+  while ((m = re.exec(s)) !== null) {
+    text(s.slice(last, m.index));
+    last = m.index + m[0].length;
+    if (m[1]) out.push({ t: "code", v: m[2] });
+    else if (m[3] !== undefined) text(m[3]);
+    else if (m[5] !== undefined) {
+      const href = safeHref(m[6]);
+      if (href) out.push({ t: "link", href, c: parseInline(m[5], sourceCount) });
+      else text(m[5]);
+    } else if (m[7] !== undefined || m[8] !== undefined) out.push({ t: "strong", c: parseInline(m[7] ?? m[8], sourceCount) });
+    else out.push({ t: "em", c: parseInline(m[9] ?? m[10], sourceCount) });
+  }
+  text(s.slice(last));
+  return out;
+}
+
+const tableRow = (line) => line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map(c => c.trim());
+const isTableRule = (line) => /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/.test(line);
+
+// parseMarkdown parses the subset of markdown answers use into blocks: {type:"h",level,inl},
+// {type:"p",inl}, {type:"ul"|"ol",items:[inl]}, {type:"code",text}, {type:"quote",inl},
+// {type:"table",head:[inl],rows:[[inl]]}, {type:"hr"}. Raw HTML is not a construct: it stays text.
+export function parseMarkdown(src, sourceCount = 0) {
+  const lines = String(src).replace(/\r\n?/g, "\n").split("\n");
+  const blocks = [];
+  const inl = (s) => parseInline(s, sourceCount);
+  let para = [];
+  const flush = () => { if (para.length) { blocks.push({ type: "p", inl: inl(para.join("\n")) }); para = []; } };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    let m;
+    if ((m = /^\s*(```|~~~)/.exec(line))) {
+      flush();
+      const fence = m[1];
+      const body = [];
+      for (i++; i < lines.length && !lines[i].trim().startsWith(fence); i++) body.push(lines[i]);
+      blocks.push({ type: "code", text: body.join("\n") });
+    } else if (!line.trim()) {
+      flush();
+    } else if ((m = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line))) {
+      flush();
+      blocks.push({ type: "h", level: m[1].length, inl: inl(m[2]) });
+    } else if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) {
+      flush();
+      blocks.push({ type: "hr" });
+    } else if (line.includes("|") && i + 1 < lines.length && isTableRule(lines[i + 1])) {
+      flush();
+      const head = tableRow(line).map(inl);
+      const rows = [];
+      for (i += 2; i < lines.length && lines[i].includes("|") && lines[i].trim(); i++) rows.push(tableRow(lines[i]).map(inl));
+      i--;
+      blocks.push({ type: "table", head, rows });
+    } else if ((m = /^\s*([-*+]|\d{1,3}[.)])\s+(.*)$/.exec(line))) {
+      flush();
+      const type = /\d/.test(m[1]) ? "ol" : "ul";
+      const items = [inl(m[2])];
+      for (; i + 1 < lines.length; i++) {
+        const n = /^\s*([-*+]|\d{1,3}[.)])\s+(.*)$/.exec(lines[i + 1]);
+        if (!n || (/\d/.test(n[1]) ? "ol" : "ul") !== type) break;
+        items.push(inl(n[2]));
+      }
+      blocks.push({ type, items });
+    } else if ((m = /^\s*>\s?(.*)$/.exec(line))) {
+      flush();
+      const q = [m[1]];
+      for (; i + 1 < lines.length && /^\s*>/.test(lines[i + 1]); i++) q.push(lines[i + 1].replace(/^\s*>\s?/, ""));
+      blocks.push({ type: "quote", inl: inl(q.join("\n")) });
+    } else {
+      para.push(line);
+    }
+  }
+  flush();
+  return blocks;
+}
+
+// plainText turns a markdown snippet (a passage of a document) into readable text: heading marks,
+// table rules and pipes, emphasis and link syntax removed, whitespace collapsed.
+export function plainText(md) {
+  const flat = (nodes) => nodes.map(n => n.t === "text" || n.t === "code" ? n.v : n.t === "cite" ? `[${n.n}]` : flat(n.c)).join("");
+  const out = [];
+  for (const b of parseMarkdown(md)) {
+    if (b.type === "p" || b.type === "h" || b.type === "quote") out.push(flat(b.inl));
+    else if (b.type === "ul" || b.type === "ol") out.push(b.items.map(flat).join("; "));
+    else if (b.type === "code") out.push(b.text);
+    else if (b.type === "table") out.push([b.head, ...b.rows].map(r => r.map(flat).join(" · ")).join("; "));
+  }
+  // Snippets often arrive flattened to one line, where heading marks and table pipes are no longer at a
+  // line start: remove them where they stand.
+  return out.join(" ")
+    .replace(/(^|\s)#{1,6}(?=\s)/g, "$1")
+    .replace(/\|?(\s*:?-{3,}:?\s*\|)+/g, " ")
+    .replace(/\s*\|\s*\|\s*/g, "; ")
+    .replace(/^\s*\|\s*|\s*\|\s*$/g, "")
+    .replace(/\s*\|\s*/g, " · ")
+    .replace(/\s+/g, " ").trim();
+}
+
+// dayLabel names the day of an ISO time relative to now: "Today", "Yesterday", a weekday within the
+// last week, else the date (YYYY-MM-DD), in the viewer's time zone.
+export function dayLabel(iso, now = new Date()) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "Earlier";
+  const start = (x) => new Date(x.getFullYear(), x.getMonth(), x.getDate()).getTime();
+  const days = Math.round((start(now) - start(d)) / 86400000);
+  if (days <= 0) return "Today";
+  if (days === 1) return "Yesterday";
+  if (days < 7) return d.toLocaleDateString("en", { weekday: "long" });
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+}
+
+// groupConversations drops repeated ids (keeping the first, the most recent), keeps those whose title
+// contains the filter (case-insensitive), and groups them by dayLabel of updated_at, in order.
+export function groupConversations(list, filter = "", now = new Date()) {
+  const seen = new Set();
+  const f = filter.trim().toLowerCase();
+  const groups = [];
+  for (const c of list) {
+    if (seen.has(c.id)) continue;
+    seen.add(c.id);
+    if (f && !(c.title || "").toLowerCase().includes(f)) continue;
+    const label = dayLabel(c.updated_at || c.created_at, now);
+    if (!groups.length || groups[groups.length - 1].label !== label) groups.push({ label, items: [] });
+    groups[groups.length - 1].items.push(c);
+  }
+  return groups;
+}
+
+// confidenceReason explains a confidence in words from its parts.
+export function confidenceReason(c) {
+  if (!c) return "";
+  const parts = [];
+  if (c.citation_coverage !== undefined) parts.push(`${Math.round(c.citation_coverage * 100)}% of sentences cited`);
+  if (c.retrieval_signal !== undefined) parts.push(`retrieval signal ${Number(c.retrieval_signal).toFixed(2)}`);
+  if (c.invalid_citations) parts.push(`${c.invalid_citations} invalid citation${c.invalid_citations === 1 ? "" : "s"}`);
+  return parts.join(", ");
+}
+
+// stageSummary formats stage timings ({"extract": 12, ...}) in their order: "extract 12 ms · chunk 3 ms".
+export function stageSummary(ms) {
+  if (!ms || typeof ms !== "object") return "";
+  return Object.entries(ms).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k} ${v} ms`).join(" · ");
+}
+
+// chunkTree orders a document's chunks as parents each followed by their children (by index); children
+// whose parent is missing come last, so that every chunk is shown once.
+export function chunkTree(chunks) {
+  const byIndex = (a, b) => (a.chunk_index ?? 0) - (b.chunk_index ?? 0);
+  const ids = new Set(chunks.map(c => c.id));
+  const kids = new Map();
+  const roots = [];
+  const orphans = [];
+  for (const c of [...chunks].sort(byIndex)) {
+    if (c.parent_id && ids.has(c.parent_id)) {
+      if (!kids.has(c.parent_id)) kids.set(c.parent_id, []);
+      kids.get(c.parent_id).push(c);
+    } else if (c.parent_id) orphans.push(c);
+    else roots.push(c);
+  }
+  const out = [];
+  for (const r of roots) {
+    out.push({ chunk: r, depth: 0 });
+    for (const k of kids.get(r.id) || []) out.push({ chunk: k, depth: 1 });
+  }
+  for (const o of orphans) out.push({ chunk: o, depth: 1 });
+  return out;
+}
+
+// isBusy says a document is still being ingested (the page keeps refreshing its status).
+export const isBusy = (d) => d.status === "pending" || d.status === "processing";
+
+// ---------------------------------------------------------------------------------------------------
+// The page
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
+  if (text !== undefined && text !== null) e.textContent = String(text);
   return e;
 };
+const button = (text, onclick, cls = "", label = "") => {
+  const b = el("button", cls, text);
+  b.type = "button";
+  if (label) b.setAttribute("aria-label", label);
+  b.onclick = onclick;
+  return b;
+};
 
-let conversation = "";
+const state = {
+  conversation: "",
+  conversations: [],
+  kbs: [],
+  turnCount: 0,
+  controller: null, // the AbortController of the streaming answer
+  docsTimer: 0,
+  me: null,
+};
 
-async function api(path, opts) {
-  const r = await fetch(path, opts);
-  if (!r.ok && r.status !== 204) {
-    let msg = r.statusText;
-    try { msg = (await r.json()).error.message; } catch { /* not JSON */ }
-    throw new Error(msg);
+// ---- requests: same origin only, the API key (when signed in) on every one
+
+const KEY = "docmind.apiKey";
+
+class OfflineError extends Error {
+  constructor() {
+    super("Cannot reach the docmind server. Check that it is running and your connection, then retry.");
+    this.offline = true;
   }
+}
+
+let signingIn = null;
+
+function authHeaders(extra = {}) {
+  const key = sessionStorage.getItem(KEY);
+  return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
+}
+
+// request is fetch with the key, a sign-in prompt on 401 (then one retry) and an OfflineError when the
+// server cannot be reached.
+async function request(path, opts = {}, retried = false) {
+  let r;
+  try {
+    r = await fetch(path, { ...opts, headers: authHeaders(opts.headers), credentials: "same-origin" });
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new OfflineError();
+  }
+  if (r.status === 401 && !retried) {
+    await signIn(await errorMessage(r));
+    return request(path, opts, true);
+  }
+  return r;
+}
+
+async function errorMessage(r) {
+  try { return (await r.json()).error.message; } catch { return r.statusText || `HTTP ${r.status}`; }
+}
+
+async function api(path, opts = {}) {
+  const r = await request(path, opts);
+  if (!r.ok) throw new Error(await errorMessage(r));
   return r.status === 204 ? null : r.json();
 }
 
-function renderAnswer(box, text, sources) {
-  box.textContent = "";
-  for (const p of citationParts(text, sources.length)) {
-    if (p.text !== undefined) { box.append(p.text); continue; }
-    const a = el("a", "cite", `[${p.cite}]`);
-    a.href = `#src-${box.dataset.turn}-${p.cite}`;
-    box.append(a);
-  }
+const postJSON = (path, body) => api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+
+function signIn(message) {
+  if (signingIn) return signingIn;
+  signingIn = new Promise((resolve) => {
+    const dlg = $("dlg-key");
+    $("key-msg").textContent = sessionStorage.getItem(KEY) ? `The key was refused: ${message}` : "";
+    $("key").value = "";
+    dlg.onclose = () => {
+      const key = $("key").value.trim();
+      if (key) sessionStorage.setItem(KEY, key);
+      signingIn = null;
+      resolve();
+      loadMe();
+    };
+    dlg.showModal();
+  });
+  return signingIn;
 }
 
-function renderSources(turn, sources, n) {
-  const ol = el("ol", "sources");
-  for (const s of sources) {
-    const li = el("li", s.cited ? "cited" : "");
-    li.id = `src-${n}-${s.n}`;
-    li.append(el("span", "", [s.file_name, s.chapter].filter(Boolean).join(" › ")));
-    li.append(el("span", "snippet", s.snippet));
-    ol.append(li);
+async function loadMe() {
+  try {
+    state.me = await api("/api/me");
+  } catch {
+    state.me = null; // an older server without /api/me
   }
-  turn.append(ol);
+  const me = state.me;
+  $("who").hidden = !me || me.auth === "none";
+  if (me) $("who-name").textContent = `Signed in as ${me.email || me.user} (${me.tenant}${me.role ? `, ${me.role}` : ""})`;
 }
 
-let turnCount = 0;
+function signOut() {
+  sessionStorage.removeItem(KEY);
+  state.me = null;
+  $("who").hidden = true;
+  location.reload();
+}
 
-async function ask(question) {
-  const n = ++turnCount;
-  const turn = el("div", "turn");
-  turn.append(el("div", "q", question));
-  const timeline = el("div", "timeline");
-  const box = el("div", "a");
-  box.dataset.turn = n;
-  turn.append(timeline, box);
-  $("turns").append(turn);
-  let text = "";
-  let sources = [];
-  const body = { question };
-  if ($("kb").value) body.kbs = [$("kb").value];
-  if (conversation) body.conversation_id = conversation;
-  const r = await fetch("/api/chat", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-  if (!r.ok) {
-    let msg = r.statusText;
-    try { msg = (await r.json()).error.message; } catch { /* not JSON */ }
-    box.append(el("span", "error", msg));
-    return;
-  }
-  const reader = r.body.getReader();
-  const dec = new TextDecoder();
-  let buf = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    const parsed = parseSSE(buf + dec.decode(value, { stream: true }));
-    buf = parsed.rest;
-    for (const { name, data } of parsed.events) {
-      const line = timelineLine(name, data);
-      if (line) timeline.append(el("div", "", line));
-      if (name === "start") sources = data.sources || [];
-      if (name === "token") { text += data.text; renderAnswer(box, text, sources); }
-      if (name === "confidence_warning") turn.append(el("div", "warn", data.message));
-      if (name === "error") turn.append(el("div", "error", data.message));
-      if (name === "done") {
-        renderAnswer(box, data.answer, data.sources || []);
-        const band = data.confidence && data.confidence.band;
-        turn.append(el("span", `badge ${band || "none"}`, band ? `${band} ${data.confidence.score.toFixed(2)}` : (data.short_circuit || data.path)));
-        if (data.from_cache) turn.append(el("span", "badge none", "from cache"));
-        if ((data.degraded || []).length) turn.append(el("span", "badge none", `degraded: ${data.degraded.join(", ")}`));
-        renderSources(turn, data.sources || [], n);
-        if ((data.recommendations || []).length) {
-          turn.append(el("div", "related", "Related: " + data.recommendations.map(x => x.file_name).join(", ")));
-        }
-        if (data.conversation_id) conversation = data.conversation_id;
+// ---- dialogs
+
+function confirmDialog(text, ok = "Delete") {
+  return new Promise((resolve) => {
+    const dlg = $("dlg-confirm");
+    $("confirm-text").textContent = text;
+    $("confirm-ok").textContent = ok;
+    dlg.returnValue = "";
+    dlg.onclose = () => resolve(dlg.returnValue === "ok");
+    dlg.showModal();
+  });
+}
+
+function pickKB() {
+  return new Promise((resolve) => {
+    const dlg = $("dlg-kb");
+    const sel = $("pick-kb");
+    sel.textContent = "";
+    for (const kb of state.kbs) {
+      const o = el("option", "", kb.name);
+      o.value = kb.name;
+      sel.append(o);
+    }
+    dlg.returnValue = "";
+    dlg.onclose = () => resolve(dlg.returnValue === "ok" ? sel.value : "");
+    dlg.showModal();
+  });
+}
+
+// ---- markdown to DOM (text nodes only)
+
+function renderInline(parent, nodes, turn) {
+  for (const n of nodes) {
+    switch (n.t) {
+      case "text": parent.append(document.createTextNode(n.v)); break;
+      case "code": parent.append(el("code", "", n.v)); break;
+      case "strong": case "em": { const e = el(n.t); renderInline(e, n.c, turn); parent.append(e); break; }
+      case "link": {
+        const a = el("a");
+        a.href = n.href;
+        a.rel = "noopener noreferrer nofollow";
+        a.target = "_blank";
+        renderInline(a, n.c, turn);
+        parent.append(a);
+        break;
+      }
+      case "cite": {
+        const b = button(`[${n.n}]`, () => showSource(turn, n.n), "cite", `source ${n.n}`);
+        parent.append(b);
+        break;
       }
     }
-    $("turns").scrollTop = $("turns").scrollHeight;
   }
-  loadConversations();
-  loadMemories();
 }
 
-async function loadKBs() {
-  const { knowledge_bases } = await api("/api/kbs");
-  for (const kb of knowledge_bases) {
-    const o = el("option", "", kb.name);
-    o.value = kb.name;
-    $("kb").append(o);
-  }
-  loadDocuments();
-}
-
-async function loadDocuments() {
-  const ul = $("documents");
-  ul.textContent = "";
-  if (!$("kb").value) { ul.append(el("li", "", "choose a knowledge base")); return; }
-  const { documents } = await api(`/api/kbs/${encodeURIComponent($("kb").value)}/documents`);
-  for (const d of documents) {
-    const li = el("li");
-    li.append(el("span", "", d.file_name), el("span", d.status === "failed" ? "error" : "", d.status));
-    if (d.error) li.title = d.error;
-    if (d.status === "failed") {
-      const retry = el("a", "", "retry");
-      retry.onclick = async () => {
-        try { await api(`/api/documents/${encodeURIComponent(d.id)}/reprocess`, { method: "POST" }); }
-        catch (err) { alert(err.message); }
-        setTimeout(loadDocuments, 1000);
-      };
-      li.append(retry);
+function renderMarkdown(box, text, sourceCount, turn) {
+  box.textContent = "";
+  for (const b of parseMarkdown(text, sourceCount)) {
+    let e;
+    switch (b.type) {
+      case "h": e = el(`h${Math.min(6, b.level + 2)}`); renderInline(e, b.inl, turn); break;
+      case "p": e = el("p"); renderInline(e, b.inl, turn); break;
+      case "quote": e = el("blockquote"); renderInline(e, b.inl, turn); break;
+      case "code": e = el("pre"); e.append(el("code", "", b.text)); break;
+      case "hr": e = el("hr"); break;
+      case "ul": case "ol":
+        e = el(b.type);
+        for (const item of b.items) { const li = el("li"); renderInline(li, item, turn); e.append(li); }
+        break;
+      case "table": {
+        e = el("table");
+        const tr = el("tr");
+        for (const c of b.head) { const th = el("th"); renderInline(th, c, turn); tr.append(th); }
+        const thead = el("thead");
+        thead.append(tr);
+        const tbody = el("tbody");
+        for (const row of b.rows) {
+          const r = el("tr");
+          for (const c of row) { const td = el("td"); renderInline(td, c, turn); r.append(td); }
+          tbody.append(r);
+        }
+        e.append(thead, tbody);
+        break;
+      }
     }
-    ul.append(li);
+    if (e) box.append(e);
   }
 }
+
+// markClaims wraps each unsupported claim's sentence in <mark> where it is found inside one text node, and
+// lists every unsupported claim with its reason below the answer.
+function markClaims(turn, claims) {
+  const bad = (claims || []).filter(c => c && c.supported === false && c.sentence);
+  if (!bad.length) return;
+  for (const c of bad) {
+    const needle = c.sentence.replace(/\s*\[\d{1,3}\]/g, "").trim().slice(0, 80);
+    if (needle.length < 4) continue;
+    const walker = document.createTreeWalker(turn.box, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const i = node.data.indexOf(needle);
+      if (i < 0) continue;
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + needle.length);
+      const mark = el("mark", "unsupported");
+      mark.title = c.reason ? `Not supported by the sources: ${c.reason}` : "Not supported by the sources";
+      range.surroundContents(mark);
+      break;
+    }
+  }
+  const box = el("div", "claims");
+  box.append(el("strong", "", "Not supported by the cited sources:"));
+  const ul = el("ul");
+  for (const c of bad) ul.append(el("li", "", c.reason ? `“${c.sentence}” — ${c.reason}` : `“${c.sentence}”`));
+  box.append(ul);
+  turn.meta.before(box);
+}
+
+// ---- a turn: one question and its answer, built by the same events live and when reopened
+
+function newTurn(question) {
+  $("empty")?.remove();
+  const n = ++state.turnCount;
+  const root = el("article", "turn");
+  root.setAttribute("aria-label", `Question ${n}`);
+  const timeline = el("details", "timeline");
+  timeline.open = true;
+  const summary = el("summary", "", "Thinking…");
+  const steps = el("ol");
+  timeline.append(summary, steps);
+  const box = el("div", "a");
+  const meta = el("div", "meta");
+  root.append(el("div", "q", question), timeline, box, meta);
+  $("turns").append(root);
+  return { n, root, timeline, summary, steps, box, meta, question, text: "", sources: [], path: "", grade: null, started: performance.now(), done: null, failed: false };
+}
+
+let renderQueued = null;
+
+function scheduleRender(turn) {
+  if (renderQueued) return;
+  renderQueued = requestAnimationFrame(() => {
+    renderQueued = null;
+    renderMarkdown(turn.box, turn.text, turn.sources.length, turn);
+    scrollToEnd();
+  });
+}
+
+function scrollToEnd() {
+  const t = $("turns");
+  if (t.scrollHeight - t.scrollTop - t.clientHeight < 200) t.scrollTop = t.scrollHeight;
+}
+
+function handleEvent(turn, name, data) {
+  const line = timelineLine(name, data);
+  if (line) turn.steps.append(el("li", "", line));
+  switch (name) {
+    case "routing": turn.path = data.path; break;
+    case "grader": turn.grade = data; break;
+    case "start": turn.sources = data.sources || []; turn.box.classList.add("streaming"); break;
+    case "token": turn.text += data.text; scheduleRender(turn); break;
+    case "confidence_warning": turn.root.insertBefore(el("div", "warn", data.message), turn.meta); break;
+    case "error": failTurn(turn, data.message || "The answer failed.", false); break;
+    case "done": finishTurn(turn, data); break;
+  }
+}
+
+function finishTurn(turn, d) {
+  turn.done = d;
+  turn.box.classList.remove("streaming");
+  turn.sources = d.sources || [];
+  renderMarkdown(turn.box, d.answer ?? turn.text, turn.sources.length, turn);
+  const steps = turn.steps.children.length;
+  const secs = d.stage_ms && d.stage_ms.total ? ` · ${(d.stage_ms.total / 1000).toFixed(1)} s` : "";
+  turn.summary.textContent = `${steps} step${steps === 1 ? "" : "s"} · path ${d.short_circuit || d.path || turn.path || "?"}${secs}`;
+  turn.timeline.open = false;
+  const band = d.confidence && d.confidence.band;
+  const badge = el("span", `badge ${band || "none"}`, band ? `${band} confidence ${Number(d.confidence.score).toFixed(2)}` : (d.short_circuit || d.path || "answer"));
+  badge.setAttribute("role", "note");
+  turn.meta.append(badge);
+  const reason = band ? confidenceReason(d.confidence) + (turn.grade && turn.grade.reason ? `; evidence: ${turn.grade.reason}` : "") : "";
+  if (reason) turn.meta.append(el("span", "reason", reason));
+  if (d.from_cache) turn.meta.append(el("span", "badge none", "from cache"));
+  if (d.is_fallback) turn.meta.append(el("span", "badge none", "quoted passages (no model)"));
+  if (d.partial) turn.meta.append(el("span", "badge LOW", "incomplete"));
+  if ((d.degraded || []).length) turn.meta.append(el("span", "badge none", `degraded: ${d.degraded.join(", ")}`));
+  markClaims(turn, d.claims);
+  renderSources(turn);
+  if ((d.recommendations || []).length) {
+    turn.root.append(el("div", "related", "Related: " + d.recommendations.map(x => x.file_name).join(", ")));
+  }
+  if (d.conversation_id) state.conversation = d.conversation_id;
+}
+
+function renderSources(turn) {
+  if (!turn.sources.length) return;
+  const det = el("details", "sources");
+  det.append(el("summary", "", `${turn.sources.length} source${turn.sources.length === 1 ? "" : "s"}`));
+  const ol = el("ol");
+  for (const s of turn.sources) {
+    const li = el("li");
+    li.id = `src-${turn.n}-${s.n}`;
+    li.value = s.n;
+    li.tabIndex = -1;
+    const where = el("span", "where", s.file_name || s.url || "source");
+    li.append(where);
+    if (s.url && safeHref(s.url)) {
+      const a = el("a", "", " (web)");
+      a.href = safeHref(s.url);
+      a.rel = "noopener noreferrer nofollow";
+      a.target = "_blank";
+      li.append(a);
+    }
+    const path = [s.chapter, s.page ? `page ${s.page}` : ""].filter(Boolean).join(" · ");
+    if (path) li.append(el("span", "path", ` › ${path}`));
+    li.append(el("span", "snippet", plainText(s.snippet || "")));
+    ol.append(li);
+  }
+  det.append(ol);
+  turn.sourcesBox = det;
+  turn.root.append(det);
+}
+
+// showSource opens the turn's sources, scrolls to source n and highlights it (the last one clicked).
+function showSource(turn, n) {
+  if (!turn.sourcesBox) return;
+  turn.sourcesBox.open = true;
+  for (const li of document.querySelectorAll(".sources li.highlight")) li.classList.remove("highlight");
+  const li = $(`src-${turn.n}-${n}`);
+  if (!li) return;
+  li.classList.add("highlight");
+  li.scrollIntoView({ block: "nearest", behavior: matchMedia("(prefers-reduced-motion: reduce)").matches ? "auto" : "smooth" });
+  li.focus({ preventScroll: true });
+}
+
+// failTurn shows why the answer failed with a retry that asks the same question again; the question also
+// goes back into the box so that nothing typed is lost.
+function failTurn(turn, message, offline) {
+  if (turn.failed) return;
+  turn.failed = true;
+  turn.box.classList.remove("streaming");
+  turn.summary.textContent = "Stopped";
+  const box = el("div", "failbox");
+  box.setAttribute("role", "alert");
+  box.append(el("span", "error", message));
+  box.append(button("Retry", () => { box.remove(); turn.root.remove(); submitQuestion(turn.question); }));
+  turn.root.insertBefore(box, turn.meta);
+  if (offline || !$("question").value) $("question").value = turn.question;
+}
+
+async function ask(question) {
+  const turn = newTurn(question);
+  const body = { question };
+  if ($("kb").value) body.kbs = [$("kb").value];
+  if (state.conversation) body.conversation_id = state.conversation;
+  const controller = new AbortController();
+  state.controller = controller;
+  setStreaming(true);
+  try {
+    const r = await request("/api/chat", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal: controller.signal });
+    if (!r.ok) { failTurn(turn, await errorMessage(r), false); return; }
+    const reader = r.body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const parsed = parseSSE(buf + dec.decode(value, { stream: true }));
+      buf = parsed.rest;
+      for (const { name, data } of parsed.events) handleEvent(turn, name, data);
+    }
+    if (!turn.done && !turn.failed) failTurn(turn, "The answer was cut off before it finished.", false);
+  } catch (err) {
+    if (err.name === "AbortError") {
+      turn.box.classList.remove("streaming");
+      turn.summary.textContent = "Stopped";
+      turn.timeline.open = false;
+      turn.meta.append(el("span", "badge none", "stopped"));
+    } else {
+      failTurn(turn, err.offline ? err.message : String(err.message || err), Boolean(err.offline));
+    }
+  } finally {
+    state.controller = null;
+    setStreaming(false);
+    loadConversations();
+    loadMemories();
+  }
+}
+
+function setStreaming(on) {
+  $("send").hidden = on;
+  $("stop").hidden = !on;
+  if (on) $("stop").focus();
+  else if (document.activeElement === $("stop") || document.activeElement === document.body) $("question").focus();
+}
+
+function submitQuestion(q) {
+  if (state.controller) return;
+  $("question").value = "";
+  ask(q);
+}
+
+// ---- conversations
 
 async function loadConversations() {
-  const ul = $("conversations");
+  const nav = $("conversations");
   try {
     const { conversations } = await api("/api/conversations");
-    ul.textContent = "";
-    for (const c of conversations) {
-      const li = el("li");
-      const a = el("a", "", c.title || c.id);
-      a.onclick = () => openConversation(c.id);
-      li.append(a);
-      ul.append(li);
-    }
-  } catch { /* history not stored */ }
+    state.conversations = conversations;
+  } catch {
+    nav.textContent = "";
+    nav.append(el("p", "hint", "History is not stored here."));
+    return;
+  }
+  renderConversations();
 }
 
-async function openConversation(id) {
-  const { messages } = await api(`/api/conversations/${encodeURIComponent(id)}/messages`);
-  conversation = id;
-  $("turns").textContent = "";
-  for (const m of messages) {
-    const n = ++turnCount;
-    const turn = el("div", "turn");
-    if (m.role === "user") { turn.append(el("div", "q", m.content)); $("turns").append(turn); continue; }
-    const box = el("div", "a");
-    box.dataset.turn = n;
-    const sources = m.sources || [];
-    renderAnswer(box, m.content, sources);
-    turn.append(box);
-    if (m.band) turn.append(el("span", `badge ${m.band}`, `${m.band} ${m.confidence.toFixed(2)}`));
-    renderSources(turn, sources, n);
-    $("turns").append(turn);
+function renderConversations() {
+  const nav = $("conversations");
+  nav.textContent = "";
+  const groups = groupConversations(state.conversations, $("conv-search").value);
+  if (!groups.length) nav.append(el("p", "hint", $("conv-search").value ? "No conversation matches." : "No conversations yet."));
+  for (const g of groups) {
+    nav.append(el("h3", "", g.label));
+    const ul = el("ul");
+    for (const c of g.items) {
+      const li = el("li", c.id === state.conversation ? "current" : "");
+      const open = button("", () => openConversation(c.id));
+      open.title = c.title || c.id;
+      open.append(document.createTextNode(c.title || "(untitled)"));
+      const when = el("time", "", new Date(c.updated_at).toLocaleTimeString("en", { hour: "2-digit", minute: "2-digit" }));
+      when.dateTime = c.updated_at;
+      open.append(document.createTextNode(" "), when);
+      li.append(open, button("✕", () => deleteConversation(c), "del", `Delete conversation ${c.title || c.id}`));
+      ul.append(li);
+    }
+    nav.append(ul);
   }
 }
+
+async function deleteConversation(c) {
+  if (!(await confirmDialog(`Delete the conversation “${c.title || c.id}”? Its messages are removed for good.`))) return;
+  try {
+    await api(`/api/conversations/${encodeURIComponent(c.id)}`, { method: "DELETE" });
+    if (state.conversation === c.id) newConversation();
+  } catch (err) {
+    alertStatus(err.message);
+  }
+  loadConversations();
+}
+
+function alertStatus(message) {
+  const t = $("turns");
+  const box = el("div", "failbox", message);
+  box.setAttribute("role", "alert");
+  t.append(box);
+}
+
+function newConversation() {
+  state.controller?.abort();
+  state.conversation = "";
+  $("turns").textContent = "";
+  const empty = el("div", "empty");
+  empty.id = "empty";
+  empty.append(el("h2", "", "Ask about your documents"), el("p", "", "Answers cite their sources; click a number like [1] to see the passage."));
+  $("turns").append(empty);
+  renderConversations();
+  closeMenu();
+  showView("chat");
+  $("question").focus();
+}
+
+// openConversation replays each stored answer's trace (the events as they were streamed, done included)
+// through the same handlers as a live answer, so that its timeline, warnings and sources come back.
+async function openConversation(id) {
+  state.controller?.abort();
+  let data;
+  try {
+    data = await api(`/api/conversations/${encodeURIComponent(id)}/messages`);
+  } catch (err) {
+    alertStatus(err.message);
+    return;
+  }
+  state.conversation = id;
+  $("turns").textContent = "";
+  let question = "";
+  for (const m of data.messages) {
+    if (m.role === "user") { question = m.content; continue; }
+    const turn = newTurn(question);
+    question = "";
+    const trace = Array.isArray(m.trace) ? m.trace : [];
+    if (trace.some(e => e.event === "done")) {
+      for (const e of trace) if (e.event !== "token") handleEvent(turn, e.event, e.data);
+    } else {
+      finishTurn(turn, { answer: m.content, sources: m.sources || [], confidence: m.band ? { band: m.band, score: m.confidence } : null, from_cache: m.from_cache });
+    }
+  }
+  if (question) newTurn(question).summary.textContent = "No answer was stored";
+  renderConversations();
+  closeMenu();
+  showView("chat");
+}
+
+// ---- memories
 
 async function loadMemories() {
   const ul = $("memories");
@@ -233,40 +786,330 @@ async function loadMemories() {
     if (memories.length === 0) ul.append(el("li", "", "nothing yet"));
     for (const m of memories) {
       const li = el("li");
-      const forget = el("a", "", "forget");
-      forget.onclick = async () => { await api(`/api/memories/${encodeURIComponent(m.id)}`, { method: "DELETE" }); loadMemories(); };
-      li.append(el("span", "", `${m.kind}: ${m.content}`), forget);
+      li.append(el("span", "", `${m.kind}: ${m.content}`),
+        button("forget", async () => { await api(`/api/memories/${encodeURIComponent(m.id)}`, { method: "DELETE" }); loadMemories(); }, "link", `Forget ${m.content}`));
       ul.append(li);
     }
   } catch { ul.textContent = ""; ul.append(el("li", "", "memory is off")); }
 }
 
-if (typeof document !== "undefined") {
-  document.addEventListener("DOMContentLoaded", () => {
-    $("ask").onsubmit = (e) => {
-      e.preventDefault();
-      const q = $("question").value.trim();
-      if (!q) return;
-      $("question").value = "";
-      $("send").disabled = true;
-      ask(q).catch(err => $("turns").append(el("div", "error", String(err)))).finally(() => { $("send").disabled = false; });
-    };
-    $("question").onkeydown = (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("ask").requestSubmit(); } };
-    $("new").onclick = () => { conversation = ""; $("turns").textContent = ""; };
-    $("kb").onchange = () => { conversation = ""; loadDocuments(); };
-    $("upload").onsubmit = async (e) => {
-      e.preventDefault();
-      const f = $("file").files[0];
-      if (!f || !$("kb").value) return;
-      const form = new FormData();
-      form.append("file", f);
-      try { await api(`/api/kbs/${encodeURIComponent($("kb").value)}/documents`, { method: "POST", body: form }); }
-      catch (err) { alert(err.message); }
+// ---- knowledge bases
+
+async function loadKBs() {
+  const { knowledge_bases } = await api("/api/kbs");
+  state.kbs = knowledge_bases;
+  const sel = $("kb");
+  const chosen = sel.value;
+  for (const o of [...sel.options].slice(1)) o.remove();
+  for (const kb of knowledge_bases) {
+    const o = el("option", "", kb.name);
+    o.value = kb.name;
+    sel.append(o);
+  }
+  sel.value = knowledge_bases.some(k => k.name === chosen) ? chosen : "";
+  renderKBList();
+  loadDocuments();
+}
+
+function renderKBList() {
+  const ul = $("kb-list");
+  ul.textContent = "";
+  const all = { name: "", description: "" };
+  for (const kb of [all, ...state.kbs]) {
+    const li = el("li", kb.name === $("kb").value ? "current" : "");
+    const choose = button(kb.name || "All knowledge bases", () => chooseKB(kb.name));
+    choose.setAttribute("aria-pressed", String(kb.name === $("kb").value));
+    if (kb.description) choose.title = kb.description;
+    li.append(choose);
+    if (kb.name) li.append(button("✕", () => deleteKB(kb), "del", `Delete knowledge base ${kb.name}`));
+    ul.append(li);
+  }
+}
+
+function chooseKB(name) {
+  $("kb").value = name;
+  state.conversation = "";
+  renderKBList();
+  loadDocuments();
+}
+
+async function createKB(e) {
+  e.preventDefault();
+  const name = $("kb-name").value.trim();
+  if (!name) return;
+  try {
+    await postJSON("/api/kbs", { name, description: $("kb-desc").value.trim() });
+    $("kb-msg").textContent = `Created “${name}”.`;
+    $("kb-name").value = $("kb-desc").value = "";
+    await loadKBs();
+    chooseKB(name);
+  } catch (err) {
+    $("kb-msg").textContent = err.offline ? err.message : `Not created: ${err.message}`;
+  }
+}
+
+async function deleteKB(kb) {
+  if (!(await confirmDialog(`Delete the knowledge base “${kb.name}” with all its documents? This cannot be undone.`))) return;
+  try {
+    await api(`/api/kbs/${encodeURIComponent(kb.id || kb.name)}`, { method: "DELETE" });
+    $("kb-msg").textContent = `Deleted “${kb.name}”.`;
+    if ($("kb").value === kb.name) $("kb").value = "";
+  } catch (err) {
+    $("kb-msg").textContent = `Not deleted: ${err.message}`;
+  }
+  await loadKBs();
+}
+
+// ---- documents
+
+async function loadDocuments() {
+  clearTimeout(state.docsTimer);
+  const chosen = $("kb").value;
+  $("docs-h").textContent = chosen ? `Documents in ${chosen}` : "Documents in all knowledge bases";
+  const kbs = chosen ? state.kbs.filter(k => k.name === chosen) : state.kbs;
+  let docs = [];
+  try {
+    const lists = await Promise.all(kbs.map(kb => api(`/api/kbs/${encodeURIComponent(kb.name)}/documents`).then(r => r.documents.map(d => ({ ...d, kb: kb.name })))));
+    docs = lists.flat();
+    $("docs-msg").textContent = docs.length ? "" : "No documents yet: drop files above to add some.";
+  } catch (err) {
+    $("docs-msg").textContent = err.message;
+    return;
+  }
+  renderDocuments(docs, !chosen);
+  if (docs.some(isBusy)) state.docsTimer = setTimeout(loadDocuments, 1500);
+}
+
+function renderDocuments(docs, showKB) {
+  const tbody = $("documents").tBodies[0];
+  tbody.textContent = "";
+  for (const d of docs) {
+    const tr = el("tr");
+    tr.dataset.doc = d.id;
+    const name = el("td");
+    name.append(el("span", "", d.file_name));
+    if (showKB) name.append(el("span", "sub", d.kb));
+    const status = el("td");
+    status.append(el("span", `status ${d.status}`, d.status));
+    if (d.error) status.append(el("span", "sub error", d.error));
+    const stages = stageSummary(d.stage_ms);
+    if (stages) status.append(el("span", "sub", stages));
+    const actions = el("td");
+    actions.append(button("Chunks", () => showChunks(d), "", `Chunks of ${d.file_name}`));
+    const re = button(d.status === "failed" ? "Retry" : "Reprocess", async () => {
+      re.disabled = true;
+      re.textContent = "Queued…";
+      try {
+        await api(`/api/documents/${encodeURIComponent(d.id)}/reprocess`, { method: "POST" });
+        $("docs-msg").textContent = `Reprocessing ${d.file_name}…`;
+      } catch (err) {
+        $("docs-msg").textContent = `Not reprocessed: ${err.message}`;
+      }
       loadDocuments();
-      setTimeout(loadDocuments, 2000);
+    }, "", `Reprocess ${d.file_name}`);
+    actions.append(re, button("Delete", async () => {
+      if (!(await confirmDialog(`Delete “${d.file_name}”?`))) return;
+      try { await api(`/api/documents/${encodeURIComponent(d.id)}`, { method: "DELETE" }); } catch (err) { $("docs-msg").textContent = err.message; }
+      loadDocuments();
+    }, "", `Delete ${d.file_name}`));
+    tr.append(name, status, el("td", "num", d.chunk_count), actions);
+    tbody.append(tr);
+  }
+}
+
+async function showChunks(d) {
+  const box = $("chunks");
+  box.textContent = "";
+  let chunks;
+  try {
+    ({ chunks } = await api(`/api/documents/${encodeURIComponent(d.id)}/chunks`));
+  } catch (err) {
+    box.append(el("p", "error", err.message));
+    return;
+  }
+  const h = el("h3", "", `${d.file_name}: ${chunks.length} chunks`);
+  h.tabIndex = -1;
+  box.append(h, button("Close", () => { box.textContent = ""; }, "link"));
+  for (const { chunk: c, depth } of chunkTree(chunks)) {
+    const div = el("div", `chunk ${depth ? "child" : "parent"}`);
+    div.append(el("div", "path", `#${c.chunk_index} ${c.level}${c.chapter ? ` · ${c.chapter}` : ""}${c.page ? ` · page ${c.page}` : ""} · ${c.token_count} tokens`));
+    div.append(el("pre", "", c.content));
+    box.append(div);
+  }
+  h.focus();
+}
+
+// ---- uploads: several files, dropped or chosen, each with its own progress
+
+async function uploadFiles(files) {
+  if (!files.length) return;
+  let kb = $("kb").value;
+  if (!kb) {
+    if (!state.kbs.length) { $("docs-msg").textContent = "Create a knowledge base first."; return; }
+    kb = await pickKB();
+    if (!kb) return;
+  }
+  await Promise.all([...files].map(f => uploadOne(kb, f)));
+  loadDocuments();
+}
+
+function uploadOne(kb, file) {
+  const li = el("li");
+  const bar = el("progress");
+  bar.max = 100;
+  bar.value = 0;
+  bar.setAttribute("aria-label", `Uploading ${file.name}`);
+  const st = el("span", "", "uploading");
+  li.append(el("span", "", `${file.name} → ${kb}`), bar, st);
+  $("uploads").append(li);
+  return new Promise((resolve) => {
+    const send = (retried) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", `/api/kbs/${encodeURIComponent(kb)}/documents`);
+      for (const [k, v] of Object.entries(authHeaders())) xhr.setRequestHeader(k, v);
+      xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = Math.round(100 * e.loaded / e.total); };
+      xhr.onload = async () => {
+        if (xhr.status === 401 && !retried) { await signIn("sign in to upload"); send(true); return; }
+        if (xhr.status >= 200 && xhr.status < 300) {
+          bar.value = 100;
+          st.textContent = "uploaded; processing";
+          setTimeout(() => li.remove(), 4000);
+        } else {
+          let msg = `HTTP ${xhr.status}`;
+          try { msg = JSON.parse(xhr.responseText).error.message; } catch { /* not JSON */ }
+          st.textContent = `failed: ${msg}`;
+          st.className = "error";
+        }
+        resolve();
+      };
+      xhr.onerror = () => { st.textContent = "failed: the server cannot be reached"; st.className = "error"; resolve(); };
+      const form = new FormData();
+      form.append("file", file, file.name);
+      xhr.send(form);
     };
-    loadKBs().catch(() => {});
-    loadConversations();
-    loadMemories();
+    send(false);
   });
+}
+
+// ---- retrieval test
+
+async function runSearch(e) {
+  e.preventDefault();
+  const out = $("search-out");
+  const query = $("search-q").value.trim();
+  if (!query) return;
+  out.textContent = "Searching…";
+  let res;
+  try {
+    res = await postJSON("/api/search", $("kb").value ? { query, kbs: [$("kb").value] } : { query });
+  } catch (err) {
+    out.textContent = "";
+    out.append(el("p", "error", err.message));
+    return;
+  }
+  out.textContent = "";
+  const p = res.profile || {};
+  out.append(el("p", "hint", `Query profile: ${p.specificity || "?"}, ${p.complexity || "?"} (BM25 weight ${fmt(p.bm25_weight)}, vector weight ${fmt(p.vector_weight)})${p.reason ? ` ${p.reason}` : ""}`));
+  const hits = (title, list) => stageTable(title, list || [], ["#", "score", "chunk"], (h, i) => [i + 1, fmt(h.score, 4), h.chunk_id]);
+  const evid = (title, list) => stageTable(title, list || [], ["#", "score", "source", "passage"], (x, i) => [i + 1, fmt(x.score, 4), [x.file_name, x.chapter].filter(Boolean).join(" › "), clip(plainText(x.child_text || x.text || ""), 160)]);
+  out.append(hits("Keyword (BM25)", res.keyword), hits("Vector", res.vector), hits("Fused (weighted RRF)", res.fused),
+    evid("Reranked", res.reranked), evid("Filtered", res.filtered), evid("Evidence (MMR, parents, compressed)", res.evidence));
+  const g = res.grade || {};
+  out.append(el("p", "", `Grade: ${g.tier || "?"} (top ${fmt(g.top_score)}, coverage ${fmt(g.coverage)}): ${g.reason || ""}`));
+  const timing = stageSummary(res.stage_ms);
+  if (timing) out.append(el("p", "hint", timing));
+  if ((res.degraded || []).length) out.append(el("p", "warn", `Degraded: ${res.degraded.join(", ")}`));
+}
+
+const fmt = (x, digits = 2) => (typeof x === "number" ? x.toFixed(digits) : "?");
+const clip = (s, n) => ([...s].length > n ? [...s].slice(0, n).join("") + "…" : s);
+
+function stageTable(title, rows, head, cells) {
+  const sec = el("section", "stage");
+  sec.append(el("h3", "", `${title} (${rows.length})`));
+  if (!rows.length) return sec;
+  const table = el("table");
+  const tr = el("tr");
+  for (const h of head) { const th = el("th", "", h); th.scope = "col"; tr.append(th); }
+  const thead = el("thead");
+  thead.append(tr);
+  const tbody = el("tbody");
+  rows.slice(0, 10).forEach((r, i) => {
+    const row = el("tr");
+    cells(r, i).forEach((c, j) => row.append(el("td", j < 2 ? "num" : "", c)));
+    tbody.append(row);
+  });
+  table.append(thead, tbody);
+  sec.append(table);
+  return sec;
+}
+
+// ---- shell: views, the phone menu
+
+function showView(name) {
+  const kb = name === "kb";
+  $("chat-view").hidden = kb;
+  $("kb-view").hidden = !kb;
+  if (kb) { $("tab-chat").removeAttribute("aria-current"); $("tab-kb").setAttribute("aria-current", "page"); }
+  else { $("tab-kb").removeAttribute("aria-current"); $("tab-chat").setAttribute("aria-current", "page"); }
+  if (kb) loadDocuments();
+  if (location.hash !== (kb ? "#kb" : "")) history.replaceState(null, "", kb ? "#kb" : location.pathname);
+}
+
+function toggleMenu(open) {
+  document.body.classList.toggle("menu-open", open);
+  $("menu").setAttribute("aria-expanded", String(open));
+  $("scrim").hidden = !open;
+  if (open) $("new").focus();
+}
+const closeMenu = () => toggleMenu(false);
+
+function wire() {
+  $("ask").onsubmit = (e) => {
+    e.preventDefault();
+    const q = $("question").value.trim();
+    if (q) submitQuestion(q);
+  };
+  $("question").onkeydown = (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("ask").requestSubmit(); }
+  };
+  $("stop").onclick = () => state.controller?.abort();
+  $("new").onclick = newConversation;
+  $("kb").onchange = () => chooseKB($("kb").value);
+  $("conv-search").oninput = renderConversations;
+  $("menu").onclick = () => toggleMenu(!document.body.classList.contains("menu-open"));
+  $("scrim").onclick = closeMenu;
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape" && document.body.classList.contains("menu-open")) { closeMenu(); $("menu").focus(); } });
+  $("tab-chat").onclick = () => showView("chat");
+  $("tab-kb").onclick = () => showView("kb");
+  $("signout").onclick = signOut;
+  $("kb-create").onsubmit = createKB;
+  $("search-form").onsubmit = runSearch;
+  $("choose").onclick = () => $("file").click();
+  $("file").onchange = () => { const files = [...$("file").files]; $("file").value = ""; uploadFiles(files); };
+  const drop = $("drop");
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); uploadFiles([...e.dataTransfer.files]); });
+  // A file dropped outside the zone must not make the browser navigate away from the page.
+  window.addEventListener("dragover", (e) => e.preventDefault());
+  window.addEventListener("drop", (e) => e.preventDefault());
+}
+
+async function start() {
+  wire();
+  if (location.hash === "#kb") showView("kb");
+  await loadMe();
+  try {
+    await loadKBs();
+  } catch (err) {
+    $("docs-msg").textContent = err.message;
+    if (err.offline) alertStatus(err.message);
+  }
+  loadConversations();
+  loadMemories();
+}
+
+if (typeof document !== "undefined") {
+  document.addEventListener("DOMContentLoaded", start);
 }

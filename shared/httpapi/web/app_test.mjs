@@ -26,3 +26,65 @@ test("timelineLine describes the pipeline's events", () => {
     "search round 2: keyword_search(HR-17) → 1 new");
   assert.equal(timelineLine("token", { text: "x" }), null);
 });
+
+import { parseMarkdown, parseInline, plainText, safeHref, dayLabel, groupConversations, confidenceReason, stageSummary, chunkTree, isBusy } from "./app.js";
+
+test("safeHref keeps only absolute http and https links", () => {
+  assert.equal(safeHref("https://example.com/a?b=1"), "https://example.com/a?b=1");
+  assert.equal(safeHref(" http://x.y "), "http://x.y/");
+  for (const bad of ["javascript:alert(1)", "JaVaScRiPt:alert(1)", "data:text/html,<script>", "/relative", "//evil.example", "vbscript:x", "file:///etc/passwd", ""]) {
+    assert.equal(safeHref(bad), null, bad);
+  }
+});
+
+test("parseInline: emphasis, code, safe links, citations; images and unsafe links become text", () => {
+  assert.deepEqual(parseInline("**20 days** [1] `code` [x](https://a.b)", 1), [
+    { t: "strong", c: [{ t: "text", v: "20 days" }] }, { t: "text", v: " " }, { t: "cite", n: 1 }, { t: "text", v: " " },
+    { t: "code", v: "code" }, { t: "text", v: " " }, { t: "link", href: "https://a.b/", c: [{ t: "text", v: "x" }] },
+  ]);
+  assert.deepEqual(parseInline("![secret](https://evil.example/x.png?d=1) [a](javascript:alert`1`)", 0), [{ t: "text", v: "secret a" }]);
+  assert.deepEqual(parseInline("[9] stays", 2), [{ t: "text", v: "[9] stays" }]);
+});
+
+test("parseMarkdown: headings, lists, tables, code, quotes; raw HTML stays text", () => {
+  const md = "# Leave\n\nintro\ntext\n\n- a\n- b\n\n1. one\n2. two\n\n| k | v |\n| --- | --- |\n| x | 1 |\n\n```\n<b>x</b>\n```\n\n> quoted\n\n<img src=x onerror=alert(1)>";
+  assert.deepEqual(parseMarkdown(md).map(b => b.type), ["h", "p", "ul", "ol", "table", "code", "quote", "p"]);
+  const blocks = parseMarkdown(md);
+  assert.equal(blocks[4].rows[0][1][0].v, "1");
+  assert.equal(blocks[5].text, "<b>x</b>");
+  assert.deepEqual(blocks[7].inl, [{ t: "text", v: "<img src=x onerror=alert(1)>" }]);
+});
+
+test("plainText renders a flattened markdown snippet as text", () => {
+  assert.equal(plainText("Handbook ## Leave | Type | Days | | --- | --- | | Annual | 20 |"), "Handbook Leave · Type · Days; Annual · 20");
+  assert.equal(plainText("# 年假\n\n**正式员工** 每年 20 天"), "年假 正式员工 每年 20 天");
+  assert.equal(plainText("C# is #1"), "C# is #1");
+});
+
+test("dayLabel and groupConversations: by day, newest first, no duplicates, filtered", () => {
+  const now = new Date(2026, 10, 30, 12, 0);
+  assert.equal(dayLabel(new Date(2026, 10, 30, 1).toISOString(), now), "Today");
+  assert.equal(dayLabel(new Date(2026, 10, 29, 23).toISOString(), now), "Yesterday");
+  assert.equal(dayLabel(new Date(2026, 10, 26, 9).toISOString(), now), "Thursday");
+  assert.equal(dayLabel(new Date(2026, 9, 2, 9).toISOString(), now), "2026-10-02");
+  const list = [
+    { id: "a", title: "Leave days", updated_at: new Date(2026, 10, 30, 11).toISOString() },
+    { id: "a", title: "Leave days", updated_at: new Date(2026, 10, 30, 11).toISOString() },
+    { id: "b", title: "Expenses", updated_at: new Date(2026, 10, 30, 9).toISOString() },
+    { id: "c", title: "leave carry-over", updated_at: new Date(2026, 10, 28, 9).toISOString() },
+  ];
+  assert.deepEqual(groupConversations(list, "", now).map(g => [g.label, g.items.map(c => c.id)]), [["Today", ["a", "b"]], ["Saturday", ["c"]]]);
+  assert.deepEqual(groupConversations(list, "LEAVE", now).map(g => g.items.map(c => c.id)), [["a"], ["c"]]);
+});
+
+test("confidenceReason, stageSummary, chunkTree, isBusy", () => {
+  assert.equal(confidenceReason({ citation_coverage: 0.5, retrieval_signal: 0.72, invalid_citations: 1 }), "50% of sentences cited, retrieval signal 0.72, 1 invalid citation");
+  assert.equal(stageSummary({ extract: 12, chunk: 3 }), "extract 12 ms · chunk 3 ms");
+  assert.equal(stageSummary(undefined), "");
+  const tree = chunkTree([
+    { id: "c2", parent_id: "p1", chunk_index: 2 }, { id: "p1", chunk_index: 0 }, { id: "c1", parent_id: "p1", chunk_index: 1 },
+    { id: "x", parent_id: "gone", chunk_index: 5 }, { id: "p2", chunk_index: 3 },
+  ]);
+  assert.deepEqual(tree.map(n => [n.chunk.id, n.depth]), [["p1", 0], ["c1", 1], ["c2", 1], ["p2", 0], ["x", 1]]);
+  assert.equal(isBusy({ status: "processing" }) && isBusy({ status: "pending" }) && !isBusy({ status: "ready" }), true);
+});

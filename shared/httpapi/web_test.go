@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/binary"
+	"image/png"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestFaviconIsAnICOHoldingA32PixelPNG(t *testing.T) {
+	ico := favicon()
+	var head struct{ Reserved, Type, Count uint16 }
+	if err := binary.Read(bytes.NewReader(ico), binary.LittleEndian, &head); err != nil || head != (struct{ Reserved, Type, Count uint16 }{0, 1, 1}) {
+		t.Fatalf("ICONDIR = %+v, %v; want 0, 1 (icon), 1 image", head, err)
+	}
+	size := binary.LittleEndian.Uint32(ico[6+8:])
+	offset := binary.LittleEndian.Uint32(ico[6+12:])
+	if int(offset)+int(size) != len(ico) || ico[6] != 32 || ico[7] != 32 {
+		t.Fatalf("entry: %dx%d, %d bytes at %d; file is %d bytes", ico[6], ico[7], size, offset, len(ico))
+	}
+	img, err := png.Decode(bytes.NewReader(ico[offset:]))
+	if err != nil || img.Bounds().Dx() != 32 || img.Bounds().Dy() != 32 {
+		t.Fatalf("embedded PNG: %v, %v", img, err)
+	}
+	// transparent corners, and both colours inside
+	if _, _, _, a := img.At(0, 0).RGBA(); a != 0 {
+		t.Error("corner is not transparent")
+	}
+	if r, _, _, _ := img.At(21, 10).RGBA(); r>>8 != 0xff {
+		t.Error("the stem of the d is not white")
+	}
+}
+
+// The page builds its DOM from text only: no HTML parsing sink may appear in its script, and nothing may
+// be loaded from another origin by any served file.
+func TestWebFilesUseNoHTMLSinksAndNoOtherOrigin(t *testing.T) {
+	sink := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|setAttribute\("on|\.srcdoc|createContextualFragment|DOMParser`)
+	remote := regexp.MustCompile(`(src|href)=["']?(https?:)?//`)
+	seen := map[string]bool{}
+	for _, f := range webFiles() {
+		seen[f.pattern] = true
+		if f.contentType == "image/x-icon" {
+			continue
+		}
+		if m := sink.Find(f.body); m != nil {
+			t.Errorf("%s uses %s", f.pattern, m)
+		}
+		if m := remote.Find(f.body); m != nil {
+			t.Errorf("%s loads from another origin: %s", f.pattern, m)
+		}
+		if strings.Contains(f.contentType, "html") && (bytes.Contains(f.body, []byte("<script>")) || bytes.Contains(f.body, []byte(" style="))) {
+			t.Errorf("%s has inline script or style, which the CSP refuses", f.pattern)
+		}
+	}
+	for _, p := range []string{"GET /{$}", "GET /app.js", "GET /app.css", "GET /favicon.ico"} {
+		if !seen[p] {
+			t.Errorf("%s is not served", p)
+		}
+	}
+}
