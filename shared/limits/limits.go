@@ -7,13 +7,15 @@
 //   - PerMinute is the sustained rate. Burst is how many requests may arrive back to back after a quiet
 //     period (0 means Burst = PerMinute).
 //   - Time is cut into fixed windows of length W = Burst × 60s / PerMinute, the time a full burst takes to
-//     refill. A request is admitted when the sliding estimate over the W ending now,
-//     prev × (1 − elapsed/W) + current + 1, is at most Burst, where prev and current are the admitted
+//     refill. A request is admitted when the estimated count over the W ending now, including itself,
+//     ⌊prev × (1 − elapsed/W)⌋ + current + 1, is at most Burst, where prev and current are the admitted
 //     counts of the previous and current fixed window and elapsed is the time since the current one began.
-//     This is the "sliding window of two fixed windows" (Cloudflare's rate limiter): over any stretch of
-//     time the admitted rate tends to PerMinute; no W-long span holds more than Burst admissions in the
-//     current window, and after a burst the next request is admitted one emission interval
-//     (60s / PerMinute) into the following window.
+//     This is the "sliding window of two fixed windows" (Cloudflare's rate limiter). So: after a quiet
+//     period Burst requests pass at once; a client sending faster than PerMinute is held to PerMinute a
+//     minute over any stretch of time (10 minutes at 10× the rate admit PerMinute × 10 ± Burst); after a
+//     burst, one request passes per emission interval (60s / PerMinute). The estimate assumes the previous
+//     window's requests were spread evenly, so a burst at the very end of one window followed by one at the
+//     start of the next can admit up to about 2 × Burst within a short span, never more.
 //   - Concurrent callers never admit more than the allowance: each increments first and reads its own
 //     count; a refused request takes its increment back, so the counters hold admitted requests only and a
 //     client hammering at 10× its rate still gets its PerMinute through.
@@ -156,9 +158,7 @@ func (l *Limiter) spendRate(ctx context.Context, tenant, user string, now time.T
 		l.undo(ctx, cur, ttl)
 		return Decision{Allowed: true, Degraded: true}
 	}
-	frac := float64(elapsed) / float64(w)
-	burst := float64(l.cfg.Burst)
-	if float64(prev)*(1-frac)+float64(n) <= burst {
+	if weighted(prev, elapsed, w)+n <= int64(l.cfg.Burst) {
 		return Decision{Allowed: true}
 	}
 	l.undo(ctx, cur, ttl)
@@ -176,22 +176,32 @@ func (l *Limiter) window() time.Duration {
 	return time.Duration(int64(l.cfg.Burst) * int64(time.Minute) / int64(l.cfg.PerMinute))
 }
 
-// retryAfter is how long until prev×(1−frac)+cur+1 ≤ burst holds, cur being the admitted count of the
-// current window: later in this window when the previous window's weight alone is in the way, otherwise at
-// the point of the next window where cur's weight has decayed enough.
+// weighted is the previous window's count scaled by the part of it still inside the trailing W, rounded
+// down: ⌊prev × (1 − elapsed/W)⌋. Rounding down lets a request of the previous window leave as soon as its
+// share starts to, which is what makes the sustained rate Burst per W (PerMinute a minute) rather than
+// (Burst−1) per W; rounding up or not at all halves the rate at Burst 2.
+func weighted(prev int64, elapsed, w time.Duration) int64 {
+	if prev <= 0 {
+		return 0
+	}
+	return int64(math.Floor(float64(prev) * (1 - float64(elapsed)/float64(w))))
+}
+
+// retryAfter is the least wait after which ⌊prev×(1−frac)⌋+cur+1 ≤ burst holds, cur being the admitted
+// count of the current window: later in this window when the previous window's share alone is in the way
+// (prev×(1−(elapsed+t)/W) < burst−cur), otherwise in the next window, once cur's share has decayed
+// (cur×(1−s/W) < burst). The inequalities are strict, hence the extra nanosecond.
 func retryAfter(prev, cur int64, burst int, w, elapsed time.Duration) time.Duration {
 	b := float64(burst)
-	if float64(cur)+1 <= b && prev > 0 {
-		// prev × (1 − (elapsed+t)/W) ≤ b − cur − 1
-		t := float64(w)*(1-(b-float64(cur)-1)/float64(prev)) - float64(elapsed)
-		return time.Duration(math.Max(t, 1))
+	if cur+1 <= int64(burst) && prev > 0 {
+		t := float64(w)*(1-(b-float64(cur))/float64(prev)) - float64(elapsed)
+		return time.Duration(math.Max(t, 0)) + 1
 	}
-	// Next window: cur × (1 − s/W) + 1 ≤ b.
 	s := 0.0
 	if cur > 0 {
-		s = float64(w) * (1 - (b-1)/float64(cur))
+		s = float64(w) * (1 - b/float64(cur))
 	}
-	return w - elapsed + time.Duration(math.Max(s, 0))
+	return w - elapsed + time.Duration(math.Max(s, 0)) + 1
 }
 
 // get reads an integer counter; a missing key is 0.
