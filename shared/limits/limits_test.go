@@ -348,4 +348,3 @@ func TestCeilSecond(t *testing.T) {
 		}
 	}
 }
-
