@@ -48,6 +48,10 @@ type JWTConfig struct {
 	EmailClaim  string
 	// GroupsClaim names a string-array claim copied to Claims.Groups. Default "cognito:groups".
 	GroupsClaim string
+	// TokenUse, when set, lists the accepted values of the "token_use" claim that Cognito puts in its tokens
+	// ("id", "access"); a token whose token_use is missing or another is refused. Empty: not checked
+	// (other providers have no such claim).
+	TokenUse []string
 	// Leeway is the clock skew tolerated on "exp" and "nbf". Default 60s.
 	Leeway time.Duration
 	// HTTPClient fetches the JWKS. Required with JWKSURL: the caller owns timeouts and transport.
@@ -239,6 +243,9 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (Claims, error) 
 	if err := v.checkAudience(tok); err != nil {
 		return Claims{}, rag.E(op, rag.KindPermission, err)
 	}
+	if err := v.checkTokenUse(tok); err != nil {
+		return Claims{}, rag.E(op, rag.KindPermission, err)
+	}
 	c, err := v.claims(tok)
 	if err != nil {
 		return Claims{}, rag.E(op, rag.KindPermission, err)
@@ -323,6 +330,14 @@ func (v *JWTVerifier) checkAudience(tok jwt.Token) error {
 		return nil
 	}
 	return errors.New("wrong audience")
+}
+
+// checkTokenUse applies the TokenUse allow-list.
+func (v *JWTVerifier) checkTokenUse(tok jwt.Token) error {
+	if len(v.cfg.TokenUse) == 0 || slices.Contains(v.cfg.TokenUse, stringClaim(tok, "token_use")) {
+		return nil
+	}
+	return errors.New("token_use not accepted")
 }
 
 // claims reads the identity claims; a token without the tenant or user claim names nobody and is refused.

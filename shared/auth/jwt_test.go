@@ -605,6 +605,14 @@ func TestCognitoFixtures(t *testing.T) {
 			if tt.tokenUse == "id" && c.Email != "ada@example.com" {
 				t.Errorf("id token email = %q, want ada@example.com", c.Email)
 			}
+			// Restricted to ID tokens, the access token is refused and the ID token still passes.
+			idOnly := p.verifier(t, &clock{now: t0}, func(c *JWTConfig) {
+				c.Issuer, c.Audience, c.TokenUse = pool, []string{client}, []string{"id"}
+			})
+			_, err = idOnly.Verify(context.Background(), signWith(t, rsa2, claims))
+			if accepted := err == nil; accepted != (tt.tokenUse == "id") {
+				t.Errorf("TokenUse [id], token_use %s: err = %v", tt.tokenUse, err)
+			}
 			// The same token for another app client is refused.
 			other, _ := NewJWTVerifier(JWTConfig{JWKSURL: p.srv.URL, Issuer: pool, Audience: []string{"another-client"},
 				HTTPClient: p.srv.Client(), Now: func() time.Time { return t0 }})
