@@ -416,8 +416,8 @@ type FailIn struct {
 // FailOut says what MarkFailed did.
 type FailOut struct {
 	Doc
-	Marked bool   `json:"marked"`          // the document was rolled back and marked (or kept serving)
-	Reason string `json:"reason"`          // what was recorded
+	Marked bool   `json:"marked"`           // the document was rolled back and marked (or kept serving)
+	Reason string `json:"reason"`           // what was recorded
 	Status string `json:"status,omitempty"` // the document's status afterwards
 }
 
