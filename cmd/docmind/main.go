@@ -50,6 +50,7 @@ Commands:
   bench     measure speed against same-run references (bench [--suite NAME|all] [--out DIR] [--quick])
   migrate   apply pending database migrations
   kb        list, create or delete knowledge bases (kb list | kb create NAME | kb delete NAME)
+  reconcile check SQL, vectors, blobs and the inbox agree; --repair fixes drift (reconcile [--kb NAME] [--repair] [--json])
   config    print the effective configuration (secrets redacted); --vars lists every variable
   version   print the version
 
@@ -72,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "config": cmdConfig, "version": cmdVersion,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
@@ -364,7 +365,7 @@ func cmdServe(e env, args []string) int {
 	if !ok {
 		return exitConfig
 	}
-	if err := checkListenAddr(cfg.Server.Addr); err != nil {
+	if err := checkListenAddr(cfg.Server.Addr, cfg.Auth.Mode); err != nil {
 		fmt.Fprintf(e.stderr, "docmind: %v\n", err)
 		return exitConfig
 	}
@@ -382,7 +383,10 @@ func cmdServe(e env, args []string) int {
 }
 
 // listenHostIsLoopback reports whether host names only this machine.
-func checkListenAddr(addr string) error {
+func checkListenAddr(addr, authMode string) error {
+	if authMode != "" && authMode != "none" {
+		return nil // every /api and /v1 request needs a key or a token
+	}
 	host := addr
 	if i := strings.LastIndex(addr, ":"); i >= 0 {
 		host = addr[:i]
@@ -391,6 +395,6 @@ func checkListenAddr(addr string) error {
 	if isLoopback(host) {
 		return nil
 	}
-	return fmt.Errorf("refusing to listen on %q: a non-loopback address exposes every knowledge base without authentication, "+
-		"and authentication is not available in this version; listen on 127.0.0.1 (the default) or ::1", addr)
+	return fmt.Errorf("refusing to listen on %q: a non-loopback address would expose every knowledge base without authentication; "+
+		"listen on 127.0.0.1 (the default) or ::1, or turn authentication on (DOCMIND_AUTH=keys, jwt or keys,jwt)", addr)
 }

@@ -80,8 +80,14 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 		}
 	}
 	for _, addr := range []string{"127.0.0.1:0", "localhost:0", "[::1]:0", "127.0.0.2:0"} {
-		if err := checkListenAddr(addr); err != nil {
+		if err := checkListenAddr(addr, "none"); err != nil {
 			t.Errorf("%s refused: %v", addr, err)
+		}
+	}
+	// with authentication on, any address may be served
+	for _, mode := range []string{"keys", "jwt", "keys,jwt"} {
+		if err := checkListenAddr("0.0.0.0:8080", mode); err != nil {
+			t.Errorf("0.0.0.0:8080 with DOCMIND_AUTH=%s refused: %v", mode, err)
 		}
 	}
 }

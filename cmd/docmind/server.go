@@ -80,8 +80,11 @@ func (m *Main) Open(ctx context.Context) error {
 	chat := wire.Chat(m.Config, chain, s.SQL, s.KV)
 	m.Chat = chat
 	deps := httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
-		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, Tenant: localTenant(m.Config), MaxUploadBytes: m.Config.Server.MaxBodyBytes,
+		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, MaxUploadBytes: m.Config.Server.MaxBodyBytes,
 		Chat: chat, Conversations: s.SQL}
+	if err := m.identity(&deps); err != nil {
+		return err
+	}
 	if mem := wire.Memory(m.Config, s.SQL, s.Memories, chain.Embedder, s.KV); mem != nil {
 		chat.Memory, deps.Memories = mem, mem
 	}
@@ -107,6 +110,9 @@ func (m *Main) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer func() { stopBG(); wg.Wait() }()
 	wg.Go(func() { m.queue.Run(bg) })
+	if every := m.Config.Server.ReconcileInterval; every > 0 {
+		wg.Go(func() { m.reconcileLoop(bg, every) })
+	}
 	if m.watcher != nil {
 		wg.Go(func() {
 			if err := m.watcher.Run(bg); err != nil {
@@ -171,4 +177,27 @@ func deleteKB(ctx context.Context, cfg config.Config, kb rag.KnowledgeBase) erro
 		return err
 	}
 	return svc.DeleteKB(ctx, kb.Tenant, kb.ID)
+}
+
+// identity wires authentication, knowledge-base roles, the identity endpoints, the audit log, limits and
+// the browser-origin checks. In mode none every request is the local admin and the Host header must be a
+// loopback name with the bound port (DNS rebinding).
+func (m *Main) identity(d *httpapi.Deps) error {
+	s := m.Stores
+	a, err := wire.Authenticator(m.Config, s.SQL)
+	if err != nil {
+		return err
+	}
+	a.Log = m.Logger
+	d.Auth, d.AuthMode = a, a.Mode.String()
+	d.Members, d.Admin, d.Audit = s.SQL, s.SQL, s.SQL
+	if lim := wire.Limiter(m.Config, s.KV); lim != nil {
+		d.Limits = lim.WithLogger(m.Logger)
+	}
+	d.Guard = httpapi.GuardOptions{AllowedOrigins: config.List(m.Config.Auth.AllowedOrigins), LoopbackOnly: a.Mode.None(),
+		Port: func() string {
+			_, p, _ := net.SplitHostPort(m.ln.Addr().String())
+			return p
+		}}
+	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 
 	"github.com/docmind/docmind/shared/chunk"
@@ -42,14 +41,12 @@ func (u uploads) Delete(ctx context.Context, tenant, id string) error {
 	return u.s.Delete(ctx, tenant, id)
 }
 
-func (u uploads) Reprocess(ctx context.Context, tenant, id string) (rag.Document, error) {
-	return u.q.Reprocess(ctx, tenant, id)
+func (u uploads) DeleteKB(ctx context.Context, tenant, kbID string) error {
+	return u.s.DeleteKB(ctx, tenant, kbID)
 }
 
-// localTenant is the identity of every request to the local server until authentication exists; the
-// server refuses non-loopback addresses meanwhile.
-func localTenant(cfg config.Config) func(*http.Request) (string, error) {
-	return func(*http.Request) (string, error) { return cfg.Tenant, nil }
+func (u uploads) Reprocess(ctx context.Context, tenant, id string) (rag.Document, error) {
+	return u.q.Reprocess(ctx, tenant, id)
 }
 
 // retriever wires the retrieval chain over the opened stores.

@@ -32,6 +32,38 @@ type Config struct {
 	Chunking   Chunking   `json:"chunking"`
 	Retrieval  Retrieval  `json:"retrieval"`
 	Rerank     Rerank     `json:"rerank"`
+	Auth       Auth       `json:"auth"`
+}
+
+// Auth is identity, browser-origin safety and per-user limits (issue 10).
+type Auth struct {
+	Mode           string `json:"mode" env:"DOCMIND_AUTH" doc:"none (one local user, loopback only), keys, jwt or keys,jwt"`
+	JWKSURL        string `json:"jwks_url" env:"DOCMIND_JWT_JWKS_URL" doc:"JWKS of the identity provider (RS256/ES256), e.g. a Cognito user pool's .well-known/jwks.json"`
+	Issuer         string `json:"issuer" env:"DOCMIND_JWT_ISSUER" doc:"required iss of tokens"`
+	Audience       string `json:"audience" env:"DOCMIND_JWT_AUDIENCE" doc:"accepted aud values (Cognito app client ids), comma-separated"`
+	HS256Secret    string `json:"hs256_secret" env:"DOCMIND_JWT_HS256_SECRET" secret:"true" doc:"HS256 shared secret, at least 32 bytes (development only)"`
+	TenantClaim    string `json:"tenant_claim" env:"DOCMIND_JWT_TENANT_CLAIM" doc:"claim holding the tenant"`
+	UserClaim      string `json:"user_claim" env:"DOCMIND_JWT_USER_CLAIM" doc:"claim holding the user's subject"`
+	EmailClaim     string `json:"email_claim" env:"DOCMIND_JWT_EMAIL_CLAIM" doc:"claim holding the user's email"`
+	AdminGroup     string `json:"admin_group" env:"DOCMIND_JWT_ADMIN_GROUP" doc:"a groups-claim value (cognito:groups) that makes a tenant admin (empty: the role in SQL decides)"`
+	AllowedOrigins string `json:"allowed_origins" env:"DOCMIND_ALLOWED_ORIGINS" doc:"other browser origins allowed to call the API, comma-separated (the server's own is always allowed)"`
+	RatePerMinute  int    `json:"rate_limit_per_minute" env:"DOCMIND_RATE_LIMIT_PER_MINUTE" doc:"chat and search requests per user per minute (0: no limit)"`
+	RateBurst      int    `json:"rate_limit_burst" env:"DOCMIND_RATE_LIMIT_BURST" doc:"requests a user may send at once (0: the per-minute figure)"`
+	DailyTokens    int64  `json:"daily_token_budget" env:"DOCMIND_DAILY_TOKEN_BUDGET" doc:"model tokens per user per UTC day (0: no budget)"`
+}
+
+// AuthModes lists the accepted DOCMIND_AUTH values.
+var AuthModes = []string{"none", "keys", "jwt", "keys,jwt", "jwt,keys"}
+
+// List splits a comma-separated setting, dropping empty items.
+func List(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Rerank selects the reranker. "none" keeps the fused order (offline mode); "http" calls a rerank
@@ -71,6 +103,8 @@ type Server struct {
 	ReadTimeout     time.Duration `json:"read_timeout" env:"DOCMIND_READ_TIMEOUT" doc:"HTTP read timeout"`
 	ShutdownTimeout time.Duration `json:"shutdown_timeout" env:"DOCMIND_SHUTDOWN_TIMEOUT" doc:"grace period for in-flight requests on stop"`
 	MaxBodyBytes    int64         `json:"max_body_bytes" env:"DOCMIND_MAX_BODY_BYTES" doc:"largest accepted request body"`
+	// ReconcileInterval runs the consistency check (with repair) in the server this often; 0 turns it off.
+	ReconcileInterval time.Duration `json:"reconcile_interval" env:"DOCMIND_RECONCILE_INTERVAL" doc:"how often serve runs reconcile --repair (0: never)"`
 }
 
 // SQL selects the relational store (system of record).
@@ -162,10 +196,11 @@ func Default() Config {
 		Tenant:  "local",
 		Log:     Log{Level: "info", Format: "text"},
 		Server: Server{
-			Addr:            "127.0.0.1:8080",
-			ReadTimeout:     30 * time.Second,
-			ShutdownTimeout: 10 * time.Second,
-			MaxBodyBytes:    64 << 20,
+			Addr:              "127.0.0.1:8080",
+			ReadTimeout:       30 * time.Second,
+			ShutdownTimeout:   10 * time.Second,
+			MaxBodyBytes:      64 << 20,
+			ReconcileInterval: time.Hour,
 		},
 		SQL:        SQL{Driver: "sqlite", MaxOpenConns: 10, ConnMaxLifetime: 4 * time.Minute},
 		Vector:     Vector{Driver: "memvec", Dim: 512, Collection: "docmind_chunks", CallTimeout: 5 * time.Second},
@@ -178,6 +213,7 @@ func Default() Config {
 		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,
 			MMRLambda: 0.7, GradeRerankHigh: 0.7, GradeRerankLow: 0.3, GradeCoverHigh: 0.6, GradeCoverLow: 0.2},
 		Rerank: Rerank{Provider: "none", Format: "cohere"},
+		Auth:   Auth{Mode: "none", TenantClaim: "custom:tenant", UserClaim: "sub", EmailClaim: "email"},
 	}
 }
 
@@ -225,6 +261,25 @@ func (c Config) Validate() error {
 		return false
 	}
 	oneOf("DOCMIND_LOG_LEVEL", c.Log.Level, "debug", "info", "warn", "error")
+	if oneOf("DOCMIND_AUTH", strings.ReplaceAll(c.Auth.Mode, " ", ""), AuthModes...) && strings.Contains(c.Auth.Mode, "jwt") {
+		if c.Auth.JWKSURL == "" && c.Auth.HS256Secret == "" {
+			add("DOCMIND_AUTH=jwt: set DOCMIND_JWT_JWKS_URL (or DOCMIND_JWT_HS256_SECRET for development)")
+		}
+		if c.Auth.Issuer == "" || len(List(c.Auth.Audience)) == 0 {
+			add("DOCMIND_AUTH=jwt: set DOCMIND_JWT_ISSUER and DOCMIND_JWT_AUDIENCE (tokens of other applications must not be accepted)")
+		}
+		if c.Auth.HS256Secret != "" && len(c.Auth.HS256Secret) < 32 {
+			add("DOCMIND_JWT_HS256_SECRET: must be at least 32 bytes")
+		}
+	}
+	for _, o := range List(c.Auth.AllowedOrigins) {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			add("DOCMIND_ALLOWED_ORIGINS: %q is not an origin like https://chat.example.com", o)
+		}
+	}
+	if c.Auth.RatePerMinute < 0 || c.Auth.RateBurst < 0 || c.Auth.DailyTokens < 0 {
+		add("DOCMIND_RATE_LIMIT_PER_MINUTE, DOCMIND_RATE_LIMIT_BURST, DOCMIND_DAILY_TOKEN_BUDGET: must not be negative")
+	}
 	oneOf("DOCMIND_LOG_FORMAT", c.Log.Format, "text", "json")
 
 	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
@@ -237,6 +292,9 @@ func (c Config) Validate() error {
 	}
 	positiveDur("DOCMIND_READ_TIMEOUT", c.Server.ReadTimeout)
 	positiveDur("DOCMIND_SHUTDOWN_TIMEOUT", c.Server.ShutdownTimeout)
+	if c.Server.ReconcileInterval < 0 {
+		add("DOCMIND_RECONCILE_INTERVAL: must be 0 (off) or positive, got %s", c.Server.ReconcileInterval)
+	}
 	if c.Server.MaxBodyBytes < 1024 {
 		add("DOCMIND_MAX_BODY_BYTES: must be at least 1024, got %d", c.Server.MaxBodyBytes)
 	}

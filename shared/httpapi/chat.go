@@ -38,16 +38,17 @@ const maxChatKBs = 32
 // starts (bad body, unknown knowledge base) are plain JSON errors with their status; errors after it
 // starts are an `error` event.
 func (l *library) chat(w http.ResponseWriter, r *http.Request) {
-	tenant, user, ok := l.caller(w, r)
+	p, ok := l.h.principal(w, r)
 	if !ok {
 		return
 	}
+	tenant := p.Tenant
 	var in chatRequest
-	if err := decodeBody(r, &in, `{"question": ..., "kbs": [...]}`); err != nil {
+	if err := decodeBody(w, r, &in, `{"question": ..., "kbs": [...]}`); err != nil {
 		l.fail(w, r, err)
 		return
 	}
-	req, err := l.question(r, tenant, user, in.Question, in.KBs, in.Documents)
+	req, err := l.question(r, p, in.Question, in.KBs, in.Documents)
 	if err != nil {
 		l.fail(w, r, err)
 		return
@@ -59,6 +60,16 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// after the conversation's knowledge bases are known: they are re-checked on every question (a role
+	// may have been revoked since)
+	if err := l.restrictKBs(r.Context(), p, &req); err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	admitted, _ := l.h.admit(w, r, p)
+	if !admitted {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
 	stream, err = sse.Start(w)
@@ -66,6 +77,9 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		return // the client is gone
 	}
 	done, err := l.run(ctx, req, stream.Send)
+	if done != nil {
+		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
+	}
 	if err != nil {
 		kind := rag.KindOf(err)
 		if code := Status(kind); code >= 500 {
@@ -82,14 +96,23 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // question builds the pipeline's request: every knowledge base named (by id or name) and every selected
-// document must be the caller's tenant's, and the request must pass the pipeline's checks.
-func (l *library) question(r *http.Request, tenant, user, question string, kbs, documents []string) (answer.Request, error) {
-	req := answer.Request{Tenant: tenant, User: user, Question: question}
+// document must be one the caller may read in its tenant, and the request must pass the pipeline's
+// checks. Callers then apply restrictKBs once the request's knowledge bases are final.
+func (l *library) question(r *http.Request, p rag.Principal, question string, kbs, documents []string) (answer.Request, error) {
+	tenant := p.Tenant
+	req := answer.Request{Tenant: tenant, User: p.UserID, Question: question}
 	if len(kbs) > maxChatKBs || len(documents) > maxChatKBs {
 		return req, rag.Errorf("httpapi", rag.KindInvalid, "at most %d knowledge bases and %d documents per question", maxChatKBs, maxChatKBs)
 	}
+	roles, err := l.h.roles(r.Context(), p)
+	if err != nil {
+		return req, err
+	}
 	for _, key := range kbs {
 		kb, err := l.resolveKB(r.Context(), tenant, key)
+		if err == nil {
+			err = requireKB(roles, kb, rag.KBReader)
+		}
 		if err != nil {
 			return req, err
 		}
@@ -97,6 +120,9 @@ func (l *library) question(r *http.Request, tenant, user, question string, kbs, 
 	}
 	for _, id := range documents {
 		doc, err := l.lib.GetDocument(r.Context(), tenant, id)
+		if err == nil && roles.Of(doc.KBID) < rag.KBReader {
+			err = rag.E("httpapi", rag.KindNotFound, nil)
+		}
 		if err != nil {
 			if rag.Is(err, rag.KindInvalid) || rag.Is(err, rag.KindNotFound) {
 				err = rag.Errorf("httpapi", rag.KindNotFound, "no document %q", id)
@@ -109,6 +135,31 @@ func (l *library) question(r *http.Request, tenant, user, question string, kbs, 
 		req.DocumentIDs = append(req.DocumentIDs, doc.ID)
 	}
 	return req, l.h.d.Chat.Check(req)
+}
+
+// restrictKBs scopes a request to what the caller may read: a tenant admin keeps its knowledge bases
+// (none named means every one); anyone else gets the named ones it may still read, or, with none named,
+// every one it may read. Nothing readable is NotFound: an empty list would mean "the whole tenant".
+func (l *library) restrictKBs(ctx context.Context, p rag.Principal, req *answer.Request) error {
+	roles, err := l.h.roles(ctx, p)
+	if err != nil || roles.All() {
+		return err
+	}
+	all, err := l.lib.ListKBs(ctx, p.Tenant)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, kb := range roles.Readable(all) {
+		if len(req.KBIDs) == 0 || slices.Contains(req.KBIDs, kb.ID) {
+			ids = append(ids, kb.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return rag.Errorf("httpapi", rag.KindNotFound, "no knowledge base is shared with you yet; ask an owner to grant you one")
+	}
+	req.KBIDs = ids
+	return nil
 }
 
 // run runs the pipeline; a panic becomes an Internal error (logged with its stack) so that the stream
@@ -198,16 +249,8 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 
 // caller returns the caller's tenant and user, or writes the error and returns false.
 func (l *library) caller(w http.ResponseWriter, r *http.Request) (string, string, bool) {
-	tenant, ok := l.scope(w, r)
-	if !ok {
-		return "", "", false
-	}
-	user, err := l.h.d.User(r)
-	if err != nil {
-		l.fail(w, r, err)
-		return "", "", false
-	}
-	return tenant, user, true
+	p, ok := l.h.principal(w, r)
+	return p.Tenant, p.UserID, ok
 }
 
 func (l *library) listConversations(w http.ResponseWriter, r *http.Request) {

@@ -142,6 +142,7 @@ func newChatFixture(t *testing.T, history bool) *chatFixture {
 func (f *chatFixture) post(t *testing.T, body string, header ...string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/chat", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

@@ -51,6 +51,23 @@ type Deps struct {
 	// Memories enables GET /api/memories and DELETE /api/memories/{id}: the caller's own long-term
 	// memories (the chat pipeline's Memory writes and recalls them).
 	Memories Memories
+
+	// Auth identifies every /api/ and /v1/ caller; nil: every request acts for Tenant and User (the
+	// local single-user mode, which also needs Guard.LoopbackOnly). AuthMode names the mode for
+	// GET /api/me ("none", "keys", "jwt", "keys,jwt").
+	Auth     Authenticator
+	AuthMode string
+	// Members reads knowledge-base roles; nil: every caller owns every knowledge base of its tenant.
+	Members MemberRoles
+	// Admin enables the identity endpoints (users, keys, members, audit); Audit records deletions and
+	// grants (usually the same store).
+	Admin Admin
+	Audit Auditor
+	// Limits, when set, is checked before chat and search run (429 when refused) and charged with the
+	// tokens an answer used.
+	Limits Limiter
+	// Guard configures the browser-origin checks.
+	Guard GuardOptions
 }
 
 // Memories is long-term memory as its endpoints use it (memory.Store).
@@ -89,16 +106,23 @@ func New(d Deps) http.Handler {
 	mux := http.NewServeMux()
 	h := &handler{d: d}
 	mux.HandleFunc("GET /healthz", h.health)
-	if d.Library != nil && d.Tenant != nil {
-		(&library{lib: d.Library, ing: d.Ingester, tenant: d.Tenant, maxBytes: d.MaxUploadBytes, h: h}).routes(mux)
+	identified := d.Tenant != nil || d.Auth != nil
+	if d.Library != nil && identified {
+		(&library{lib: d.Library, ing: d.Ingester, maxBytes: d.MaxUploadBytes, h: h}).routes(mux)
 	}
-	if d.Chat != nil && d.Library != nil && d.Tenant != nil {
+	if d.Chat != nil && d.Library != nil && identified {
 		serveWeb(mux) // the page needs the knowledge-base and chat endpoints
+	}
+	if identified {
+		mux.HandleFunc("GET /api/me", h.me)
+	}
+	if d.Admin != nil {
+		(&admin{store: d.Admin, h: h, lib: d.Library}).routes(mux)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, d.Logger, rag.Errorf("httpapi", rag.KindNotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
-	return mux
+	return h.guard(h.authn(mux))
 }
 
 type handler struct{ d Deps }
@@ -170,6 +194,8 @@ func Status(kind rag.Kind) int {
 		return http.StatusConflict
 	case rag.KindPermission:
 		return http.StatusForbidden
+	case rag.KindUnauthenticated:
+		return http.StatusUnauthorized
 	case rag.KindUnavailable:
 		return http.StatusServiceUnavailable
 	}
@@ -182,7 +208,7 @@ func Status(kind rag.Kind) int {
 func publicMessage(err error) string {
 	kind := rag.KindOf(err)
 	var e *rag.Error
-	if errors.As(err, &e) && e.Err != nil && (kind == rag.KindInvalid || e.Op == "httpapi") {
+	if errors.As(err, &e) && e.Err != nil && (kind == rag.KindInvalid || e.Op == "httpapi" || e.Op == "identity") {
 		return e.Err.Error()
 	}
 	switch kind {
@@ -196,12 +222,19 @@ func publicMessage(err error) string {
 		return "a dependency is unavailable; retry later"
 	case rag.KindPermission:
 		return "not allowed"
+	case rag.KindUnauthenticated:
+		return "authentication required"
 	}
 	return "internal error"
 }
 
 // WriteError writes err as {"error":{"code","message"}} and logs server-side failures once.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var tl errTooLarge
+	if errors.As(err, &tl) {
+		WriteJSON(w, http.StatusRequestEntityTooLarge, map[string]map[string]string{"error": {"code": "TooLarge", "message": tl.Error()}})
+		return
+	}
 	kind := rag.KindOf(err)
 	code := Status(kind)
 	if code >= 500 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -22,10 +23,12 @@ type Library interface {
 	ListChunks(ctx context.Context, tenant, docID string) ([]rag.Chunk, error)
 }
 
-// Ingester accepts uploads and deletes documents.
+// Ingester accepts uploads and deletes documents and knowledge bases.
 type Ingester interface {
 	Upload(ctx context.Context, tenant, kbName, fileName string, data []byte) (rag.Document, error)
 	Delete(ctx context.Context, tenant, docID string) error
+	// DeleteKB removes the knowledge base from every store (rows, vectors, keyword index, sources).
+	DeleteKB(ctx context.Context, tenant, kbID string) error
 	// Reprocess queues the document's stored source for ingestion again.
 	Reprocess(ctx context.Context, tenant, docID string) (rag.Document, error)
 }
@@ -47,7 +50,6 @@ func viewDoc(d rag.Document) docView {
 type library struct {
 	lib      Library
 	ing      Ingester
-	tenant   func(*http.Request) (string, error)
 	maxBytes int64
 	h        *handler
 }
@@ -74,6 +76,7 @@ func (l *library) routes(mux *http.ServeMux) {
 	}
 	mux.HandleFunc("POST /api/kbs", l.createKB)
 	mux.HandleFunc("GET /api/kbs/{kb}", l.getKB)
+	mux.HandleFunc("DELETE /api/kbs/{kb}", l.deleteKB)
 	mux.HandleFunc("GET /api/kbs/{kb}/documents", l.listDocs)
 	mux.HandleFunc("POST /api/kbs/{kb}/documents", l.upload)
 	mux.HandleFunc("GET /api/documents/{id}", l.getDoc)
@@ -105,12 +108,19 @@ func (l *library) resolveKB(ctx context.Context, tenant, key string) (rag.Knowle
 	return kb, err
 }
 
+// maxJSONBody bounds a JSON request body: a question, a search or a form is a few KB.
+const maxJSONBody = 64 << 10
+
 // decodeBody decodes a JSON body of at most 64 KiB with no unknown fields; shape names the expected form
-// in the error.
-func decodeBody(r *http.Request, v any, shape string) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+// in the error. A larger body is TooLarge (413), never a confusing parse error.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, shape string) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errTooLarge{limit: mbe.Limit}
+		}
 		return rag.Errorf("httpapi", rag.KindInvalid, "body must be %s: %v", shape, err)
 	}
 	return nil
@@ -118,51 +128,117 @@ func decodeBody(r *http.Request, v any, shape string) error {
 
 // scope returns the caller's tenant, or writes the error and returns false.
 func (l *library) scope(w http.ResponseWriter, r *http.Request) (string, bool) {
-	tenant, err := l.tenant(r)
-	if err != nil {
-		l.fail(w, r, err)
-		return "", false
-	}
-	return tenant, true
+	p, ok := l.h.principal(w, r)
+	return p.Tenant, ok
 }
 
-// kbScope returns the caller's tenant and the {kb} of the path, or writes the error and returns false.
+// kbScope returns the caller's tenant and the {kb} of the path the caller may read, or writes the error
+// and returns false.
 func (l *library) kbScope(w http.ResponseWriter, r *http.Request) (string, rag.KnowledgeBase, bool) {
-	tenant, ok := l.scope(w, r)
-	if !ok {
-		return "", rag.KnowledgeBase{}, false
-	}
-	kb, err := l.kb(r, tenant)
-	if err != nil {
-		l.fail(w, r, err)
-		return "", rag.KnowledgeBase{}, false
-	}
-	return tenant, kb, true
+	p, kb, ok := l.kbAccess(w, r, rag.KBReader)
+	return p.Tenant, kb, ok
 }
 
+// kbAccess resolves the path's {kb} within the caller's tenant and requires the role on it: a knowledge
+// base the caller may not read is NotFound.
+func (l *library) kbAccess(w http.ResponseWriter, r *http.Request, need rag.KBRole) (rag.Principal, rag.KnowledgeBase, bool) {
+	p, ok := l.h.principal(w, r)
+	if !ok {
+		return p, rag.KnowledgeBase{}, false
+	}
+	kb, err := l.kb(r, p.Tenant)
+	if err == nil {
+		err = l.require(r.Context(), p, kb, need)
+	}
+	if err != nil {
+		l.fail(w, r, err)
+		return p, rag.KnowledgeBase{}, false
+	}
+	return p, kb, true
+}
+
+// require checks the principal's role on a knowledge base of its tenant.
+func (l *library) require(ctx context.Context, p rag.Principal, kb rag.KnowledgeBase, need rag.KBRole) error {
+	roles, err := l.h.roles(ctx, p)
+	if err != nil {
+		return err
+	}
+	return requireKB(roles, kb, need)
+}
+
+// docAccess loads the path's {id} document of the caller's tenant and requires the role on its knowledge
+// base: a document the caller may not read is NotFound, like a missing one.
+func (l *library) docAccess(w http.ResponseWriter, r *http.Request, need rag.KBRole) (rag.Principal, rag.Document, bool) {
+	p, ok := l.h.principal(w, r)
+	if !ok {
+		return p, rag.Document{}, false
+	}
+	id := r.PathValue("id")
+	d, err := l.lib.GetDocument(r.Context(), p.Tenant, id)
+	if err == nil {
+		var kb rag.KnowledgeBase
+		if kb, err = l.lib.GetKB(r.Context(), p.Tenant, d.KBID); err == nil {
+			err = l.require(r.Context(), p, kb, need)
+		}
+	}
+	if err != nil && !rag.Is(err, rag.KindPermission) {
+		err = notFoundAs(err, "no document %q", id)
+	}
+	if err != nil {
+		l.fail(w, r, err)
+		return p, rag.Document{}, false
+	}
+	return p, d, true
+}
+
+// errTooLarge is a request body over its limit: 413 with "too large" in the message.
+type errTooLarge struct{ limit int64 }
+
+func (e errTooLarge) Error() string {
+	return fmt.Sprintf("the request body is too large (the limit is %d bytes)", e.limit)
+}
+
+// kbView is a knowledge base as a caller sees it: with the caller's role on it.
+type kbView struct {
+	rag.KnowledgeBase
+	Role string `json:"role"`
+}
+
+// listKBs lists the knowledge bases the caller may read.
 func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	p, ok := l.h.principal(w, r)
 	if !ok {
 		return
 	}
-	kbs, err := l.lib.ListKBs(r.Context(), tenant)
+	kbs, err := l.lib.ListKBs(r.Context(), p.Tenant)
 	if err != nil {
 		l.fail(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"knowledge_bases": kbs})
+	roles, err := l.h.roles(r.Context(), p)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	out := []kbView{}
+	for _, kb := range roles.Readable(kbs) {
+		out = append(out, kbView{KnowledgeBase: kb, Role: roles.Of(kb.ID).String()})
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"knowledge_bases": out})
 }
 
+// createKB creates a knowledge base owned by the caller.
 func (l *library) createKB(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	p, ok := l.h.principal(w, r)
 	if !ok {
 		return
 	}
+	tenant := p.Tenant
 	var in struct {
 		Name        string `json:"name"`
 		Description string `json:"description"`
 	}
-	if err := decodeBody(r, &in, `{"name": ..., "description": ...}`); err != nil {
+	if err := decodeBody(w, r, &in, `{"name": ..., "description": ...}`); err != nil {
 		l.fail(w, r, err)
 		return
 	}
@@ -174,7 +250,36 @@ func (l *library) createKB(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusCreated, kb)
+	if owners, ok := l.h.d.Admin.(interface {
+		SetMember(ctx context.Context, tenant, kbID, userID string, role rag.KBRole) error
+	}); ok && p.Method != "none" {
+		// whoever creates a knowledge base owns it (an admin owns every one already, but may lose the
+		// admin role later)
+		if err := owners.SetMember(r.Context(), tenant, kb.ID, p.UserID, rag.KBOwner); err != nil {
+			l.fail(w, r, err)
+			return
+		}
+	}
+	l.h.audit(r.Context(), p, "kb.create", kb.ID, kb.Name)
+	WriteJSON(w, http.StatusCreated, kbView{KnowledgeBase: kb, Role: rag.KBOwner.String()})
+}
+
+// deleteKB removes a knowledge base from every store (owners): 204.
+func (l *library) deleteKB(w http.ResponseWriter, r *http.Request) {
+	p, kb, ok := l.kbAccess(w, r, rag.KBOwner)
+	if !ok {
+		return
+	}
+	if l.ing == nil {
+		l.fail(w, r, rag.Errorf("httpapi", rag.KindNotFound, "deletes are not enabled here"))
+		return
+	}
+	if err := l.ing.DeleteKB(r.Context(), p.Tenant, kb.ID); err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	l.h.audit(r.Context(), p, "kb.delete", kb.ID, kb.Name)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (l *library) getKB(w http.ResponseWriter, r *http.Request) {
@@ -214,17 +319,13 @@ func (l *library) listDocs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) upload(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	p, kb, ok := l.kbAccess(w, r, rag.KBEditor)
 	if !ok {
 		return
 	}
+	tenant := p.Tenant
 	if l.ing == nil {
 		l.fail(w, r, rag.Errorf("httpapi", rag.KindNotFound, "uploads are not enabled here"))
-		return
-	}
-	kb, err := l.kb(r, tenant)
-	if err != nil {
-		l.fail(w, r, err)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, l.maxBytes+1<<20) // the file plus multipart framing
@@ -264,6 +365,7 @@ func (l *library) upload(w http.ResponseWriter, r *http.Request) {
 			l.fail(w, r, err)
 			return
 		}
+		l.h.audit(r.Context(), p, "document.upload", doc.ID, kb.ID)
 		WriteJSON(w, http.StatusAccepted, viewDoc(doc))
 		return
 	}
@@ -274,35 +376,19 @@ func (l *library) tooLarge(w http.ResponseWriter) {
 }
 
 func (l *library) getDoc(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	_, d, ok := l.docAccess(w, r, rag.KBReader)
 	if !ok {
-		return
-	}
-	d, err := l.lib.GetDocument(r.Context(), tenant, r.PathValue("id"))
-	if rag.Is(err, rag.KindInvalid) {
-		err = rag.E("httpapi", rag.KindNotFound, nil)
-	}
-	if err != nil {
-		l.fail(w, r, err)
 		return
 	}
 	WriteJSON(w, http.StatusOK, viewDoc(d))
 }
 
 func (l *library) chunks(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	p, d, ok := l.docAccess(w, r, rag.KBReader)
 	if !ok {
 		return
 	}
-	id := r.PathValue("id")
-	if _, err := l.lib.GetDocument(r.Context(), tenant, id); err != nil {
-		if rag.Is(err, rag.KindInvalid) {
-			err = rag.E("httpapi", rag.KindNotFound, nil)
-		}
-		l.fail(w, r, err)
-		return
-	}
-	cs, err := l.lib.ListChunks(r.Context(), tenant, id)
+	cs, err := l.lib.ListChunks(r.Context(), p.Tenant, d.ID)
 	if err != nil {
 		l.fail(w, r, err)
 		return
@@ -311,7 +397,7 @@ func (l *library) chunks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) deleteDoc(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	p, d, ok := l.docAccess(w, r, rag.KBEditor)
 	if !ok {
 		return
 	}
@@ -319,21 +405,18 @@ func (l *library) deleteDoc(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, rag.Errorf("httpapi", rag.KindNotFound, "deletes are not enabled here"))
 		return
 	}
-	err := l.ing.Delete(r.Context(), tenant, r.PathValue("id"))
-	if rag.Is(err, rag.KindInvalid) {
-		err = rag.E("httpapi", rag.KindNotFound, nil)
-	}
-	if err != nil {
-		l.fail(w, r, err)
+	if err := l.ing.Delete(r.Context(), p.Tenant, d.ID); err != nil {
+		l.fail(w, r, notFoundAs(err, "no document %q", d.ID))
 		return
 	}
+	l.h.audit(r.Context(), p, "document.delete", d.ID, d.FileName)
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // reprocessDoc queues a document's stored source for ingestion again: 202 with the document as it is
 // now (its status moves as the worker runs).
 func (l *library) reprocessDoc(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	p, d, ok := l.docAccess(w, r, rag.KBEditor)
 	if !ok {
 		return
 	}
@@ -341,7 +424,7 @@ func (l *library) reprocessDoc(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, rag.Errorf("httpapi", rag.KindNotFound, "re-processing is not enabled here"))
 		return
 	}
-	doc, err := l.ing.Reprocess(r.Context(), tenant, r.PathValue("id"))
+	doc, err := l.ing.Reprocess(r.Context(), p.Tenant, d.ID)
 	if rag.Is(err, rag.KindInvalid) && doc.ID == "" {
 		err = rag.E("httpapi", rag.KindNotFound, nil) // a malformed id names no document
 	}

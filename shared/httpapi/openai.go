@@ -72,7 +72,7 @@ func parseOpenAI(r *http.Request) (oaiRequest, string, []llm.Message, error) {
 		return in, "", nil, rag.Errorf(op, rag.KindInvalid, "reading the body: %v", err)
 	}
 	if len(body) > maxOpenAIBody {
-		return in, "", nil, rag.Errorf(op, rag.KindInvalid, "body larger than %d bytes", maxOpenAIBody)
+		return in, "", nil, errTooLarge{limit: maxOpenAIBody}
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		return in, "", nil, rag.Errorf(op, rag.KindInvalid, `body must be {"model": ..., "messages": [...]}: %v`, err)
@@ -157,6 +157,11 @@ func usage(d *answer.Done) map[string]int {
 // oaiError writes an error in OpenAI's shape ({"error": {"message", "type", "code"}}), which OpenAI
 // clients parse; the message is public text only.
 func (l *library) oaiError(w http.ResponseWriter, err error) {
+	var tl errTooLarge
+	if errors.As(err, &tl) {
+		WriteJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": map[string]any{"message": tl.Error(), "type": "invalid_request_error", "code": "TooLarge"}})
+		return
+	}
 	kind := rag.KindOf(err)
 	code := Status(kind)
 	if code >= 500 {
@@ -170,24 +175,28 @@ func (l *library) oaiError(w http.ResponseWriter, err error) {
 }
 
 func (l *library) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	tenant, err := l.tenant(r)
-	if err != nil {
-		l.oaiError(w, err)
-		return
-	}
-	user, err := l.h.d.User(r)
-	if err != nil {
-		l.oaiError(w, err)
-		return
+	p, ok := PrincipalFrom(r.Context())
+	if !ok {
+		var err error
+		if p, err = l.h.authenticate(r); err != nil {
+			l.oaiError(w, err)
+			return
+		}
 	}
 	in, question, history, err := parseOpenAI(r)
 	if err != nil {
 		l.oaiError(w, err)
 		return
 	}
-	req, err := l.question(r, tenant, user, question, in.KBs, in.Documents)
+	req, err := l.question(r, p, question, in.KBs, in.Documents)
+	if err == nil {
+		err = l.restrictKBs(r.Context(), p, &req)
+	}
 	if err != nil {
 		l.oaiError(w, err)
+		return
+	}
+	if admitted, _ := l.h.admit(w, r, p); !admitted {
 		return
 	}
 	req.History = history
@@ -198,6 +207,9 @@ func (l *library) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	model := "docmind"
 	if !in.Stream {
 		done, err := l.run(ctx, req, func(string, any) error { return nil })
+		if done != nil {
+			l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
+		}
 		if err != nil {
 			l.oaiError(w, err)
 			return
@@ -248,6 +260,9 @@ func (l *library) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		t, _ := v.(map[string]string)
 		return write(chunk(map[string]string{"content": t["text"]}, nil))
 	})
+	if done != nil {
+		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
+	}
 	if err != nil {
 		// OpenAI streams a failure as an error object; clients raise it.
 		_ = write(map[string]any{"error": map[string]any{"message": publicMessage(err), "type": "server_error", "code": rag.KindOf(err).String()}})

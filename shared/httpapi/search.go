@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/retrieve"
 )
@@ -29,18 +30,21 @@ const maxSearchRunes = 2000
 // stored), answered with every stage's candidates and scores, the JSON that `docmind search --json`
 // prints (retrieve.Result).
 func (l *library) search(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := l.scope(w, r)
+	p, ok := l.h.principal(w, r)
 	if !ok {
 		return
 	}
 	var in searchRequest
-	if err := decodeBody(r, &in, `{"query": ..., "kbs": [...]}`); err != nil {
+	if err := decodeBody(w, r, &in, `{"query": ..., "kbs": [...]}`); err != nil {
 		l.fail(w, r, err)
 		return
 	}
-	q, err := l.searchQuery(r.Context(), tenant, in)
+	q, err := l.searchQuery(r.Context(), p, in)
 	if err != nil {
 		l.fail(w, r, err)
+		return
+	}
+	if admitted, _ := l.h.admit(w, r, p); !admitted {
 		return
 	}
 	var s searcher = l.h.d.Chat.Retriever
@@ -54,7 +58,8 @@ func (l *library) search(w http.ResponseWriter, r *http.Request) {
 
 // searchQuery checks the query and resolves every named knowledge base within tenant (NotFound for
 // another tenant's).
-func (l *library) searchQuery(ctx context.Context, tenant string, in searchRequest) (retrieve.Query, error) {
+func (l *library) searchQuery(ctx context.Context, p rag.Principal, in searchRequest) (retrieve.Query, error) {
+	tenant := p.Tenant
 	text := strings.TrimSpace(in.Query)
 	switch {
 	case text == "":
@@ -65,12 +70,25 @@ func (l *library) searchQuery(ctx context.Context, tenant string, in searchReque
 		return retrieve.Query{}, rag.Errorf("httpapi", rag.KindInvalid, "at most %d knowledge bases per search", maxChatKBs)
 	}
 	q := retrieve.Query{Text: text, Filter: rag.Filter{Tenant: tenant}}
+	roles, err := l.h.roles(ctx, p)
+	if err != nil {
+		return q, err
+	}
 	for _, key := range in.KBs {
 		kb, err := l.resolveKB(ctx, tenant, key)
+		if err == nil {
+			err = requireKB(roles, kb, rag.KBReader)
+		}
 		if err != nil {
 			return q, err
 		}
 		q.Filter.KBIDs = append(q.Filter.KBIDs, kb.ID)
 	}
+	// the same scoping as a question: none named is every knowledge base the caller may read
+	req := answer.Request{Tenant: tenant, KBIDs: q.Filter.KBIDs}
+	if err := l.restrictKBs(ctx, p, &req); err != nil {
+		return q, err
+	}
+	q.Filter.KBIDs = req.KBIDs
 	return q, nil
 }

@@ -50,25 +50,6 @@ func (s *DB) EnsureTenant(ctx context.Context, id string) error {
 	return s.classify(op, err)
 }
 
-// ListTenants returns every tenant id, sorted.
-func (s *DB) ListTenants(ctx context.Context) ([]string, error) {
-	const op = "sqldb.ListTenants"
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM tenants ORDER BY id`)
-	if err != nil {
-		return nil, s.classify(op, err)
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, s.classify(op, err)
-		}
-		out = append(out, id)
-	}
-	return out, s.classify(op, rows.Err())
-}
-
 const userColumns = `id, tenant_id, email, name, role, subject, created_at`
 
 func scanUser(row interface{ Scan(...any) error }) (rag.User, error) {

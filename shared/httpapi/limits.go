@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/docmind/docmind/shared/limits"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// Limiter is the per-user rate limit and daily token budget (limits.Limiter).
+type Limiter interface {
+	Allow(ctx context.Context, tenant, user string) limits.Decision
+	Spend(ctx context.Context, tenant, user string, tokens int64)
+}
+
+// admit checks the caller's limits before any model or embedding call: a refusal is 429 with Retry-After
+// and a JSON error naming the limit. It reports whether the request may go on and whether the limit store
+// failed (the request goes on: limits fail open, logged and reported as degraded "limits").
+func (h *handler) admit(w http.ResponseWriter, r *http.Request, p rag.Principal) (ok, degraded bool) {
+	if h.d.Limits == nil {
+		return true, false
+	}
+	d := h.d.Limits.Allow(r.Context(), p.Tenant, p.UserID)
+	if d.Degraded {
+		h.d.Logger.Warn("limits store failed; request allowed", "tenant", p.Tenant, "user", p.UserID)
+	}
+	if d.Allowed {
+		return true, d.Degraded
+	}
+	secs := int(d.RetryAfter.Round(time.Second) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	msg := "too many requests: the per-user rate limit is reached; retry after " + strconv.Itoa(secs) + " s"
+	if d.Limit == limits.LimitDailyTokens {
+		msg = "the daily token budget of this user is spent; it resets at 00:00 UTC"
+	}
+	WriteJSON(w, http.StatusTooManyRequests, map[string]map[string]string{"error": {"code": "RateLimited", "limit": d.Limit, "message": msg}})
+	return false, false
+}
+
+// spend charges the tokens an answer used to the caller's daily budget.
+func (h *handler) spend(ctx context.Context, p rag.Principal, tokens int) {
+	if h.d.Limits != nil && tokens > 0 {
+		h.d.Limits.Spend(context.WithoutCancel(ctx), p.Tenant, p.UserID, int64(tokens))
+	}
+}

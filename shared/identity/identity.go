@@ -1,0 +1,203 @@
+// Package identity turns a request's credential into a rag.Principal and answers what that principal may
+// do with each knowledge base. It owns the rules of issue 10: modes (none, keys, jwt or both), API keys
+// looked up by their SHA-256, JWTs verified by shared/auth with the user provisioned on first sign-in, and
+// knowledge-base roles (a tenant admin owns every knowledge base of the tenant). It never trusts a tenant
+// or user named in a request body: the principal comes from the credential alone (SR-01).
+package identity
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/docmind/docmind/shared/auth"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// Mode says which credentials are accepted. The zero Mode is "none": no credential, one local principal.
+type Mode struct {
+	Keys bool
+	JWT  bool
+}
+
+// None reports the local single-user mode.
+func (m Mode) None() bool { return !m.Keys && !m.JWT }
+
+func (m Mode) String() string {
+	switch {
+	case m.Keys && m.JWT:
+		return "keys,jwt"
+	case m.Keys:
+		return "keys"
+	case m.JWT:
+		return "jwt"
+	}
+	return "none"
+}
+
+// ParseMode parses DOCMIND_AUTH: "none", "keys", "jwt" or "keys,jwt" (either order, spaces ignored).
+func ParseMode(s string) (Mode, error) {
+	var m Mode
+	s = strings.TrimSpace(s)
+	if s == "" || s == "none" {
+		return m, nil
+	}
+	for _, p := range strings.Split(s, ",") {
+		switch strings.TrimSpace(p) {
+		case "keys":
+			m.Keys = true
+		case "jwt":
+			m.JWT = true
+		default:
+			return Mode{}, fmt.Errorf("auth mode %q: want none, keys, jwt or keys,jwt", s)
+		}
+	}
+	return m, nil
+}
+
+// Store is the relational store as authentication uses it (sqldb.DB).
+type Store interface {
+	LookupAPIKey(ctx context.Context, hash string) (rag.APIKey, rag.User, error)
+	TouchAPIKey(ctx context.Context, tenant, id string) error
+	GetUserBySubject(ctx context.Context, tenant, subject string) (rag.User, error)
+	GetUserByEmail(ctx context.Context, tenant, email string) (rag.User, error)
+	SetUserSubject(ctx context.Context, tenant, id, subject string) error
+	CreateUser(ctx context.Context, u *rag.User) error
+}
+
+// Verifier checks a JWT (auth.JWTVerifier).
+type Verifier interface {
+	Verify(ctx context.Context, token string) (auth.Claims, error)
+}
+
+// Authenticator identifies callers.
+type Authenticator struct {
+	Mode  Mode
+	Store Store    // needed with any mode but none
+	JWT   Verifier // needed with Mode.JWT
+	// AdminGroup, when set, makes a JWT whose groups claim holds it a tenant admin (for example a Cognito
+	// group); otherwise the user's role in SQL decides.
+	AdminGroup string
+	// Local is the principal of every request in mode none.
+	Local rag.Principal
+	Log   *slog.Logger
+}
+
+// Local returns the principal of the local single-user mode: the configured tenant, user "local", admin.
+func Local(tenant string) rag.Principal {
+	return rag.Principal{Tenant: tenant, UserID: "local", Role: rag.RoleAdmin, Method: "none"}
+}
+
+func unauthenticated(format string, args ...any) error {
+	return rag.Errorf("identity", rag.KindUnauthenticated, format, args...)
+}
+
+// Authenticate returns the principal for an Authorization header value. Errors: Unauthenticated (no,
+// malformed, unknown, revoked or invalid credential: the message says which, never echoing the
+// credential), Unavailable (the store or the identity provider is down).
+func (a *Authenticator) Authenticate(ctx context.Context, authorization string) (rag.Principal, error) {
+	if a.Mode.None() {
+		return a.Local, nil
+	}
+	token, ok := bearer(authorization)
+	if !ok {
+		return rag.Principal{}, unauthenticated("send Authorization: Bearer <API key or token>")
+	}
+	if auth.LooksLikeAPIKey(token) {
+		if !a.Mode.Keys {
+			return rag.Principal{}, unauthenticated("API keys are not accepted here; sign in with a token")
+		}
+		return a.byKey(ctx, token)
+	}
+	if !a.Mode.JWT {
+		return rag.Principal{}, unauthenticated("the credential is not an API key")
+	}
+	return a.byJWT(ctx, token)
+}
+
+// bearer extracts the credential of "Bearer <credential>" (scheme case-insensitive).
+func bearer(h string) (string, bool) {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(h), " ")
+	cred = strings.TrimSpace(cred)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || cred == "" {
+		return "", false
+	}
+	return cred, true
+}
+
+func (a *Authenticator) byKey(ctx context.Context, key string) (rag.Principal, error) {
+	k, u, err := a.Store.LookupAPIKey(ctx, auth.HashAPIKey(key))
+	if err != nil {
+		if rag.Is(err, rag.KindNotFound) || rag.Is(err, rag.KindInvalid) {
+			return rag.Principal{}, unauthenticated("unknown or revoked API key")
+		}
+		return rag.Principal{}, err
+	}
+	if err := a.Store.TouchAPIKey(ctx, k.Tenant, k.ID); err != nil && a.Log != nil {
+		a.Log.Warn("recording an API key's use failed", "key", k.ID, "err", err)
+	}
+	return rag.Principal{Tenant: u.Tenant, UserID: u.ID, Email: u.Email, Role: u.Role, Method: "key", KeyID: k.ID}, nil
+}
+
+func (a *Authenticator) byJWT(ctx context.Context, token string) (rag.Principal, error) {
+	c, err := a.JWT.Verify(ctx, token)
+	if err != nil {
+		if rag.Is(err, rag.KindUnavailable) {
+			return rag.Principal{}, err
+		}
+		return rag.Principal{}, rag.E("identity", rag.KindUnauthenticated, err)
+	}
+	if err := rag.ValidateID("tenant", c.Tenant); err != nil {
+		return rag.Principal{}, unauthenticated("the token's tenant claim is not a valid tenant id")
+	}
+	u, err := a.provision(ctx, c)
+	if err != nil {
+		return rag.Principal{}, err
+	}
+	role := u.Role
+	if a.AdminGroup != "" && slices.Contains(c.Groups, a.AdminGroup) {
+		role = rag.RoleAdmin
+	}
+	return rag.Principal{Tenant: u.Tenant, UserID: u.ID, Email: u.Email, Role: role, Method: "jwt"}, nil
+}
+
+// provision finds the user who signs in with this subject, else the user created with this email (an
+// admin may create users before their first sign-in, to grant them knowledge bases), linking the
+// subject; else creates a member.
+func (a *Authenticator) provision(ctx context.Context, c auth.Claims) (rag.User, error) {
+	u, err := a.Store.GetUserBySubject(ctx, c.Tenant, c.Subject)
+	if err == nil || !rag.Is(err, rag.KindNotFound) {
+		return u, err
+	}
+	email := c.Email
+	if email == "" {
+		// A token without an email still names a user; a synthetic address keeps the users table's
+		// (tenant, email) key unique without inventing a real one.
+		email = strings.ToLower(c.Subject) + "@subject.invalid"
+	}
+	if u, err := a.Store.GetUserByEmail(ctx, c.Tenant, email); err == nil {
+		if u.Subject != "" && u.Subject != c.Subject {
+			return rag.User{}, unauthenticated("this email belongs to another signed-in user")
+		}
+		if err := a.Store.SetUserSubject(ctx, c.Tenant, u.ID, c.Subject); err != nil {
+			return rag.User{}, err
+		}
+		u.Subject = c.Subject
+		return u, nil
+	} else if !rag.Is(err, rag.KindNotFound) {
+		if rag.Is(err, rag.KindInvalid) {
+			return rag.User{}, unauthenticated("the token's email claim is not an email address")
+		}
+		return rag.User{}, err
+	}
+	u = rag.User{Tenant: c.Tenant, Email: email, Subject: c.Subject, Role: rag.RoleMember}
+	if err := a.Store.CreateUser(ctx, &u); err != nil {
+		if rag.Is(err, rag.KindConflict) { // a concurrent first sign-in created it
+			return a.Store.GetUserBySubject(ctx, c.Tenant, c.Subject)
+		}
+		return rag.User{}, err
+	}
+	return u, nil
+}
