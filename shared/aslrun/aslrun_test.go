@@ -1,0 +1,141 @@
+package aslrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func run(t *testing.T, def string, invoke Invoker, input string) (json.RawMessage, *Trace, error) {
+	t.Helper()
+	m, err := Parse([]byte(def))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	r := &Runner{Machine: m, Invoke: invoke, Rand: func() float64 { return 1 },
+		ErrorName: func(err error) string { return strings.SplitN(err.Error(), ":", 2)[0] },
+		Sleep:     func(context.Context, time.Duration) error { return nil }}
+	return r.Run(context.Background(), "exec-1", json.RawMessage(input))
+}
+
+func TestPathsPassChoiceAndContext(t *testing.T) {
+	def := `{"StartAt":"P","States":{
+	  "P":{"Type":"Pass","Parameters":{"x.$":"$.a.b[1]","name.$":"$$.Execution.Name","fixed":{"k":1}},"ResultPath":"$.p","Next":"C"},
+	  "C":{"Type":"Choice","Choices":[
+	     {"And":[{"Variable":"$.p.x","NumericGreaterThan":5},{"Not":{"Variable":"$.missing","IsPresent":true}}],"Next":"Big"},
+	     {"Variable":"$.p.x","NumericLessThan":5,"Next":"Small"}],"Default":"Small"},
+	  "Big":{"Type":"Pass","Result":{"size":"big"},"ResultPath":"$.r","OutputPath":"$.r","End":true},
+	  "Small":{"Type":"Succeed"}}}`
+	out, tr, err := run(t, def, nil, `{"a":{"b":[1,7]}}`)
+	if err != nil || string(out) != `{"size":"big"}` {
+		t.Fatalf("out %s, err %v", out, err)
+	}
+	if strings.Join(tr.States, ",") != "P,C,Big" {
+		t.Fatalf("states %v", tr.States)
+	}
+	out, _, _ = run(t, def, nil, `{"a":{"b":[1,2]}}`)
+	var got map[string]any
+	json.Unmarshal(out, &got)
+	if p := got["p"].(map[string]any); p["name"] != "exec-1" || p["x"] != 2.0 {
+		t.Fatalf("Parameters with context object: %v", got)
+	}
+}
+
+func TestRetryBackoffAndCatch(t *testing.T) {
+	def := `{"StartAt":"T","States":{
+	  "T":{"Type":"Task","Resource":"fn","ResultPath":"$.out",
+	       "Retry":[{"ErrorEquals":["Busy"],"IntervalSeconds":2,"MaxAttempts":4,"BackoffRate":3,"MaxDelaySeconds":10,"JitterStrategy":"FULL"}],
+	       "Catch":[{"ErrorEquals":["States.ALL"],"ResultPath":"$.err","Next":"F"}],"Next":"S"},
+	  "S":{"Type":"Succeed"},
+	  "F":{"Type":"Fail","Error":"Caught","Cause":"x"}}}`
+	var calls atomic.Int32
+	busyThenOK := func(ctx context.Context, res string, in json.RawMessage) (json.RawMessage, error) {
+		if calls.Add(1) <= 3 {
+			return nil, errors.New("Busy: try later")
+		}
+		return json.RawMessage(`{"ok":true}`), nil
+	}
+	m, _ := Parse([]byte(def))
+	var delays []time.Duration
+	r := &Runner{Machine: m, Invoke: busyThenOK, Rand: func() float64 { return 1 },
+		ErrorName: func(err error) string { return strings.SplitN(err.Error(), ":", 2)[0] },
+		Sleep:     func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }}
+	out, tr, err := r.Run(context.Background(), "e", json.RawMessage(`{}`))
+	if err != nil || !strings.Contains(string(out), `"ok":true`) || tr.Retries["T"] != 3 {
+		t.Fatalf("out %s err %v retries %v", out, err, tr.Retries)
+	}
+	// 2 s, 6 s, then 18 s capped at 10 s (Rand 1: the jitter's upper end)
+	if len(delays) != 3 || delays[0] != 2*time.Second || delays[1] != 6*time.Second || delays[2] != 10*time.Second {
+		t.Fatalf("delays %v", delays)
+	}
+	calls.Store(-10) // more failures than MaxAttempts: caught
+	_, tr, err = r.Run(context.Background(), "e", json.RawMessage(`{}`))
+	var e *Error
+	if !errors.As(err, &e) || e.Name != "Caught" || tr.States[len(tr.States)-1] != "F" {
+		t.Fatalf("err %v states %v", err, tr.States)
+	}
+	// a non-matching error goes straight to Catch with the error at ResultPath
+	poison := func(ctx context.Context, res string, in json.RawMessage) (json.RawMessage, error) {
+		return nil, errors.New("Terminal: bad file")
+	}
+	def2 := strings.Replace(def, `"Next":"F"`, `"Next":"S"`, 1)
+	out, tr, err = run(t, def2, poison, `{"keep":1}`)
+	if err != nil || tr.Retries["T"] != 0 || !strings.Contains(string(out), `"Error":"Terminal"`) || !strings.Contains(string(out), `"keep":1`) {
+		t.Fatalf("out %s err %v retries %v", out, err, tr.Retries)
+	}
+}
+
+func TestMapRunsItemsWithSelectorAndLimit(t *testing.T) {
+	def := `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.items","MaxConcurrency":2,
+	  "ItemSelector":{"v.$":"$$.Map.Item.Value","i.$":"$$.Map.Item.Index","tag.$":"$.tag"},
+	  "ItemProcessor":{"ProcessorConfig":{"Mode":"INLINE"},"StartAt":"T","States":{"T":{"Type":"Task","Resource":"sq","End":true}}},
+	  "ResultPath":"$.out","End":true}}}`
+	var live, peak atomic.Int32
+	sq := func(ctx context.Context, res string, in json.RawMessage) (json.RawMessage, error) {
+		n := live.Add(1)
+		defer live.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(5 * time.Millisecond)
+		var x struct {
+			V, I float64
+			Tag  string
+		}
+		json.Unmarshal(in, &x)
+		b, _ := json.Marshal(map[string]any{"sq": x.V * x.V, "i": x.I, "tag": x.Tag})
+		return b, nil
+	}
+	out, _, err := run(t, def, sq, `{"items":[1,2,3,4,5],"tag":"t"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Out []map[string]any }
+	json.Unmarshal(out, &got)
+	if len(got.Out) != 5 || got.Out[4]["sq"] != 25.0 || got.Out[4]["i"] != 4.0 || got.Out[0]["tag"] != "t" {
+		t.Fatalf("map output %s", out)
+	}
+	if peak.Load() > 2 {
+		t.Fatalf("%d iterations ran at once, MaxConcurrency 2", peak.Load())
+	}
+}
+
+func TestParseRefusesWhatItCannotRun(t *testing.T) {
+	for name, def := range map[string]string{
+		"unknown field":    `{"StartAt":"A","States":{"A":{"Type":"Pass","End":true,"Credentials":{}}}}`,
+		"unknown type":     `{"StartAt":"A","States":{"A":{"Type":"Parallel","End":true}}}`,
+		"dangling next":    `{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"B"}}}`,
+		"no end":           `{"StartAt":"A","States":{"A":{"Type":"Pass"}}}`,
+		"intrinsic":        `{"StartAt":"A","States":{"A":{"Type":"Pass","Parameters":{"n.$":"States.ArrayLength($.x)"},"End":true}}}`,
+		"filter path":      `{"StartAt":"A","States":{"A":{"Type":"Pass","InputPath":"$.x[?(@.a)]","End":true}}}`,
+		"distributed map":  `{"StartAt":"M","States":{"M":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"S","States":{"S":{"Type":"Succeed"}}},"End":true}}}`,
+		"unknown operator": `{"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"Variable":"$.x","StringMatches":"a*","Next":"C"}]}}}`,
+	} {
+		if _, err := Parse([]byte(def)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
