@@ -124,8 +124,16 @@ func (c *jwksCache) mayFetch(haveSet, fresh bool) bool {
 	}
 }
 
-// fetch GETs and parses the JWKS.
+// fetchTimeout bounds one JWKS fetch whatever the HTTP client's settings: verifications that need new keys
+// wait on it.
+const fetchTimeout = 10 * time.Second
+
+// fetch GETs and parses the JWKS. The fetch serves every verification waiting on fetchMu, not only the one
+// that started it, so it is detached from that caller's cancellation (a client hanging up must not cost the
+// next rotation a MinRefreshInterval) and bounded by fetchTimeout instead.
 func (c *jwksCache) fetch(ctx context.Context) (jwk.Set, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("jwks request: %w", err)

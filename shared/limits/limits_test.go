@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -346,5 +347,47 @@ func TestCeilSecond(t *testing.T) {
 		if got := ceilSecond(tt.in); got != tt.want {
 			t.Errorf("ceilSecond(%v) = %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestBoundsUnderRandomArrivals checks the two guarantees the package comment makes, for random arrival
+// patterns: no span of length W admits more than 2 × Burst, and no stretch of time T admits more than
+// Burst per fixed window it touches, Burst × (T/W + 2).
+func TestBoundsUnderRandomArrivals(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, cfg := range []Config{{PerMinute: 60, Burst: 10}, {PerMinute: 7, Burst: 2}, {PerMinute: 100, Burst: 1}, {PerMinute: 20}} {
+		t.Run(fmt.Sprintf("%d/min burst %d", cfg.PerMinute, cfg.Burst), func(t *testing.T) {
+			l, clk := newLimiter(cfg)
+			w := l.window()
+			b := l.Config().Burst
+			var admitted []time.Time
+			for range 5000 {
+				// Bursts of back-to-back requests between quiet gaps of up to 2W.
+				if rng.IntN(4) == 0 {
+					clk.Add(time.Duration(rng.Int64N(int64(2 * w))))
+				} else {
+					clk.Add(time.Duration(rng.Int64N(int64(w / 20))))
+				}
+				if l.Allow(ctx, "acme", "ada").Allowed {
+					admitted = append(admitted, clk.Now())
+				}
+			}
+			for i := range admitted {
+				j := i
+				for j < len(admitted) && admitted[j].Sub(admitted[i]) < w {
+					j++
+				}
+				if j-i > 2*b {
+					t.Fatalf("%d admitted within W = %v from %v, want at most 2 × Burst = %d", j-i, w, admitted[i], 2*b)
+				}
+			}
+			span := admitted[len(admitted)-1].Sub(admitted[0])
+			limit := float64(b) * (float64(span)/float64(w) + 2)
+			if float64(len(admitted)) > limit {
+				t.Errorf("%d admitted over %v, want at most Burst × (T/W + 2) = %.0f", len(admitted), span, limit)
+			}
+			t.Logf("%d of 5000 admitted over %v (bound %.0f)", len(admitted), span.Round(time.Second), limit)
+		})
 	}
 }
