@@ -178,6 +178,14 @@ func (ix *Index) ensureCollection(ctx context.Context) error {
 			}
 		}
 	}
+	if has {
+		// A collection that is already loaded (every cold start but the first) needs no LoadCollection:
+		// the client's load task polls its progress every 200 ms, so even a no-op load cost each Lambda
+		// cold start 200 ms. Any doubt (an error, a partial load) falls through to the load.
+		if st, err := ix.c.GetLoadState(cctx, milvusclient.NewGetLoadStateOption(ix.coll)); err == nil && st.State == entity.LoadStateLoaded {
+			return nil
+		}
+	}
 	task, err := ix.c.LoadCollection(cctx, milvusclient.NewLoadCollectionOption(ix.coll))
 	if err != nil {
 		return classify(op, err)
