@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,9 +22,13 @@ import (
 // finishes. (Before this, a kill during a large delete left the document ready, with every chunk row
 // and no vectors, still found by keyword search, and nothing repaired it.)
 
-// KBRemover deletes a knowledge base's SQL rows (sqldb.DB implements it).
+// KBRemover deletes a knowledge base's SQL rows and records the delete while it runs, so that an
+// interrupted one can be found and finished (sqldb.DB implements it).
 type KBRemover interface {
+	MarkKBDeleting(ctx context.Context, kb rag.KnowledgeBase) error
+	ListKBDeletions(ctx context.Context, tenant string) ([]rag.KnowledgeBase, error)
 	DeleteKB(ctx context.Context, tenant, id string) error
+	UnmarkKBDeleting(ctx context.Context, tenant, kbID string) error
 }
 
 // DeletedInboxPrefix starts the name a deleted knowledge base's drop folder is renamed to:
@@ -129,27 +134,54 @@ func deletePrefix(ctx context.Context, b store.Blobs, prefix string) error {
 	return nil
 }
 
-// DeleteKB removes a knowledge base from every store: its drop folder is renamed first (so no scan or
-// event re-creates it while it is being deleted), every document is marked deleted (hidden at once, and
-// finishable by `docmind reconcile --repair` after a crash) and then purged, vectors that no document
-// owns any more and every blob under the knowledge base's source prefix go, and the SQL rows go last.
-// Repeating it after an interruption finishes it. NotFound when the knowledge base is not the tenant's.
+// DeleteKB removes a knowledge base from every store. The delete is recorded first (so an interrupted
+// one is finished by repeating it or by `docmind reconcile --repair`); then its drop folder is renamed
+// (so no scan or event re-creates it meanwhile), every document is marked deleted (hidden at once) and
+// purged, vectors no document owns any more and every blob under the knowledge base's source prefix go,
+// and the SQL rows and the record go last. NotFound when the knowledge base is not the tenant's and no
+// delete of it is unfinished.
 func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 	const op = "ingest.DeleteKB"
-	st := s.Runner.Stages
-	rm, ok := st.Records.(KBRemover)
+	rm, ok := s.Runner.Stages.Records.(KBRemover)
 	if !ok {
 		return rag.Errorf(op, rag.KindInternal, "the relational store cannot delete knowledge bases")
 	}
-	kb, err := st.Records.GetKB(ctx, tenant, kbID)
+	kb, err := s.Runner.Stages.Records.GetKB(ctx, tenant, kbID)
+	if rag.Is(err, rag.KindNotFound) { // its rows went, but the delete did not finish
+		pending, lerr := rm.ListKBDeletions(ctx, tenant)
+		if lerr != nil {
+			return lerr
+		}
+		i := slices.IndexFunc(pending, func(k rag.KnowledgeBase) bool { return k.ID == kbID })
+		if i < 0 {
+			return err
+		}
+		kb, err = pending[i], nil
+	}
 	if err != nil {
+		return err
+	}
+	if err := rm.MarkKBDeleting(ctx, kb); err != nil {
 		return err
 	}
 	if err := s.retireInbox(ctx, kb.Name); err != nil {
 		return fmt.Errorf("retire the drop folder of %s: %w", kb.Name, err)
 	}
-	docs, err := st.Records.ListDocuments(ctx, tenant, kb.ID, "")
-	if err != nil {
+	if err := s.purgeKB(ctx, kb); err != nil {
+		return err
+	}
+	if err := rm.DeleteKB(ctx, tenant, kb.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	return rm.UnmarkKBDeleting(ctx, tenant, kb.ID)
+}
+
+// purgeKB removes every document, vector and source of the knowledge base, SQL rows of the knowledge
+// base itself excepted.
+func (s *Service) purgeKB(ctx context.Context, kb rag.KnowledgeBase) error {
+	st := s.Runner.Stages
+	docs, err := st.Records.ListDocuments(ctx, kb.Tenant, kb.ID, "")
+	if err != nil && !rag.Is(err, rag.KindNotFound) {
 		return err
 	}
 	for i := range docs { // every tombstone before any purge: nothing of the knowledge base serves meanwhile
@@ -166,7 +198,7 @@ func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 		}
 	}
 	if l, ok := st.Vectors.(store.VectorLister); ok { // orphans of older crashes
-		refs, err := l.ListVectors(ctx, rag.Filter{Tenant: tenant, KBIDs: []string{kb.ID}})
+		refs, err := l.ListVectors(ctx, rag.Filter{Tenant: kb.Tenant, KBIDs: []string{kb.ID}})
 		if err != nil {
 			return fmt.Errorf("list vectors: %w", err)
 		}
@@ -175,7 +207,7 @@ func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 			for i, r := range refs {
 				ids[i] = r.ID
 			}
-			if err := st.Vectors.Delete(ctx, tenant, ids); err != nil {
+			if err := st.Vectors.Delete(ctx, kb.Tenant, ids); err != nil {
 				return fmt.Errorf("delete %d orphan vectors: %w", len(ids), err)
 			}
 			if err := st.Vectors.Flush(ctx); err != nil {
@@ -183,11 +215,8 @@ func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 			}
 		}
 	}
-	if err := deletePrefix(ctx, st.Blobs, SourcePrefix(tenant, kb.ID, "")); err != nil {
+	if err := deletePrefix(ctx, st.Blobs, SourcePrefix(kb.Tenant, kb.ID, "")); err != nil {
 		return fmt.Errorf("delete sources: %w", err)
-	}
-	if err := rm.DeleteKB(ctx, tenant, kb.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
-		return err
 	}
 	return nil
 }

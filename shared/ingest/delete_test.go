@@ -187,3 +187,37 @@ func TestDeleteKBRenamesTheBlobDropFolder(t *testing.T) {
 		t.Fatalf("inbox objects %v, want inbox/.deleted-s3kb-<time>/a b.md", keys)
 	}
 }
+
+// TestDeleteKBFinishesAfterItsRowsWent: a kill after the SQL rows went but before the vectors, sources
+// and record did; the repeated delete (by id) finds the record and finishes.
+func TestDeleteKBFinishesAfterItsRowsWent(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.svc.Runner.Stages.Vectors = e.vec.VectorIndex
+	rep, err := e.svc.Ingest(ctx, tenant, Source{KBName: "manuals", URI: "upload/a", Name: "a.md", Data: manual("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := e.db.GetKBByName(ctx, tenant, "manuals")
+	if err := e.db.MarkKBDeleting(ctx, kb); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.DB.DeleteKB(ctx, tenant, kb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteKB(ctx, tenant, kb.ID); err != nil {
+		t.Fatalf("finishing the delete: %v", err)
+	}
+	if _, vecs := e.state(t, rep.DocumentID); vecs != 0 {
+		t.Fatalf("%d vectors left", vecs)
+	}
+	if keys := blobKeys(t, e.svc.Runner.Stages.Blobs, "sources/"); len(keys) != 0 {
+		t.Fatalf("sources left: %v", keys)
+	}
+	if left, _ := e.db.ListKBDeletions(ctx, tenant); len(left) != 0 {
+		t.Fatalf("deletion records left: %v", left)
+	}
+	if err := e.svc.DeleteKB(ctx, tenant, kb.ID); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("a finished delete repeated: %v, want NotFound", err)
+	}
+}

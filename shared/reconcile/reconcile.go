@@ -5,6 +5,9 @@
 //
 // What counts as drift, and its repair (Classes lists the names):
 //
+//   - deleted_knowledge_bases (knowledge bases): a knowledge-base delete that was recorded but did not
+//     finish. Repair: finish it (its documents, vectors, sources and rows go; the drop folder stays
+//     hidden). The knowledge base's documents, vectors and blobs are not counted in other classes.
 //   - ready_without_vectors (documents): a ready document whose child rows name vectors the index does
 //     not hold. Repair: embed those children's stored text again and upsert them.
 //   - vectors_without_rows (vectors): a vector whose document is unknown, or whose id is not one of its
@@ -44,6 +47,7 @@ import (
 
 // Drift classes, in report order.
 const (
+	DeletedKnowledgeBases  = "deleted_knowledge_bases"
 	ReadyWithoutVectors    = "ready_without_vectors"
 	VectorsWithoutRows     = "vectors_without_rows"
 	DeletedDocuments       = "rows_of_deleted_documents"
@@ -54,7 +58,7 @@ const (
 )
 
 // Classes lists every drift class; a report has a count for each, 0 when clean.
-var Classes = []string{ReadyWithoutVectors, VectorsWithoutRows, DeletedDocuments, StuckDocuments,
+var Classes = []string{DeletedKnowledgeBases, ReadyWithoutVectors, VectorsWithoutRows, DeletedDocuments, StuckDocuments,
 	SourcesWithoutDocument, DocumentsWithoutSource, StagingLeftovers}
 
 // Records is the relational store as the check reads it (sqldb.DB implements it).
@@ -89,6 +93,8 @@ type Embedder interface {
 type Documents interface {
 	// Delete removes a document everywhere (finishing an interrupted delete).
 	Delete(ctx context.Context, tenant, docID string) error
+	// DeleteKB removes a knowledge base everywhere (finishing an interrupted delete).
+	DeleteKB(ctx context.Context, tenant, kbID string) error
 	// Retry runs the stages again from the stored source; NotFound when the source is gone.
 	Retry(ctx context.Context, tenant, docID string) error
 }
@@ -130,6 +136,12 @@ type Checker struct {
 	EmbedBatch int
 	Now        func() time.Time
 	Log        *slog.Logger
+}
+
+// KBDeletions lists knowledge-base deletes that have not finished (sqldb.DB implements it); without it
+// the deleted_knowledge_bases class is never found.
+type KBDeletions interface {
+	ListKBDeletions(ctx context.Context, tenant string) ([]rag.KnowledgeBase, error)
 }
 
 // TenantLister lists every tenant that owns data (sqldb.DB implements it).

@@ -35,6 +35,8 @@ func (c *Checker) repair(ctx context.Context, fs []Finding, rep *Report) []Findi
 
 func (c *Checker) fix(ctx context.Context, f Finding) error {
 	switch f.Class {
+	case DeletedKnowledgeBases:
+		return c.Documents.DeleteKB(ctx, f.Tenant, f.KBID)
 	case ReadyWithoutVectors:
 		return c.reembed(ctx, f)
 	case VectorsWithoutRows:

@@ -21,6 +21,9 @@ type tenantState struct {
 	sources map[string][]store.BlobInfo  // by document id
 	staging map[string][]store.BlobInfo  // by document id
 	young   map[string]bool              // documents with a blob younger than Grace
+	// deleting are the knowledge bases whose delete did not finish: everything of theirs goes with them
+	deleting []rag.KnowledgeBase
+	skipKB   map[string]bool
 }
 
 // scan reads the tenant's stores and returns its findings, counted (n) but not yet added to rep.
@@ -41,6 +44,9 @@ func (c *Checker) scan(ctx context.Context, tenant, kbName string, start time.Ti
 	}
 	stuckBefore := start.Add(-orDefault(c.StuckAfter, time.Hour))
 	var out []Finding
+	for _, kb := range st.deleting {
+		out = append(out, Finding{Class: DeletedKnowledgeBases, Tenant: tenant, KBID: kb.ID, IDs: []string{kb.Name}, n: 1})
+	}
 	ids := make([]string, 0, len(st.docs))
 	for id := range st.docs {
 		ids = append(ids, id)
@@ -177,10 +183,26 @@ func inboxKB(uri string) (string, bool) {
 // read lists what the check compares, vectors before documents (see the package comment).
 func (c *Checker) read(ctx context.Context, tenant, kbName string, start time.Time) (tenantState, error) {
 	st := tenantState{tenant: tenant, kbs: map[string]rag.KnowledgeBase{}, docs: map[string]rag.Document{}, byURI: map[string]bool{},
-		vectors: map[string][]store.VectorRef{}, sources: map[string][]store.BlobInfo{}, staging: map[string][]store.BlobInfo{}, young: map[string]bool{}}
+		vectors: map[string][]store.VectorRef{}, sources: map[string][]store.BlobInfo{}, staging: map[string][]store.BlobInfo{}, young: map[string]bool{},
+		skipKB: map[string]bool{}}
 	kbs, err := c.Records.ListKBs(ctx, tenant)
 	if err != nil {
 		return st, fmt.Errorf("list knowledge bases: %w", err)
+	}
+	if kd, ok := c.Records.(KBDeletions); ok {
+		dels, err := kd.ListKBDeletions(ctx, tenant)
+		if err != nil {
+			return st, fmt.Errorf("list knowledge-base deletes: %w", err)
+		}
+		for _, kb := range dels {
+			if kbName == "" || kb.Name == kbName {
+				st.deleting = append(st.deleting, kb)
+				st.skipKB[kb.ID] = true
+			}
+		}
+		if kbName != "" && len(st.deleting) > 0 {
+			return st, nil // the knowledge base is being deleted: finishing that is all there is to do
+		}
 	}
 	vf := rag.Filter{Tenant: tenant}
 	sourcePrefix := "sources/" + tenant + "/"
@@ -198,9 +220,22 @@ func (c *Checker) read(ctx context.Context, tenant, kbName string, start time.Ti
 		return st, fmt.Errorf("list vectors: %w", err)
 	}
 	for _, v := range vecs {
-		st.vectors[v.DocumentID] = append(st.vectors[v.DocumentID], v)
+		if !st.skipKB[v.KBID] {
+			st.vectors[v.DocumentID] = append(st.vectors[v.DocumentID], v)
+		}
 	}
+	skipDoc := map[string]bool{}
 	for _, kb := range kbs {
+		if st.skipKB[kb.ID] {
+			docs, err := c.Records.ListDocuments(ctx, tenant, kb.ID, "")
+			if err != nil {
+				return st, fmt.Errorf("list documents of %s: %w", kb.Name, err)
+			}
+			for _, d := range docs {
+				skipDoc[d.ID] = true
+			}
+			continue
+		}
 		st.kbs[kb.ID] = kb
 		docs, err := c.Records.ListDocuments(ctx, tenant, kb.ID, "")
 		if err != nil {
@@ -227,6 +262,9 @@ func (c *Checker) read(ctx context.Context, tenant, kbName string, start time.Ti
 				continue
 			}
 			doc := parts[1]
+			if st.skipKB[parts[0]] || skipDoc[doc] {
+				continue
+			}
 			if o.ModTime.After(young) {
 				st.young[doc] = true
 				continue // possibly written by an ingestion that started after the document listing

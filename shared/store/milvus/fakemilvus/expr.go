@@ -19,6 +19,9 @@ type cmpExpr struct {
 	neg   bool
 	value string
 }
+type ordExpr struct {
+	field, op, value string
+}
 type inExpr struct {
 	field  string
 	values []string
@@ -60,6 +63,20 @@ func str(f map[string]any, field string) (string, error) {
 func (e cmpExpr) eval(f map[string]any) (bool, error) {
 	s, err := str(f, e.field)
 	return (s == e.value) != e.neg, err
+}
+
+func (e ordExpr) eval(f map[string]any) (bool, error) {
+	s, err := str(f, e.field)
+	c := strings.Compare(s, e.value)
+	switch e.op {
+	case ">":
+		return c > 0, err
+	case ">=":
+		return c >= 0, err
+	case "<":
+		return c < 0, err
+	}
+	return c <= 0, err
 }
 
 func (e inExpr) eval(f map[string]any) (bool, error) {
@@ -194,6 +211,9 @@ func (p *parser) atom() (predicate, error) {
 		case "in":
 			vals, err := p.list()
 			return inExpr{field: t, values: vals}, err
+		case ">", ">=", "<", "<=": // string order, as Milvus compares varchar (ListVectors pages by id > last)
+			v, err := p.str()
+			return ordExpr{field: t, op: op, value: v}, err
 		}
 		return nil, fmt.Errorf("unsupported operator %q", op)
 	}
@@ -255,6 +275,14 @@ func tokenize(s string) ([]string, error) {
 		case strings.ContainsRune("()[],", r):
 			toks = append(toks, string(r))
 			i++
+		case r == '>' || r == '<':
+			if i+1 < len(rs) && rs[i+1] == '=' {
+				toks = append(toks, string(rs[i:i+2]))
+				i += 2
+			} else {
+				toks = append(toks, string(r))
+				i++
+			}
 		case r == '=' || r == '!' || r == '&' || r == '|':
 			if i+1 < len(rs) && (rs[i+1] == '=' || rs[i+1] == r) {
 				toks = append(toks, string(rs[i:i+2]))

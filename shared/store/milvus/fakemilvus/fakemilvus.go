@@ -15,6 +15,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -526,6 +527,15 @@ func (s *Server) Query(ctx context.Context, req *milvuspb.QueryRequest) (*milvus
 		return &milvuspb.QueryResults{Status: ok(), CollectionName: req.GetCollectionName(), OutputFields: []string{"count(*)"},
 			FieldsData: []*schemapb.FieldData{{Type: schemapb.DataType_Int64, FieldName: "count(*)",
 				Field: &schemapb.FieldData_Scalars{Scalars: &schemapb.ScalarField{Data: &schemapb.ScalarField_LongData{LongData: &schemapb.LongArray{Data: []int64{int64(len(rows))}}}}}}}}, nil
+	}
+	if lim := param(req.GetQueryParams(), "limit"); lim != "" {
+		// a limited query returns rows in primary-key order, which is what paging by "pk > last" relies on
+		n, err := strconv.Atoi(lim)
+		if err != nil || n < 1 || n > 16384 {
+			return &milvuspb.QueryResults{Status: fail(codeParameterInvalid, "invalid limit %q", lim)}, nil
+		}
+		slices.SortFunc(rows, func(a, b row) int { return strings.Compare(fmt.Sprint(a.fields[c.pk]), fmt.Sprint(b.fields[c.pk])) })
+		rows = rows[:min(n, len(rows))]
 	}
 	names := req.GetOutputFields()
 	if !slices.Contains(names, c.pk) {
