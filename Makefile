@@ -7,7 +7,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: run test test-integration lint build bench clean $(addprefix build-,$(FUNCTIONS))
+.PHONY: run test test-integration test-browser screenshots lint build bench clean $(addprefix build-,$(FUNCTIONS))
 
 ## run: build the local binary and serve on 127.0.0.1:8080 with embedded stores under $(DATA)
 run:
@@ -24,6 +24,20 @@ test-integration:
 	@test -n "$$DOCMIND_TEST_REDIS_ADDR" || { echo "set DOCMIND_TEST_REDIS_ADDR (host:port of a Redis)"; exit 2; }
 	@test -n "$$DOCMIND_TEST_MYSQL_DSN" || { echo "set DOCMIND_TEST_MYSQL_DSN (user:pass@tcp(host:port)/ of a MySQL/MariaDB)"; exit 2; }
 	$(GO) test -count=1 -v -run 'Conformance|Unavailable|Parity' ./shared/store/redis ./shared/store/mysql ./shared/store/milvus ./shared/limits 2>&1 | tee /tmp/docmind-integration.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS|\s+\w+_test.go)' ; exit $${PIPESTATUS[0]}
+
+## test-browser: the page at / in Debian's chromium (/usr/bin/chromium) through playwright-core, against
+## `docmind serve` on the demo with a fake model; needs node and `npm ci` in test/browser (.ci/run
+## installs both); installs nothing itself
+test-browser:
+	@test -x /usr/bin/chromium || { echo "needs /usr/bin/chromium (apt-get install chromium fonts-noto-cjk)"; exit 2; }
+	@test -d test/browser/node_modules/playwright-core || { echo "run: (cd test/browser && npm ci)"; exit 2; }
+	$(GO) build -o bin/docmind ./cmd/docmind
+	$(GO) build -o bin/fakellm ./test/browser/fakellm
+	cd test/browser && DOCMIND_SCREENSHOTS=$(DOCMIND_SCREENSHOTS) DOCMIND_BIN=$(CURDIR)/bin/docmind FAKELLM_BIN=$(CURDIR)/bin/fakellm node --test --test-concurrency=1 browser_test.mjs
+
+## screenshots: the browser suite, writing its 1400x900 and 375x812 screenshots to docs/screenshots
+screenshots:
+	$(MAKE) test-browser DOCMIND_SCREENSHOTS=$(CURDIR)/docs/screenshots
 
 ## lint: formatting, vet, and a tidy go.mod
 lint:

@@ -862,6 +862,8 @@ async function deleteKB(kb) {
 
 // ---- documents
 
+const EMPTY_DOCS = "No documents yet: drop files above to add some.";
+
 async function loadDocuments() {
   clearTimeout(state.docsTimer);
   const chosen = $("kb").value;
@@ -871,7 +873,9 @@ async function loadDocuments() {
   try {
     const lists = await Promise.all(kbs.map(kb => api(`/api/kbs/${encodeURIComponent(kb.name)}/documents`).then(r => r.documents.map(d => ({ ...d, kb: kb.name })))));
     docs = lists.flat();
-    $("docs-msg").textContent = docs.length ? "" : "No documents yet: drop files above to add some.";
+    // an action's message stays until the next action; only the empty-list hint follows the list
+    if (!docs.length) $("docs-msg").textContent = EMPTY_DOCS;
+    else if ($("docs-msg").textContent === EMPTY_DOCS) $("docs-msg").textContent = "";
   } catch (err) {
     $("docs-msg").textContent = err.message;
     return;

@@ -2,8 +2,8 @@
 // on 127.0.0.1 (port 0 unless -addr says otherwise), prints "listening on http://HOST:PORT" once ready,
 // and answers POST /v1/chat/completions from a fixed script chosen by words in the request:
 //
-//   - "slow": a long answer, one word every 150 ms (the page's stop button aborts it);
-//   - "xss": an answer made of the XSS payloads in the file named by -xss (one per line), each cited;
+//   - "zzslow": a long answer, one word every 150 ms (the page's stop button aborts it);
+//   - "zzxss": an answer made of the XSS payloads in the file named by -xss (one per line), each cited;
 //   - anything else: a short markdown answer citing [1] (bold, a list and a table).
 //
 // Calls that are not streamed (understanding, summaries, agent rounds) get "{}", which the pipeline
@@ -23,7 +23,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
-	xssFile := flag.String("xss", "", "file of XSS payloads, one per line, answered to a question containing \"xss\"")
+	xssFile := flag.String("xss", "", "file of XSS payloads, one per line, answered to a question containing \"zzxss\"")
 	flag.Parse()
 	var payloads []string
 	if *xssFile != "" {
@@ -89,9 +89,9 @@ func (m model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	answer, gap := plainAnswer, 20*time.Millisecond
 	switch {
-	case strings.Contains(last, "slow"):
+	case strings.Contains(last, "zzslow"):
 		answer, gap = strings.Repeat("This answer streams slowly so that it can be stopped [1]. ", 60), 150*time.Millisecond
-	case strings.Contains(last, "xss"):
+	case strings.Contains(last, "zzxss"):
 		var b strings.Builder
 		for _, p := range m.payloads {
 			fmt.Fprintf(&b, "%s [1]\n\n", p)

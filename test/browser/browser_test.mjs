@@ -1,0 +1,438 @@
+// The page at / driven in a real browser (make test-browser; .ci/run installs Debian's chromium and this
+// folder's npm packages first). It starts the fake model (fakellm) and `docmind serve` on the demo
+// knowledge base in a temporary data directory, then drives /usr/bin/chromium through playwright-core.
+// DOCMIND_BIN and FAKELLM_BIN name the binaries (the Makefile builds them); DOCMIND_SCREENSHOTS, when set,
+// is the folder the 1400x900 and 375x812 screenshots are written to (make screenshots).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import net from "node:net";
+import { chromium } from "playwright-core";
+import { xssPayloads } from "./xss.mjs";
+
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"];
+const SHOTS = process.env.DOCMIND_SCREENSHOTS || "";
+const WAIT = 30_000; // generous: CI machines are loaded
+
+let work, base, browser, server, fake;
+const procs = [];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.on("error", reject);
+  });
+}
+
+// run starts a process, keeps its output for failure messages, and resolves once its stdout matches ready.
+function run(cmd, args, env, ready) {
+  const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  procs.push(p);
+  p.log = "";
+  return new Promise((resolve, reject) => {
+    const onData = (b) => {
+      p.log += b.toString();
+      const m = ready && ready.exec(p.log);
+      if (m) { ready = null; resolve({ p, m }); }
+    };
+    p.stdout.on("data", onData);
+    p.stderr.on("data", (b) => { p.log += b.toString(); });
+    p.on("exit", (code) => reject(new Error(`${cmd} exited with ${code}:\n${p.log}`)));
+    if (!ready) resolve({ p });
+  });
+}
+
+async function until(what, fn, ms = WAIT) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    try { if ((last = await fn())) return last; } catch (err) { last = err; }
+    await new Promise(r => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${last})`);
+}
+
+const getJSON = async (path) => (await fetch(base + path)).json();
+
+before(async () => {
+  work = mkdtempSync(join(tmpdir(), "docmind-browser-"));
+  const payloadFile = join(work, "xss.txt");
+  writeFileSync(payloadFile, xssPayloads.model.join("\n"));
+  const f = await run(process.env.FAKELLM_BIN || "../../bin/fakellm", ["-xss", payloadFile], {}, /listening on (http:\/\/\S+)/);
+  fake = f.p;
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  const s = await run(process.env.DOCMIND_BIN || "../../bin/docmind", ["serve", "--addr", `127.0.0.1:${port}`, "--data", join(work, "data")], {
+    DOCMIND_CHAT_PROVIDER: "openai", DOCMIND_CHAT_BASE_URL: `${f.m[1]}/v1`, DOCMIND_CHAT_API_KEY: "fake-key",
+    DOCMIND_CHAT_MAIN_MODEL: "fake", DOCMIND_LOG_LEVEL: "warn",
+  });
+  server = s.p;
+  await until("the demo knowledge base to be ready", async () => {
+    const docs = (await getJSON("/api/kbs/demo/documents")).documents;
+    return docs.length > 0 && docs.every(d => d.status === "ready");
+  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  if (SHOTS) mkdirSync(SHOTS, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  for (const p of procs) if (p.exitCode === null) p.kill("SIGTERM");
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+// page opens a fresh context (its own storage) at the given size and theme, failing the test on any
+// uncaught script error.
+async function page(t, { width = 1400, height = 900, colorScheme = "light", bypassCSP = false, path = "/" } = {}) {
+  const ctx = await browser.newContext({ viewport: { width, height }, colorScheme, bypassCSP, reducedMotion: "reduce" });
+  t.after(() => ctx.close());
+  const p = await ctx.newPage();
+  p.errors = [];
+  p.on("pageerror", (e) => p.errors.push(e.message));
+  p.setDefaultTimeout(WAIT);
+  await p.goto(base + path);
+  return p;
+}
+
+async function askAndWait(p, question) {
+  await p.fill("#question", question);
+  await p.press("#question", "Enter");
+  const turn = p.locator(".turn").last();
+  await turn.locator(".meta .badge").first().waitFor();
+  return turn;
+}
+
+const stepsOf = (turn) => turn.locator(".timeline li").allTextContents();
+const sourcesOf = (turn) => turn.locator(".sources li").allTextContents();
+
+test("an answer streams with its timeline, a citation opens and highlights its source, the badge shows, and a reopened conversation shows the same", async (t) => {
+  const p = await page(t);
+  await p.fill("#question", "How many days of annual leave do full-time employees get?");
+  await p.press("#question", "Enter");
+  const turn = p.locator(".turn").last();
+  // while streaming: the timeline is open with steps and the answer grows
+  await turn.locator(".a.streaming").waitFor();
+  assert.ok(await turn.locator(".timeline").evaluate(d => d.open), "the timeline is open while the answer streams");
+  await turn.locator(".meta .badge").first().waitFor();
+  const steps = await stepsOf(turn);
+  assert.ok(steps.length >= 4, `timeline has ${steps.length} steps: ${steps}`);
+  assert.ok(steps.some(s => s.startsWith("path ")) && steps.some(s => s.startsWith("evidence graded")), steps.join(" | "));
+  // done: the timeline collapses to one line and opens on click
+  assert.equal(await turn.locator(".timeline").evaluate(d => d.open), false, "the timeline collapses when done");
+  assert.match(await turn.locator(".timeline summary").textContent(), /\d+ steps · path \w+/);
+  await turn.locator(".timeline summary").click();
+  assert.ok(await turn.locator(".timeline").evaluate(d => d.open), "the timeline opens on click");
+  // markdown rendered, not shown raw
+  assert.equal(await turn.locator(".a strong").first().textContent(), "20 days");
+  assert.equal(await turn.locator(".a table td").count(), 2);
+  assert.doesNotMatch(await turn.locator(".a").textContent(), /\*\*|\| --- \|/);
+  // the badge and its reason
+  assert.match(await turn.locator(".meta .badge").first().textContent(), /^(HIGH|MEDIUM|LOW) confidence \d\.\d\d$/);
+  assert.match(await turn.locator(".meta .reason").textContent(), /sentences cited/);
+  // a citation opens the sources and highlights the one it names
+  const sources = await sourcesOf(turn);
+  assert.ok(sources.length >= 1);
+  assert.equal(await turn.locator(".sources").evaluate(d => d.open), false);
+  await turn.locator(".a .cite").first().click();
+  const hl = turn.locator(".sources li.highlight");
+  await hl.waitFor();
+  assert.equal(await hl.count(), 1);
+  assert.equal(await hl.getAttribute("id"), (await turn.getAttribute("aria-label")).replace("Question ", "src-") + "-1");
+  assert.ok(await hl.isVisible() && await hl.evaluate(li => li.matches(":focus")), "the highlighted source is shown and focused");
+  assert.doesNotMatch(await hl.locator(".snippet").textContent(), /(^|\s)#{1,6}\s|\| --- \|/, "snippets are text, not raw markdown");
+  const answer = await turn.locator(".a").textContent();
+  const badge = await turn.locator(".meta .badge").first().textContent();
+  if (SHOTS) await p.screenshot({ path: join(SHOTS, "chat-1400x900.png") });
+
+  // reopen: a new conversation, then the stored one from the list
+  await p.click("#new");
+  assert.equal(await p.locator(".turn").count(), 0);
+  const item = p.locator("#conversations li").first();
+  assert.match(await p.locator("#conversations h3").first().textContent(), /Today/);
+  await item.locator("button").first().click();
+  const again = p.locator(".turn").last();
+  await again.locator(".meta .badge").first().waitFor();
+  assert.deepEqual(await stepsOf(again), steps, "the reopened timeline is the streamed one");
+  assert.deepEqual(await sourcesOf(again), sources, "the reopened sources are the streamed ones");
+  assert.equal(await again.locator(".a").textContent(), answer);
+  assert.equal(await again.locator(".meta .badge").first().textContent(), badge);
+  assert.deepEqual(p.errors, []);
+});
+
+test("stop aborts the stream and keeps what arrived", async (t) => {
+  const p = await page(t);
+  await p.fill("#question", "Please answer zzslow: what is docmind?");
+  await p.press("#question", "Enter");
+  const turn = p.locator(".turn").last();
+  await until("a few streamed words", async () => (await turn.locator(".a").textContent()).length > 40);
+  assert.ok(await p.locator("#stop").isVisible() && !(await p.locator("#send").isVisible()));
+  await p.click("#stop");
+  await turn.locator(".meta .badge", { hasText: "stopped" }).waitFor();
+  const text = await turn.locator(".a").textContent();
+  await p.waitForTimeout(1000); // the fake sends a word every 150 ms: a live stream would have grown
+  assert.equal(await turn.locator(".a").textContent(), text, "nothing arrives after stop");
+  assert.ok(await p.locator("#send").isVisible(), "Ask is back");
+  assert.deepEqual(p.errors, []);
+});
+
+// dropFiles dispatches a drop of in-memory files on the drop zone, as a drag from the desktop does.
+async function dropFiles(p, files) {
+  const dt = await p.evaluateHandle((files) => {
+    const dt = new DataTransfer();
+    for (const f of files) dt.items.add(new File([f.text], f.name, { type: "text/markdown" }));
+    return dt;
+  }, files);
+  await p.dispatchEvent("#drop", "drop", { dataTransfer: dt });
+}
+
+test("files dropped on the page upload with progress and become ready; under all, the page asks which knowledge base", async (t) => {
+  const p = await page(t, { path: "/#kb" });
+  await p.locator("#documents tbody tr").first().waitFor();
+  const files = [
+    { name: "travel-policy.md", text: "# Travel policy\n\n## Flights\n\nEconomy class for flights under six hours.\n" },
+    { name: "差旅政策.md", text: "# 差旅政策\n\n## 住宿\n\n一线城市每晚不超过 600 元。\n" },
+  ];
+  await dropFiles(p, files);
+  await p.locator("#dlg-kb[open]").waitFor();
+  await p.selectOption("#pick-kb", "demo");
+  await p.click("#dlg-kb button[value=ok]");
+  for (const f of files) {
+    const row = p.locator("#documents tbody tr", { hasText: f.name });
+    await row.locator(".status.ready").waitFor();
+    assert.match(await row.locator(".sub").last().textContent(), /extract \d+ ms/, "stage timings are shown");
+  }
+  // reprocess gives visible feedback
+  const row = p.locator("#documents tbody tr", { hasText: "travel-policy.md" });
+  await row.getByRole("button", { name: "Reprocess travel-policy.md" }).click();
+  await p.locator("#docs-msg", { hasText: "Reprocessing travel-policy.md" }).waitFor();
+  // its chunks, with heading paths and the parent/child relation
+  await row.getByRole("button", { name: "Chunks of travel-policy.md" }).click();
+  await p.locator("#chunks .chunk").first().waitFor();
+  assert.ok(await p.locator("#chunks .chunk.child").count() >= 1);
+  assert.match(await p.locator("#chunks .chunk .path").allTextContents().then(a => a.join(" ")), /Travel policy > Flights/);
+  assert.deepEqual(p.errors, []);
+});
+
+test("a knowledge base is created, chosen and deleted after confirmation", async (t) => {
+  const p = await page(t, { path: "/#kb" });
+  await p.locator("#kb-list li").first().waitFor();
+  await p.fill("#kb-name", "browser-kb");
+  await p.fill("#kb-desc", "made by the browser test");
+  await p.click("#kb-create button[type=submit]");
+  await p.locator("#kb-list li.current", { hasText: "browser-kb" }).waitFor();
+  assert.equal(await p.inputValue("#kb"), "browser-kb");
+  assert.match(await p.textContent("#docs-h"), /browser-kb/);
+  assert.ok((await getJSON("/api/kbs")).knowledge_bases.some(k => k.name === "browser-kb"));
+  // cancel keeps it; confirm deletes it
+  await p.getByRole("button", { name: "Delete knowledge base browser-kb" }).click();
+  await p.click("#dlg-confirm button[value=cancel]");
+  assert.ok((await getJSON("/api/kbs")).knowledge_bases.some(k => k.name === "browser-kb"), "cancel keeps it");
+  await p.getByRole("button", { name: "Delete knowledge base browser-kb" }).click();
+  await p.click("#dlg-confirm button[value=ok]");
+  await p.locator("#kb-msg", { hasText: "Deleted" }).waitFor();
+  assert.equal(await p.locator("#kb-list li", { hasText: "browser-kb" }).count(), 0);
+  assert.equal(await p.inputValue("#kb"), "");
+  assert.ok(!(await getJSON("/api/kbs")).knowledge_bases.some(k => k.name === "browser-kb"));
+  assert.deepEqual(p.errors, []);
+});
+
+test("a retrieval test shows each stage's candidates and scores", async (t) => {
+  const p = await page(t, { path: "/#kb" });
+  await p.fill("#search-q", "annual leave days");
+  await p.click("#search-form button");
+  await p.locator(".stage").first().waitFor();
+  const titles = await p.locator(".stage h3").allTextContents();
+  for (const want of ["Keyword (BM25)", "Vector", "Fused", "Reranked", "Evidence"]) {
+    assert.ok(titles.some(x => x.startsWith(want)), `${want} in ${titles}`);
+  }
+  assert.match(await p.locator(".stage td.num").nth(1).textContent(), /^\d\.\d{4}$/);
+  assert.match(await p.locator("#search-out").textContent(), /Grade: (HIGH|MEDIUM|LOW|NONE)/i);
+});
+
+test("on a 375x812 phone nothing overflows, the answer column is at least 300 px and the menu opens the conversations", async (t) => {
+  const p = await page(t, { width: 375, height: 812, colorScheme: "dark" });
+  assert.equal(await p.locator("#side").isVisible(), false, "the sidebar is behind the menu button");
+  const turn = await askAndWait(p, "How many days of annual leave do full-time employees get?");
+  const m = await p.evaluate(() => ({ sw: document.documentElement.scrollWidth, cw: document.documentElement.clientWidth, bw: document.body.scrollWidth }));
+  assert.ok(m.sw <= m.cw && m.bw <= m.cw, `horizontal overflow: ${JSON.stringify(m)}`);
+  const width = await turn.locator(".a").evaluate(e => e.getBoundingClientRect().width);
+  assert.ok(width >= 300, `answer column ${width} px`);
+  if (SHOTS) await p.screenshot({ path: join(SHOTS, "chat-375x812.png") });
+  await p.click("#menu");
+  await p.locator("#side").waitFor({ state: "visible" });
+  assert.equal(await p.getAttribute("#menu", "aria-expanded"), "true");
+  if (SHOTS) await p.screenshot({ path: join(SHOTS, "menu-375x812.png") });
+  await p.keyboard.press("Escape");
+  await p.locator("#side").waitFor({ state: "hidden" });
+  await p.click("#tab-kb");
+  await p.locator("#documents tbody tr").first().waitFor();
+  const k = await p.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
+  assert.ok(k, "the knowledge-base view does not overflow either");
+  if (SHOTS) await p.screenshot({ path: join(SHOTS, "knowledge-375x812.png") });
+  assert.deepEqual(p.errors, []);
+});
+
+// WCAG relative luminance and contrast of two "rgb(a)" colours, the background fully opaque.
+function contrastInPage() {
+  const parse = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const ch = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b);
+  };
+  const bgOf = (e) => {
+    for (; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const bad = [];
+  let checked = 0;
+  for (const e of document.querySelectorAll("body *")) {
+    const own = [...e.childNodes].some(n => n.nodeType === 3 && n.data.trim());
+    if (!own || !e.checkVisibility?.() || e.closest("[disabled]") || e.closest(".sr-only")) continue;
+    const r = e.getBoundingClientRect();
+    if (!r.width || !r.height) continue;
+    let fg = parse(getComputedStyle(e).color).slice(0, 3);
+    const bg = bgOf(e);
+    const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+    const ratio = (a + 0.05) / (b + 0.05);
+    checked++;
+    if (ratio < 4.5) bad.push(`${e.tagName.toLowerCase()}.${e.className} "${e.textContent.trim().slice(0, 30)}" ${ratio.toFixed(2)}`);
+  }
+  return { checked, bad };
+}
+
+// Every control and image has an accessible name (its text, aria-label(ledby), a label, or a title).
+function unlabelledInPage() {
+  const named = (e) => {
+    if (e.getAttribute("aria-label")?.trim()) return true;
+    const by = e.getAttribute("aria-labelledby");
+    if (by && document.getElementById(by)?.textContent.trim()) return true;
+    if (e.tagName === "IMG") return Boolean(e.getAttribute("alt")?.trim());
+    if (["INPUT", "SELECT", "TEXTAREA", "PROGRESS"].includes(e.tagName)) {
+      if (e.labels && [...e.labels].some(l => l.textContent.trim())) return true;
+    } else if (e.textContent.trim()) return true;
+    return Boolean(e.title?.trim());
+  };
+  return [...document.querySelectorAll("button, input, select, textarea, img, progress, a[href], [role=button], svg")]
+    .filter(e => !(e.type === "hidden") && !named(e)).map(e => e.outerHTML.slice(0, 80));
+}
+
+test("contrast of text is at least 4.5:1 in both themes, and every control and image is labelled", async (t) => {
+  for (const colorScheme of ["light", "dark"]) {
+    const p = await page(t, { colorScheme });
+    const turn = await askAndWait(p, "How many days of annual leave do full-time employees get?");
+    await turn.locator(".a .cite").first().click();
+    await turn.locator(".timeline summary").click();
+    let r = await p.evaluate(contrastInPage);
+    assert.ok(r.checked > 20, `only ${r.checked} text elements checked`);
+    assert.deepEqual(r.bad, [], `${colorScheme} chat view`);
+    assert.deepEqual(await p.evaluate(unlabelledInPage), [], `${colorScheme} chat view`);
+    await p.click("#tab-kb");
+    await p.locator("#documents tbody tr").first().waitFor();
+    await p.fill("#search-q", "leave");
+    await p.click("#search-form button");
+    await p.locator(".stage").first().waitFor();
+    r = await p.evaluate(contrastInPage);
+    assert.deepEqual(r.bad, [], `${colorScheme} knowledge view`);
+    assert.deepEqual(await p.evaluate(unlabelledInPage), [], `${colorScheme} knowledge view`);
+    if (SHOTS && colorScheme === "dark") await p.screenshot({ path: join(SHOTS, "knowledge-1400x900-dark.png") });
+  }
+});
+
+test("keyboard: Tab reaches the question box, Enter asks, focus order follows the page", async (t) => {
+  const p = await page(t);
+  const order = [];
+  for (let i = 0; i < 12; i++) {
+    await p.keyboard.press("Tab");
+    order.push(await p.evaluate(() => document.activeElement.id || document.activeElement.textContent.trim().slice(0, 20)));
+  }
+  assert.match(order[0], /^Skip to the question/, "the first stop is the skip link");
+  assert.ok(order.indexOf("tab-chat") < order.indexOf("kb") && order.indexOf("kb") < order.indexOf("new") && order.indexOf("new") < order.indexOf("conv-search"), order.join(", "));
+  await p.focus("#question");
+  await p.keyboard.type("How many days of annual leave?");
+  await p.keyboard.press("Enter");
+  await p.locator(".turn .meta .badge").first().waitFor();
+});
+
+test("SEC-04: 100 XSS payloads in file names, chunk text, chapter titles and model output execute nothing and load nothing", async (t) => {
+  const csp = (await fetch(base + "/")).headers.get("content-security-policy");
+  assert.match(csp, /script-src 'self';/);
+  assert.match(csp, /default-src 'self'/);
+  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/, csp);
+  // bypassCSP: the renderer alone must hold; the CSP is a second wall, not the only one
+  const p = await page(t, { bypassCSP: true, path: "/#kb" });
+  const foreign = [];
+  p.on("request", (r) => { if (!r.url().startsWith(base) && !r.url().startsWith("data:")) foreign.push(r.url()); });
+  p.on("dialog", (d) => { foreign.push(`dialog: ${d.message()}`); d.dismiss(); });
+  await p.locator("#kb-list li").first().waitFor();
+  await p.fill("#kb-name", "xss");
+  await p.click("#kb-create button[type=submit]");
+  await p.locator("#kb-list li.current", { hasText: "xss" }).waitFor();
+  // file names
+  const names = xssPayloads.fileNames.map((x, i) => ({ name: `${x}-${i}.md`, text: `# Names ${i}\n\nThe file names carry the payload number ${i}.\n` }));
+  // chapter titles and chunk text, in one document
+  const body = xssPayloads.chapters.map((x, i) => `## ${x}\n\n${xssPayloads.chunks[i]} xss leave payload ${i}\n`).join("\n");
+  await dropFiles(p, [...names, { name: "xss-chapters.md", text: `# xss handbook\n\n${body}` }]);
+  await until("the xss documents to be processed", async () => {
+    const docs = (await getJSON("/api/kbs/xss/documents")).documents;
+    return docs.length === names.length + 1 && docs.every(d => d.status === "ready" || d.status === "failed");
+  }, 60_000);
+  await p.locator("#documents tbody tr").nth(names.length).waitFor();
+  const row = p.locator("#documents tbody tr", { hasText: "xss-chapters.md" });
+  await row.getByRole("button", { name: "Chunks of xss-chapters.md" }).click();
+  await p.locator("#chunks .chunk").first().waitFor();
+  await p.fill("#search-q", "xss leave payload");
+  await p.click("#search-form button");
+  await p.locator(".stage").first().waitFor();
+  // model output, with sources from the xss knowledge base
+  await p.click("#tab-chat");
+  const turn = await askAndWait(p, "zzxss leave payload: what do the chapters say?");
+  for (const c of await turn.locator(".cite").all()) await c.click();
+  await p.click("#new");
+  await p.locator("#conversations li").first().locator("button").first().click();
+  await p.locator(".turn .meta .badge").first().waitFor();
+  await p.waitForTimeout(500);
+  const seen = await p.evaluate(() => ({
+    xss: window.__xss ?? null,
+    scripts: [...document.scripts].map(s => s.src).filter(s => !s.endsWith("/app.js")),
+    dangerous: document.querySelectorAll("iframe, object, embed, img, svg, math, video, audio, source, form:not(#ask):not(#kb-create):not(#search-form):not([method=dialog]), meta[http-equiv], link:not([rel=stylesheet]):not([rel=icon]), style, base").length,
+    handlers: [...document.querySelectorAll("*")].filter(e => [...e.attributes].some(a => a.name.startsWith("on"))).length,
+    badLinks: [...document.querySelectorAll("a[href]")].filter(a => !/^https?:/.test(a.href)).map(a => a.href),
+    answerHasPayloadText: document.querySelector(".turn .a").textContent.includes("onerror"),
+  }));
+  assert.equal(seen.xss, null, "window.__xss canary was set: a payload ran");
+  assert.deepEqual(seen.scripts, []);
+  assert.equal(seen.dangerous, 0, "payload elements in the DOM");
+  assert.equal(seen.handlers, 0, "event-handler attributes in the DOM");
+  assert.deepEqual(seen.badLinks, []);
+  assert.deepEqual(foreign, [], "requests to other origins or dialogs");
+  assert.ok(seen.answerHasPayloadText, "the model's payloads are shown as text");
+  assert.equal(xssPayloads.all.length, 100);
+  assert.deepEqual(p.errors, []);
+  console.log(`# SEC-04: ${xssPayloads.all.length} payloads (${xssPayloads.fileNames.length} file names, ${xssPayloads.chunks.length} chunk texts, ${xssPayloads.chapters.length} chapter titles, ${xssPayloads.model.length} model output): xss_exec=0 rendered_exfil=${foreign.length}`);
+});
+
+// Last: it stops the server.
+test("with the server stopped, asking shows a clear error, keeps the question and offers retry", async (t) => {
+  const p = await page(t);
+  await p.locator("#kb option").nth(1).waitFor({ state: "attached" });
+  server.kill("SIGTERM");
+  await until("the server to stop", () => server.exitCode !== null || server.signalCode !== null);
+  const q = "How many days of annual leave do I have left?";
+  await p.fill("#question", q);
+  await p.press("#question", "Enter");
+  const fail = p.locator(".turn .failbox");
+  await fail.waitFor();
+  assert.match(await fail.textContent(), /Cannot reach the docmind server/);
+  assert.doesNotMatch(await fail.textContent(), /TypeError|Failed to fetch/);
+  assert.equal(await p.inputValue("#question"), q, "the question is kept");
+  assert.ok(await fail.getByRole("button", { name: "Retry" }).isVisible());
+  assert.deepEqual(p.errors, []);
+});
