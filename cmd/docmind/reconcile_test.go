@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/reconcile"
+	"github.com/docmind/docmind/shared/store"
+)
+
+// killAfterVectors deletes a document's vectors and then "dies": the state a kill -9 during a delete
+// leaves once the vectors are gone (the slow part of deleting a large document).
+type killAfterVectors struct{ store.VectorIndex }
+
+func (k killAfterVectors) DeleteDocument(ctx context.Context, tenant, kbID, docID string) error {
+	if err := k.VectorIndex.DeleteDocument(ctx, tenant, kbID, docID); err != nil {
+		return err
+	}
+	k.VectorIndex.Flush(ctx)
+	return errors.New("killed")
+}
+
+func reconcileJSONOf(t *testing.T, data string, args ...string) (int, reconcileJSON) {
+	t.Helper()
+	code, out, errOut := runCLI(t, nil, append([]string{"reconcile", "--data", data, "--json"}, args...)...)
+	var r reconcileJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("reconcile %v: exit %d, %q (%s): %v", args, code, out, errOut, err)
+	}
+	for _, cl := range reconcile.Classes {
+		if _, ok := r.Drift[cl]; !ok {
+			t.Fatalf("--json lacks drift.%s: %s", cl, out)
+		}
+		if _, ok := r.Repaired[cl]; !ok {
+			t.Fatalf("--json lacks repaired.%s: %s", cl, out)
+		}
+	}
+	return code, r
+}
+
+// withStores opens the data directory's stores and an ingestion service whose vector deletes die.
+func withStores(t *testing.T, data string, fn func(s *Stores, svc *ingest.Service)) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = data
+	s, err := OpenStores(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	svc, err := ingestService(cfg, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn(s, svc)
+}
+
+func largeDoc(n int) string {
+	var b strings.Builder
+	b.WriteString("# Policy\n\n")
+	for i := range n {
+		fmt.Fprintf(&b, "## Clause %d\n\nClause %d covers case %d: the insured sum is %d yuan and the waiting period %d days.\n\n", i, i, i, 1000+i, i%90)
+	}
+	return b.String()
+}
+
+// The issue's first case: kill -9 during DELETE of a large document. The delete now marks the document
+// deleted first, so the kill leaves a tombstone (never served), and one `reconcile --repair` finishes it.
+func TestReconcileFinishesAKilledDocumentDelete(t *testing.T) {
+	data := t.TempDir()
+	file := filepath.Join(t.TempDir(), "policy.md")
+	os.WriteFile(file, []byte(largeDoc(300)), 0o644)
+	if code, out, errOut := runCLI(t, nil, "ingest", "--kb", "manuals", "--data", data, file); code != 0 {
+		t.Fatalf("ingest: %d %s %s", code, out, errOut)
+	}
+	if code, r := reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
+		t.Fatalf("fresh ingest: exit %d, drift %v", code, r.Drift)
+	}
+	var docID string
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		kb, _ := s.SQL.GetKBByName(context.Background(), "local", "manuals")
+		docs, _ := s.SQL.ListDocuments(context.Background(), "local", kb.ID, "")
+		docID = docs[0].ID
+		svc.Runner.Stages.Vectors = killAfterVectors{s.Vectors}
+		if err := svc.Delete(context.Background(), "local", docID); err == nil {
+			t.Fatal("the killed delete succeeded")
+		}
+	})
+	code, r := reconcileJSONOf(t, data)
+	if code != exitFail || r.Drift[reconcile.DeletedDocuments] != 1 || sum(r.Drift) != 1 || sum(r.Repaired) != 0 {
+		t.Fatalf("after the kill: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
+	}
+	code, r = reconcileJSONOf(t, data, "--repair")
+	if code != 0 || r.Repaired[reconcile.DeletedDocuments] != 1 {
+		t.Fatalf("repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
+	}
+	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
+		t.Fatalf("after repair: exit %d, drift %v", code, r.Drift)
+	}
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		ctx := context.Background()
+		if _, err := s.SQL.GetDocument(ctx, "local", docID); !rag.Is(err, rag.KindNotFound) {
+			t.Errorf("document after repair: %v", err)
+		}
+		if n, _ := s.SQL.CountChunks(ctx, rag.Filter{Tenant: "local"}, ""); n != 0 {
+			t.Errorf("%d chunk rows left", n)
+		}
+		if n, _ := s.Vectors.Count(ctx, rag.Filter{Tenant: "local"}); n != 0 {
+			t.Errorf("%d vectors left", n)
+		}
+		if objs, _ := s.Blobs.List(ctx, "sources/"); len(objs) != 0 {
+			t.Errorf("%d source blobs left", len(objs))
+		}
+	})
+}
+
+// The issue's second case: `kb delete` of a drop-folder knowledge base, killed part way. The delete is
+// recorded and the folder renamed first, so one `reconcile --repair` finishes it, and the knowledge base
+// is not re-created from its files.
+func TestReconcileFinishesAKilledKBDelete(t *testing.T) {
+	data := t.TempDir()
+	inbox := filepath.Join(data, "inbox", "manuals")
+	os.MkdirAll(filepath.Join(inbox, "sub"), 0o755)
+	for i := range 6 {
+		os.WriteFile(filepath.Join(inbox, fmt.Sprintf("p%d.md", i)), []byte(largeDoc(5+i)), 0o644)
+	}
+	os.WriteFile(filepath.Join(inbox, "sub", "deep.md"), []byte(largeDoc(3)), 0o644)
+	var kbID string
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		w := &ingest.Watcher{Service: svc, Tenant: "local", Root: filepath.Join(data, "inbox")}
+		if err := w.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		kb, err := s.SQL.GetKBByName(context.Background(), "local", "manuals")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kbID = kb.ID
+		svc.Runner.Stages.Vectors = killAfterVectors{s.Vectors}
+		if err := svc.DeleteKB(context.Background(), "local", kb.ID); err == nil {
+			t.Fatal("the killed kb delete succeeded")
+		}
+	})
+	code, r := reconcileJSONOf(t, data)
+	if code != exitFail || r.Drift[reconcile.DeletedKnowledgeBases] != 1 || sum(r.Drift) != 1 {
+		t.Fatalf("after the kill: exit %d, drift %v (the knowledge base's documents are counted with it)", code, r.Drift)
+	}
+	if code, r = reconcileJSONOf(t, data, "--repair"); code != 0 || r.Repaired[reconcile.DeletedKnowledgeBases] != 1 {
+		t.Fatalf("repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
+	}
+	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
+		t.Fatalf("after repair: exit %d, drift %v", code, r.Drift)
+	}
+	if _, err := os.Stat(inbox); !os.IsNotExist(err) {
+		t.Fatalf("inbox/manuals is still there: %v", err)
+	}
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		ctx := context.Background()
+		w := &ingest.Watcher{Service: svc, Tenant: "local", Root: filepath.Join(data, "inbox")}
+		if err := w.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if kbs, _ := s.SQL.ListKBs(ctx, "local"); len(kbs) != 0 {
+			t.Errorf("knowledge bases after repair and a scan: %v", kbs)
+		}
+		if n, _ := s.Vectors.Count(ctx, rag.Filter{Tenant: "local", KBIDs: []string{kbID}}); n != 0 {
+			t.Errorf("%d vectors left", n)
+		}
+		if objs, _ := s.Blobs.List(ctx, "sources/"); len(objs) != 0 {
+			t.Errorf("%d source blobs left", len(objs))
+		}
+	})
+	entries, _ := os.ReadDir(filepath.Join(data, "inbox"))
+	if len(entries) != 1 || !strings.HasPrefix(entries[0].Name(), ".deleted-manuals-") {
+		t.Fatalf("inbox entries %v, want the retired folder only", entries)
+	}
+	if _, err := os.Stat(filepath.Join(data, "inbox", entries[0].Name(), "sub", "deep.md")); err != nil {
+		t.Fatalf("the user's files were not kept: %v", err)
+	}
+}
+
+// kb delete removes sources and the folder at once (the issue: 601 source files and inbox/<kb>/ were left,
+// and the next serve re-created the knowledge base).
+func TestKBDeleteRemovesSourcesAndRetiresInbox(t *testing.T) {
+	data := t.TempDir()
+	inbox := filepath.Join(data, "inbox", "docs")
+	os.MkdirAll(inbox, 0o755)
+	os.WriteFile(filepath.Join(inbox, "a.md"), []byte(largeDoc(4)), 0o644)
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		if err := (&ingest.Watcher{Service: svc, Tenant: "local", Root: filepath.Join(data, "inbox")}).Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if code, out, errOut := runCLI(t, nil, "kb", "delete", "docs", "--data", data); code != 0 {
+		t.Fatalf("kb delete: %d %s %s", code, out, errOut)
+	}
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		if objs, _ := s.Blobs.List(context.Background(), "sources/"); len(objs) != 0 {
+			t.Errorf("%d source blobs left", len(objs))
+		}
+		if n, _ := s.Vectors.Count(context.Background(), rag.Filter{Tenant: "local"}); n != 0 {
+			t.Errorf("%d vectors left", n)
+		}
+	})
+	if _, err := os.Stat(inbox); !os.IsNotExist(err) {
+		t.Fatalf("inbox/docs still there: %v", err)
+	}
+	if code, r := reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
+		t.Fatalf("after kb delete: exit %d, drift %v", code, r.Drift)
+	}
+}
