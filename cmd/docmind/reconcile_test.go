@@ -218,3 +218,30 @@ func TestKBDeleteRemovesSourcesAndRetiresInbox(t *testing.T) {
 		t.Fatalf("after kb delete: exit %d, drift %v", code, r.Drift)
 	}
 }
+
+// The corrupt-snapshot message's advice: with vectors.bin (and its log) deleted, one reconcile --repair
+// re-embeds every ready document from its chunk rows.
+func TestReconcileRebuildsADeletedVectorFile(t *testing.T) {
+	data := t.TempDir()
+	dir := t.TempDir()
+	for i := range 3 {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("d%d.md", i)), []byte(largeDoc(10+i)), 0o644)
+	}
+	if code, out, errOut := runCLI(t, nil, "ingest", "--kb", "manuals", "--data", data, dir); code != 0 {
+		t.Fatalf("ingest: %d %s %s", code, out, errOut)
+	}
+	os.Remove(filepath.Join(data, "vectors.bin"))
+	os.Remove(filepath.Join(data, "vectors.bin.log"))
+	code, r := reconcileJSONOf(t, data, "--repair")
+	if code != 0 || r.Drift[reconcile.ReadyWithoutVectors] != 3 || r.Repaired[reconcile.ReadyWithoutVectors] != 3 {
+		t.Fatalf("repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
+	}
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		ctx := context.Background()
+		rows, _ := s.SQL.CountChunks(ctx, rag.Filter{Tenant: "local"}, rag.LevelChild)
+		n, _ := s.Vectors.Count(ctx, rag.Filter{Tenant: "local"})
+		if rows == 0 || n != rows {
+			t.Fatalf("%d vectors for %d child rows", n, rows)
+		}
+	})
+}

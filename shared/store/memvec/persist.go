@@ -266,7 +266,7 @@ func (ix *Index) load() error {
 		return rag.E(op, rag.KindUnavailable, err)
 	}
 	corrupt := func(format string, args ...any) error {
-		return rag.Errorf(op, rag.KindInternal, "%s: corrupt snapshot: %s (delete it and run `docmind reconcile` to rebuild from SQL)", ix.path, fmt.Sprintf(format, args...))
+		return rag.Errorf(op, rag.KindInternal, "%s: corrupt snapshot: %s (stop docmind, delete it and its .log, then run `docmind reconcile --repair`: every ready document's vectors are re-embedded from its chunk rows in SQL)", ix.path, fmt.Sprintf(format, args...))
 	}
 	crc := crc32.NewIEEE()
 	br := bufio.NewReaderSize(f, 1<<20)
