@@ -464,3 +464,77 @@ func TestStuckWithoutSourceIsFailed(t *testing.T) {
 		t.Fatalf("stuck document without source: %s %q", d.Status, d.Error)
 	}
 }
+
+// gateEmbedder blocks the first embedding call until released, holding a run inside its lease.
+type gateEmbedder struct {
+	*embed.Offline
+	entered chan struct{}
+	release chan struct{}
+	once    bool
+}
+
+func (g *gateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if !g.once {
+		g.once = true
+		close(g.entered)
+		<-g.release
+	}
+	return g.Offline.Embed(ctx, texts)
+}
+
+// TestXS02 starts a second run while the first holds the SQL lease (real SQLite leases): the second
+// exits cleanly with lock_held and repairs nothing; the first repairs everything once.
+func TestXS02(t *testing.T) {
+	w := newWorld(t)
+	docs := w.seed(t, 20)
+	in := &injector{t: t, w: w, want: map[string]bool{}}
+	for _, d := range docs[:5] {
+		in.missingVector(d)
+	}
+	for i := range 5 {
+		in.orphanVector(i)
+	}
+	gate := &gateEmbedder{Offline: w.emb, entered: make(chan struct{}), release: make(chan struct{})}
+	first := w.checker(2 * time.Hour)
+	first.Lease, first.Embedder = w.db, gate
+	second := w.checker(2 * time.Hour)
+	second.Lease = w.db
+	ctx := context.Background()
+	type result struct {
+		rep reconcile.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := first.Run(ctx, reconcile.Options{Repair: true})
+		done <- result{rep, err}
+	}()
+	<-gate.entered // the first run is repairing, inside its lease
+	rep2, err := second.Run(ctx, reconcile.Options{Repair: true})
+	if err != nil || !rep2.LockHeld {
+		t.Fatalf("second run: lock_held %v, err %v; want lock_held", rep2.LockHeld, err)
+	}
+	for _, cl := range reconcile.Classes {
+		if rep2.Repaired[cl] != 0 || rep2.Drift[cl] != 0 {
+			t.Fatalf("the second run touched %s: drift %v repaired %v", cl, rep2.Drift, rep2.Repaired)
+		}
+	}
+	close(gate.release)
+	r1 := <-done
+	if r1.err != nil || !r1.rep.Clean() || r1.rep.Repaired[reconcile.ReadyWithoutVectors] != 5 || r1.rep.Repaired[reconcile.VectorsWithoutRows] != 5 {
+		t.Fatalf("first run: %+v, %v", r1.rep.Repaired, r1.err)
+	}
+	// the lease was released: a third run takes it and finds nothing to do
+	rep3, err := second.Run(ctx, reconcile.Options{Repair: true})
+	if err != nil || rep3.LockHeld || sumMap(rep3.Drift) != 0 {
+		t.Fatalf("third run: %+v, %v", rep3, err)
+	}
+}
+
+func sumMap(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
