@@ -17,7 +17,7 @@ package chunk
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -84,81 +84,228 @@ type block struct {
 	page  int
 }
 
-var (
-	headingRe = regexp.MustCompile(`^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$`)
-	pageRe    = regexp.MustCompile(`^<!-- page (\d+) -->$`)
-	fenceRe   = regexp.MustCompile("^ {0,3}(```+|~~~+)")
-)
-
-// parseBlocks reads markdown into blocks, tracking page markers.
+// parseBlocks reads markdown into blocks in one pass over its lines, tracking page markers. Each line
+// is classified by its first non-blank byte (a page marker, a code fence, a heading, a table row, a
+// blank line or paragraph text), with no regular expressions: they were a fifth of chunking time. A
+// paragraph, table or code block whose lines need no trimming is a substring of md, not a copy.
 func parseBlocks(md string) []block {
 	var out []block
-	lines := strings.Split(md, "\n")
 	page := 0
-	var para []string
+	var para lineRun
 	flushPara := func() {
-		if len(para) > 0 {
-			out = append(out, block{kind: bParagraph, text: strings.Join(para, "\n"), page: page})
-			para = nil
+		if para.n > 0 {
+			out = append(out, block{kind: bParagraph, text: para.text(md, "\n"), page: page})
+			para = lineRun{}
 		}
 	}
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
+	for pos := 0; pos <= len(md); {
+		line, next := nextLine(md, pos)
 		trimmed := strings.TrimSpace(line)
-		if m := pageRe.FindStringSubmatch(trimmed); m != nil {
+		if n, ok := pageMarker(trimmed); ok {
 			flushPara()
-			page, _ = strconv.Atoi(m[1])
+			page = n
+			pos = next
 			continue
 		}
-		if m := fenceRe.FindStringSubmatch(line); m != nil {
+		if fence := codeFence(line); fence != "" {
 			flushPara()
-			fence := m[1]
-			code := []string{line}
-			for i++; i < len(lines); i++ {
-				code = append(code, lines[i])
-				if strings.HasPrefix(strings.TrimSpace(lines[i]), fence[:3]) && strings.Trim(strings.TrimSpace(lines[i]), fence[:1]) == "" {
+			start := pos
+			end := pos + len(line)
+			for pos = next; pos <= len(md); {
+				l, nx := nextLine(md, pos)
+				end, pos = pos+len(l), nx
+				if t := strings.TrimSpace(l); strings.HasPrefix(t, fence[:3]) && strings.Trim(t, fence[:1]) == "" {
 					break
 				}
 			}
-			out = append(out, block{kind: bCode, text: strings.Join(code, "\n"), page: page})
+			out = append(out, block{kind: bCode, text: md[start:end], page: page})
 			continue
 		}
-		if m := headingRe.FindStringSubmatch(line); m != nil {
+		if level, text, ok := atxHeading(line); ok {
 			flushPara()
-			if t := strings.TrimSpace(m[2]); t != "" {
-				out = append(out, block{kind: bHeading, level: len(m[1]), text: t, page: page})
+			if text != "" {
+				out = append(out, block{kind: bHeading, level: level, text: text, page: page})
 			}
+			pos = next
 			continue
 		}
 		if strings.HasPrefix(trimmed, "|") {
 			flushPara()
-			tbl := []string{trimmed}
-			for i+1 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "|") {
-				i++
-				tbl = append(tbl, strings.TrimSpace(lines[i]))
+			var tbl lineRun
+			tbl.add(md, pos, line, trimmed)
+			for pos = next; pos <= len(md); {
+				l, nx := nextLine(md, pos)
+				t := strings.TrimSpace(l)
+				if !strings.HasPrefix(t, "|") {
+					break
+				}
+				tbl.add(md, pos, l, t)
+				pos = nx
 			}
-			out = append(out, block{kind: bTable, text: strings.Join(tbl, "\n"), page: page})
+			out = append(out, block{kind: bTable, text: tbl.text(md, "\n"), page: page})
 			continue
 		}
 		if trimmed == "" {
 			flushPara()
-			continue
+		} else {
+			para.add(md, pos, line, strings.TrimRight(line, " \t"))
 		}
-		para = append(para, strings.TrimRight(line, " \t"))
+		pos = next
 	}
 	flushPara()
 	return out
 }
 
+// nextLine returns the line of md starting at pos (without its "\n") and the position after it;
+// past the last line the position is len(md)+1, which ends the callers' loops (strings.Split's last,
+// possibly empty, element is a line too).
+func nextLine(md string, pos int) (string, int) {
+	if i := strings.IndexByte(md[pos:], '\n'); i >= 0 {
+		return md[pos : pos+i], pos + i + 1
+	}
+	return md[pos:], len(md) + 1
+}
+
+// lineRun collects the kept part of consecutive lines. While every kept part is its whole line the run
+// is the substring md[start:end]; the first trimmed line switches it to a copy.
+type lineRun struct {
+	n          int
+	start, end int
+	copied     []string // nil while the run is a substring
+}
+
+func (r *lineRun) add(md string, pos int, line, kept string) {
+	whole := len(kept) == len(line) && (r.n == 0 || pos == r.end+1)
+	switch {
+	case r.copied == nil && whole:
+		if r.n == 0 {
+			r.start = pos
+		}
+		r.end = pos + len(line)
+	default:
+		if r.copied == nil {
+			if r.n > 0 {
+				r.copied = strings.Split(md[r.start:r.end], "\n")
+			} else {
+				r.copied = []string{}
+			}
+		}
+		r.copied = append(r.copied, kept)
+	}
+	r.n++
+}
+
+func (r *lineRun) text(md, sep string) string {
+	if r.copied == nil {
+		return md[r.start:r.end]
+	}
+	return strings.Join(r.copied, sep)
+}
+
+// pageMarker reads a trimmed "<!-- page N -->" line (extract.PageMarker).
+func pageMarker(t string) (int, bool) {
+	const open, closing = "<!-- page ", " -->"
+	if len(t) <= len(open)+len(closing) || !strings.HasPrefix(t, open) || !strings.HasSuffix(t, closing) {
+		return 0, false
+	}
+	digits := t[len(open) : len(t)-len(closing)]
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	n, _ := strconv.Atoi(digits) // an overlong number clamps, as it always has
+	return n, true
+}
+
+// codeFence returns the fence (a run of three or more backticks or tildes after at most three spaces)
+// that opens a code block on line, or "".
+func codeFence(line string) string {
+	i := 0
+	for i < 3 && i < len(line) && line[i] == ' ' {
+		i++
+	}
+	if i == len(line) || (line[i] != '`' && line[i] != '~') {
+		return ""
+	}
+	c, j := line[i], i
+	for j < len(line) && line[j] == c {
+		j++
+	}
+	if j-i < 3 {
+		return ""
+	}
+	return line[i:j]
+}
+
+// atxHeading reads "# text" (one to six #, then a space or tab, after at most three spaces); text loses
+// the closing #s and surrounding blanks and may be empty (a heading that names nothing).
+func atxHeading(line string) (level int, text string, ok bool) {
+	i := 0
+	for i < 3 && i < len(line) && line[i] == ' ' {
+		i++
+	}
+	j := i
+	for j < len(line) && line[j] == '#' {
+		j++
+	}
+	level = j - i
+	if level < 1 || level > 6 || j == len(line) || (line[j] != ' ' && line[j] != '\t') {
+		return 0, "", false
+	}
+	return level, strings.TrimSpace(strings.TrimRight(line[j:], " \t#")), true
+}
+
+// section is what every chunk under one heading path shares, computed once when the path changes
+// rather than for each chunk: the heading lines, chapter, content type, tags and root identity.
+type section struct {
+	prefix  string   // the heading lines, each ending in "\n"
+	lines   []string // the same lines without "\n" (parents repeat the ones not yet shown)
+	chapter string
+	kind    string
+	tags    []string // shared by the section's pieces; capacity clipped so an append copies
+	root    string   // root heading identity, for parent packing
+	tokens  int      // EstimateTokens(prefix)
+	// lineTokens[i] is EstimateTokens(lines[i])
+	lineTokens []int
+}
+
+func newSection(stack []heading) *section {
+	sec := &section{}
+	names := make([]string, len(stack))
+	var b strings.Builder
+	for i, h := range stack {
+		names[i] = h.text
+		line := strings.Repeat("#", h.level) + " " + h.text
+		sec.lines = append(sec.lines, line)
+		sec.lineTokens = append(sec.lineTokens, text.EstimateTokens(line))
+		b.WriteString(line + "\n")
+	}
+	sec.prefix = b.String()
+	sec.chapter = strings.Join(names, " > ")
+	sec.kind = contentType(names)
+	sec.tags = slices.Clip(tags(names))
+	if len(stack) > 0 {
+		sec.root = strconv.Itoa(stack[0].level) + " " + stack[0].text
+	}
+	for _, n := range sec.lineTokens {
+		sec.tokens += n + 1 // each line ends in "\n"
+	}
+	return sec
+}
+
 // splitter holds the state of one Split.
 type splitter struct {
-	o        Options
-	stack    []heading
-	buf      []string
-	bufLen   int
-	bufPage  int
-	children []Piece
-	roots    []string // root heading identity per child, for parent packing
+	o          Options
+	stack      []heading
+	sec        *section // of the current stack; nil after a heading until the next chunk needs it
+	buf        []string
+	bufLen     int
+	bufPage    int
+	children   []Piece
+	secs       []*section // each child's section
+	runes      []int      // each child's body length in runes
+	bodyTokens []int      // each child's EstimateTokens(body)
 }
 
 // Split chunks md. It is deterministic and never returns a child with empty body.
@@ -180,12 +327,16 @@ func Split(md string, o Options) Result {
 	}
 	res.Title = fm["title"]
 	top := md[:min(len(md), 2000)]
-	if res.DocVersion == "" {
+	// The two patterns are case-insensitive alternations, slow to run over text that cannot match:
+	// each is tried only when its keyword is there.
+	lower := strings.ToLower(top)
+	if res.DocVersion == "" && (strings.Contains(lower, "ver") || strings.Contains(top, "版本")) {
 		if m := versionRe.FindStringSubmatch(top); m != nil {
 			res.DocVersion = m[2]
 		}
 	}
-	if res.EffectiveDate == "" {
+	if res.EffectiveDate == "" && (strings.Contains(lower, "effective") || strings.Contains(top, "生效") ||
+		strings.Contains(top, "施行") || strings.Contains(top, "发布日期")) {
 		if m := dateRe.FindStringSubmatch(top); m != nil {
 			res.EffectiveDate = normDate(m[3])
 		}
@@ -200,6 +351,7 @@ func Split(md string, o Options) Result {
 				s.stack = s.stack[:len(s.stack)-1]
 			}
 			s.stack = append(s.stack, heading{b.level, b.text})
+			s.sec = nil
 			if res.Title == "" {
 				res.Title = b.text
 			}
@@ -209,13 +361,14 @@ func Split(md string, o Options) Result {
 			if b.kind == bCode {
 				kind = rag.ContentCode
 			}
-			s.emit(b.text, kind, b.page, utf8.RuneCountInString(b.text) > o.ChildChars)
+			n := utf8.RuneCountInString(b.text)
+			s.emit(b.text, kind, b.page, n > o.ChildChars, n)
 		case bParagraph:
 			n := utf8.RuneCountInString(b.text)
 			if n > o.ChildChars {
 				s.flush()
 				for _, piece := range splitLong(b.text, o.ChildChars, o.Overlap) {
-					s.emit(piece, "", b.page, false)
+					s.emit(piece, "", b.page, false, -1)
 				}
 				continue
 			}
@@ -241,44 +394,47 @@ func (s *splitter) flush() {
 	if len(s.buf) == 0 {
 		return
 	}
-	s.emit(strings.Join(s.buf, "\n\n"), "", s.bufPage, false)
-	s.buf, s.bufLen = nil, 0
-}
-
-func (s *splitter) headingLines(from int) string {
-	var b strings.Builder
-	for _, h := range s.stack[from:] {
-		b.WriteString(strings.Repeat("#", h.level) + " " + h.text + "\n")
+	body := s.buf[0]
+	if len(s.buf) > 1 {
+		body = strings.Join(s.buf, "\n\n")
 	}
-	return b.String()
+	s.emit(body, "", s.bufPage, false, s.bufLen)
+	s.buf, s.bufLen = s.buf[:0], 0
 }
 
-func (s *splitter) emit(body, kind string, page int, oversize bool) {
-	body = strings.TrimSpace(body)
+// emit adds one child. Its text is the section's heading lines, a blank line and the body; the hash
+// and token estimate are computed here, once, and the section's fields are shared.
+// runes is the body's length in runes when the caller knows it, else -1.
+func (s *splitter) emit(body, kind string, page int, oversize bool, runes int) {
+	if t := strings.TrimSpace(body); len(t) != len(body) {
+		body, runes = t, -1
+	}
 	if body == "" {
 		return
 	}
-	prefix := s.headingLines(0)
-	txt := body
-	if prefix != "" {
-		txt = prefix + "\n" + body
+	if runes < 0 {
+		runes = utf8.RuneCountInString(body)
 	}
-	names := make([]string, len(s.stack))
-	for i, h := range s.stack {
-		names[i] = h.text
+	if s.sec == nil {
+		s.sec = newSection(s.stack)
+	}
+	sec := s.sec
+	bodyTokens := text.EstimateTokens(body)
+	txt, tokens := body, bodyTokens
+	if sec.prefix != "" {
+		txt = sec.prefix + "\n" + body
+		tokens += sec.tokens + 1 // the estimate is additive across a line end, which always ends a word
 	}
 	if kind == "" {
-		kind = contentType(names)
-	}
-	root := ""
-	if len(s.stack) > 0 {
-		root = strconv.Itoa(s.stack[0].level) + " " + s.stack[0].text
+		kind = sec.kind
 	}
 	s.children = append(s.children, Piece{
-		Level: rag.LevelChild, Index: len(s.children), Text: txt, Body: body, Chapter: strings.Join(names, " > "),
-		ContentType: kind, Tags: tags(names), Page: page, Oversize: oversize, Hash: hash(txt), Tokens: text.EstimateTokens(txt),
+		Level: rag.LevelChild, Index: len(s.children), Text: txt, Body: body, Chapter: sec.chapter,
+		ContentType: kind, Tags: sec.tags, Page: page, Oversize: oversize, Hash: hash(txt), Tokens: tokens,
 	})
-	s.roots = append(s.roots, root)
+	s.secs = append(s.secs, sec)
+	s.runes = append(s.runes, runes)
+	s.bodyTokens = append(s.bodyTokens, bodyTokens)
 }
 
 // parents packs adjacent children into parents of at most ParentChars body characters that never
@@ -287,8 +443,8 @@ func (s *splitter) parents() []Piece {
 	var out []Piece
 	for i := 0; i < len(s.children); {
 		j, size := i, 0
-		for j < len(s.children) && s.roots[j] == s.roots[i] {
-			n := utf8.RuneCountInString(s.children[j].Body)
+		for j < len(s.children) && s.secs[j].root == s.secs[i].root {
+			n := s.runes[j]
 			if j > i && size+n > s.o.ParentChars {
 				break
 			}
@@ -303,11 +459,21 @@ func (s *splitter) parents() []Piece {
 
 func (s *splitter) parent(from, to, idx int) Piece {
 	var b strings.Builder
+	size := 0
+	for k := from; k < to; k++ {
+		size += len(s.secs[k].prefix) + len(s.children[k].Body) + 2
+	}
+	b.Grow(size)
+	// The token estimate is summed from the parts already estimated: every part ends at a line end,
+	// which ends a word, so the estimate of the whole is the sum plus one per line end written, minus
+	// the final one that TrimSpace drops.
+	tokens := -1
 	var prev []string
 	for k := from; k < to; k++ {
 		c := &s.children[k]
 		c.Parent = idx
-		path := headingPath(c.Text, c.Body)
+		sec := s.secs[k]
+		path := sec.lines
 		common := 0
 		for common < len(prev) && common < len(path) && prev[common] == path[common] {
 			common++
@@ -315,33 +481,27 @@ func (s *splitter) parent(from, to, idx int) Piece {
 		if k > from || len(path) > 0 {
 			if b.Len() > 0 {
 				b.WriteString("\n")
+				tokens++
 			}
-			for _, h := range path[common:] {
-				b.WriteString(h + "\n")
+			for i, h := range path[common:] {
+				b.WriteString(h)
+				b.WriteString("\n")
+				tokens += sec.lineTokens[common+i] + 1
 			}
 			if len(path[common:]) > 0 {
 				b.WriteString("\n")
+				tokens++
 			}
 		}
-		b.WriteString(c.Body + "\n")
+		b.WriteString(c.Body)
+		b.WriteString("\n")
+		tokens += s.bodyTokens[k] + 1
 		prev = path
 	}
 	txt := strings.TrimSpace(b.String())
 	first := s.children[from]
 	return Piece{Level: rag.LevelParent, Index: idx, Text: txt, Body: txt, Chapter: first.Chapter, ContentType: first.ContentType,
-		Tags: first.Tags, Page: first.Page, Hash: hash(txt), Tokens: text.EstimateTokens(txt), Parent: -1}
-}
-
-// headingPath returns the heading lines a child's text starts with.
-func headingPath(txt, body string) []string {
-	prefix := strings.TrimSuffix(txt, body)
-	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(prefix), "\n") {
-		if l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
+		Tags: first.Tags, Page: first.Page, Hash: hash(txt), Tokens: tokens, Parent: -1}
 }
 
 func hash(s string) string {
@@ -349,19 +509,14 @@ func hash(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// sentenceEnd reports a sentence-ending rune: CJK ends always, ASCII ends only before white space.
-func sentenceEnd(rs []rune, i int) bool {
-	r := rs[i]
+// sentenceEnd reports whether r ends a sentence: CJK ends always, ASCII ends only before white space
+// (next is the rune after r, or -1 at the end of the text).
+func sentenceEnd(r, next rune) bool {
 	switch r {
-	case '。', '！', '？', '；', '!', '?', '…':
-		if r == '!' || r == '?' {
-			return i+1 == len(rs) || unicode.IsSpace(rs[i+1])
-		}
+	case '。', '！', '？', '；', '…', '\n':
 		return true
-	case '.':
-		return i+1 == len(rs) || unicode.IsSpace(rs[i+1])
-	case '\n':
-		return true
+	case '.', '!', '?':
+		return next < 0 || unicode.IsSpace(next)
 	}
 	return false
 }
@@ -369,28 +524,44 @@ func sentenceEnd(rs []rune, i int) bool {
 // closers may follow a sentence end and belong to the sentence.
 const closers = `"'”’」』）)]】》`
 
-// sentences splits s into sentences; concatenating them gives s back.
+// sentences splits s into sentences; concatenating them gives s back. The sentences are substrings of
+// s (no copies), found in one pass over its bytes.
 func sentences(s string) []string {
-	rs := []rune(s)
 	var out []string
 	start := 0
-	for i := 0; i < len(rs); i++ {
-		if !sentenceEnd(rs, i) {
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		j := i + size
+		next := rune(-1)
+		if j < len(s) {
+			next, _ = utf8.DecodeRuneInString(s[j:])
+		}
+		if !sentenceEnd(r, next) {
+			i = j
 			continue
 		}
-		j := i + 1
-		for j < len(rs) && strings.ContainsRune(closers, rs[j]) {
-			j++
+		for j < len(s) {
+			c, n := utf8.DecodeRuneInString(s[j:])
+			if !strings.ContainsRune(closers, c) {
+				break
+			}
+			j += n
 		}
-		for j < len(rs) && unicode.IsSpace(rs[j]) {
-			j++
+		for j < len(s) {
+			c, n := utf8.DecodeRuneInString(s[j:])
+			if !unicode.IsSpace(c) {
+				break
+			}
+			j += n
 		}
-		out = append(out, string(rs[start:j]))
-		start = j
-		i = j - 1
+		out = append(out, s[start:j])
+		start, i = j, j
 	}
-	if start < len(rs) {
-		out = append(out, string(rs[start:]))
+	if start < len(s) {
+		out = append(out, s[start:])
 	}
 	return out
 }
@@ -401,6 +572,10 @@ func sentences(s string) []string {
 func splitLong(p string, maxChars, overlap int) []string {
 	var sents []string
 	for _, s := range sentences(p) {
+		if utf8.RuneCountInString(s) <= maxChars {
+			sents = append(sents, s)
+			continue
+		}
 		rs := []rune(s)
 		for len(rs) > maxChars {
 			cut := maxChars

@@ -1,0 +1,86 @@
+package text
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+// estimateTokensRef is EstimateTokens as it was before the byte loop (rune loop, table lookups for
+// every rune); the fast version must agree with it on every input.
+func estimateTokensRef(s string) int {
+	n, word := 0, 0
+	flush := func() {
+		if word > 0 {
+			n += (word + 3) / 4
+			word = 0
+		}
+	}
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_'):
+			word++
+		case r >= '0' && r <= '9':
+			flush()
+			n++
+		case r == ' ':
+			flush()
+		case r < utf8.RuneSelf:
+			flush()
+			n++
+		case isCJKRef(r):
+			flush()
+			n += 2
+		case unicode.IsLetter(r) || unicode.Is(unicode.Mn, r):
+			word += utf8.RuneLen(r)
+		case unicode.IsSpace(r):
+			flush()
+		default:
+			flush()
+			n += 2
+		}
+	}
+	flush()
+	return n
+}
+
+func isCJKRef(r rune) bool {
+	if r < 0x1100 {
+		return false
+	}
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+// IsCJK's range shortcuts agree with the Unicode tables on every code point.
+func TestIsCJKMatchesTables(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if IsCJK(r) != isCJKRef(r) {
+			t.Fatalf("IsCJK(%U) = %v, tables say %v", r, IsCJK(r), isCJKRef(r))
+		}
+	}
+}
+
+// The byte-loop EstimateTokens equals the rune-loop reference on every code point alone, between
+// letters, and on random mixed strings (including invalid UTF-8).
+func TestEstimateTokensMatchesReference(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r += 1 {
+		for _, s := range []string{string(r), "ab" + string(r) + "cd", "1" + string(r) + " x"} {
+			if got, want := EstimateTokens(s), estimateTokensRef(s); got != want {
+				t.Fatalf("EstimateTokens(%q) = %d, reference %d", s, got, want)
+			}
+		}
+	}
+	pool := []string{"a", "Z", "_", "7", " ", "\n", "\t", ".", "é", "ß", "保", "险", "。", "，", "の", "カ", "한", "\u0301", "\u3000", "\xff", "\xe4\xb8", "—", "😀", "ǅ"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			b.WriteString(pool[rng.IntN(len(pool))])
+		}
+		if got, want := EstimateTokens(b.String()), estimateTokensRef(b.String()); got != want {
+			t.Fatalf("EstimateTokens(%q) = %d, reference %d", b.String(), got, want)
+		}
+	}
+}
