@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+
+	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/deptest"
+	"github.com/docmind/docmind/shared/ingest"
+)
+
+func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/stage") }
+
+// Through the library's own invoke path: a bad payload is reported as errorType Invalid (caught by the
+// ASL, never retried), not as the Go type name.
+func TestDispatchReportsKindAsErrorType(t *testing.T) {
+	w := &ingest.Workflow{Stages: &ingest.Stages{}}
+	for _, c := range []struct{ payload, want string }{
+		{`{"stage":"Teleport","input":{}}`, "Invalid"},
+		{`{"stage":"Chunk","input":{"tenant":"t1","kb_id":"bad id!","document_id":"d"}}`, "Invalid"},
+	} {
+		var resp messages.InvokeResponse
+		lambda.NewFunction(lambda.NewHandler(awsrt.Handler(w.Dispatch))).Invoke(&messages.InvokeRequest{Payload: []byte(c.payload)}, &resp)
+		if resp.Error == nil || resp.Error.Type != c.want {
+			t.Errorf("payload %s: %+v, want errorType %s", c.payload, resp.Error, c.want)
+		}
+	}
+}
+
+func TestWireRefusesEmbeddedStores(t *testing.T) {
+	_, err := wire(context.Background(), func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "in a Lambda") {
+		t.Fatalf("embedded defaults accepted: %v", err)
+	}
+}
+
+func TestEnvelopeShape(t *testing.T) {
+	var env ingest.Envelope
+	if err := json.Unmarshal([]byte(`{"stage":"Verify","input":{"tenant":"t"}}`), &env); err != nil || env.Stage != "Verify" || string(env.Input) != `{"tenant":"t"}` {
+		t.Fatalf("%+v %v", env, err)
+	}
+}
