@@ -32,6 +32,8 @@ func cmdAsk(e env, args []string) int {
 	fs := newFlags("ask", e, &c)
 	kbName := fs.String("kb", "", "knowledge base name (default: every knowledge base of the tenant)")
 	server := fs.String("server", "", "ask a running docmind server at this URL (e.g. http://127.0.0.1:8080) instead of opening the data directory")
+	key := fs.String("key", "", "API key for --server when it requires one (default DOCMIND_API_KEY)")
+	user := fs.String("user", "", "ask as this user (email or id): only the knowledge bases the user may read, the user's memories")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitConfig
@@ -54,7 +56,10 @@ func cmdAsk(e env, args []string) int {
 		return nil
 	}
 	if *server != "" {
-		return askServer(e, c.json, *server, *kbName, question, emit, &events)
+		if *key == "" {
+			*key = e.getenv("DOCMIND_API_KEY")
+		}
+		return askServer(e, c.json, *server, *key, *kbName, question, emit, &events)
 	}
 	cfg, ok := c.load(e, nil)
 	if !ok {
@@ -66,8 +71,13 @@ func cmdAsk(e env, args []string) int {
 	}
 	defer s.Close()
 	req := answer.Request{Tenant: cfg.Tenant, Question: question}
-	if req.KBIDs, err = kbScope(e, s, cfg.Tenant, *kbName); err != nil {
+	if req.KBIDs, err = kbScope(e, s, cfg.Tenant, *user, *kbName); err != nil {
 		return fail(e, err)
+	}
+	if *user != "" {
+		if u, err := userByKey(e, s, cfg.Tenant, *user); err == nil {
+			req.User = u.ID
+		}
 	}
 	chain, err := retriever(cfg, s)
 	if err != nil {
@@ -103,7 +113,7 @@ func printAsk(w io.Writer, done *answer.Done, events []sse.Event) {
 }
 
 // askServer asks a running server (its data directory is locked by it) and renders its stream the same way.
-func askServer(e env, asJSON bool, base, kb, question string, emit answer.Emit, events *[]sse.Event) int {
+func askServer(e env, asJSON bool, base, key, kb, question string, emit answer.Emit, events *[]sse.Event) int {
 	const op = "ask"
 	body := map[string]any{"question": question}
 	if kb != "" {
@@ -115,6 +125,9 @@ func askServer(e env, asJSON bool, base, kb, question string, emit answer.Emit, 
 		return fail(e, rag.Errorf(op, rag.KindInvalid, "--server: %v", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
 	if err != nil {
 		return fail(e, rag.Errorf(op, rag.KindUnavailable, "%v", err))
@@ -234,4 +247,12 @@ func timeline(out, log io.Writer, name string, data json.RawMessage) {
 		}
 		fmt.Fprintln(log)
 	}
+}
+
+// userByKey finds a user of the tenant by email or id.
+func userByKey(e env, s *Stores, tenant, key string) (rag.User, error) {
+	if strings.Contains(key, "@") {
+		return s.SQL.GetUserByEmail(e.ctx, tenant, key)
+	}
+	return s.SQL.GetUser(e.ctx, tenant, key)
 }

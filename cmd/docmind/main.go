@@ -49,7 +49,9 @@ Commands:
   eval      measure retrieval on a BEIR dataset (eval --dataset DIR [--variant bm25|vector|hybrid|all])
   bench     measure speed against same-run references (bench [--suite NAME|all] [--out DIR] [--quick])
   migrate   apply pending database migrations
-  kb        list, create or delete knowledge bases (kb list | kb create NAME | kb delete NAME)
+  kb        list, create or delete knowledge bases, grant and revoke roles (kb list | kb create NAME | kb delete NAME | kb grant KB EMAIL --role R | kb revoke KB EMAIL)
+  user      create and list users of a tenant (user create EMAIL --tenant T [--role admin|member] | user list)
+  key       create, list and revoke API keys (key create --user EMAIL [--name N] | key list | key revoke ID)
   reconcile check SQL, vectors, blobs and the inbox agree; --repair fixes drift (reconcile [--kb NAME] [--repair] [--json])
   config    print the effective configuration (secrets redacted); --vars lists every variable
   version   print the version
@@ -73,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "key": cmdKey, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
@@ -109,6 +111,7 @@ type common struct {
 	data       string
 	configFile string
 	json       bool
+	tenant     string
 }
 
 func newFlags(name string, e env, c *common) *flag.FlagSet {
@@ -117,6 +120,7 @@ func newFlags(name string, e env, c *common) *flag.FlagSet {
 	fs.StringVar(&c.data, "data", "", "data directory (default ./data, or DOCMIND_DATA_DIR)")
 	fs.StringVar(&c.configFile, "config", "", "JSON config file (default DOCMIND_CONFIG)")
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	fs.StringVar(&c.tenant, "tenant", "", "tenant to act in (default the local tenant, DOCMIND_TENANT)")
 	return fs
 }
 
@@ -131,6 +135,9 @@ func (c common) load(e env, override func(*config.Config)) (config.Config, bool)
 	if err == nil {
 		if c.data != "" {
 			cfg.DataDir = c.data
+		}
+		if c.tenant != "" {
+			cfg.Tenant = c.tenant
 		}
 		if override != nil {
 			override(&cfg)
@@ -271,12 +278,20 @@ func cmdKB(e env, args []string) int {
 	var c common
 	fs := newFlags("kb", e, &c)
 	desc := fs.String("description", "", "description (kb create)")
+	role := fs.String("role", "reader", "role to grant: reader, editor or owner (kb grant)")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: docmind kb list | kb create NAME [--description D] | kb delete NAME  [--data DIR] [--json]")
+		fmt.Fprintln(e.stderr, "usage: docmind kb list | kb create NAME [--description D] | kb delete NAME | kb grant KB EMAIL --role reader|editor|owner | kb revoke KB EMAIL  [--tenant T] [--data DIR] [--json]")
 	}
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitConfig
+	}
+	if len(rest) > 0 && (rest[0] == "grant" || rest[0] == "revoke") {
+		if len(rest) != 3 {
+			fs.Usage()
+			return exitConfig
+		}
+		return kbMember(e, c, rest[0], rest[1], rest[2], *role)
 	}
 	if len(rest) == 0 || (rest[0] != "list" && len(rest) != 2) || (rest[0] == "list" && len(rest) != 1) {
 		fs.Usage()

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"slices"
 	"fmt"
 	"strings"
 
+	"github.com/docmind/docmind/shared/identity"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
@@ -13,6 +15,7 @@ func cmdSearch(e env, args []string) int {
 	var c common
 	fs := newFlags("search", e, &c)
 	kbName := fs.String("kb", "", "knowledge base name (default: every knowledge base of the tenant)")
+	user := fs.String("user", "", "search as this user (email or id): only the knowledge bases the user may read")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitConfig
@@ -32,7 +35,7 @@ func cmdSearch(e env, args []string) int {
 	}
 	defer s.Close()
 	f := rag.Filter{Tenant: cfg.Tenant}
-	if f.KBIDs, err = kbScope(e, s, cfg.Tenant, *kbName); err != nil {
+	if f.KBIDs, err = kbScope(e, s, cfg.Tenant, *user, *kbName); err != nil {
 		return fail(e, err)
 	}
 	r, err := retriever(cfg, s)
@@ -81,16 +84,51 @@ func cmdSearch(e env, args []string) int {
 
 // kbScope turns a --kb name into the knowledge-base ids to search (nil: every knowledge base of the
 // tenant); an unknown name is a usage error.
-func kbScope(e env, s *Stores, tenant, name string) ([]string, error) {
-	if name == "" {
-		return nil, nil
+func kbScope(e env, s *Stores, tenant, user, name string) ([]string, error) {
+	var kbIDs []string
+	if name != "" {
+		kb, err := s.SQL.GetKBByName(e.ctx, tenant, name)
+		if rag.Is(err, rag.KindNotFound) {
+			return nil, rag.Errorf("docmind", rag.KindInvalid, "no knowledge base named %q", name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		kbIDs = []string{kb.ID}
 	}
-	kb, err := s.SQL.GetKBByName(e.ctx, tenant, name)
-	if rag.Is(err, rag.KindNotFound) {
-		return nil, rag.Errorf("docmind", rag.KindInvalid, "no knowledge base named %q", name)
+	if user == "" {
+		return kbIDs, nil // the operator: the whole tenant
+	}
+	return userScope(e, s, tenant, user, kbIDs)
+}
+
+// userScope narrows kbIDs (none: the whole tenant) to what the user (email or id) may read, as the
+// server does for that user's requests.
+func userScope(e env, s *Stores, tenant, user string, kbIDs []string) ([]string, error) {
+	u, err := userByKey(e, s, tenant, user)
+	if rag.Is(err, rag.KindNotFound) || rag.Is(err, rag.KindInvalid) {
+		return nil, rag.Errorf("docmind", rag.KindInvalid, "tenant %s has no user %q", tenant, user)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return []string{kb.ID}, nil
+	p := rag.Principal{Tenant: tenant, UserID: u.ID, Email: u.Email, Role: u.Role}
+	roles, err := identity.RolesOf(e.ctx, s.SQL, p)
+	if err != nil || roles.All() {
+		return kbIDs, err
+	}
+	all, err := s.SQL.ListKBs(e.ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, kb := range roles.Readable(all) {
+		if len(kbIDs) == 0 || slices.Contains(kbIDs, kb.ID) {
+			out = append(out, kb.ID)
+		}
+	}
+	if len(out) == 0 {
+		return nil, rag.Errorf("docmind", rag.KindInvalid, "%s may read no knowledge base here", u.Email)
+	}
+	return out, nil
 }
