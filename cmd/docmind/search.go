@@ -1,8 +1,8 @@
 package main
 
 import (
-	"slices"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/docmind/docmind/shared/identity"
