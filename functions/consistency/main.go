@@ -1,0 +1,223 @@
+// Command consistency is the scheduled consistency check: an EventBridge Scheduler schedule invokes it
+// (template.yaml: ConsistencySchedule), it runs shared/reconcile's Checker once under the SQL lease
+// "docmind-reconcile" (a run that finds the lease held returns lock_held and changes nothing), returns a
+// JSON report, logs it, and writes one CloudWatch embedded-metric-format record per drift class (metrics
+// Drift, Repaired, Remaining with dimension Class) plus a run total, on which the template's drift alarm is
+// set.
+//
+// The scheduled input is {"repair": true}; {"repair": false} only reports, {"kb": "<name>"} scopes a
+// direct invocation to one knowledge base. An EventBridge rule's "Scheduled Event" works too (its fields
+// are ignored and repair defaults to on).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/chunk"
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/embed"
+	"github.com/docmind/docmind/shared/extract"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/reconcile"
+	"github.com/docmind/docmind/shared/store/milvus"
+	"github.com/docmind/docmind/shared/store/mysql"
+	"github.com/docmind/docmind/shared/store/s3"
+)
+
+var version = "dev"
+
+func main() {
+	log := awsenv.Logger()
+	ctx := context.Background()
+	chk, err := wire(ctx, os.Getenv, log)
+	if err != nil {
+		log.Error("consistency function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
+		os.Exit(1)
+	}
+	h := &handler{check: chk, log: log, metrics: os.Stdout, now: time.Now}
+	lambda.Start(awsrt.Handler(h.handle))
+}
+
+// Event is the schedule's input (or a direct invocation's).
+type Event struct {
+	KB     string `json:"kb,omitempty"`
+	Repair *bool  `json:"repair,omitempty"` // default true
+}
+
+// Result is the function's JSON report: every class present in drift, repaired and remaining.
+type Result struct {
+	Drift      map[string]int `json:"drift"`
+	Repaired   map[string]int `json:"repaired"`
+	Remaining  map[string]int `json:"remaining"`
+	LockHeld   bool           `json:"lock_held"`
+	Documents  int            `json:"documents"`
+	Vectors    int            `json:"vectors"`
+	Blobs      int            `json:"blobs"`
+	DurationMS int64          `json:"duration_ms"`
+	Errors     []string       `json:"errors,omitempty"`
+}
+
+// checker is the one method the handler calls (reconcile.Checker).
+type checker interface {
+	Run(ctx context.Context, o reconcile.Options) (reconcile.Report, error)
+}
+
+type handler struct {
+	check   checker
+	log     *slog.Logger
+	metrics io.Writer // stdout: Lambda ships it to CloudWatch Logs, which extracts the EMF records
+	now     func() time.Time
+}
+
+// reserve is kept from the invocation's deadline so the report and metrics are written even when the
+// run is cut short (the repairs still pending are picked up by the next run).
+const reserve = 10 * time.Second
+
+func (h *handler) handle(ctx context.Context, ev Event) (Result, error) {
+	repair := ev.Repair == nil || *ev.Repair
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) > 2*reserve {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-reserve))
+		defer cancel()
+	}
+	rep, err := h.check.Run(ctx, reconcile.Options{KB: ev.KB, Repair: repair})
+	if err != nil {
+		h.log.Error("consistency check failed", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
+		return Result{}, err
+	}
+	res := Result{Drift: rep.Drift, Repaired: rep.Repaired, Remaining: rep.Remaining, LockHeld: rep.LockHeld, Documents: rep.Documents,
+		Vectors: rep.Vectors, Blobs: rep.Blobs, DurationMS: rep.Duration.Milliseconds(), Errors: rep.Errors}
+	if rep.LockHeld {
+		h.log.Info("consistency check skipped", "reason", "lock_held")
+	} else {
+		h.log.Info("consistency check", "version", version, "repair", repair, "drift", rep.Drift, "repaired", rep.Repaired,
+			"remaining", rep.Remaining, "documents", rep.Documents, "duration_ms", res.DurationMS, "errors", len(rep.Errors))
+	}
+	if err := writeMetrics(h.metrics, h.now(), rep); err != nil {
+		h.log.Warn("metrics not written", "err", err)
+	}
+	return res, nil
+}
+
+// Embedded metric format (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMeta struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+// emfClass is one drift class's record.
+type emfClass struct {
+	AWS       emfMeta `json:"_aws"`
+	Class     string  `json:"Class"`
+	Drift     int     `json:"Drift"`
+	Repaired  int     `json:"Repaired"`
+	Remaining int     `json:"Remaining"`
+}
+
+// emfRun is the run's totals (no dimension): the drift alarm watches RemainingTotal.
+type emfRun struct {
+	AWS            emfMeta `json:"_aws"`
+	DriftTotal     int     `json:"DriftTotal"`
+	RemainingTotal int     `json:"RemainingTotal"`
+	LockHeld       int     `json:"LockHeld"`
+	Documents      int     `json:"DocumentsChecked"`
+	DurationMS     int64   `json:"DurationMs"`
+}
+
+// Namespace is the CloudWatch namespace of the metrics.
+const Namespace = "Docmind/Consistency"
+
+func count(name string) emfMetric { return emfMetric{Name: name, Unit: "Count"} }
+
+// writeMetrics writes one EMF record per class and one for the run, one JSON object per line. A run that
+// found the lease held reports LockHeld 1 and no class records (it measured nothing).
+func writeMetrics(w io.Writer, now time.Time, rep reconcile.Report) error {
+	enc := json.NewEncoder(w)
+	ts := now.UnixMilli()
+	run := emfRun{AWS: emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{Namespace: Namespace, Dimensions: [][]string{{}},
+		Metrics: []emfMetric{count("DriftTotal"), count("RemainingTotal"), count("LockHeld"), count("DocumentsChecked"), {Name: "DurationMs", Unit: "Milliseconds"}}}}},
+		Documents: rep.Documents, DurationMS: rep.Duration.Milliseconds()}
+	if rep.LockHeld {
+		run.LockHeld = 1
+		return enc.Encode(run)
+	}
+	for _, cl := range reconcile.Classes {
+		rec := emfClass{AWS: emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{Namespace: Namespace, Dimensions: [][]string{{"Class"}},
+			Metrics: []emfMetric{count("Drift"), count("Repaired"), count("Remaining")}}}},
+			Class: cl, Drift: rep.Drift[cl], Repaired: rep.Repaired[cl], Remaining: rep.Remaining[cl]}
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+		run.DriftTotal += rep.Drift[cl]
+		run.RemainingTotal += rep.Remaining[cl]
+	}
+	return enc.Encode(run)
+}
+
+// wire opens the cloud stores and builds the checker; nothing is opened per invocation.
+func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*reconcile.Checker, error) {
+	cfg, err := awsenv.Load(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
+	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	if err != nil {
+		return nil, err
+	}
+	vec, err := milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection,
+		Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := s3.New(ctx, s3.Options{Bucket: cfg.Blob.Bucket, Region: cfg.Blob.Region, Endpoint: cfg.Blob.Endpoint, UsePathStyle: cfg.Blob.UsePathStyle})
+	if err != nil {
+		return nil, err
+	}
+	emb, err := embedder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// a stuck document is retried here, in process, with the same stages the state machine runs
+	st := &ingest.Stages{Records: db, Vectors: vec, Blobs: blobs, Embedder: emb, Log: log,
+		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
+		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
+	return &reconcile.Checker{Records: db, Vectors: vec, Blobs: blobs, Embedder: emb, Documents: svc, Lease: db, Log: log,
+		StuckAfter: durationEnv(getenv, "DOCMIND_RECONCILE_STUCK_AFTER", time.Hour)}, nil
+}
+
+func durationEnv(getenv func(string) string, name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+// embedder is the configured provider: an OpenAI-compatible API, or the offline embedder.
+func embedder(cfg config.Config) (ingest.Embedder, error) {
+	if cfg.Embeddings.Provider == "openai" {
+		return embed.NewOpenAI(embed.OpenAIOptions{BaseURL: cfg.Embeddings.BaseURL, APIKey: cfg.Embeddings.APIKey,
+			Model: cfg.Embeddings.Model, Dim: cfg.Vector.Dim, BatchSize: cfg.Embeddings.BatchSize})
+	}
+	return embed.NewOffline(cfg.Vector.Dim), nil
+}
