@@ -66,9 +66,20 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	admitted, _ := l.h.admit(w, r, p)
+	admitted, limitsDown := l.h.admit(w, r, p)
 	if !admitted {
 		return
+	}
+	emit := answer.Emit(func(name string, v any) error { return stream.Send(name, v) })
+	if limitsDown {
+		// limits failed open: the answer says so in degraded, both as streamed and as stored
+		emit = degradeDone(emit, "limits")
+		if persist := req.Persist; persist != nil {
+			req.Persist = func(ctx context.Context, d *answer.Done) error {
+				addDegraded(d, "limits")
+				return persist(ctx, d)
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
@@ -76,7 +87,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client is gone
 	}
-	done, err := l.run(ctx, req, stream.Send)
+	done, err := l.run(ctx, req, emit)
 	if done != nil {
 		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
 	}
@@ -307,4 +318,20 @@ func (l *library) forgetMemory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// degradeDone adds a degraded component to the done event as it is sent.
+func degradeDone(emit answer.Emit, component string) answer.Emit {
+	return func(name string, v any) error {
+		if d, ok := v.(*answer.Done); ok && name == "done" {
+			addDegraded(d, component)
+		}
+		return emit(name, v)
+	}
+}
+
+func addDegraded(d *answer.Done, component string) {
+	if !slices.Contains(d.Degraded, component) {
+		d.Degraded = append(d.Degraded, component)
+	}
 }

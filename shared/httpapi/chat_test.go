@@ -100,6 +100,12 @@ func (l *lockedBuffer) String() string {
 
 func newChatFixture(t *testing.T, history bool) *chatFixture {
 	t.Helper()
+	return newChatFixtureWith(t, history, nil)
+}
+
+// newChatFixtureWith is newChatFixture with a last change to the handler's dependencies.
+func newChatFixtureWith(t *testing.T, history bool, mod func(*Deps)) *chatFixture {
+	t.Helper()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +139,9 @@ func newChatFixture(t *testing.T, history bool) *chatFixture {
 			}
 			return "alice", nil
 		}
+	}
+	if mod != nil {
+		mod(&d)
 	}
 	f.srv = httptest.NewServer(New(d))
 	t.Cleanup(f.srv.Close)
