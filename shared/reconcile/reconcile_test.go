@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -537,4 +539,18 @@ func sumMap(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// TestXS01Scale runs XS-01 at DOCMIND_XS01_DOCS documents (1000 is the scale) and logs the
+// check's throughput: go test ./shared/reconcile -run XS01Scale -v with DOCMIND_XS01_DOCS=1000.
+func TestXS01Scale(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("DOCMIND_XS01_DOCS"))
+	if n < 100 {
+		t.Skip("set DOCMIND_XS01_DOCS=1000 (or more) to run XS-01 at scale")
+	}
+	dry, rep := runXS01(t, n, 1)
+	t.Logf("XS-01 at %d documents: drift %v", n, dry.Drift)
+	t.Logf("dry run: %d documents, %d vectors, %d blobs in %s = %.0f documents/s", dry.Documents, dry.Vectors, dry.Blobs, dry.Duration, float64(dry.Documents)/dry.Duration.Seconds())
+	t.Logf("repair run: %s (%.0f documents/s); max_docs_per_run in 15 minutes at the check's rate: %.0f",
+		rep.Duration, float64(rep.Documents)/rep.Duration.Seconds(), 900*float64(dry.Documents)/dry.Duration.Seconds())
 }
