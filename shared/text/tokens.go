@@ -17,16 +17,17 @@ func IsCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
-// asciiClass is EstimateTokens' treatment of each ASCII byte: 1 a letter or '_' (part of a word), 2 a
-// digit, 3 a space, 0 anything else (punctuation, newline, tab, control).
-var asciiClass = func() (c [utf8.RuneSelf]uint8) {
+// byteClass is EstimateTokens' treatment of each byte: 1 an ASCII letter or '_' (part of a word),
+// 2 a space, 3 the lead or continuation byte of a multi-byte rune (decoded), 0 anything else: a digit,
+// punctuation, newline, tab or control character (one token each).
+var byteClass = func() (c [256]uint8) {
 	for b := range c {
 		switch {
 		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b == '_':
 			c[b] = 1
-		case b >= '0' && b <= '9':
-			c[b] = 2
 		case b == ' ':
+			c[b] = 2
+		case b >= utf8.RuneSelf:
 			c[b] = 3
 		}
 	}
@@ -43,45 +44,43 @@ var asciiClass = func() (c [utf8.RuneSelf]uint8) {
 func EstimateTokens(s string) int {
 	n, word := 0, 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
+		switch byteClass[s[i]] {
+		case 1:
+			// the rest of an ASCII word in a tight loop: most of an English text
+			j := i + 1
+			for j < len(s) && byteClass[s[j]] == 1 {
+				j++
+			}
+			word += j - i
+			i = j
+			continue
+		case 2:
 			i++
-			switch asciiClass[c] {
-			case 1:
-				word++
-				continue
-			case 2, 0:
-				n++
-			}
-			if word > 0 {
-				n += (word + 3) / 4
-				word = 0
-			}
-			continue
-		}
-		// The URO (U+4E00-U+9FFF) is three bytes led by 0xE4-0xE9: decoded inline, as most of a
-		// Chinese text is.
-		if c >= 0xE4 && c <= 0xE9 && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 &&
-			rune(c&0x0F)<<12|rune(s[i+1]&0x3F)<<6 >= 0x4E00 {
-			i += 3
-			n += 2
-			if word > 0 {
-				n += (word + 3) / 4
-				word = 0
-			}
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		switch {
-		case IsCJK(r):
-			n += 2
-		case unicode.IsLetter(r) || unicode.Is(unicode.Mn, r):
-			word += size
-			continue
-		case unicode.IsSpace(r):
+		case 0:
+			i++
+			n++
 		default:
-			n += 2 // non-ASCII punctuation and symbols
+			c := s[i]
+			// The URO (U+4E00-U+9FFF) is three bytes led by 0xE4-0xE9: decoded inline, as most of a
+			// Chinese text is.
+			if c >= 0xE4 && c <= 0xE9 && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 &&
+				rune(c&0x0F)<<12|rune(s[i+1]&0x3F)<<6 >= 0x4E00 {
+				i += 3
+				n += 2
+				break
+			}
+			r, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			switch {
+			case IsCJK(r):
+				n += 2
+			case unicode.IsLetter(r) || unicode.Is(unicode.Mn, r):
+				word += size
+				continue
+			case unicode.IsSpace(r):
+			default:
+				n += 2 // non-ASCII punctuation and symbols
+			}
 		}
 		if word > 0 {
 			n += (word + 3) / 4
