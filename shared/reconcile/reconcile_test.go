@@ -30,19 +30,31 @@ const tenant = "t1"
 // world is the embedded stores with the ingestion service over them.
 type world struct {
 	db  *sqldb.DB
-	vec *memvec.Index
+	vec vectors
 	blb store.Blobs
 	emb *embed.Offline
 	svc *ingest.Service
 	kb  rag.KnowledgeBase
 }
 
+// vectors is an index that can list its records.
+type vectors interface {
+	store.VectorIndex
+	store.VectorLister
+}
+
+// newWorld is the embedded stores: SQLite, memvec and a blob directory.
 func newWorld(t testing.TB) *world {
 	t.Helper()
 	db, err := sqlite.Open(":memory:", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newWorldOn(t, db, memvec.New(32))
+}
+
+func newWorldOn(t testing.TB, db *sqldb.DB, vec vectors) *world {
+	t.Helper()
 	t.Cleanup(func() { db.Close() })
 	if _, err := db.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
@@ -51,7 +63,7 @@ func newWorld(t testing.TB) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{db: db, vec: memvec.New(32), blb: blobs, emb: embed.NewOffline(32)}
+	w := &world{db: db, vec: vec, blb: blobs, emb: embed.NewOffline(32)}
 	st := &ingest.Stages{Records: db, Vectors: w.vec, Blobs: blobs, Embedder: w.emb, Chunking: chunk.Options{ChildChars: 120, Overlap: 20, ParentChars: 400}}
 	w.svc = &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.Policy{}}}
 	w.kb = rag.KnowledgeBase{Tenant: tenant, Name: "manuals"}
@@ -316,7 +328,10 @@ func TestXS01(t *testing.T) {
 // vectors, 20 stuck, 20 sources without rows, 20 rows without sources, 10 wrong-version vectors), plus
 // interrupted deletes and staging leftovers.
 func runXS01(t testing.TB, n, scale int) (reconcile.Report, reconcile.Report) {
-	w := newWorld(t)
+	return runXS01On(t, newWorld(t), n, scale)
+}
+
+func runXS01On(t testing.TB, w *world, n, scale int) (reconcile.Report, reconcile.Report) {
 	docs := w.seed(t, n)
 	in := &injector{t: t, w: w, want: map[string]bool{}}
 	next := 0
@@ -554,3 +569,49 @@ func TestXS01Scale(t *testing.T) {
 	t.Logf("repair run: %s (%.0f documents/s); max_docs_per_run in 15 minutes at the check's rate: %.0f",
 		rep.Duration, float64(rep.Documents)/rep.Duration.Seconds(), 900*float64(dry.Documents)/dry.Duration.Seconds())
 }
+
+// interruptedKBDelete leaves a knowledge base recorded as being deleted, with two documents, their
+// vectors and sources still there, and checks that it is found as one piece of drift (its documents not
+// counted elsewhere), finished by one repair, and gone for good.
+func interruptedKBDelete(t *testing.T, w *world) {
+	ctx := context.Background()
+	for _, name := range []string{"a.md", "b.md"} {
+		if _, err := w.svc.Ingest(ctx, tenant, ingest.Source{KBName: "old", URI: "inbox/old/" + name, Name: name, Data: []byte("# " + name + "\n\nSome text about " + name + ".\n")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := w.db.GetKBByName(ctx, tenant, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.db.MarkKBDeleting(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	c := w.checker(2 * time.Hour)
+	dry, err := c.Run(ctx, reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dry.Drift[reconcile.DeletedKnowledgeBases] != 1 || sumMap(dry.Drift) != 1 {
+		t.Fatalf("an interrupted knowledge-base delete: drift %v, want deleted_knowledge_bases 1 and nothing else", dry.Drift)
+	}
+	rep, err := c.Run(ctx, reconcile.Options{Repair: true})
+	if err != nil || !rep.Clean() || rep.Repaired[reconcile.DeletedKnowledgeBases] != 1 {
+		t.Fatalf("repair: %+v, %v", rep.Repaired, err)
+	}
+	if _, err := w.db.GetKB(ctx, tenant, old.ID); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("the knowledge base survived: %v", err)
+	}
+	if refs, _ := w.vec.ListVectors(ctx, rag.Filter{Tenant: tenant, KBIDs: []string{old.ID}}); len(refs) != 0 {
+		t.Fatalf("%d vectors left", len(refs))
+	}
+	if objs, _ := w.blb.List(ctx, ingest.SourcePrefix(tenant, old.ID, "")); len(objs) != 0 {
+		t.Fatalf("%d sources left", len(objs))
+	}
+	again, err := c.Run(ctx, reconcile.Options{Repair: true})
+	if err != nil || sumMap(again.Drift) != 0 || sumMap(again.Repaired) != 0 {
+		t.Fatalf("second run: %v %v, %v", again.Drift, again.Repaired, err)
+	}
+}
+
+func TestInterruptedKBDelete(t *testing.T) { interruptedKBDelete(t, newWorld(t)) }
