@@ -422,6 +422,59 @@ test("SEC-04: 100 XSS payloads in file names, chunk text, chapter titles and mod
   console.log(`# SEC-04: ${xssPayloads.all.length} payloads (${xssPayloads.fileNames.length} file names, ${xssPayloads.chunks.length} chunk texts, ${xssPayloads.chapters.length} chapter titles, ${xssPayloads.model.length} model output): xss_exec=0 rendered_exfil=${foreign.length}`);
 });
 
+// cli runs a docmind command to completion and returns its stdout.
+function cli(args, env = {}) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.env.DOCMIND_BIN || "../../bin/docmind", args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "", errOut = "";
+    p.stdout.on("data", (b) => { out += b; });
+    p.stderr.on("data", (b) => { errOut += b; });
+    p.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`docmind ${args.join(" ")}: ${code}: ${errOut}`))));
+  });
+}
+
+test("with API keys required, the page asks for a key on 401, says when it is refused, shows who is signed in and signs out", async (t) => {
+  const data = join(work, "keys");
+  await cli(["user", "create", "ana@example.com", "--tenant", "acme", "--role", "admin", "--data", data]);
+  const key = JSON.parse(await cli(["key", "create", "--tenant", "acme", "--user", "ana@example.com", "--json", "--data", data])).key;
+  assert.match(key, /^dm_/);
+  const port = await freePort();
+  const keyed = `http://127.0.0.1:${port}`;
+  const { p: srv } = await run(process.env.DOCMIND_BIN || "../../bin/docmind", ["serve", "--addr", `127.0.0.1:${port}`, "--data", data, "--no-demo"],
+    { DOCMIND_AUTH: "keys", DOCMIND_TENANT: "acme", DOCMIND_LOG_LEVEL: "warn" });
+  t.after(() => srv.kill("SIGTERM"));
+  await until("the keyed server", async () => (await fetch(`${keyed}/healthz`)).ok);
+  assert.equal((await fetch(`${keyed}/api/kbs`)).status, 401, "the API needs a key");
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  t.after(() => ctx.close());
+  const p = await ctx.newPage();
+  p.setDefaultTimeout(WAIT);
+  const errors = [];
+  p.on("pageerror", (e) => errors.push(e.message));
+  await p.goto(keyed + "/");
+  await p.locator("#dlg-key[open]").waitFor();
+  await p.fill("#key", "dm_not-a-real-key");
+  await p.click("#key-form button[type=submit]");
+  await p.locator("#key-msg", { hasText: "refused" }).waitFor();
+  assert.ok(await p.locator("#dlg-key[open]").isVisible(), "a refused key asks again");
+  await p.fill("#key", key);
+  await p.click("#key-form button[type=submit]");
+  await p.locator("#who-name", { hasText: "ana@example.com" }).waitFor();
+  assert.equal(await p.locator("#dlg-key[open]").count(), 0);
+  assert.equal(await p.evaluate(() => sessionStorage.getItem("docmind.apiKey")), key);
+  // signed in, the page works: create a knowledge base through it
+  await p.click("#tab-kb");
+  await p.fill("#kb-name", "team");
+  await p.click("#kb-create button[type=submit]");
+  await p.locator("#kb-list li.current", { hasText: "team" }).waitFor();
+  const kbs = await (await fetch(`${keyed}/api/kbs`, { headers: { Authorization: `Bearer ${key}` } })).json();
+  assert.ok(kbs.knowledge_bases.some(k => k.name === "team"));
+  await p.click("#signout");
+  await p.locator("#dlg-key[open]").waitFor();
+  assert.equal(await p.evaluate(() => sessionStorage.getItem("docmind.apiKey")), null, "sign-out forgets the key");
+  assert.deepEqual(errors, []);
+});
+
 // Last: it stops the server.
 test("with the server stopped, asking shows a clear error, keeps the question and offers retry", async (t) => {
   const p = await page(t);

@@ -308,21 +308,20 @@ function authHeaders(extra = {}) {
   return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
 }
 
-// request is fetch with the key, a sign-in prompt on 401 (then one retry) and an OfflineError when the
-// server cannot be reached.
-async function request(path, opts = {}, retried = false) {
-  let r;
-  try {
-    r = await fetch(path, { ...opts, headers: authHeaders(opts.headers), credentials: "same-origin" });
-  } catch (err) {
-    if (err.name === "AbortError") throw err;
-    throw new OfflineError();
+// request is fetch with the key, a sign-in prompt on 401 (then a retry with the key entered, up to three
+// times, so that a mistyped key can be corrected) and an OfflineError when the server cannot be reached.
+async function request(path, opts = {}) {
+  for (let attempt = 0; ; attempt++) {
+    let r;
+    try {
+      r = await fetch(path, { ...opts, headers: authHeaders(opts.headers), credentials: "same-origin" });
+    } catch (err) {
+      if (err.name === "AbortError") throw err;
+      throw new OfflineError();
+    }
+    if (r.status !== 401 || attempt >= 3) return r;
+    if (!(await signIn(await errorMessage(r)))) return r;
   }
-  if (r.status === 401 && !retried) {
-    await signIn(await errorMessage(r));
-    return request(path, opts, true);
-  }
-  return r;
 }
 
 async function errorMessage(r) {
@@ -337,6 +336,8 @@ async function api(path, opts = {}) {
 
 const postJSON = (path, body) => api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
 
+// signIn asks for an API key (one dialog however many requests were refused at once); it resolves true
+// when a key was entered, false when the dialog was dismissed.
 function signIn(message) {
   if (signingIn) return signingIn;
   signingIn = new Promise((resolve) => {
@@ -347,8 +348,8 @@ function signIn(message) {
       const key = $("key").value.trim();
       if (key) sessionStorage.setItem(KEY, key);
       signingIn = null;
-      resolve();
-      loadMe();
+      resolve(Boolean(key));
+      if (key) loadMe();
     };
     dlg.showModal();
   });
@@ -973,7 +974,7 @@ function uploadOne(kb, file) {
       for (const [k, v] of Object.entries(authHeaders())) xhr.setRequestHeader(k, v);
       xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = Math.round(100 * e.loaded / e.total); };
       xhr.onload = async () => {
-        if (xhr.status === 401 && !retried) { await signIn("sign in to upload"); send(true); return; }
+        if (xhr.status === 401 && !retried && (await signIn("sign in to upload"))) { send(true); return; }
         if (xhr.status >= 200 && xhr.status < 300) {
           bar.value = 100;
           st.textContent = "uploaded; processing";
