@@ -17,22 +17,56 @@ func IsCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
-// byteClass is EstimateTokens' treatment of each byte: 1 an ASCII letter or '_' (part of a word),
-// 2 a space, 3 the lead or continuation byte of a multi-byte rune (decoded), 0 anything else: a digit,
-// punctuation, newline, tab or control character (one token each).
-var byteClass = func() (c [256]uint8) {
-	for b := range c {
+// letterByte[c] is 1 for an ASCII letter or '_' (part of a word), tokenByte[c] 1 for an ASCII byte
+// that is a token of its own (digit, punctuation, newline, tab, control); a space is neither.
+var letterByte, tokenByte = func() (l, t [utf8.RuneSelf]int) {
+	for b := range l {
 		switch {
 		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b == '_':
-			c[b] = 1
-		case b == ' ':
-			c[b] = 2
-		case b >= utf8.RuneSelf:
-			c[b] = 3
+			l[b] = 1
+		case b != ' ':
+			t[b] = 1
 		}
 	}
-	return c
+	return l, t
 }()
+
+// Rune classes of EstimateTokens' decoding path.
+const (
+	runeOther  = iota // non-ASCII punctuation or symbol: two tokens
+	runeCJK           // two tokens
+	runeLetter        // part of a word
+	runeSpace         // nothing
+)
+
+func classifyRune(r rune) uint8 {
+	switch {
+	case IsCJK(r):
+		return runeCJK
+	case unicode.IsLetter(r) || unicode.Is(unicode.Mn, r):
+		return runeLetter
+	case unicode.IsSpace(r):
+		return runeSpace
+	}
+	return runeOther
+}
+
+// cjkBlock and fullwidth hold classifyRune for U+3000-U+30FF (CJK punctuation and kana) and
+// U+FF00-U+FFEF (full-width forms): with the ideographs, nearly every rune of a CJK text, so they are
+// looked up instead of walked through the Unicode tables.
+var cjkBlock, fullwidth = func() (a [0x100]uint8, b [0xF0]uint8) {
+	for i := range a {
+		a[i] = classifyRune(rune(0x3000 + i))
+	}
+	for i := range b {
+		b[i] = classifyRune(rune(0xFF00 + i))
+	}
+	return a, b
+}()
+
+// startsToken[p&3] is 1 when the p-th byte of a word (p counted from 1) starts one of its four-byte
+// tokens: a word of L bytes costs (L+3)/4.
+var startsToken = [4]int{0, 1, 0, 0}
 
 // EstimateTokens estimates the tokens a BPE tokenizer needs for s, erring high (seed #33: a budget
 // overrun because the estimate was low is worse than a little unused room). Each run of letters costs
@@ -42,53 +76,50 @@ var byteClass = func() (c [256]uint8) {
 // Chinese, tables and Go code. It runs over bytes and decodes only non-ASCII runes: the chunker calls it
 // on every chunk and parent, which made it a third of chunking time.
 func EstimateTokens(s string) int {
-	n, word := 0, 0
+	// run is the length in bytes of the word being read (0 between words). ASCII is counted without
+	// branches (a word's end is data, not control flow: branch mispredictions at word ends were most of
+	// the cost); other runes take the decoding path.
+	n, run := 0, 0
 	for i := 0; i < len(s); {
-		switch byteClass[s[i]] {
-		case 1:
-			// the rest of an ASCII word in a tight loop: most of an English text
-			j := i + 1
-			for j < len(s) && byteClass[s[j]] == 1 {
-				j++
-			}
-			word += j - i
-			i = j
-			continue
-		case 2:
-			i++
-		case 0:
-			i++
-			n++
-		default:
+		for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
 			c := s[i]
-			// The URO (U+4E00-U+9FFF) is three bytes led by 0xE4-0xE9: decoded inline, as most of a
-			// Chinese text is.
-			if c >= 0xE4 && c <= 0xE9 && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 &&
-				rune(c&0x0F)<<12|rune(s[i+1]&0x3F)<<6 >= 0x4E00 {
-				i += 3
-				n += 2
-				break
-			}
-			r, size := utf8.DecodeRuneInString(s[i:])
-			i += size
-			switch {
-			case IsCJK(r):
-				n += 2
-			case unicode.IsLetter(r) || unicode.Is(unicode.Mn, r):
-				word += size
-				continue
-			case unicode.IsSpace(r):
-			default:
-				n += 2 // non-ASCII punctuation and symbols
-			}
+			run = (run + 1) * letterByte[c]
+			n += startsToken[run&3] + tokenByte[c]
 		}
-		if word > 0 {
-			n += (word + 3) / 4
-			word = 0
+		if i == len(s) {
+			break
 		}
-	}
-	if word > 0 {
-		n += (word + 3) / 4
+		c := s[i]
+		// The URO (U+4E00-U+9FFF) is three bytes led by 0xE4-0xE9: decoded inline, as most of a
+		// Chinese text is.
+		if c >= 0xE4 && c <= 0xE9 && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 &&
+			rune(c&0x0F)<<12|rune(s[i+1]&0x3F)<<6 >= 0x4E00 {
+			i += 3
+			n += 2
+			run = 0
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		var class uint8
+		switch {
+		case r >= 0x3000 && r < 0x3100:
+			class = cjkBlock[r-0x3000]
+		case r >= 0xFF00 && r < 0xFFF0:
+			class = fullwidth[r-0xFF00]
+		default:
+			class = classifyRune(r)
+		}
+		switch class {
+		case runeCJK, runeOther:
+			n += 2
+			run = 0
+		case runeLetter:
+			n += (run+size+3)/4 - (run+3)/4 // the word grows by size bytes
+			run += size
+		case runeSpace:
+			run = 0
+		}
 	}
 	return n
 }
