@@ -202,8 +202,14 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*r
 		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
 	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
-	return &reconcile.Checker{Records: db, Vectors: vec, Blobs: blobs, Embedder: emb, Documents: svc, Lease: db, Log: log,
-		StuckAfter: durationEnv(getenv, "DOCMIND_RECONCILE_STUCK_AFTER", time.Hour)}, nil
+	c := &reconcile.Checker{Records: db, Vectors: vec, Blobs: blobs, Embedder: emb, Documents: svc, Lease: db, Log: log,
+		StuckAfter: durationEnv(getenv, "DOCMIND_RECONCILE_STUCK_AFTER", time.Hour)}
+	if getenv("DOCMIND_TENANT") != "" {
+		// a stack serves one tenant and its role reaches only that tenant's prefixes; without the
+		// variable every tenant owning data in SQL is checked
+		c.Tenants = []string{cfg.Tenant}
+	}
+	return c, nil
 }
 
 func durationEnv(getenv func(string) string, name string, def time.Duration) time.Duration {
