@@ -67,6 +67,8 @@ type Result struct {
 type heading struct {
 	level int
 	text  string
+	tag   string // cleanTag(text), computed once when the heading is read
+	lower string // strings.ToLower(text), for contentType
 }
 
 type blockKind int
@@ -284,8 +286,8 @@ func newSection(stack []heading) *section {
 	}
 	sec.prefix = b.String()
 	sec.chapter = strings.Join(names, " > ")
-	sec.kind = contentType(names)
-	sec.tags = slices.Clip(tags(names))
+	sec.kind = stackContentType(stack)
+	sec.tags = slices.Clip(stackTags(stack))
 	if len(stack) > 0 {
 		sec.root = strconv.Itoa(stack[0].level) + " " + stack[0].text
 	}
@@ -293,6 +295,31 @@ func newSection(stack []heading) *section {
 		sec.tokens += n + 1 // each line ends in "\n"
 	}
 	return sec
+}
+
+// stackTags is tags(names of stack) with each heading's tag already cleaned.
+func stackTags(stack []heading) []string {
+	var out []string
+	for _, h := range stack {
+		if h.tag != "" && !slices.Contains(out, h.tag) && len(out) < 6 {
+			out = append(out, h.tag)
+		}
+	}
+	return out
+}
+
+// stackContentType is contentType(names of stack) over the lower-cased headings.
+func stackContentType(stack []heading) string {
+	for i := len(stack) - 1; i >= 0; i-- {
+		for _, tw := range typeWords {
+			for _, w := range tw.words {
+				if strings.Contains(stack[i].lower, w) {
+					return tw.kind
+				}
+			}
+		}
+	}
+	return rag.ContentGeneral
 }
 
 // splitter holds the state of one Split.
@@ -355,7 +382,7 @@ func Split(md string, o Options) Result {
 			for len(s.stack) > 0 && s.stack[len(s.stack)-1].level >= b.level {
 				s.stack = s.stack[:len(s.stack)-1]
 			}
-			s.stack = append(s.stack, heading{b.level, b.text})
+			s.stack = append(s.stack, heading{level: b.level, text: b.text, tag: cleanTag(b.text), lower: strings.ToLower(b.text)})
 			s.sec = nil
 			if res.Title == "" {
 				res.Title = b.text
