@@ -417,7 +417,9 @@ func Split(md string, o Options) Result {
 		}
 	}
 	s.flush()
-	res.Children = s.children
+	if len(s.children) > 0 { // an empty document keeps nil children ("children": null), as it always has
+		res.Children = s.children
+	}
 	res.Parents = s.parents()
 	return res
 }
