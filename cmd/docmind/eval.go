@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -25,16 +27,19 @@ var evalVariants = []string{"bm25", "vector", "hybrid", "rerank", "full"}
 func cmdEval(e env, args []string) int {
 	var c common
 	fs := newFlags("eval", e, &c)
-	dataset := fs.String("dataset", "", "BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv)")
+	dataset := fs.String("dataset", "", "BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv); with --calibrate, several separated by commas")
 	// rerank and full run the retrieval chain; without a rerank API configured its reranker is lexical
 	split := fs.String("split", "train", "qrels split")
 	variant := fs.String("variant", "all", "bm25, vector, hybrid, rerank, full, all (the retrieval variants) or answer (the whole pipeline against answers.jsonl)")
 	k := fs.Int("k", 10, "cut-off reported first (Recall@100 is always computed)")
+	out := fs.String("out", "", "answer variant: write one JSON line per question (id, answer, band, confidence, correct, claims_supported) to this file")
+	calibrate := fs.Bool("calibrate", false, "answer variant: fit the confidence calibration per answerer on these datasets and write it to --calibration")
+	calFile := fs.String("calibration", filepath.Join("shared", "answer", "calibration.json"), "where --calibrate writes the calibration (embedded in the next build)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
 	}
 	if *dataset == "" {
-		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|rerank|full|all|answer] [--json]")
+		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|rerank|full|all|answer] [--json] [--out FILE] [--calibrate]")
 		return exitConfig
 	}
 	variants := evalVariants
@@ -51,57 +56,29 @@ func cmdEval(e env, args []string) int {
 		}
 		variants = []string{*variant}
 	}
+	if (*calibrate || *out != "") && variants[0] != "answer" {
+		fmt.Fprintln(e.stderr, "docmind: --calibrate and --out need --variant answer")
+		return exitConfig
+	}
 	cfg, ok := c.load(e, nil)
 	if !ok {
 		return exitConfig
 	}
-	ds, err := eval.Load(*dataset, *split)
-	if err != nil {
-		return fail(e, rag.E("eval", rag.KindInvalid, err))
-	}
-	// the corpus is ingested once into its own embedded stores, keyed by everything that shapes the
-	// index: the corpus file, the chunk sizes and the embedding model
-	ecfg := cfg
-	key := sha256.Sum256([]byte(fmt.Sprintf("%s|%+v|%s|%s|%d", ds.CorpusHash, cfg.Chunking, cfg.Embeddings.Provider, cfg.Embeddings.Model, cfg.Vector.Dim)))
-	ecfg.DataDir = filepath.Join(cfg.DataDir, "eval", hex.EncodeToString(key[:8]))
-	ecfg.SQL.Driver, ecfg.SQL.DSN, ecfg.Vector.Driver, ecfg.KV.Driver, ecfg.Blob.Driver, ecfg.Blob.Dir = "sqlite", "", "memvec", "memory", "fs", ""
-	s, err := OpenStores(e.ctx, ecfg)
-	if err != nil {
-		return fail(e, err)
-	}
-	defer s.Close()
-	svc, err := ingestService(ecfg, s, nil)
-	if err != nil {
-		return fail(e, err)
-	}
-	kb, err := ensureEvalCorpus(e, svc, ecfg.Tenant, ds, !c.json && isTerminal(e.stderr))
-	if err != nil {
-		return fail(e, err)
-	}
-	r, err := newEvalRetriever(e.ctx, ecfg.Tenant, kb, s, bm25.Params{K1: cfg.Retrieval.BM25K1, B: cfg.Retrieval.BM25B, TitleWeight: cfg.Retrieval.BM25TitleWeight, ContextWeight: cfg.Retrieval.BM25ContextWeight})
-	if err != nil {
-		return fail(e, err)
-	}
-	emb, err := wire.Embedder(ecfg)
-	if err != nil {
-		return fail(e, err)
-	}
-	r.embed, r.semantic = emb, cfg.Embeddings.Provider != "offline"
-	if r.chain, err = retriever(ecfg, s); err != nil {
-		return fail(e, err)
+	dirs := []string{*dataset}
+	if *calibrate {
+		dirs = strings.Split(*dataset, ",")
+	} else if strings.Contains(*dataset, ",") {
+		fmt.Fprintln(e.stderr, "docmind: several datasets only with --calibrate")
+		return exitConfig
 	}
 	if variants[0] == "answer" {
-		if len(ds.Answers) == 0 {
-			return fail(e, rag.Errorf("eval", rag.KindInvalid, "%s has no answers.jsonl: the answer variant needs gold answers", *dataset))
-		}
-		res := eval.RunAnswers(e.ctx, ds, r.answerer(ecfg, s))
-		if c.json {
-			printJSON(e.stdout, res)
-		} else {
-			fmt.Fprint(e.stdout, eval.AnswerMarkdown(res))
-		}
-		return exitOK
+		return evalAnswers(e, c, cfg, dirs, *split, *out, *calibrate, *calFile)
 	}
+	ds, r, closeStores, err := openEval(e, c, cfg, *dataset, *split)
+	if err != nil {
+		return fail(e, err)
+	}
+	defer closeStores()
 	var results []eval.Result
 	for _, v := range variants {
 		results = append(results, eval.Run(e.ctx, ds, v, r.retriever(v), *k))
@@ -116,6 +93,194 @@ func cmdEval(e env, args []string) int {
 		fmt.Fprint(e.stdout, eval.Markdown(results))
 	}
 	return exitOK
+}
+
+// openEval loads a dataset and its ingested corpus (ingesting it on first use) with the retrieval
+// chain over it; the returned function closes the stores.
+func openEval(e env, c common, cfg config.Config, dir, split string) (*eval.Dataset, *evalRetriever, func(), error) {
+	ds, err := eval.Load(dir, split)
+	if err != nil {
+		return nil, nil, nil, rag.E("eval", rag.KindInvalid, err)
+	}
+	// the corpus is ingested once into its own embedded stores, keyed by everything that shapes the
+	// index: the corpus file, the chunk sizes and the embedding model
+	ecfg := cfg
+	key := sha256.Sum256([]byte(fmt.Sprintf("%s|%+v|%s|%s|%d", ds.CorpusHash, cfg.Chunking, cfg.Embeddings.Provider, cfg.Embeddings.Model, cfg.Vector.Dim)))
+	ecfg.DataDir = filepath.Join(cfg.DataDir, "eval", hex.EncodeToString(key[:8]))
+	ecfg.SQL.Driver, ecfg.SQL.DSN, ecfg.Vector.Driver, ecfg.KV.Driver, ecfg.Blob.Driver, ecfg.Blob.Dir = "sqlite", "", "memvec", "memory", "fs", ""
+	s, err := OpenStores(e.ctx, ecfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	closeStores := func() { s.Close() }
+	svc, err := ingestService(ecfg, s, nil)
+	if err != nil {
+		closeStores()
+		return nil, nil, nil, err
+	}
+	kb, err := ensureEvalCorpus(e, svc, ecfg.Tenant, ds, !c.json && isTerminal(e.stderr))
+	if err != nil {
+		closeStores()
+		return nil, nil, nil, err
+	}
+	r, err := newEvalRetriever(e.ctx, ecfg.Tenant, kb, s, bm25.Params{K1: cfg.Retrieval.BM25K1, B: cfg.Retrieval.BM25B, TitleWeight: cfg.Retrieval.BM25TitleWeight, ContextWeight: cfg.Retrieval.BM25ContextWeight})
+	if err != nil {
+		closeStores()
+		return nil, nil, nil, err
+	}
+	emb, err := wire.Embedder(ecfg)
+	if err != nil {
+		closeStores()
+		return nil, nil, nil, err
+	}
+	r.embed, r.semantic = emb, cfg.Embeddings.Provider != "offline"
+	if r.chain, err = retriever(ecfg, s); err != nil {
+		closeStores()
+		return nil, nil, nil, err
+	}
+	r.cfg, r.stores = ecfg, s
+	return ds, r, closeStores, nil
+}
+
+// evalAnswers runs the answer variant on each dataset. With calibrate, the answers are scored
+// uncalibrated, a calibration is fitted per answerer over all of them and written to calFile, and
+// each dataset is reported with cross-fitted confidences (two folds by question order: each answer's
+// confidence comes from a calibration fitted on the other fold, so the figures are not measured on
+// the data that fitted them).
+func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFile string, calibrate bool, calFile string) int {
+	var results []eval.AnswerResult
+	for _, dir := range dirs {
+		ds, r, closeStores, err := openEval(e, c, cfg, dir, split)
+		if err != nil {
+			return fail(e, err)
+		}
+		if len(ds.Answers) == 0 {
+			closeStores()
+			return fail(e, rag.Errorf("eval", rag.KindInvalid, "%s has no answers.jsonl: the answer variant needs gold answers", dir))
+		}
+		var cal answer.Calibrations
+		if calibrate {
+			cal = answer.Calibrations{} // uncalibrated: the features are what is fitted
+		}
+		results = append(results, eval.RunAnswers(e.ctx, ds, r.answerer(cal)))
+		closeStores()
+	}
+	if calibrate {
+		fitted, err := fitCalibrations(results, dirs)
+		if err != nil {
+			return fail(e, rag.E("eval", rag.KindInvalid, err))
+		}
+		b, _ := json.MarshalIndent(fitted, "", "  ")
+		if err := os.WriteFile(calFile, append(b, '\n'), 0o644); err != nil {
+			return fail(e, rag.E("eval", rag.KindInternal, err))
+		}
+		fmt.Fprintf(e.stderr, "docmind: calibration for %d answerer(s) written to %s; rebuild to ship it\n", len(fitted), calFile)
+		if err := crossFit(results); err != nil {
+			return fail(e, rag.E("eval", rag.KindInvalid, err))
+		}
+	}
+	if outFile != "" {
+		if err := writeAnswerLines(outFile, results); err != nil {
+			return fail(e, rag.E("eval", rag.KindInternal, err))
+		}
+	}
+	for _, res := range results {
+		if c.json {
+			printJSON(e.stdout, res)
+		} else {
+			fmt.Fprint(e.stdout, eval.AnswerMarkdown(res))
+		}
+	}
+	return exitOK
+}
+
+// samplesByAnswerer gathers the answered questions' features and outcomes per answerer; keep selects
+// questions by their position.
+func samplesByAnswerer(results []eval.AnswerResult, keep func(i int) bool) map[string][]answer.Sample {
+	out := map[string][]answer.Sample{}
+	for _, res := range results {
+		for i, q := range res.All {
+			if q.Error != "" || len(q.Features) == 0 || !keep(i) {
+				continue
+			}
+			out[q.Answerer] = append(out[q.Answerer], answer.Sample{X: q.Features, Correct: q.Correct})
+		}
+	}
+	return out
+}
+
+func fitCalibrations(results []eval.AnswerResult, dirs []string) (answer.Calibrations, error) {
+	var names []string
+	for i, d := range dirs {
+		names = append(names, fmt.Sprintf("%s (%s, %d questions)", filepath.Base(d), results[i].Split, results[i].Queries))
+	}
+	out := answer.Calibrations{}
+	for name, samples := range samplesByAnswerer(results, func(int) bool { return true }) {
+		c, err := answer.Fit(name, samples)
+		if err != nil {
+			return nil, fmt.Errorf("answerer %s: %w", name, err)
+		}
+		c.FittedOn = strings.Join(names, ", ")
+		out[name] = c
+	}
+	return out, nil
+}
+
+// crossFit replaces each answer's confidence and band by the estimate of a calibration fitted on the
+// other fold (even and odd positions), then recomputes the reports' band statistics.
+func crossFit(results []eval.AnswerResult) error {
+	folds := [2]answer.Calibrations{{}, {}}
+	for f := range 2 {
+		for name, samples := range samplesByAnswerer(results, func(i int) bool { return i%2 != f }) {
+			c, err := answer.Fit(name, samples)
+			if err != nil {
+				return fmt.Errorf("fold %d, answerer %s: %w", f, name, err)
+			}
+			folds[f][name] = c
+		}
+	}
+	for ri := range results {
+		res := &results[ri]
+		for i := range res.All {
+			q := &res.All[i]
+			c := folds[i%2][q.Answerer]
+			if q.Error != "" || c == nil || len(q.Features) == 0 {
+				continue
+			}
+			q.Confidence = answer.Recalibrate(c, q.Features, q.ClaimsSupported)
+			q.Band = answer.Band(q.Confidence)
+		}
+		res.Summarise()
+	}
+	return nil
+}
+
+// writeAnswerLines writes one JSON object per question.
+func writeAnswerLines(path string, results []eval.AnswerResult) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, res := range results {
+		for _, q := range res.All {
+			line := struct {
+				Dataset         string  `json:"dataset"`
+				ID              string  `json:"id"`
+				Answer          string  `json:"answer"`
+				Band            string  `json:"band"`
+				Confidence      float64 `json:"confidence"`
+				Correct         bool    `json:"correct"`
+				ClaimsSupported float64 `json:"claims_supported"`
+				Error           string  `json:"error,omitempty"`
+			}{res.Dataset, q.ID, q.Answer, q.Band, q.Confidence, q.Correct, q.ClaimsSupported, q.Error}
+			if err := enc.Encode(line); err != nil {
+				f.Close()
+				return err
+			}
+		}
+	}
+	return f.Close()
 }
 
 // ensureEvalCorpus ingests every corpus document (unchanged ones are skipped, so a second run costs a
@@ -169,6 +334,8 @@ type evalRetriever struct {
 	}
 	semantic bool // the embedder captures meaning (false for the offline, lexical one)
 	chain    *retrieve.Retriever
+	cfg      config.Config
+	stores   *Stores
 }
 
 func newEvalRetriever(ctx context.Context, tenant string, kb rag.KnowledgeBase, s *Stores, p bm25.Params) (*evalRetriever, error) {
@@ -269,14 +436,20 @@ func (r *evalRetriever) retriever(variant string) eval.Retriever {
 
 // answerer runs the whole question pipeline (the configured model, or the offline extractive answerer)
 // over the evaluation corpus, without the semantic cache or memory, and maps cited sources to corpus ids.
-func (r *evalRetriever) answerer(cfg config.Config, s *Stores) eval.Answerer {
-	p := wire.Chat(cfg, r.chain, s.SQL, nil)
+// cal nil is the shipped calibration.
+func (r *evalRetriever) answerer(cal answer.Calibrations) eval.Answerer {
+	p := wire.Chat(r.cfg, r.chain, r.stores.SQL, nil)
+	p.Calibration = cal
 	return func(ctx context.Context, q string) (eval.Outcome, error) {
 		done, err := p.Run(ctx, answer.Request{Tenant: r.tenant, KBIDs: []string{r.kb.ID}, Question: q}, func(string, any) error { return nil })
 		if err != nil {
 			return eval.Outcome{}, err
 		}
-		out := eval.Outcome{Text: done.Answer, Band: done.Confidence.Band, Invalid: done.Confidence.Invalid, Answerer: done.Answerer}
+		out := eval.Outcome{Text: done.Answer, Band: done.Confidence.Band, Invalid: done.Confidence.Invalid, Answerer: done.Answerer,
+			Confidence: done.Confidence.Score, ClaimsSupported: done.Confidence.Supported}
+		if done.Confidence.Features != nil {
+			out.Features = done.Confidence.Features.Vector()
+		}
 		for _, src := range done.Sources {
 			if src.Cited {
 				out.Cited = append(out.Cited, r.beirID[src.DocumentID])

@@ -8,6 +8,7 @@
 package answer
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"slices"
@@ -75,13 +76,80 @@ const (
 	BandLow    = "LOW"
 )
 
-// Confidence is the answer's confidence.
+// Confidence is the answer's confidence. Score estimates the probability that the answer is right
+// when Calibrated (see Assess); otherwise it is the uncalibrated Score formula.
 type Confidence struct {
 	Score    float64 `json:"score"`
 	Band     string  `json:"band"`
 	Coverage float64 `json:"citation_coverage"` // share of the answer's sentences that carry a valid citation
 	Signal   float64 `json:"retrieval_signal"`  // rerank top score in [0,1], or the grader's tier when no reranker scored
 	Invalid  int     `json:"invalid_citations"`
+	// Supported is the share of cited sentences that their sources support (done.claims).
+	Supported float64 `json:"claims_supported"`
+	// Calibrated says Score comes from a calibration fitted for this answerer on evaluation data.
+	Calibrated bool `json:"calibrated"`
+	// Reason says in words what drove the score.
+	Reason string `json:"reason,omitempty"`
+	// Features are the calibration's inputs (nil when the answer cites nothing), for evaluation.
+	Features *Features `json:"-"`
+}
+
+// Assess scores an answer: its claims are checked against the passages they cite, then, when a
+// calibration exists for the answerer, the features (FeaturesOf) are mapped to the probability that
+// the answer is right; without one, the uncalibrated Score formula stands in (Calibrated false). Either
+// way the result is multiplied by the share of supported claims, and a cited number missing from its
+// source caps it below HIGH. No evidence or no valid citation is LOW 0, as in Score.
+func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade, rerankKnown bool, cal Calibrations) (Confidence, []Claim) {
+	c := Score(answer, len(ev), g, rerankKnown)
+	claims := CheckClaims(answer, ev)
+	c.Supported = ClaimsSupported(claims)
+	if used, _ := Citations(answer, len(ev)); len(ev) == 0 || g.NoEvidence || len(used) == 0 {
+		c.Reason = "no valid citation of a retrieved passage"
+		if len(ev) == 0 || g.NoEvidence {
+			c.Reason = "nothing was retrieved"
+		}
+		return c, claims
+	}
+	f := FeaturesOf(question, answer, len(ev), g, rerankKnown, claims)
+	c.Features = &f
+	if k := cal[answerer]; k != nil && len(k.Weights) == len(f.Vector()) {
+		c.Score = math.Max(0, k.Predict(f.Vector())-0.05*float64(c.Invalid))
+		c.Calibrated = true
+		c.Reason = fmt.Sprintf("%.0f%% of %s answers like this held the right answer on the evaluation data: %s", 100*c.Score, answerer, k.explain(f))
+	} else {
+		c.Reason = fmt.Sprintf("uncalibrated (no calibration for the %s answerer): citation coverage %.0f%%, retrieval signal %.2f", answerer, 100*c.Coverage, c.Signal)
+	}
+	var missing []string
+	numberMissing := false
+	for _, cl := range claims {
+		if !cl.Supported {
+			missing = append(missing, cl.Reason)
+		}
+		numberMissing = numberMissing || cl.NumberMissing
+	}
+	if len(missing) > 0 {
+		c.Score *= c.Supported
+		c.Reason += fmt.Sprintf("; %d of %d cited sentences unsupported (%s)", len(missing), len(claims), missing[0])
+	}
+	if numberMissing {
+		c.Score = math.Min(c.Score, 0.84) // a claim citing a passage that lacks its number is never HIGH
+	}
+	c.Score = math.Round(c.Score*1000) / 1000
+	c.Band = Band(c.Score)
+	return c, claims
+}
+
+// Recalibrate is Assess's estimate for an answer whose features and share of supported claims are
+// known, under calibrator k (evaluation uses it to score answers with a calibration fitted elsewhere).
+func Recalibrate(k *Calibrator, x []float64, supported float64) float64 {
+	p := k.Predict(x)
+	if supported < 1 {
+		p *= supported
+	}
+	if x[6] >= 0.5 { // number_missing
+		p = math.Min(p, 0.84)
+	}
+	return math.Round(p*1000) / 1000
 }
 
 // Band maps a score to HIGH (>= 0.85), MEDIUM (>= 0.60) or LOW.

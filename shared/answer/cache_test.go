@@ -60,7 +60,7 @@ func TestSemanticCache(t *testing.T) {
 		t.Fatalf("an answer is cached only once its question was asked twice (calls %d)", r.calls)
 	}
 	third, names := ask("acme", "how many days of PAID annual leave do full-time employees get", "kb_1")
-	if !third.FromCache || r.calls != 2 || third.Answer != second.Answer || third.Confidence != second.Confidence || len(third.Sources) != 1 {
+	if !third.FromCache || r.calls != 2 || third.Answer != second.Answer || third.Confidence.Score != second.Confidence.Score || third.Confidence.Band != second.Confidence.Band || len(third.Sources) != 1 {
 		t.Fatalf("hit: from_cache %v, calls %d, done %+v", third.FromCache, r.calls, third)
 	}
 	if seq := strings.Join(names, " "); !strings.HasPrefix(seq, "start token") || !strings.HasSuffix(seq, "token done") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -82,6 +83,10 @@ type Pipeline struct {
 	// Memory is long-term memory per user (nil: off). It is recalled into a model's prompt and written
 	// from the understanding's memory hints.
 	Memory Memory
+	// Calibration maps an answer's features to the probability that it is right, per answerer; nil
+	// means the calibration shipped in the binary (calibration.json), an empty map none (the
+	// uncalibrated formula).
+	Calibration Calibrations
 	// RecentTurns is how many of the newest history messages the prompt keeps verbatim (default 6);
 	// older ones become a short summary by the small model.
 	RecentTurns int
@@ -126,6 +131,9 @@ type Done struct {
 	MemoriesWritten int `json:"memories_written,omitempty"`
 	// Recommendations are up to 3 related documents: retrieved for the question but not cited.
 	Recommendations []Recommendation `json:"recommendations"`
+	// Claims are the answer's cited sentences checked against the passages they cite, in answer
+	// order (empty when nothing is cited).
+	Claims []Claim `json:"claims"`
 	// NewSummary, when set, is a new summary of the conversation's older turns, covering the messages up
 	// to NewSummaryUpto: the caller stores it with the conversation.
 	NewSummary     string    `json:"-"`
@@ -429,7 +437,11 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 	for _, n := range used {
 		done.Sources[n-1].Cited = true
 	}
-	done.Confidence = Score(done.Answer, len(done.Sources), res.Grade, p.RerankKnown)
+	cal := p.Calibration
+	if cal == nil {
+		cal = shippedCalibrations()
+	}
+	done.Confidence, done.Claims = Assess(q, done.Answer, done.Answerer, res.Evidence, res.Grade, p.RerankKnown, cal)
 	done.Recommendations = Recommend(done.Sources, res.Reranked, 3)
 	if done.Confidence.Band != BandHigh {
 		msg := "The answer is only partly supported by the documents: check the cited sources."
@@ -437,7 +449,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 			msg = "Low confidence: the documents may not answer this question. Check the sources before relying on it."
 		}
 		if err := emit("confidence_warning", map[string]any{"score": done.Confidence.Score,
-			"band": done.Confidence.Band, "message": msg}); err != nil {
+			"band": done.Confidence.Band, "message": msg, "reason": done.Confidence.Reason}); err != nil {
 			return nil, err
 		}
 	}
@@ -517,8 +529,14 @@ func (p *Pipeline) context(ctx context.Context, req Request, q string, done *Don
 	return memories, summary, recent
 }
 
+// shippedCalibrations parses the embedded calibration once.
+var shippedCalibrations = sync.OnceValue(ShippedCalibrations)
+
 // finish stores the answer (when the request asks for it) and sends done.
 func finish(ctx context.Context, req Request, done *Done, emit Emit) error {
+	if done.Claims == nil {
+		done.Claims = []Claim{}
+	}
 	if req.Persist != nil {
 		done.ConversationID, done.MessageID = req.ConversationID, req.MessageID
 		if err := req.Persist(ctx, done); err != nil {

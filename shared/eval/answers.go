@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +18,12 @@ type Outcome struct {
 	Band     string   // HIGH, MEDIUM, LOW (empty for a short circuit)
 	Invalid  int      // [n] markers that name no source
 	Answerer string   // llm or extractive
+	// Confidence is the answer's confidence score (an estimate of the probability that it is right
+	// when calibrated); ClaimsSupported the share of its cited sentences its sources support.
+	Confidence      float64
+	ClaimsSupported float64
+	// Features are the confidence's inputs (answer.Features.Vector), kept for fitting a calibration.
+	Features []float64
 }
 
 // Answerer answers one question through the whole pipeline.
@@ -33,6 +40,29 @@ type AnswerQuery struct {
 	Recall float64  `json:"answer_recall"` // 1 when a gold answer appears in the answer
 	Band   string   `json:"band"`
 	Error  string   `json:"error,omitempty"`
+	// Confidence and ClaimsSupported are the outcome's; Correct is Recall == 1 (a gold answer is in it).
+	Confidence      float64   `json:"confidence"`
+	Correct         bool      `json:"correct"`
+	ClaimsSupported float64   `json:"claims_supported"`
+	Answerer        string    `json:"-"`
+	Features        []float64 `json:"-"`
+}
+
+// BandStat is one confidence band's size and precision: the share of its answers that hold a gold
+// answer.
+type BandStat struct {
+	N            int     `json:"n"`
+	AnswerRecall float64 `json:"answer_recall"`
+}
+
+// Bin is one bin of the reliability diagram: answers whose confidence is in [Lo, Hi), their mean
+// confidence and the share that were right.
+type Bin struct {
+	Lo         float64 `json:"lo"`
+	Hi         float64 `json:"hi"`
+	N          int     `json:"n"`
+	Confidence float64 `json:"confidence"`
+	Accuracy   float64 `json:"accuracy"`
 }
 
 // AnswerResult is the answer stage's report over the questions that have gold answers.
@@ -53,10 +83,18 @@ type AnswerResult struct {
 	Grounded      float64        `json:"grounded"`
 	CitedRelevant float64        `json:"cited_relevant"`
 	Bands         map[string]int `json:"bands"`
-	P50ms         float64        `json:"p50_ms"`
-	P95ms         float64        `json:"p95_ms"`
-	Errors        int            `json:"errors"`
-	Worst         []AnswerQuery  `json:"worst"`
+	// BandStats is each band's size and precision; ECE the expected calibration error over 10 equal
+	// bins of confidence (the answer-weighted mean gap between confidence and accuracy); Reliability the
+	// bins themselves.
+	BandStats   map[string]BandStat `json:"band_stats"`
+	ECE         float64             `json:"ece"`
+	Reliability []Bin               `json:"reliability"`
+	// All is every question's record, in dataset order (written by --out, not in the JSON report).
+	All    []AnswerQuery `json:"-"`
+	P50ms  float64       `json:"p50_ms"`
+	P95ms  float64       `json:"p95_ms"`
+	Errors int           `json:"errors"`
+	Worst  []AnswerQuery `json:"worst"`
 }
 
 // RunAnswers answers every judged question that has gold answers.
@@ -82,7 +120,8 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 			continue
 		}
 		answerers[out.Answerer]++
-		aq.Answer, aq.Band = out.Text, out.Band
+		aq.Answer, aq.Band, aq.Confidence, aq.ClaimsSupported = out.Text, out.Band, out.Confidence, out.ClaimsSupported
+		aq.Answerer, aq.Features = out.Answerer, out.Features
 		body := AnswerBody(out.Text)
 		for _, g := range gold {
 			aq.EM = max(aq.EM, ExactMatch(body, g))
@@ -91,6 +130,7 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 				aq.Recall = 1
 			}
 		}
+		aq.Correct = aq.Recall == 1
 		res.EM += aq.EM
 		res.F1 += aq.F1
 		res.AnswerRecall += aq.Recall
@@ -119,6 +159,8 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 		}
 		res.Answerer += name
 	}
+	res.All = slices.Clone(all)
+	res.Summarise()
 	slices.Sort(lat)
 	res.P50ms, res.P95ms = percentile(lat, 0.50), percentile(lat, 0.95)
 	slices.SortStableFunc(all, func(a, b AnswerQuery) int {
@@ -137,6 +179,66 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 	})
 	res.Worst = all[:min(10, len(all))]
 	return res
+}
+
+// Summarise computes the band statistics, the reliability bins and the expected calibration error
+// from All (answered questions only; failures have no confidence). Call it again after changing the
+// records' confidences and bands.
+func (r *AnswerResult) Summarise() {
+	r.BandStats = map[string]BandStat{}
+	r.Bands = map[string]int{}
+	r.Reliability = make([]Bin, 10)
+	for i := range r.Reliability {
+		r.Reliability[i].Lo, r.Reliability[i].Hi = float64(i)/10, float64(i+1)/10
+	}
+	n := 0
+	for _, q := range r.All {
+		if q.Error != "" {
+			continue
+		}
+		n++
+		r.Bands[q.Band]++
+		b := r.BandStats[q.Band]
+		b.N++
+		if q.Correct {
+			b.AnswerRecall++
+		}
+		r.BandStats[q.Band] = b
+		i := min(9, max(0, int(q.Confidence*10)))
+		r.Reliability[i].N++
+		r.Reliability[i].Confidence += q.Confidence
+		if q.Correct {
+			r.Reliability[i].Accuracy++
+		}
+	}
+	for k, b := range r.BandStats {
+		b.AnswerRecall /= float64(b.N)
+		r.BandStats[k] = b
+	}
+	r.ECE = 0
+	for i := range r.Reliability {
+		b := &r.Reliability[i]
+		if b.N == 0 {
+			continue
+		}
+		b.Confidence /= float64(b.N)
+		b.Accuracy /= float64(b.N)
+		r.ECE += float64(b.N) / float64(n) * math.Abs(b.Confidence-b.Accuracy)
+	}
+}
+
+// ReliabilityMarkdown renders the reliability diagram as a table.
+func ReliabilityMarkdown(r AnswerResult) string {
+	var b strings.Builder
+	b.WriteString("| confidence | answers | mean confidence | share right |\n|---|---|---|---|\n")
+	for _, bin := range r.Reliability {
+		if bin.N == 0 {
+			fmt.Fprintf(&b, "| %.1f-%.1f | 0 | | |\n", bin.Lo, bin.Hi)
+			continue
+		}
+		fmt.Fprintf(&b, "| %.1f-%.1f | %d | %.3f | %.3f |\n", bin.Lo, bin.Hi, bin.N, bin.Confidence, bin.Accuracy)
+	}
+	return b.String()
 }
 
 var (
@@ -238,9 +340,11 @@ func ContainsAnswer(answer, gold string) bool {
 func AnswerMarkdown(r AnswerResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Answer evaluation: %s (%s split, %d questions with gold answers, answerer %s)\n\n", r.Dataset, r.Split, r.Queries, r.Answerer)
-	b.WriteString("| EM | F1 | answer recall | grounded | cited relevant | HIGH | MEDIUM | LOW | p50 ms | p95 ms | errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| %.4f | %.4f | %.4f | %.4f | %.4f | %d | %d | %d | %.2f | %.2f | %d |\n", r.EM, r.F1, r.AnswerRecall, r.Grounded, r.CitedRelevant,
-		r.Bands["HIGH"], r.Bands["MEDIUM"], r.Bands["LOW"], r.P50ms, r.P95ms, r.Errors)
+	b.WriteString("| EM | F1 | answer recall | grounded | cited relevant | HIGH | MEDIUM | LOW | HIGH precision | MEDIUM precision | ECE | p50 ms | p95 ms | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| %.4f | %.4f | %.4f | %.4f | %.4f | %d | %d | %d | %.3f | %.3f | %.3f | %.2f | %.2f | %d |\n", r.EM, r.F1, r.AnswerRecall, r.Grounded, r.CitedRelevant,
+		r.Bands["HIGH"], r.Bands["MEDIUM"], r.Bands["LOW"], r.BandStats["HIGH"].AnswerRecall, r.BandStats["MEDIUM"].AnswerRecall, r.ECE, r.P50ms, r.P95ms, r.Errors)
+	b.WriteString("\n## Reliability (10 bins)\n\n")
+	b.WriteString(ReliabilityMarkdown(r))
 	b.WriteString("\n## Lowest F1\n\n| question | gold | answer | F1 |\n|---|---|---|---|\n")
 	cell := func(s string, n int) string {
 		s = strings.Join(strings.Fields(s), " ")

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/docmind/docmind/shared/text"
@@ -61,21 +62,31 @@ func GradeEvidence(query string, ev []Evidence, o GradeOptions, rerankKnown bool
 	}
 	strong, weak := rerankKnown && g.TopScore >= o.RerankHigh, rerankKnown && g.TopScore < o.RerankLow
 	covHigh, covLow := coverageKnown && g.Coverage >= o.CoverHigh, coverageKnown && g.Coverage < o.CoverLow
+	// The reason states the signals that decided, with their values: "middling rerank score" said
+	// nothing when no reranker ran (and was printed at a lexical top score of 1.000).
+	rr := fmt.Sprintf("rerank top score %.2f", g.TopScore)
+	if !rerankKnown {
+		rr = "no rerank model (lexical order only)"
+	}
+	cov := fmt.Sprintf("%.0f%% of the query's salient terms in the top passages", 100*g.Coverage)
+	if !coverageKnown {
+		cov = "no salient query terms to check"
+	}
 	switch {
 	case strong && covLow:
-		g.Tier, g.Reason = TierAmbiguous, "high rerank score but the query's terms are missing from the evidence"
+		g.Tier, g.Reason = TierAmbiguous, rr+" is high but only "+cov+": semantically close, the named things may be missing"
 	case weak && covHigh:
-		g.Tier, g.Reason = TierAmbiguous, "low rerank score but the evidence names the query's terms"
+		g.Tier, g.Reason = TierAmbiguous, rr+" is low but "+cov+": the evidence names the query's terms"
 	case strong:
-		g.Tier, g.Reason = TierHigh, "high rerank score and the query's terms present"
+		g.Tier, g.Reason = TierHigh, rr+" is high, "+cov
 	case weak:
-		g.Tier, g.Reason = TierLow, "low rerank score and the query's terms not clearly present"
+		g.Tier, g.Reason = TierLow, rr+" is low, "+cov
 	case covHigh:
-		g.Tier, g.Reason = TierHigh, "middling rerank score, the evidence names the query's terms"
+		g.Tier, g.Reason = TierHigh, cov+"; "+rr
 	case covLow:
-		g.Tier, g.Reason = TierLow, "middling rerank score, the query's terms are missing"
+		g.Tier, g.Reason = TierLow, "only "+cov+"; "+rr
 	default:
-		g.Tier, g.Reason = TierAmbiguous, "middling rerank score and partial coverage"
+		g.Tier, g.Reason = TierAmbiguous, "partial coverage: "+cov+"; "+rr
 	}
 	g.EntityWeak = covLow
 	g.WebCompensation = g.Tier == TierLow || (g.Tier == TierAmbiguous && g.EntityWeak)

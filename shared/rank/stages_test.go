@@ -163,6 +163,16 @@ func TestGrade(t *testing.T) {
 	if g := GradeEvidence(q, without, o, false); g.Tier != TierLow || !g.WebCompensation {
 		t.Fatalf("coverage only, entity missing: %+v", g)
 	}
+	// The reason names the signals that decided, with their values; without a reranker it never
+	// speaks of a rerank score's level.
+	lexical := append([]Evidence(nil), with...)
+	lexical[0].Score = 1
+	if g := GradeEvidence(q, lexical, o, false); strings.Contains(g.Reason, "middling") || !strings.Contains(g.Reason, "no rerank model") || !strings.Contains(g.Reason, "%") {
+		t.Fatalf("reason without a reranker: %q", g.Reason)
+	}
+	if g := GradeEvidence(q, lexical, o, true); !strings.Contains(g.Reason, "rerank top score 1.00 is high") {
+		t.Fatalf("reason with a reranker: %q", g.Reason)
+	}
 }
 
 type fakeRerankAPI struct {

@@ -1,0 +1,112 @@
+package answer
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Asked is what a question asks for, read from its wording in English or Chinese: a sentence that
+// holds that kind of thing is likelier to answer it ("how many days" wants a number of days).
+type Asked string
+
+// What a question can ask for.
+const (
+	AskedNone     Asked = ""
+	AskedNumber   Asked = "number"
+	AskedDate     Asked = "date"
+	AskedAge      Asked = "age"
+	AskedPrice    Asked = "price"
+	AskedDuration Asked = "duration"
+	AskedName     Asked = "name"
+)
+
+// askRules are checked in order: the first match wins, the more specific kinds first ("how many years"
+// is a duration before it is a number).
+var askRules = []struct {
+	kind Asked
+	re   *regexp.Regexp
+}{
+	{AskedAge, regexp.MustCompile(`(?i)\bhow old\b|\bwhat age\b|\bat what age\b|\bage of\b|几岁|多大年纪|多少岁|年龄|岁数`)},
+	{AskedPrice, regexp.MustCompile(`(?i)\bprice\b|\bcost\b|\bhow much (does|do|is|are|did|was|were)\b|\bfee\b|\bcharge\b|多少钱|价格|价钱|售价|费用|收费|保费|定价`)},
+	{AskedDuration, regexp.MustCompile(`(?i)\bhow long\b|\bhow many\b[^?]*\b(days|weeks|months|years|hours|minutes|seconds)\b|\bduration\b|多久|多长时间|几天|几年|几个月|多少天|多少年|多少个月|多少小时|期限|时长`)},
+	{AskedDate, regexp.MustCompile(`(?i)\bwhen\b|\bwhat (year|date|day|month|century|decade)\b|\bwhich (year|date|day|month|century|decade)\b|\bin what year\b|什么时候|何时|哪一年|哪年|哪一天|哪天|几月|几号|日期|年份|哪个朝代`)},
+	{AskedNumber, regexp.MustCompile(`(?i)\bhow many\b|\bhow much\b|\bwhat (number|percentage|percent|share|amount)\b|\bhow (far|tall|high|large|big|deep|wide|heavy)\b|多少|几个|几位|几名|几次|几条|几种|多高|多重|多远|多大|比例|数量|人口`)},
+	{AskedName, regexp.MustCompile(`(?i)^\s*(who|whom|whose)\b|\bwho\b|\bwhat is the name\b|\bwhat('s| is| was) (his|her|its|their) name\b|\bnamed\b|\bwhich (person|company|team|band|city|country|actor|author|player|film|book|album|club|university|state)\b|谁|哪位|什么人|叫什么|名字|名称|哪个国家|哪座城市|哪家`)},
+}
+
+// askedFor reads what q asks for (AskedNone when it is not one of the known kinds).
+func askedFor(q string) Asked {
+	q = strings.TrimSpace(q)
+	for _, r := range askRules {
+		if r.re.MatchString(q) {
+			return r.kind
+		}
+	}
+	return AskedNone
+}
+
+var (
+	reYear     = regexp.MustCompile(`\b(1[0-9]{3}|20[0-9]{2})\b|[0-9〇零一二三四五六七八九]{2,4}年`)
+	reMonth    = regexp.MustCompile(`(?i)\b(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b|[0-9一二三四五六七八九十]{1,3}月|[0-9一二三四五六七八九十]{1,3}日|\b\d{4}-\d{2}(-\d{2})?\b`)
+	reAge      = regexp.MustCompile(`(?i)\b\d{1,3}[ -]?(years?|yrs?)[ -]old\b|\baged? \d{1,3}\b|[0-9一二三四五六七八九十]+\s*(周岁|岁)`)
+	rePrice    = regexp.MustCompile(`(?i)[$€£¥￥]\s?\d|\d\s?(usd|eur|gbp|cny|rmb|dollars?|euros?|pounds?|cents?|元|美元|欧元|英镑|万元|亿元)|\d\s*(元|块)|price|per month|/month|/mo\b`)
+	reDuration = regexp.MustCompile(`(?i)\d+(\.\d+)?\s?(seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?|centuries)\b|[0-9一二三四五六七八九十百两]+\s*(秒|分钟|小时|天|日|周|星期|个月|月|年|世纪)`)
+	reNumber   = regexp.MustCompile(`\d|[一二三四五六七八九十百千万亿两]`)
+)
+
+// holds reports whether s holds the kind of thing asked, given the question q (a name must be one the
+// question does not already state).
+func holds(s string, kind Asked, q string) bool {
+	switch kind {
+	case AskedDate:
+		return reYear.MatchString(s) || reMonth.MatchString(s)
+	case AskedAge:
+		return reAge.MatchString(s)
+	case AskedPrice:
+		return rePrice.MatchString(s)
+	case AskedDuration:
+		return reDuration.MatchString(s)
+	case AskedNumber:
+		return len(extractNumbers(s)) > 0 || reNumber.MatchString(s)
+	case AskedName:
+		return len(newNames(s, q)) > 0
+	}
+	return false
+}
+
+// newNames returns the capitalised words of s (not opening a sentence) that q does not contain, or,
+// for Chinese text, the 《》 or 「」-quoted titles q does not contain: names the sentence adds.
+func newNames(s, q string) []string {
+	lq := strings.ToLower(q)
+	var out []string
+	for _, t := range []string{"《", "「", "“"} {
+		rest := s
+		for {
+			i := strings.Index(rest, t)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(t):]
+			j := strings.IndexAny(rest, "》」”")
+			if j <= 0 {
+				break
+			}
+			if name := rest[:j]; !strings.Contains(q, name) {
+				out = append(out, name)
+			}
+			rest = rest[j:]
+		}
+	}
+	words := strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-' })
+	first := true
+	for _, w := range words {
+		r, _ := utf8.DecodeRuneInString(w)
+		if unicode.IsUpper(r) && !first && len(w) > 1 && !strings.Contains(lq, strings.ToLower(w)) {
+			out = append(out, w)
+		}
+		first = false
+	}
+	return out
+}

@@ -1,0 +1,354 @@
+package answer
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/docmind/docmind/shared/rank"
+	"github.com/docmind/docmind/shared/text"
+)
+
+// calibrate.go turns an answer's signals into an estimate of the probability that it is right (that
+// it contains the answer a person would accept): a logistic model over a few features, then an
+// isotonic map of its output, both fitted per answerer on the train splits of the evaluation datasets
+// by `docmind eval --variant answer --calibrate` and embedded here as calibration.json. A badge that
+// says HIGH must be right about as often as it claims (issue #13: HotpotQA had 139 HIGH answers of 250
+// while 40% of answers held the gold answer).
+
+// FeatureNames name the features, in the order of Features.Vector.
+var FeatureNames = []string{"grader_high", "grader_ambiguous", "grader_coverage", "rerank_top", "reranker_ran",
+	"claims_supported", "number_missing", "asked", "asked_held", "quote_coverage", "cites_top", "cjk", "answer_length"}
+
+// Features are the signals confidence is estimated from, each in [0,1].
+type Features struct {
+	GraderHigh      float64 `json:"grader_high"`      // the grader's tier is HIGH
+	GraderAmbiguous float64 `json:"grader_ambiguous"` // ... or AMBIGUOUS (LOW is neither)
+	GraderCoverage  float64 `json:"grader_coverage"`  // the grader's term coverage of the top evidence
+	RerankTop       float64 `json:"rerank_top"`       // the rerank top score when a reranker ran, else 0
+	RerankerRan     float64 `json:"reranker_ran"`
+	ClaimsSupported float64 `json:"claims_supported"` // share of cited sentences the passages support
+	NumberMissing   float64 `json:"number_missing"`   // a cited sentence states a number its passages lack
+	Asked           float64 `json:"asked"`            // the question asks for a number, date, name...
+	AskedHeld       float64 `json:"asked_held"`       // ... and the answer holds one
+	QuoteCoverage   float64 `json:"quote_coverage"`   // share of the question's terms the answer holds (longer terms weigh more)
+	CitesTop        float64 `json:"cites_top"`        // the answer cites source [1]
+	CJK             float64 `json:"cjk"`              // the question is Chinese (or Japanese, Korean)
+	AnswerLength    float64 `json:"answer_length"`    // log(1+runes)/log(1+1000), capped at 1
+}
+
+// Vector is the features in FeatureNames order.
+func (f Features) Vector() []float64 {
+	return []float64{f.GraderHigh, f.GraderAmbiguous, f.GraderCoverage, f.RerankTop, f.RerankerRan, f.ClaimsSupported,
+		f.NumberMissing, f.Asked, f.AskedHeld, f.QuoteCoverage, f.CitesTop, f.CJK, f.AnswerLength}
+}
+
+// FeaturesOf reads the features of an answer (any answerer: they come from the text, the grade and the
+// claims, not from the answerer's internals).
+func FeaturesOf(question, answer string, nSources int, g rank.Grade, rerankKnown bool, claims []Claim) Features {
+	f := Features{GraderCoverage: g.Coverage, ClaimsSupported: ClaimsSupported(claims)}
+	switch g.Tier {
+	case rank.TierHigh:
+		f.GraderHigh = 1
+	case rank.TierAmbiguous:
+		f.GraderAmbiguous = 1
+	}
+	if rerankKnown {
+		f.RerankerRan, f.RerankTop = 1, math.Max(0, math.Min(1, g.TopScore))
+	}
+	for _, c := range claims {
+		if c.NumberMissing {
+			f.NumberMissing = 1
+		}
+	}
+	body := citeRe.ReplaceAllString(strings.Replace(answer, OfflineNotice, "", 1), "")
+	if asked := askedFor(question); asked != AskedNone {
+		f.Asked = 1
+		if holds(body, asked, question) {
+			f.AskedHeld = 1
+		}
+	}
+	qt := questionTerms(question)
+	if len(qt) > 0 {
+		have := map[string]bool{}
+		for _, t := range text.Analyze(body) {
+			have[t] = true
+		}
+		var got, all float64
+		for _, t := range qt {
+			w := float64(min(utf8.RuneCountInString(t), 10))
+			all += w
+			if have[t] {
+				got += w
+			}
+		}
+		f.QuoteCoverage = got / all
+	}
+	used, _ := Citations(answer, nSources)
+	f.CitesTop = b2f(slices.Contains(used, 1))
+	f.CJK = b2f(hasCJK(question))
+	f.AnswerLength = math.Min(1, math.Log1p(float64(utf8.RuneCountInString(strings.TrimSpace(body))))/math.Log1p(1000))
+	return f
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Calibrator maps features to a probability of being right: a logistic model (weights over
+// standardised features), then an isotonic step map of its output fitted on the same data.
+type Calibrator struct {
+	Answerer string    `json:"answerer"`
+	FittedOn string    `json:"fitted_on"` // which data, for the reader of the file
+	N        int       `json:"n"`         // answers fitted on
+	Positive float64   `json:"positive"`  // share of them that were right
+	Features []string  `json:"features"`  // FeatureNames at fitting time
+	Mean     []float64 `json:"mean"`
+	Scale    []float64 `json:"scale"`
+	Weights  []float64 `json:"weights"`
+	Bias     float64   `json:"bias"`
+	// Steps is the isotonic map: the estimate is Y[i] for the largest X[i] <= the logistic output.
+	X []float64 `json:"x"`
+	Y []float64 `json:"y"`
+}
+
+// Sample is one answered question for fitting: its features and whether it was right.
+type Sample struct {
+	X       []float64
+	Correct bool
+}
+
+// Logit is the logistic model's output in [0,1].
+func (c *Calibrator) Logit(x []float64) float64 {
+	z := c.Bias
+	for i, v := range x {
+		if i < len(c.Weights) {
+			z += c.Weights[i] * (v - c.Mean[i]) / c.Scale[i]
+		}
+	}
+	return 1 / (1 + math.Exp(-z))
+}
+
+// Predict is the calibrated probability.
+func (c *Calibrator) Predict(x []float64) float64 {
+	p := c.Logit(x)
+	if len(c.X) == 0 {
+		return p
+	}
+	i, found := slices.BinarySearch(c.X, p)
+	if !found {
+		i--
+	}
+	if i < 0 {
+		return c.Y[0]
+	}
+	return c.Y[i]
+}
+
+// Fit fits a calibrator on samples: L2-regularised logistic regression by gradient descent on
+// standardised features, then pool-adjacent-violators isotonic regression of the outcome on the
+// logistic output, in blocks of at least minBlock answers, each block's rate shrunk towards the base
+// rate by one pseudo-answer of each kind (so that a small block never claims certainty).
+func Fit(answerer string, samples []Sample) (*Calibrator, error) {
+	if len(samples) < 20 {
+		return nil, fmt.Errorf("calibration needs at least 20 answers, got %d", len(samples))
+	}
+	d := len(samples[0].X)
+	c := &Calibrator{Answerer: answerer, N: len(samples), Features: slices.Clone(FeatureNames), Mean: make([]float64, d), Scale: make([]float64, d), Weights: make([]float64, d)}
+	for _, s := range samples {
+		for i, v := range s.X {
+			c.Mean[i] += v
+		}
+		if s.Correct {
+			c.Positive++
+		}
+	}
+	n := float64(len(samples))
+	c.Positive /= n
+	for i := range c.Mean {
+		c.Mean[i] /= n
+	}
+	for _, s := range samples {
+		for i, v := range s.X {
+			c.Scale[i] += (v - c.Mean[i]) * (v - c.Mean[i])
+		}
+	}
+	for i := range c.Scale {
+		c.Scale[i] = math.Sqrt(c.Scale[i] / n)
+		if c.Scale[i] < 1e-6 {
+			c.Scale[i] = 1 // a constant feature: its weight stays 0
+		}
+	}
+	const lambda, rate, rounds = 1e-2, 0.5, 3000
+	c.Bias = math.Log((c.Positive + 1e-3) / (1 - c.Positive + 1e-3))
+	grad := make([]float64, d)
+	for range rounds {
+		clear(grad)
+		var gb float64
+		for _, s := range samples {
+			e := c.Logit(s.X) - b2f(s.Correct)
+			gb += e
+			for i, v := range s.X {
+				grad[i] += e * (v - c.Mean[i]) / c.Scale[i]
+			}
+		}
+		c.Bias -= rate * gb / n
+		for i := range c.Weights {
+			c.Weights[i] -= rate * (grad[i]/n + lambda*c.Weights[i])
+		}
+	}
+	c.X, c.Y = isotonic(c, samples, max(20, len(samples)/40))
+	return c, nil
+}
+
+// isotonic fits the step map of the outcome on the logistic output (pool adjacent violators).
+func isotonic(c *Calibrator, samples []Sample, minBlock int) ([]float64, []float64) {
+	type pt struct {
+		p float64
+		y float64
+	}
+	pts := make([]pt, len(samples))
+	for i, s := range samples {
+		pts[i] = pt{c.Logit(s.X), b2f(s.Correct)}
+	}
+	slices.SortFunc(pts, func(a, b pt) int { return cmpFloat(a.p, b.p) })
+	type block struct {
+		lo      float64
+		sum, n  float64
+		hasNext bool
+	}
+	var blocks []block
+	for i := 0; i < len(pts); {
+		j := min(len(pts), i+minBlock)
+		for j < len(pts) && pts[j].p == pts[j-1].p { // ties stay in one block
+			j++
+		}
+		if len(pts)-j < minBlock/2 { // a short tail joins the last block
+			j = len(pts)
+		}
+		b := block{lo: pts[i].p}
+		for _, q := range pts[i:j] {
+			b.sum += q.y
+			b.n++
+		}
+		blocks = append(blocks, b)
+		for len(blocks) > 1 {
+			a, z := blocks[len(blocks)-2], blocks[len(blocks)-1]
+			if a.sum/a.n < z.sum/z.n {
+				break
+			}
+			blocks = blocks[:len(blocks)-2]
+			blocks = append(blocks, block{lo: a.lo, sum: a.sum + z.sum, n: a.n + z.n})
+		}
+		i = j
+	}
+	base := c.Positive
+	xs, ys := make([]float64, len(blocks)), make([]float64, len(blocks))
+	for i, b := range blocks {
+		xs[i] = b.lo
+		ys[i] = (b.sum + 2*base) / (b.n + 2) // shrunk towards the base rate
+		if i > 0 && ys[i] < ys[i-1] {
+			ys[i] = ys[i-1]
+		}
+	}
+	xs[0] = 0
+	return xs, ys
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+//go:embed calibration.json
+var calibrationJSON []byte
+
+// Calibrations are the fitted calibrators by answerer, as shipped in the binary.
+type Calibrations map[string]*Calibrator
+
+// ShippedCalibrations parses the embedded calibration.json (an empty map when it holds none).
+func ShippedCalibrations() Calibrations {
+	cs := Calibrations{}
+	if err := json.Unmarshal(calibrationJSON, &cs); err != nil {
+		return Calibrations{}
+	}
+	return cs
+}
+
+// explain names what drove a calibrated estimate: the features whose standardised contribution is
+// largest, with their direction.
+func (c *Calibrator) explain(f Features) string {
+	x := f.Vector()
+	type contrib struct {
+		i int
+		v float64
+	}
+	var cs []contrib
+	for i := range x {
+		if i < len(c.Weights) {
+			cs = append(cs, contrib{i, c.Weights[i] * (x[i] - c.Mean[i]) / c.Scale[i]})
+		}
+	}
+	slices.SortFunc(cs, func(a, b contrib) int { return cmpFloat(math.Abs(b.v), math.Abs(a.v)) })
+	var parts []string
+	for _, k := range cs[:min(3, len(cs))] {
+		if math.Abs(k.v) < 0.05 {
+			break
+		}
+		dir := "raises it"
+		if k.v < 0 {
+			dir = "lowers it"
+		}
+		parts = append(parts, describeFeature(FeatureNames[k.i], x[k.i])+" ("+dir+")")
+	}
+	if len(parts) == 0 {
+		return "nothing stands out from the average answer"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeFeature says one feature's value in words.
+func describeFeature(name string, v float64) string {
+	yes := v >= 0.5
+	switch name {
+	case "grader_high":
+		return map[bool]string{true: "the grader rated the evidence HIGH", false: "the grader did not rate the evidence HIGH"}[yes]
+	case "grader_ambiguous":
+		return map[bool]string{true: "the grader rated the evidence AMBIGUOUS", false: "the grader did not rate the evidence AMBIGUOUS"}[yes]
+	case "grader_coverage":
+		return fmt.Sprintf("the top passages hold %.0f%% of the question's terms", 100*v)
+	case "rerank_top":
+		return fmt.Sprintf("rerank top score %.2f", v)
+	case "reranker_ran":
+		return map[bool]string{true: "a reranker scored the passages", false: "no reranker scored the passages"}[yes]
+	case "claims_supported":
+		return fmt.Sprintf("%.0f%% of the cited sentences are supported by their sources", 100*v)
+	case "number_missing":
+		return map[bool]string{true: "a cited number is not in its source", false: "every cited number is in its source"}[yes]
+	case "asked":
+		return map[bool]string{true: "the question asks for a specific kind of value", false: "the question asks for no specific kind of value"}[yes]
+	case "asked_held":
+		return map[bool]string{true: "the answer holds the kind of value asked for", false: "the answer lacks the kind of value asked for"}[yes]
+	case "quote_coverage":
+		return fmt.Sprintf("the answer holds %.0f%% of the question's terms", 100*v)
+	case "cites_top":
+		return map[bool]string{true: "it cites the top-ranked passage", false: "it does not cite the top-ranked passage"}[yes]
+	case "cjk":
+		return map[bool]string{true: "a Chinese question", false: "an English question"}[yes]
+	case "answer_length":
+		return fmt.Sprintf("an answer of about %.0f characters", math.Expm1(v*math.Log1p(1000)))
+	}
+	return name
+}
