@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
+
+	"github.com/docmind/docmind/functions/internal/linktest"
+	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/deptest"
+	"github.com/docmind/docmind/shared/rankfn"
+)
+
+func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/grade") }
+
+// TestLinks: neither the Milvus client nor go-openai reaches the binary.
+func TestLinks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	linktest.Forbid(t, "github.com/docmind/docmind/functions/grade", "github.com/docmind/docmind/shared/rank",
+		"github.com/milvus-io/", "github.com/sashabaranov/go-openai")
+}
+
+// TestContract runs the testdata event (the one `make invoke-grade` sends) through the handler.
+func TestContract(t *testing.T) {
+	g, err := wire(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("testdata/grade.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in rankfn.GradeIn
+	if err := json.Unmarshal(raw, &in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := awsrt.Handler(g.Grade)(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Grade.Tier != "HIGH" || out.Grade.Coverage < 0.99 {
+		t.Errorf("grade = %+v, want HIGH with full coverage (the top passage names every query term)", out.Grade)
+	}
+	if len(out.Evidence) != 2 {
+		t.Errorf("evidence = %d items, want 2", len(out.Evidence))
+	}
+	in.Evidence = nil
+	out, err = g.Grade(context.Background(), in)
+	if err != nil || !out.Grade.NoEvidence || out.Evidence == nil {
+		t.Errorf("no evidence: %+v, %v; want no_evidence and an empty (not null) list", out, err)
+	}
+	_, err = awsrt.Handler(g.Grade)(context.Background(), rankfn.GradeIn{})
+	var le messages.InvokeResponse_Error
+	if !errors.As(err, &le) || le.Type != "Invalid" {
+		t.Errorf("empty query: %#v, want errorType Invalid", err)
+	}
+}
