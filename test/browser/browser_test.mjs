@@ -177,6 +177,62 @@ test("stop aborts the stream and keeps what arrived", async (t) => {
   await p.waitForTimeout(1000); // the fake sends a word every 150 ms: a live stream would have grown
   assert.equal(await turn.locator(".a").textContent(), text, "nothing arrives after stop");
   assert.ok(await p.locator("#send").isVisible(), "Ask is back");
+  // conversations are searchable and deletable (after confirmation)
+  await p.locator("#conversations li", { hasText: "zzslow" }).waitFor();
+  await p.fill("#conv-search", "zzslow");
+  assert.equal(await p.locator("#conversations li").count(), 1, "the search keeps the matching conversation only");
+  await p.fill("#conv-search", "no such words anywhere");
+  await p.locator("#conversations", { hasText: "No conversation matches." }).waitFor();
+  await p.fill("#conv-search", "");
+  const before = (await getJSON("/api/conversations")).conversations.length;
+  await p.locator("#conversations li", { hasText: "zzslow" }).getByRole("button", { name: /^Delete conversation/ }).click();
+  await p.click("#dlg-confirm button[value=ok]");
+  await until("the conversation to go", async () => (await p.locator("#conversations li", { hasText: "zzslow" }).count()) === 0);
+  assert.equal((await getJSON("/api/conversations")).conversations.length, before - 1);
+  assert.deepEqual(p.errors, []);
+});
+
+// sse builds a text/event-stream body from [name, data] pairs.
+const sse = (events) => events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`).join("");
+
+test("claim checks mark unsupported sentences; an error mid-stream offers retry with the question kept", async (t) => {
+  const p = await page(t);
+  const source = { n: 1, document_id: "doc_1", file_name: "handbook.md", chapter: "Leave", snippet: "## Leave | Type | Days | | --- | --- | | Annual | 20 |", score: 0.9 };
+  const answerText = "Employees get 20 days of leave [1]. Managers get 40 days.";
+  let calls = 0;
+  await p.route("**/api/chat", (route) => {
+    calls++;
+    const body = calls === 1
+      ? sse([["routing", { path: "STANDARD", reason: "SIMPLE" }], ["start", { sources: [source], path: "STANDARD" }],
+        ["token", { text: answerText }],
+        ["done", { answer: answerText, sources: [source], path: "STANDARD", confidence: { score: 0.7, band: "MEDIUM", citation_coverage: 0.5, retrieval_signal: 0.8 },
+          degraded: [], claims: [{ sentence: "Employees get 20 days of leave [1].", citations: [1], supported: true },
+            { sentence: "Managers get 40 days.", citations: [], supported: false, reason: "no source mentions managers" }] }]])
+      : sse([["start", { sources: [source], path: "STANDARD" }], ["token", { text: "Half an ans" }], ["error", { code: "Unavailable", message: "the model stopped answering" }]]);
+    return route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body });
+  });
+  const turn = await askAndWait(p, "How much leave do managers get?");
+  const mark = turn.locator("mark.unsupported");
+  assert.equal(await mark.count(), 1);
+  assert.equal(await mark.textContent(), "Managers get 40 days.");
+  assert.match(await mark.getAttribute("title"), /no source mentions managers/);
+  assert.match(await turn.locator(".claims").textContent(), /“Managers get 40 days\.” — no source mentions managers/);
+  assert.equal(await turn.locator(".sources .snippet").textContent(), "Leave · Type · Days; Annual · 20");
+  // the second answer breaks off with an error event
+  const q = "And parental leave?";
+  await p.fill("#question", q);
+  await p.press("#question", "Enter");
+  const failed = p.locator(".turn").last().locator(".failbox");
+  await failed.waitFor();
+  assert.match(await failed.textContent(), /the model stopped answering/);
+  assert.equal(await p.inputValue("#question"), q, "the question is back in the box");
+  await p.unroute("**/api/chat");
+  await p.fill("#question", "");
+  await failed.getByRole("button", { name: "Retry" }).click();
+  const retried = p.locator(".turn").last();
+  await retried.locator(".meta .badge").first().waitFor();
+  assert.equal(await retried.locator(".q").textContent(), q, "retry asks the same question");
+  assert.equal(await p.locator(".failbox").count(), 0);
   assert.deepEqual(p.errors, []);
 });
 

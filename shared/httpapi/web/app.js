@@ -517,6 +517,7 @@ function scheduleRender(turn) {
   if (renderQueued) return;
   renderQueued = requestAnimationFrame(() => {
     renderQueued = null;
+    if (turn.done) return; // done rendered the final answer (and its claim marks) already
     renderMarkdown(turn.box, turn.text, turn.sources.length, turn);
     scrollToEnd();
   });
@@ -543,6 +544,7 @@ function handleEvent(turn, name, data) {
 
 function finishTurn(turn, d) {
   turn.done = d;
+  if (renderQueued) { cancelAnimationFrame(renderQueued); renderQueued = null; }
   turn.box.classList.remove("streaming");
   turn.sources = d.sources || [];
   renderMarkdown(turn.box, d.answer ?? turn.text, turn.sources.length, turn);
