@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -151,53 +152,162 @@ func Score(p Params, tf, df, n, length, avg float64) float32 {
 	return float32(IDF(df, n) * tf / (tf + a + c*length))
 }
 
-func termFreqs(content, context string, p Params) (map[string]float32, float32) {
-	return Analyze(content, context).Weighted(p)
+// weighted is one chunk's analysis: its distinct terms (numbered by the analyzer that read it) in
+// order of first occurrence, each term's weighted frequency, and the weighted length.
+type weighted struct {
+	terms  []int32
+	tf     []float32
+	length float32
 }
 
-// Add indexes docs, replacing any with the same (tenant, id).
-func (ix *Index) Add(docs ...Doc) {
-	type prepared struct {
-		d   Doc
-		tf  map[string]float32
-		len float32
+// analyzer turns chunks into weighted terms in one pass per field: each term, numbered by the text
+// analyzer, goes straight into the chunk's frequency list, found there through slices indexed by
+// the term's number (no per-chunk map, no term strings). Sums are in Fields.Weighted's order (body,
+// title, context), so the float32 frequencies and lengths are those of Analyze + Weighted.
+type analyzer struct {
+	p    Params
+	a    *text.Analyzer
+	seen []int32 // term number -> serial of the last chunk that had it
+	pos  []int32 // term number -> its index in that chunk's list
+	n    int32   // serial of the current chunk
+	cur  *weighted
+	w    float32
+	// global maps the analyzer's term numbers to the index's term ids (-1: not looked up yet); filled
+	// under the index lock, once per distinct term of the batch.
+	global []int32
+}
+
+func newAnalyzer(p Params) *analyzer { return &analyzer{p: p, a: text.NewAnalyzer()} }
+
+func (z *analyzer) add(_ string, id int32) {
+	for int(id) >= len(z.seen) {
+		z.seen = append(z.seen, 0)
+		z.pos = append(z.pos, 0)
 	}
-	ps := make([]prepared, len(docs))
-	for i, d := range docs { // analysis outside the lock
-		tf, n := termFreqs(d.Content, d.Context, ix.p)
-		ps[i] = prepared{d, tf, n}
+	if z.seen[id] == z.n {
+		z.cur.tf[z.pos[id]] += z.w
+	} else {
+		z.seen[id], z.pos[id] = z.n, int32(len(z.cur.terms))
+		z.cur.terms = append(z.cur.terms, id)
+		z.cur.tf = append(z.cur.tf, z.w)
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	for _, p := range ps {
-		k := p.d.Tenant + "\x00" + p.d.ID
-		if at, ok := ix.byID[k]; ok {
-			ix.kill(at)
-		}
-		at := int32(len(ix.entries))
-		e := entry{id: p.d.ID, tenant: p.d.Tenant, kb: p.d.KBID, doc: p.d.DocumentID, length: p.len}
-		terms := make([]string, 0, len(p.tf))
-		for t := range p.tf {
-			terms = append(terms, t)
-		}
-		slices.Sort(terms) // deterministic term ids
-		for _, t := range terms {
-			id, ok := ix.dict[t]
-			if !ok {
+	z.cur.length += z.w
+}
+
+func (z *analyzer) field(s string, w float64, out *weighted) {
+	if w <= 0 || s == "" {
+		return
+	}
+	z.cur, z.w = out, float32(w)
+	z.a.Each(s, z.add)
+}
+
+func (z *analyzer) chunk(d Doc) weighted {
+	z.n++
+	var out weighted
+	title, body := SplitHeading(d.Content)
+	z.field(body, 1, &out)
+	z.field(title, z.p.TitleWeight, &out)
+	if d.Context != "" {
+		_, cbody := SplitHeading(d.Context)
+		z.field(cbody, z.p.ContextWeight, &out)
+	}
+	return out
+}
+
+// globalIDs rewrites the chunk's term numbers as index term ids, adding terms the index lacks. Caller
+// holds the write lock.
+func (z *analyzer) globalIDs(ix *Index, w *weighted) {
+	for len(z.global) < z.a.Terms() {
+		z.global = append(z.global, -1)
+	}
+	for j, l := range w.terms {
+		id := z.global[l]
+		if id < 0 {
+			t := z.a.Term(l)
+			var ok bool
+			if id, ok = ix.dict[t]; !ok {
 				id = int32(len(ix.postings))
 				ix.dict[t] = id
 				ix.postings = append(ix.postings, nil)
 				ix.df = append(ix.df, 0)
 			}
-			ix.postings[id] = append(ix.postings[id], posting{at, p.tf[t]})
-			ix.df[id]++
-			e.terms = append(e.terms, id)
+			z.global[l] = id
 		}
-		ix.entries = append(ix.entries, e)
-		ix.lens = append(ix.lens, p.len)
+		w.terms[j] = id
+	}
+}
+
+// parallelFrom is the batch size from which Add analyzes on every core: below it the goroutines cost
+// more than they save (ingestion adds one document's chunks at a time).
+const parallelFrom = 512
+
+// analyzeAll analyzes docs, on every core for a large batch; by[i] is the analyzer of docs[i].
+func (ix *Index) analyzeAll(docs []Doc) (ws []weighted, by []*analyzer) {
+	ws, by = make([]weighted, len(docs)), make([]*analyzer, len(docs))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(docs)/parallelFrom))
+	per := (len(docs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for from := 0; from < len(docs); from += per {
+		to := min(from+per, len(docs))
+		z := newAnalyzer(ix.p)
+		run := func() {
+			for i := from; i < to; i++ {
+				ws[i], by[i] = z.chunk(docs[i]), z
+			}
+		}
+		if workers == 1 {
+			run()
+			continue
+		}
+		wg.Go(run)
+	}
+	wg.Wait()
+	return ws, by
+}
+
+// Add indexes docs, replacing any with the same (tenant, id). Analysis runs outside the lock (on
+// every core for a large batch); under it each distinct term of the batch is looked up once, and for a
+// large batch every posting list is first grown to its final size, so no list is copied more than
+// once per batch.
+func (ix *Index) Add(docs ...Doc) {
+	ws, by := ix.analyzeAll(docs)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for i := range ws {
+		by[i].globalIDs(ix, &ws[i])
+	}
+	if len(docs) >= parallelFrom {
+		grow := make([]int32, len(ix.postings))
+		for i := range ws {
+			for _, id := range ws[i].terms {
+				grow[id]++
+			}
+		}
+		for id, n := range grow {
+			if n > 0 {
+				ix.postings[id] = slices.Grow(ix.postings[id], int(n))
+			}
+		}
+	}
+	ix.entries = slices.Grow(ix.entries, len(docs))
+	ix.lens = slices.Grow(ix.lens, len(docs))
+	for i, d := range docs {
+		k := d.Tenant + "\x00" + d.ID
+		if at, ok := ix.byID[k]; ok {
+			ix.kill(at)
+		}
+		at := int32(len(ix.entries))
+		w := &ws[i]
+		for j, id := range w.terms {
+			ix.postings[id] = append(ix.postings[id], posting{at, w.tf[j]})
+			ix.df[id]++
+		}
+		ix.entries = append(ix.entries, entry{id: d.ID, tenant: d.Tenant, kb: d.KBID, doc: d.DocumentID, length: w.length, terms: w.terms})
+		ix.lens = append(ix.lens, w.length)
 		ix.byID[k] = at
 		ix.live++
-		ix.totalLen += float64(p.len)
+		ix.totalLen += float64(w.length)
 	}
 	ix.maybeCompact()
 }
