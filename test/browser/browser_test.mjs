@@ -257,11 +257,19 @@ test("files dropped on the page upload with progress and become ready; under all
   await p.locator("#dlg-kb[open]").waitFor();
   await p.selectOption("#pick-kb", "demo");
   await p.click("#dlg-kb button[value=ok]");
+  assert.equal(await p.locator("#uploads li progress").count(), files.length, "one progress bar per file");
   for (const f of files) {
     const row = p.locator("#documents tbody tr", { hasText: f.name });
     await row.locator(".status.ready").waitFor();
     assert.match(await row.locator(".sub").last().textContent(), /extract \d+ ms/, "stage timings are shown");
   }
+  // a file that cannot be read fails with its reason inline, and offers Retry
+  await p.selectOption("#kb", "demo");
+  await dropFiles(p, [{ name: "broken.pdf", text: "this is not a PDF" }]);
+  const broken = p.locator("#documents tbody tr", { hasText: "broken.pdf" });
+  await broken.locator(".status.failed").waitFor();
+  assert.ok((await broken.locator(".sub.error").textContent()).trim().length > 0, "the failure reason is shown inline");
+  assert.ok(await broken.getByRole("button", { name: "Reprocess broken.pdf" }).textContent() === "Retry");
   // reprocess gives visible feedback
   const row = p.locator("#documents tbody tr", { hasText: "travel-policy.md" });
   await row.getByRole("button", { name: "Reprocess travel-policy.md" }).click();
