@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/ingest"
@@ -244,4 +245,34 @@ func TestReconcileRebuildsADeletedVectorFile(t *testing.T) {
 			t.Fatalf("%d vectors for %d child rows", n, rows)
 		}
 	})
+}
+
+// The serve ticker repairs drift on its own: a document that loses a vector gets it back.
+func TestServeTickerRepairs(t *testing.T) {
+	m, _ := startServer(t, func(m *Main) {
+		m.NoDemo, m.NoWatch, m.Config.Server.ReconcileInterval = true, true, 50*time.Millisecond
+	})
+	ctx := context.Background()
+	rep, err := m.Ingest.Ingest(ctx, "local", ingest.Source{KBName: "manuals", URI: "upload/x", Name: "x.md", Data: []byte(largeDoc(6))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := m.Stores.Vectors.(store.VectorLister).ListVectors(ctx, rag.Filter{Tenant: "local", DocumentIDs: []string{rep.DocumentID}})
+	if err != nil || len(refs) < 2 {
+		t.Fatalf("vectors: %d, %v", len(refs), err)
+	}
+	if err := m.Stores.Vectors.Delete(ctx, "local", []string{refs[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second) // a generous bound on a loaded machine; a run takes milliseconds
+	for {
+		n, _ := m.Stores.Vectors.Count(ctx, rag.Filter{Tenant: "local", DocumentIDs: []string{rep.DocumentID}})
+		if n == len(refs) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ticker did not restore the vector: %d of %d", n, len(refs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
