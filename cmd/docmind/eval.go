@@ -194,7 +194,8 @@ func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFi
 	return exitOK
 }
 
-// samplesByAnswerer gathers the answered questions' features and outcomes per answerer; keep selects
+// samplesByAnswerer gathers the answered questions' features and outcomes per calibration key
+// (answerer and language); keep selects
 // questions by their position.
 func samplesByAnswerer(results []eval.AnswerResult, keep func(i int) bool) map[string][]answer.Sample {
 	out := map[string][]answer.Sample{}
@@ -203,7 +204,8 @@ func samplesByAnswerer(results []eval.AnswerResult, keep func(i int) bool) map[s
 			if q.Error != "" || len(q.Features) == 0 || !keep(i) {
 				continue
 			}
-			out[q.Answerer] = append(out[q.Answerer], answer.Sample{X: q.Features, Correct: q.Correct})
+			key := answer.CalibrationKey(q.Answerer, q.Features)
+			out[key] = append(out[key], answer.Sample{X: q.Features, Correct: q.Correct})
 		}
 	}
 	return out
@@ -243,8 +245,11 @@ func crossFit(results []eval.AnswerResult) error {
 		res := &results[ri]
 		for i := range res.All {
 			q := &res.All[i]
-			c := folds[i%2][q.Answerer]
-			if q.Error != "" || c == nil || len(q.Features) == 0 {
+			if q.Error != "" || len(q.Features) == 0 {
+				continue
+			}
+			c := folds[i%2][answer.CalibrationKey(q.Answerer, q.Features)]
+			if c == nil {
 				continue
 			}
 			q.Confidence = answer.Recalibrate(c, q.Features, q.ClaimsSupported)

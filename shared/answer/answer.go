@@ -112,7 +112,11 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 	}
 	f := FeaturesOf(question, answer, len(ev), g, rerankKnown, claims)
 	c.Features = &f
-	if k := cal[answerer]; k != nil && len(k.Weights) == len(f.Vector()) {
+	k := cal[CalibrationKey(answerer, f.Vector())]
+	if k == nil {
+		k = cal[answerer]
+	}
+	if k != nil && len(k.Weights) == len(f.Vector()) {
 		c.Score = math.Max(0, k.Predict(f.Vector())-0.05*float64(c.Invalid))
 		c.Calibrated = true
 		c.Reason = fmt.Sprintf("%.0f%% of %s answers like this held the right answer on the evaluation data: %s", 100*c.Score, answerer, k.explain(f))

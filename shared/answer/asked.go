@@ -20,6 +20,7 @@ const (
 	AskedPrice    Asked = "price"
 	AskedDuration Asked = "duration"
 	AskedName     Asked = "name"
+	AskedPlace    Asked = "place"
 )
 
 // askRules are checked in order: the first match wins, the more specific kinds first ("how many years"
@@ -33,7 +34,8 @@ var askRules = []struct {
 	{AskedDuration, regexp.MustCompile(`(?i)\bhow long\b|\bhow many\b[^?]*\b(days|weeks|months|years|hours|minutes|seconds)\b|\bduration\b|多久|多长时间|几天|几年|几个月|多少天|多少年|多少个月|多少小时|期限|时长`)},
 	{AskedDate, regexp.MustCompile(`(?i)\bwhen\b|\bwhat (year|date|day|month|century|decade)\b|\bwhich (year|date|day|month|century|decade)\b|\bin what year\b|什么时候|何时|哪一年|哪年|哪一天|哪天|几月|几号|日期|年份|哪个朝代`)},
 	{AskedNumber, regexp.MustCompile(`(?i)\bhow many\b|\bhow much\b|\bwhat (number|percentage|percent|share|amount)\b|\bhow (far|tall|high|large|big|deep|wide|heavy)\b|多少|几个|几位|几名|几次|几条|几种|多高|多重|多远|多大|比例|数量|人口`)},
-	{AskedName, regexp.MustCompile(`(?i)^\s*(who|whom|whose)\b|\bwho\b|\bwhat is the name\b|\bwhat('s| is| was) (his|her|its|their) name\b|\bnamed\b|\bwhich (person|company|team|band|city|country|actor|author|player|film|book|album|club|university|state)\b|谁|哪位|什么人|叫什么|名字|名称|哪个国家|哪座城市|哪家`)},
+	{AskedPlace, regexp.MustCompile(`(?i)^\s*where\b|\bwhere (is|was|are|were|did|does|do)\b|\bin (what|which) (city|country|state|town|province|region)\b|\bwhat (city|country|state|town|province|region)\b|哪里|哪儿|在哪|什么地方|何地|何处|地理位置|哪个城市|哪个国家|哪个省|哪座城市`)},
+	{AskedName, regexp.MustCompile(`(?i)^\s*(who|whom|whose)\b|\bwho\b|\bwhat is the name\b|\bwhat('s| is| was) (his|her|its|their) name\b|\bnamed\b|\bwhich (person|company|team|band|city|country|actor|author|player|film|book|album|club|university|state)\b|谁|哪位|什么人|叫什么|名字|名称|哪家|别称|别名|又称|又名|称之为|称为什么|简称|俗称|原名`)},
 }
 
 // askedFor reads what q asks for (AskedNone when it is not one of the known kinds).
@@ -53,6 +55,8 @@ var (
 	reAge      = regexp.MustCompile(`(?i)\b\d{1,3}[ -]?(years?|yrs?)[ -]old\b|\baged? \d{1,3}\b|[0-9一二三四五六七八九十]+\s*(周岁|岁)`)
 	rePrice    = regexp.MustCompile(`(?i)[$€£¥￥]\s?\d|\d\s?(usd|eur|gbp|cny|rmb|dollars?|euros?|pounds?|cents?|元|美元|欧元|英镑|万元|亿元)|\d\s*(元|块)|price|per month|/month|/mo\b`)
 	reDuration = regexp.MustCompile(`(?i)\d+(\.\d+)?\s?(seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?|centuries)\b|[0-9一二三四五六七八九十百两]+\s*(秒|分钟|小时|天|日|周|星期|个月|月|年|世纪)`)
+	reAlias    = regexp.MustCompile(`又名|又称|别称|别名|俗称|简称|称为|称之为|叫做|名为|原名|亦称|也称|也叫|又叫|\(also (known as|called)|\baka\b|\bknown as\b`)
+	rePlace    = regexp.MustCompile(`位于|地处|坐落|[省市县州区镇村岛湖河山]|\b(in|at|near|from) (the )?[A-Z][a-z]+`)
 	reNumber   = regexp.MustCompile(`\d|[一二三四五六七八九十百千万亿两]`)
 )
 
@@ -71,7 +75,9 @@ func holds(s string, kind Asked, q string) bool {
 	case AskedNumber:
 		return len(extractNumbers(s)) > 0 || reNumber.MatchString(s)
 	case AskedName:
-		return len(newNames(s, q)) > 0
+		return len(newNames(s, q)) > 0 || reAlias.MatchString(s)
+	case AskedPlace:
+		return rePlace.MatchString(s)
 	}
 	return false
 }

@@ -78,11 +78,18 @@ func claimSentences(body string) []string {
 	return out
 }
 
-// passageFacts is what a cited passage holds, computed once per answer.
+// passageFacts is what a cited passage holds, computed once per answer: its numbers, terms and
+// text, and per line (sentence or table row) the numbers with the terms beside them.
 type passageFacts struct {
 	numbers numberSet
 	terms   map[string]bool
 	lower   string
+	lines   []lineFacts
+}
+
+type lineFacts struct {
+	numbers numberSet
+	terms   map[string]bool
 }
 
 func newPassageFacts(e rank.Evidence) *passageFacts {
@@ -91,7 +98,48 @@ func newPassageFacts(e rank.Evidence) *passageFacts {
 	for _, t := range text.Analyze(all) {
 		f.terms[t] = true
 	}
+	header := "" // a table row's context is its header: "| Team | 49 |" is about "monthly price"
+	for _, l := range splitSentences(all) {
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "|") {
+			if header == "" {
+				header = t
+			}
+		} else {
+			header = ""
+		}
+		ns := numbersOf(l)
+		if len(ns) == 0 {
+			continue
+		}
+		lf := lineFacts{numbers: ns, terms: map[string]bool{}}
+		for _, t := range text.Analyze(l + "\n" + header) {
+			lf.terms[t] = true
+		}
+		f.lines = append(f.lines, lf)
+	}
 	return f
+}
+
+// numberInContext reports whether a line of the passage holds v together with enough of the claim's
+// terms (a third, at least one): "30 days of annual leave" is not supported by "claims within 30
+// days of the trip" in the same passage.
+func (f *passageFacts) numberInContext(v float64, terms []string) bool {
+	need := max(1, (len(terms)+2)/3)
+	for _, l := range f.lines {
+		if !l.numbers.has(v) {
+			continue
+		}
+		shared := 0
+		for _, t := range terms {
+			if l.terms[t] {
+				shared++
+			}
+		}
+		if shared >= need {
+			return true
+		}
+	}
+	return false
 }
 
 // checkClaim checks one sentence against its cited passages: every number (normalised), every name
@@ -99,16 +147,23 @@ func newPassageFacts(e rank.Evidence) *passageFacts {
 // least ClaimTermShare of its content terms.
 func checkClaim(s string, cites []int, facts []*passageFacts) (bool, string, bool) {
 	where := citeList(cites)
+	terms := contentTerms(s)
 	for _, n := range extractNumbers(s) {
-		found := false
+		found, inContext := false, false
 		for _, f := range facts {
 			if f.numbers.has(n.value) {
 				found = true
-				break
+				if f.numberInContext(n.value, terms) {
+					inContext = true
+					break
+				}
 			}
 		}
 		if !found {
 			return false, fmt.Sprintf("%s is not in %s", n.raw, where), true
+		}
+		if !inContext {
+			return false, fmt.Sprintf("%s is in %s only in a sentence about something else", n.raw, where), true
 		}
 	}
 	for _, name := range newNames(s, "") {
@@ -124,7 +179,6 @@ func checkClaim(s string, cites []int, facts []*passageFacts) (bool, string, boo
 			return false, fmt.Sprintf("%q is not in %s", name, where), false
 		}
 	}
-	terms := contentTerms(s)
 	if len(terms) == 0 {
 		return true, "supported", false
 	}

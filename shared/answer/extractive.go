@@ -126,13 +126,16 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	}
 	slices.SortStableFunc(cands, func(a, b unit) int { return cmp.Compare(b.score, a.score) })
 	picked := x.pick(cands, r.Asked)
-	if n, ok := next(picked, units, r.Asked); ok && len(picked) < x.MaxSentences {
+	if n, ok := next(picked, units, r.Asked); ok && len(picked) < x.MaxSentences && !quoted(picked, n) {
 		picked = append(picked, n)
 	}
 	for range 2 {
 		b, ok := bridge(picked, units, qterms, r.Asked, query)
 		if !ok || len(picked) > x.MaxSentences {
 			break
+		}
+		if quoted(picked, b) { // the same sentence in another passage: mark it taken, look again
+			b.show = ""
 		}
 		picked = append(picked, b)
 	}
@@ -160,7 +163,9 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	b.WriteString(OfflineNotice)
 	b.WriteString("\n")
 	for _, u := range picked {
-		fmt.Fprintf(&b, "\n- %s [%d]", u.show, u.src+1)
+		if u.show != "" {
+			fmt.Fprintf(&b, "\n- %s [%d]", u.show, u.src+1)
+		}
 	}
 	r.Answer = b.String()
 	return r
@@ -208,6 +213,16 @@ func (x Extractive) pick(cands []unit, asked Asked) []unit {
 		}
 	}
 	return picked
+}
+
+// quoted reports whether the same text is picked already (two passages can hold one sentence).
+func quoted(picked []unit, u unit) bool {
+	for _, p := range picked {
+		if strings.EqualFold(p.show, u.show) {
+			return true
+		}
+	}
+	return false
 }
 
 // next is the line right after the best one in its passage, when the best line does not hold the

@@ -161,6 +161,7 @@ func TestCheckClaims(t *testing.T) {
 	evidence := []rank.Evidence{
 		ev("handbook.docx", "Full-time employees receive 20 days of paid annual leave per year. 年假每年二十天。", 1),
 		ev("faq.html", "Changes take effect within one business day of our email confirmation.", 0.5),
+		ev("handbook2.docx", "Paid annual leave is booked in the portal. Claims must be filed within 30 days of the trip.", 0.4),
 	}
 	for _, c := range []struct {
 		name, answer string
@@ -170,6 +171,7 @@ func TestCheckClaims(t *testing.T) {
 		{"right", "Full-time employees get 20 days of paid annual leave per year [1].", []bool{true}, false},
 		{"right, Chinese numeral in the source", "年假每年 20 天 [1]。", []bool{true}, false},
 		{"changed number", "Full-time employees get 25 days of paid annual leave per year [1].", []bool{false}, true},
+		{"number from an unrelated sentence", "Employees get 30 days of paid annual leave [3].", []bool{false}, true},
 		{"wrong source", "Full-time employees get 20 days of paid annual leave per year [2].", []bool{false}, true},
 		{"wrong source, no number", "Changes to annual leave need approval from the employee's manager [2].", []bool{false}, false},
 		{"uncited sentence is not a claim", "Here is what I found. Leave is 20 days a year [1].", []bool{true}, false},
