@@ -1,90 +1,90 @@
-// Command query is the chat Lambda behind a Function URL in RESPONSE_STREAM mode. It wires the AWS
-// adapters (Aurora MySQL, Milvus/Zilliz, ElastiCache Redis, S3) into the shared HTTP handler, which
-// lambdaurl serves exactly as `docmind serve` serves it locally. The chat pipeline arrives with a later
-// issue; today the function answers /healthz with the state of every store.
+// Command query is the chat Lambda behind a Function URL in RESPONSE_STREAM mode: POST /api/chat (Server-
+// Sent Events), POST /v1/chat/completions, the knowledge-base reads the page needs and the page at /,
+// served by aws-lambda-go/lambdaurl from the same http.Handler `docmind serve` uses, over Aurora MySQL,
+// Milvus/Zilliz and ElastiCache Redis. Callers are identified by API keys or JWT (DOCMIND_AUTH); the
+// Function URL's own AuthType (DOCMIND_FUNCTION_URL_AUTH) must be AWS_IAM for DOCMIND_AUTH=none to be
+// accepted. Because Lambda keeps running after a client leaves, every stream is capped (caps.go).
 package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambdaurl"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/docmind/docmind/shared/config"
-	"github.com/docmind/docmind/shared/httpapi"
-	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/lambdafn"
+	"github.com/docmind/docmind/shared/obs"
+	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/store/milvus"
 	"github.com/docmind/docmind/shared/store/mysql"
 	"github.com/docmind/docmind/shared/store/redis"
-	"github.com/docmind/docmind/shared/store/s3"
 )
 
 var version = "dev"
 
 func main() {
+	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(context.Background(), log); err != nil {
-		log.Error("query function failed to start", "err", err)
-		os.Exit(1)
+	tr, err := obs.Setup(ctx, obs.Options{Service: "docmind-query", Version: version}, os.Getenv)
+	if err == nil {
+		log = slog.New(tr.LogHandler(log.Handler())) // the trace id in every line
+		var h http.Handler
+		if h, err = open(ctx, os.Getenv, tr, log); err == nil {
+			lambdaurl.Start(h)
+			return
+		}
 	}
+	log.Error("query function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
+	os.Exit(1)
 }
 
-func run(ctx context.Context, log *slog.Logger) error {
-	cfg, err := config.Load("", os.Getenv)
+// open reads the configuration (secrets resolved once), checks the caps and the authentication mode
+// before any store is opened, then opens the stores this function reads: no S3 (uploads belong to the
+// api function) and no embedded store.
+func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
+	cfg, err := awsenv.Load(ctx, getenv)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := requireCloud(cfg); err != nil {
-		return err
+	c, err := loadCaps(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireAuth(cfg.Auth.Mode, c.URLAuth); err != nil {
+		return nil, err
+	}
+	if cfg.KV.Driver != "redis" {
+		return nil, kvError(cfg.KV.Driver)
 	}
 	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	vec, err := milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection,
-		Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+	mo := milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection, Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout}
+	vec, err := milvus.Open(ctx, mo)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	kv := redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})
-	blobs, err := s3.New(ctx, s3.Options{Bucket: cfg.Blob.Bucket, Region: cfg.Blob.Region, Endpoint: cfg.Blob.Endpoint, UsePathStyle: cfg.Blob.UsePathStyle})
-	if err != nil {
-		return err
-	}
-	h := httpapi.New(httpapi.Deps{Version: version, Logger: log, Checks: []httpapi.Check{
-		{Name: "sql", Driver: "mysql", Probe: db.Ping},
-		{Name: "vector", Driver: "milvus", Probe: func(ctx context.Context) error {
-			_, err := vec.Count(ctx, rag.Filter{Tenant: cfg.Tenant})
-			return err
-		}},
-		{Name: "kv", Driver: "redis", Probe: kv.Ping},
-		{Name: "blob", Driver: "s3", Probe: func(ctx context.Context) error {
-			_, err := blobs.Stat(ctx, "healthz")
-			if rag.Is(err, rag.KindNotFound) {
-				return nil
-			}
-			return err
-		}},
-	}})
-	lambdaurl.Start(h)
-	return nil
-}
-
-// requireCloud refuses the embedded drivers: a Lambda's disk and memory vanish between invocations.
-func requireCloud(cfg config.Config) error {
-	var bad []string
-	for _, c := range []struct{ name, got, want string }{
-		{"DOCMIND_SQL_DRIVER", cfg.SQL.Driver, "mysql"}, {"DOCMIND_VECTOR_DRIVER", cfg.Vector.Driver, "milvus"},
-		{"DOCMIND_KV_DRIVER", cfg.KV.Driver, "redis"}, {"DOCMIND_BLOB_DRIVER", cfg.Blob.Driver, "s3"},
-	} {
-		if c.got != c.want {
-			bad = append(bad, fmt.Sprintf("%s must be %s in a Lambda, got %s", c.name, c.want, c.got))
+	s := stores{SQL: db, Keyword: &mysql.Keyword{DB: db, Params: bm25Params(cfg)}, Vectors: vec,
+		KV: redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})}
+	if cfg.Chat.MemoryEnabled {
+		mo.Collection += "_memories"
+		if s.Memories, err = milvus.Open(ctx, mo); err != nil {
+			return nil, err
 		}
 	}
-	if len(bad) > 0 {
-		return &config.ValidationError{Problems: bad}
+	var rr rank.Reranker
+	if fn := c.RerankFunction; fn != "" {
+		ac, err := awsenv.AWSConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rr = &lambdafn.Reranker{Function: lambdafn.Function{Client: lambda.NewFromConfig(ac), Name: fn, Timeout: c.RerankTimeout}}
 	}
-	return nil
+	return newHandler(cfg, c, s, rr, tr, log)
 }

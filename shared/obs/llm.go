@@ -1,0 +1,42 @@
+package obs
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/docmind/docmind/shared/llm"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// Streamer wraps a model client with one client span per call: the model, the tokens the provider
+// reported (or docmind estimated) and the cost at the configured prices (USD per million tokens).
+type Streamer struct {
+	Next              llm.Streamer
+	Tracer            trace.Tracer
+	PriceIn, PriceOut float64
+}
+
+var _ llm.Streamer = (*Streamer)(nil)
+
+// Stream implements llm.Streamer.
+func (s *Streamer) Stream(ctx context.Context, req llm.Request, onDelta func(string) error) (llm.Usage, error) {
+	ctx, span := s.Tracer.Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", req.Model),
+			attribute.Int("gen_ai.request.max_tokens", req.MaxTokens)))
+	defer span.End()
+	u, err := s.Next.Stream(ctx, req, onDelta)
+	span.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", u.PromptTokens), attribute.Int("gen_ai.usage.output_tokens", u.CompletionTokens),
+		attribute.Bool("docmind.usage.estimated", u.Estimated), attribute.Float64("docmind.cost_usd", Cost(u, s.PriceIn, s.PriceOut)))
+	if err != nil {
+		span.SetStatus(codes.Error, rag.KindOf(err).String())
+	}
+	return u, err
+}
+
+// Cost is the price of a call's usage at prices per million input and output tokens.
+func Cost(u llm.Usage, in, out float64) float64 {
+	return (float64(u.PromptTokens)*in + float64(u.CompletionTokens)*out) / 1e6
+}

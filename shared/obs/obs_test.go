@@ -1,0 +1,106 @@
+package obs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/docmind/docmind/shared/llm"
+)
+
+func TestWithTraceID(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"event: done\ndata: {\"answer\":\"x\"}\n\n", "event: done\ndata: {\"trace_id\":\"abc\",\"answer\":\"x\"}\n\n"},
+		{"event: done\ndata: {}\n\n", "event: done\ndata: {\"trace_id\":\"abc\"}\n\n"},
+	} {
+		got, ok := withTraceID([]byte(c.in), "abc")
+		if !ok || string(got) != c.want {
+			t.Errorf("%q -> %q, want %q", c.in, got, c.want)
+		}
+	}
+	if _, ok := withTraceID([]byte("event: done\ndata: null\n\n"), "abc"); ok {
+		t.Error("a non-object done was rewritten")
+	}
+}
+
+type fakeModel struct{}
+
+func (fakeModel) Stream(_ context.Context, _ llm.Request, on func(string) error) (llm.Usage, error) {
+	on("hi")
+	return llm.Usage{PromptTokens: 1000, CompletionTokens: 200}, nil
+}
+
+// TestSpans: a request span, one span per step event, a model-call span with tokens and cost, the
+// trace id in the done event, the response header and the log line; 
+func TestSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr, err := Setup(context.Background(), Options{Service: "t", Exporter: exp}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(tr.LogHandler(slog.NewJSONHandler(&logs, nil)))
+	model := &Streamer{Next: fakeModel{}, Tracer: tr.Tracer(), PriceIn: 1, PriceOut: 10}
+	h := tr.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range []string{"meta", "retrieval", "rerank", "token", "token"} {
+			w.Write([]byte("event: " + e + "\ndata: {}\n\n"))
+		}
+		model.Stream(r.Context(), llm.Request{Model: "gpt-x"}, func(string) error { return nil })
+		log.Info("chat")
+		w.Write([]byte("event: done\ndata: {\"answer\":\"a\"}\n\n"))
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/chat", nil))
+	id := rec.Header().Get("X-Trace-Id")
+	if len(id) != 32 || !strings.Contains(rec.Body.String(), `data: {"trace_id":"`+id+`","answer":"a"}`) {
+		t.Fatalf("trace id %q, body %s", id, rec.Body.String())
+	}
+	var line map[string]any
+	json.Unmarshal(logs.Bytes(), &line)
+	if line["trace_id"] != id {
+		t.Errorf("log line %s, want trace_id %s", logs.String(), id)
+	}
+	got := map[string]map[string]any{}
+	for _, s := range exp.GetSpans() {
+		if s.SpanContext.TraceID().String() != id {
+			t.Errorf("span %s in another trace", s.Name)
+		}
+		attrs := map[string]any{}
+		for _, a := range s.Attributes {
+			attrs[string(a.Key)] = a.Value.AsInterface()
+		}
+		got[s.Name] = attrs
+	}
+	for _, want := range []string{"POST /api/chat", "docmind.step.retrieval", "docmind.step.rerank", "docmind.step.done", "chat gpt-x"} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("no span %q in %v", want, got)
+		}
+	}
+	if m := got["chat gpt-x"]; m["gen_ai.usage.input_tokens"] != int64(1000) || m["docmind.cost_usd"] != 0.003 {
+		t.Errorf("model span attributes %v, want 1000 input tokens and $0.003", m)
+	}
+	if got["docmind.step.done"]["docmind.sse.tokens"] != int64(2) {
+		t.Errorf("done span %v, want 2 tokens", got["docmind.step.done"])
+	}
+}
+
+// TestNoExporter: without an endpoint nothing is recorded, but ids still exist for logs and done.
+func TestNoExporter(t *testing.T) {
+	tr, err := Setup(context.Background(), Options{Service: "t"}, func(string) string { return "" })
+	if err != nil || tr.Exported() {
+		t.Fatalf("%v exported=%v", err, tr.Exported())
+	}
+	ctx, span := tr.Tracer().Start(context.Background(), "x")
+	defer span.End()
+	if span.IsRecording() || len(TraceID(ctx)) != 32 {
+		t.Errorf("recording %v, id %q; want not recording with an id", span.IsRecording(), TraceID(ctx))
+	}
+}
