@@ -38,7 +38,7 @@ func (fakeModel) Stream(_ context.Context, _ llm.Request, on func(string) error)
 }
 
 // TestSpans: a request span, one span per step event, a model-call span with tokens and cost, the
-// trace id in the done event, the response header and the log line; 
+// trace id in the done event, the response header and the log line;
 func TestSpans(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tr, err := Setup(context.Background(), Options{Service: "t", Exporter: exp}, func(string) string { return "" })
