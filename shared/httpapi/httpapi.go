@@ -44,6 +44,8 @@ type Deps struct {
 	// 2 min): Lambda keeps streaming after the client leaves, so the server ends it.
 	Chat        *answer.Pipeline
 	ChatTimeout time.Duration
+	// Asker, when set, answers POST /api/ask (the answer state machine on AWS); nil runs Chat.
+	Asker Asker
 	// Conversations stores chat threads (needs Chat); User names the caller within the tenant (default
 	// "local" until authentication exists).
 	Conversations Conversations

@@ -58,6 +58,7 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/kbs", l.listKBs)
 	if l.h.d.Chat != nil {
 		mux.HandleFunc("POST /api/chat", l.chat)
+		mux.HandleFunc("POST /api/ask", l.ask)
 		mux.HandleFunc("POST /api/search", l.search)
 		mux.HandleFunc("POST /v1/chat/completions", l.chatCompletions)
 		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
