@@ -22,7 +22,7 @@ func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Serv
 		return nil, err
 	}
 	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Staging: memblob.New(), Embedder: emb, Log: log, Keyword: s.Keyword,
-		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
+		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes, PDFIdle: cfg.Server.PDFIdle},
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
 	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, Inbox: filepath.Join(cfg.DataDir, "inbox")}, nil
 }

@@ -105,6 +105,8 @@ type Server struct {
 	MaxBodyBytes    int64         `json:"max_body_bytes" env:"DOCMIND_MAX_BODY_BYTES" doc:"largest accepted request body"`
 	// ReconcileInterval runs the consistency check (with repair) in the server this often; 0 turns it off.
 	ReconcileInterval time.Duration `json:"reconcile_interval" env:"DOCMIND_RECONCILE_INTERVAL" doc:"how often serve runs reconcile --repair (0: never)"`
+	// PDFIdle releases the PDF engine's WebAssembly runtime (about 350 MB) this long after the last PDF.
+	PDFIdle time.Duration `json:"pdf_idle" env:"DOCMIND_PDF_IDLE" doc:"how long the PDF engine stays loaded after the last PDF (it takes seconds to start again)"`
 }
 
 // SQL selects the relational store (system of record).
@@ -201,6 +203,7 @@ func Default() Config {
 			ShutdownTimeout:   10 * time.Second,
 			MaxBodyBytes:      64 << 20,
 			ReconcileInterval: time.Hour,
+			PDFIdle:           5 * time.Minute,
 		},
 		SQL:        SQL{Driver: "sqlite", MaxOpenConns: 10, ConnMaxLifetime: 4 * time.Minute},
 		Vector:     Vector{Driver: "memvec", Dim: 512, Collection: "docmind_chunks", CallTimeout: 5 * time.Second},
@@ -292,6 +295,7 @@ func (c Config) Validate() error {
 	}
 	positiveDur("DOCMIND_READ_TIMEOUT", c.Server.ReadTimeout)
 	positiveDur("DOCMIND_SHUTDOWN_TIMEOUT", c.Server.ShutdownTimeout)
+	positiveDur("DOCMIND_PDF_IDLE", c.Server.PDFIdle)
 	if c.Server.ReconcileInterval < 0 {
 		add("DOCMIND_RECONCILE_INTERVAL: must be 0 (off) or positive, got %s", c.Server.ReconcileInterval)
 	}

@@ -27,6 +27,9 @@ type Limits struct {
 	MaxXMLDepth    int           // element nesting (default 256)
 	MaxOutputBytes int           // markdown produced (default 32 MiB)
 	Timeout        time.Duration // per document (default 60 s)
+	// PDFIdle is how long the PDF engine's runtime (a few hundred MB) is kept after the last PDF before
+	// it is released (default 5 minutes); the next PDF starts it again, which takes seconds.
+	PDFIdle time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -54,6 +57,9 @@ func (l Limits) withDefaults() Limits {
 	if l.Timeout <= 0 {
 		l.Timeout = 60 * time.Second
 	}
+	if l.PDFIdle <= 0 {
+		l.PDFIdle = 5 * time.Minute
+	}
 	return l
 }
 
@@ -67,6 +73,8 @@ type Result struct {
 	// Encoding is the character encoding a text-based source (text, markdown, CSV, HTML) was read
 	// from ("utf-8", "gb18030", "utf-16le", ...; see the Enc constants); empty for binary formats.
 	Encoding string `json:"encoding,omitempty"`
+	// EngineStartMS is how long this parse waited for the PDF engine to start (0 when it was running).
+	EngineStartMS int64 `json:"engine_start_ms,omitempty"`
 }
 
 // PageMarker is the line a page-aware extractor puts before each page's text; the chunker reads it to

@@ -2,30 +2,97 @@ package extract
 
 import (
 	"context"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/klippa-app/go-pdfium"
 	"github.com/klippa-app/go-pdfium/requests"
 	"github.com/klippa-app/go-pdfium/webassembly"
 )
 
-// PDFium runs as WebAssembly inside the process (pure Go, no cgo); starting it costs seconds, so the pool
-// is created on first use and kept. Keep PDF parsing out of latency-sensitive paths.
-var (
-	pdfOnce sync.Once
-	pdfPool pdfium.Pool
-	pdfErr  error
-)
+// pdfEngine owns the PDFium WebAssembly runtime (pure Go, no cgo). Starting it costs seconds and its
+// runtime holds a few hundred MB, so it is started on first use and released once no PDF has been
+// parsed for its idle period (Limits.PDFIdle): a server that parsed the demo's one PDF otherwise kept
+// about 359 MB resident for good. Keep PDF parsing out of latency-sensitive paths.
+type pdfEngine struct {
+	mu      sync.Mutex
+	pool    pdfium.Pool
+	users   int           // instances checked out
+	idle    time.Duration // release after this long without users
+	timer   *time.Timer   // pending release, nil when none
+	starts  int           // times the runtime was started (tests)
+	release func()        // returns memory to the OS after a release (debug.FreeOSMemory; tests may count)
+}
 
-func pdfInstance(ctx context.Context) (pdfium.Pdfium, error) {
-	pdfOnce.Do(func() {
-		pdfPool, pdfErr = webassembly.Init(webassembly.Config{MinIdle: 0, MaxIdle: 1, MaxTotal: 2})
-	})
-	if pdfErr != nil {
-		return nil, pdfErr
+// pdf is the process's engine: the runtime is one per process whatever the callers.
+var pdf = &pdfEngine{release: debug.FreeOSMemory}
+
+// acquire returns an instance and how long starting the runtime took (0 when it was running). done
+// must be called when the instance is no longer used.
+func (e *pdfEngine) acquire(ctx context.Context, idle time.Duration) (inst pdfium.Pdfium, start time.Duration, done func(), err error) {
+	e.mu.Lock()
+	e.idle = idle
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
 	}
-	return pdfPool.GetInstanceWithContext(ctx)
+	if e.pool == nil {
+		t0 := time.Now()
+		pool, err := webassembly.Init(webassembly.Config{MinIdle: 0, MaxIdle: 1, MaxTotal: 2})
+		if err != nil {
+			e.scheduleRelease()
+			e.mu.Unlock()
+			return nil, 0, nil, err
+		}
+		e.pool, e.starts, start = pool, e.starts+1, time.Since(t0)
+	}
+	e.users++
+	pool := e.pool
+	e.mu.Unlock()
+	done = func() {
+		e.mu.Lock()
+		e.users--
+		e.scheduleRelease()
+		e.mu.Unlock()
+	}
+	inst, err = pool.GetInstanceWithContext(ctx)
+	if err != nil {
+		done()
+		return nil, start, nil, err
+	}
+	return inst, start, done, nil
+}
+
+// scheduleRelease arms the idle timer when nobody uses the runtime. Caller holds e.mu.
+func (e *pdfEngine) scheduleRelease() {
+	if e.users > 0 || e.pool == nil || e.timer != nil {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(e.idle, func() {
+		e.mu.Lock()
+		if e.timer != t || e.users > 0 || e.pool == nil { // re-armed or in use since
+			e.mu.Unlock()
+			return
+		}
+		pool := e.pool
+		e.pool, e.timer = nil, nil
+		e.mu.Unlock()
+		pool.Close()
+		if e.release != nil {
+			e.release()
+		}
+	})
+	e.timer = t
+}
+
+// running reports whether the runtime is started (tests and diagnostics).
+func (e *pdfEngine) running() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.pool != nil
 }
 
 // parsePDF extracts each page's text in reading order with a page marker before it. The instance is
@@ -34,12 +101,12 @@ func parsePDF(ctx context.Context, data []byte, l Limits) (Result, error) {
 	if !strings.HasPrefix(string(data[:min(len(data), 1024)]), "%PDF") && !strings.Contains(string(data[:min(len(data), 1024)]), "%PDF-") {
 		return Result{}, Terminal("not a PDF file (no %%PDF header)")
 	}
-	inst, err := pdfInstance(ctx)
+	inst, start, done, err := pdf.acquire(ctx, l.PDFIdle)
 	if err != nil {
 		return Result{}, err
 	}
-	killed := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() { inst.Kill(); close(killed) })
+	defer done()
+	stop := context.AfterFunc(ctx, func() { inst.Kill() })
 	defer func() {
 		if stop() {
 			inst.Close()
@@ -71,7 +138,7 @@ func parsePDF(ctx context.Context, data []byte, l Limits) (Result, error) {
 		}
 		b.WriteString("\n" + PageMarker(i+1) + "\n\n" + pdfText(t.Text) + "\n")
 	}
-	return Result{Markdown: b.String(), Pages: pc.PageCount}, nil
+	return Result{Markdown: b.String(), Pages: pc.PageCount, EngineStartMS: start.Milliseconds()}, nil
 }
 
 // pdfText turns a page's text lines into paragraphs. PDFs have no paragraphs, only positioned lines, so

@@ -108,6 +108,9 @@ func (r *Runner) Run(ctx context.Context, in ExtractIn) (Outcome, error) {
 	})
 	if err == nil {
 		out.Hidden = ex.Hidden
+		if ex.EngineStartMS > 0 { // part of "extract": the first PDF after a start or an idle release waits for the engine
+			out.StageMS["pdf_engine_start"] = ex.EngineStartMS
+		}
 		err = timed("chunk", func() error {
 			ch, n, err = retry(ctx, r.Policy, func() (ChunkOut, error) { return s.Chunk(ctx, ex) })
 			out.Retries += n

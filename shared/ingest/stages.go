@@ -104,6 +104,8 @@ type ExtractOut struct {
 	Pages       int    `json:"pages,omitempty"`
 	Hidden      int    `json:"hidden"`
 	Encoding    string `json:"encoding,omitempty"` // text encoding of the source (extract.Result.Encoding)
+	// EngineStartMS is how long the extraction waited for the PDF engine to start (0: it was running).
+	EngineStartMS int64 `json:"engine_start_ms,omitempty"`
 }
 
 // ChunkOut points at the chunk rows.
@@ -195,7 +197,7 @@ func (s *Stages) Extract(ctx context.Context, in ExtractIn) (ExtractOut, error) 
 		return ExtractOut{}, err
 	}
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
-		Encoding: res.Encoding}
+		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS}
 	if _, err := s.staging().Put(ctx, out.MarkdownKey, bytes.NewReader([]byte(res.Markdown)), "text/markdown"); err != nil {
 		return ExtractOut{}, fmt.Errorf("stage markdown: %w", err)
 	}

@@ -1,0 +1,76 @@
+package extract
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The PDF engine starts on first use, reports its start time on that parse only, is released after
+// the idle period (memory returned to the OS), and starts again for the next PDF.
+func TestPDFEngineReleasedWhenIdle(t *testing.T) {
+	var released atomic.Int32
+	old := pdf
+	pdf = &pdfEngine{release: func() { released.Add(1) }}
+	t.Cleanup(func() { pdf = old })
+	doc := makePDF([]string{"Engine lifetime."}, nil, false)
+	l := Limits{PDFIdle: 200 * time.Millisecond}
+
+	first, err := Extract(context.Background(), "a.pdf", doc, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.EngineStartMS <= 0 {
+		t.Errorf("first PDF: engine start %d ms, want > 0", first.EngineStartMS)
+	}
+	// A second parse inside the idle period reuses the running engine. (Under heavy load the idle
+	// period may already have passed; then the engine has restarted, which the counts below show.)
+	second, err := Extract(context.Background(), "b.pdf", doc, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if starts := pdf.starts; (starts == 1) != (second.EngineStartMS == 0) {
+		t.Errorf("second PDF: engine start %d ms with %d starts", second.EngineStartMS, starts)
+	}
+	waitReleased(t)
+	if released.Load() == 0 {
+		t.Error("engine released without returning memory")
+	}
+	startsBefore := pdf.starts
+	third, err := Extract(context.Background(), "c.pdf", doc, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pdf.starts != startsBefore+1 || third.EngineStartMS <= 0 {
+		t.Errorf("after release: %d starts (want %d), start %d ms", pdf.starts, startsBefore+1, third.EngineStartMS)
+	}
+	waitReleased(t)
+}
+
+// waitReleased waits for the idle release; no deadline but go test's own (the release has no upper
+// bound on a loaded machine, only a lower one).
+func waitReleased(t *testing.T) {
+	t.Helper()
+	for pdf.running() {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The engine is not released while a parse holds an instance, however long the parse takes.
+func TestPDFEngineKeptWhileInUse(t *testing.T) {
+	old := pdf
+	pdf = &pdfEngine{}
+	t.Cleanup(func() { pdf = old })
+	inst, _, done, err := pdf.acquire(context.Background(), time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // 50x the idle period
+	if !pdf.running() {
+		t.Fatal("engine released while an instance was in use")
+	}
+	inst.Close()
+	done()
+	waitReleased(t)
+}
