@@ -3,10 +3,11 @@ SHELL   := /bin/bash
 GO      ?= go
 DATA    ?= ./data
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-FUNCTIONS := $(notdir $(wildcard functions/*))
+FUNCTIONS := $(filter-out internal,$(notdir $(wildcard functions/*)))
 LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
+.PHONY: migrate test-lambda
 .PHONY: run test test-integration test-browser screenshots lint build bench clean $(addprefix build-,$(FUNCTIONS))
 
 ## run: build the local binary and serve on 127.0.0.1:8080 with embedded stores under $(DATA)
@@ -55,6 +56,29 @@ $(addprefix build-,$(FUNCTIONS)): build-%:
 # sam build (BuildMethod: makefile) calls build-<LogicalId> with ARTIFACTS_DIR set
 build-QueryFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/query
+build-IngestFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/ingest
+# one binary, two functions: ExtractFunction gets the memory PDF extraction needs
+build-StageFunction build-ExtractFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/stage
+build-ConsistencyFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/consistency
+build-MigrateFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/migrate
+build-RerankFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/rerank
+build-GradeFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/grade
+
+## migrate: apply the SQL migrations to the database named by DOCMIND_SQL_DRIVER / DOCMIND_SQL_DSN (a
+## deploy step; on AWS the SchemaMigration custom resource runs functions/migrate)
+migrate:
+	$(GO) run ./cmd/docmind migrate
+
+## test-lambda: the built bootstrap binaries under the Lambda Runtime Interface Emulator, against the
+## in-process S3, MySQL and Milvus servers (needs aws-lambda-rie on PATH; .ci/run installs it)
+test-lambda:
+	DOCMIND_TEST_RIE=1 $(GO) test -count=1 -v -run 'RIE' ./infra/ 2>&1 | tee /tmp/docmind-rie.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS|\s+\w+_test.go)' ; exit $${PIPESTATUS[0]}
 
 ## bench: docmind bench with the peer libraries linked (tag bench_compare), results in docs/bench; then
 ## the Go micro-benchmarks

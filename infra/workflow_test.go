@@ -1,0 +1,139 @@
+package infra
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/awslabs/goformation/v7"
+
+	sqlschema "github.com/docmind/docmind/infra/sql"
+	"github.com/docmind/docmind/shared/aslrun"
+	"github.com/docmind/docmind/shared/ingest"
+)
+
+func readTemplate(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Every Task of every state machine reaches a function of the template through DefinitionSubstitutions,
+// that function is built from functions/stage, and the stages the Tasks name are exactly the ones the
+// stage binary dispatches (ingest.StageNames).
+func TestStateMachineTasksMapToFunctionsAndHandlers(t *testing.T) {
+	tmpl, err := goformation.Open(filepath.Join("..", "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := tmpl.GetAllServerlessFunctionResources()
+	text := readTemplate(t)
+	subs := map[string]string{} // ${Name} -> function logical id
+	for _, m := range regexp.MustCompile(`(?m)^\s+(\w+): !GetAtt (\w+)\.Arn\s*$`).FindAllStringSubmatch(text, -1) {
+		subs["${"+m[1]+"}"] = m[2]
+	}
+	sms := tmpl.GetAllServerlessStateMachineResources()
+	if len(sms) == 0 {
+		t.Fatal("no AWS::Serverless::StateMachine in template.yaml")
+	}
+	for name, sm := range sms {
+		if sm.Type == nil || *sm.Type != "STANDARD" {
+			t.Errorf("%s must be a Standard workflow (exactly-once task starts, a year of history)", name)
+		}
+		var uri string
+		if sm.DefinitionUri != nil && sm.DefinitionUri.String != nil {
+			uri = *sm.DefinitionUri.String
+		}
+		def, err := os.ReadFile(filepath.Join("..", uri))
+		if err != nil {
+			t.Fatalf("%s: DefinitionUri %q: %v", name, uri, err)
+		}
+		m, err := aslrun.Parse(def)
+		if err != nil {
+			t.Fatalf("%s: %v", uri, err)
+		}
+		var stages []string
+		for task, s := range m.Tasks() {
+			fn, ok := subs[s.Resource]
+			if !ok {
+				t.Errorf("%s task %s: Resource %s is not a DefinitionSubstitution of a function's Arn", uri, task, s.Resource)
+				continue
+			}
+			if _, ok := fns[fn]; !ok {
+				t.Errorf("%s task %s: %s is not a function in the template", uri, task, fn)
+			}
+			if !strings.Contains(text, "FunctionName: !Ref "+fn) {
+				t.Errorf("%s may not invoke %s: no LambdaInvokePolicy names it", name, fn)
+			}
+			dir, err := makeTarget(fn)
+			if err != nil || dir != "stage" {
+				t.Errorf("task %s runs on %s, built from functions/%s (%v); want functions/stage", task, fn, dir, err)
+			}
+			p, _ := s.Parameters.(map[string]any)
+			st, _ := p["stage"].(string)
+			stages = append(stages, st)
+		}
+		sort.Strings(stages)
+		if want := ingest.StageNames(); !slices.Equal(stages, want) {
+			t.Errorf("%s names stages %v; functions/stage dispatches %v", uri, stages, want)
+		}
+	}
+}
+
+// The SchemaMigration custom resource re-runs the migrate function only when a property changes: its
+// SchemaVersion must be the newest migration, or a deploy would ship code ahead of its schema.
+func TestSchemaMigrationVersionIsNewest(t *testing.T) {
+	m := regexp.MustCompile(`SchemaVersion: "(\d+)"`).FindStringSubmatch(readTemplate(t))
+	if m == nil {
+		t.Fatal("template.yaml has no SchemaMigration SchemaVersion")
+	}
+	got, _ := strconv.Atoi(m[1])
+	for _, d := range []string{"mysql", "sqlite"} {
+		migs, err := sqlschema.Migrations(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if newest := migs[len(migs)-1].Version; newest != got {
+			t.Errorf("SchemaVersion %d, newest %s migration %d: bump it in template.yaml", got, d, newest)
+		}
+	}
+}
+
+// Least privilege: no IAM action is a wildcard ("*", "s3:*", "s3:Get*").
+func TestNoWildcardActions(t *testing.T) {
+	lines := strings.Split(readTemplate(t), "\n")
+	checked := 0
+	for i, l := range lines {
+		key, val, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok || key != "Action" {
+			continue
+		}
+		vals := []string{val}
+		if strings.TrimSpace(val) == "" { // a block list follows
+			indent := len(l) - len(strings.TrimLeft(l, " "))
+			for _, r := range lines[i+1:] {
+				if len(r)-len(strings.TrimLeft(r, " ")) <= indent || !strings.HasPrefix(strings.TrimSpace(r), "- ") {
+					break
+				}
+				vals = append(vals, r)
+			}
+		}
+		for _, v := range vals {
+			checked++
+			if strings.Contains(v, "*") {
+				t.Errorf("template.yaml line %d: wildcard action %q", i+1, strings.TrimSpace(v))
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("only %d actions checked: the scan is broken", checked)
+	}
+}
