@@ -5,9 +5,9 @@ package infra
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
-	"path/filepath"
 	"strings"
 	"testing"
 
