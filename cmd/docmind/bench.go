@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/docmind/docmind/shared/bench"
@@ -11,23 +12,24 @@ import (
 func cmdBench(e env, args []string) int {
 	var c common
 	fs := newFlags("bench", e, &c)
-	suite := fs.String("suite", "all", "suite to run: all or one of "+suiteNames())
+	suite := fs.String("suite", "all", "suites to run: all, or a comma-separated list of "+suiteNames())
 	out := fs.String("out", "", "folder for results.json and results.md (default: print only)")
 	quick := fs.Bool("quick", false, "small sizes (a CI smoke run of a few minutes)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
 	}
 	var suites []bench.Suite
+	want := strings.Split(*suite, ",")
 	for _, s := range bench.Suites() {
-		if *suite == "all" || s.Name == *suite {
+		if *suite == "all" || slices.Contains(want, s.Name) {
 			suites = append(suites, s)
 		}
 	}
-	if len(suites) == 0 {
+	if len(suites) == 0 || (*suite != "all" && len(suites) != len(want)) {
 		fmt.Fprintf(e.stderr, "docmind: --suite %q is not one of all, %s\n", *suite, suiteNames())
 		return exitConfig
 	}
-	if *suite != "all" && *suite != "roofline" {
+	if *suite != "all" && !slices.Contains(want, "roofline") {
 		suites = append([]bench.Suite{bench.Suites()[0]}, suites...) // every "% of floor" needs the roofline
 	}
 	runtime.GOMAXPROCS(runtime.NumCPU()) // fixed for the whole run

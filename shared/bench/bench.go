@@ -50,8 +50,19 @@ type Report struct {
 	GOMAXPROCS int      `json:"gomaxprocs"`
 	Go         string   `json:"go"`
 	Quick      bool     `json:"quick"`
+	Suites     []string `json:"suites,omitempty"` // the suites this run ran
 	Rows       []Row    `json:"rows"`
 	Errors     []string `json:"errors,omitempty"`
+	// Earlier holds the rows of suites this run did not run, carried over from the results it
+	// replaced (each with the date of its run), so a run of one suite keeps the others' figures.
+	Earlier []EarlierRow `json:"earlier,omitempty"`
+}
+
+// EarlierRow is a row carried over from an earlier run.
+type EarlierRow struct {
+	Row
+	Date  string `json:"date"`
+	Quick bool   `json:"quick,omitempty"`
 }
 
 // Interleave runs each fn once per round, in order, for warmup + reps rounds, and returns every fn's
@@ -98,6 +109,7 @@ func Run(ctx context.Context, suites []Suite, o Options) Report {
 		if ctx.Err() != nil {
 			break
 		}
+		r.Suites = append(r.Suites, s.Name)
 		rows, err := s.Run(ctx, o)
 		if err != nil {
 			r.Errors = append(r.Errors, fmt.Sprintf("%s: %v", s.Name, err))
@@ -122,16 +134,46 @@ func cpuModel() string {
 	return runtime.GOARCH
 }
 
-// Write stores results.json and results.md in dir.
+// Write stores results.json and results.md in dir. Rows of suites this run did not run are carried
+// over from the results.json it replaces (see Report.Earlier).
 func (r Report) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if old, err := os.ReadFile(filepath.Join(dir, "results.json")); err == nil {
+		var prev Report
+		if json.Unmarshal(old, &prev) == nil {
+			r.Earlier = r.carry(prev)
+		}
 	}
 	b, _ := json.MarshalIndent(r, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.Markdown()), 0o644)
+}
+
+// carry returns prev's rows (and rows prev itself carried) of the suites r did not run.
+func (r Report) carry(prev Report) []EarlierRow {
+	ran := map[string]bool{}
+	for _, s := range r.Suites {
+		ran[s] = true
+	}
+	for _, row := range r.Rows {
+		ran[row.Suite] = true
+	}
+	var out []EarlierRow
+	for _, row := range prev.Rows {
+		if !ran[row.Suite] {
+			out = append(out, EarlierRow{Row: row, Date: prev.Date, Quick: prev.Quick})
+		}
+	}
+	for _, e := range prev.Earlier {
+		if !ran[e.Suite] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Markdown renders the report.
@@ -141,6 +183,24 @@ func (r Report) Markdown() string {
 		r.Date, r.CPU, r.Cores, r.GOMAXPROCS, r.Go, map[bool]string{true: ", quick sizes", false: ""}[r.Quick])
 	b.WriteString("| suite | what | ours | reference | ratio | target | pass |\n|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
+		writeRow(&b, row, "")
+	}
+	if len(r.Earlier) > 0 {
+		b.WriteString("\nFrom earlier runs (suites this run did not run), each with its run's date:\n\n")
+		b.WriteString("| suite | what | ours | reference | ratio | target | pass |\n|---|---|---|---|---|---|---|\n")
+		for _, e := range r.Earlier {
+			writeRow(&b, e.Row, e.Date+map[bool]string{true: ", quick sizes", false: ""}[e.Quick])
+		}
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "\nerror: %s\n", e)
+	}
+	return b.String()
+}
+
+// writeRow renders one table row; from, when set, names the earlier run it comes from.
+func writeRow(b *strings.Builder, row Row, from string) {
+	{
 		ref, ratio, p := "", "", ""
 		if row.RefName != "" {
 			ref = fmt.Sprintf("%.4g %s (%s)", row.Reference, row.Unit, row.RefName)
@@ -155,10 +215,9 @@ func (r Report) Markdown() string {
 		if row.Note != "" {
 			what += " (" + row.Note + ")"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.4g %s | %s | %s | %s | %s |\n", row.Suite, what, row.Ours, row.Unit, ref, ratio, row.Target, p)
+		if from != "" {
+			what += " [run of " + from + "]"
+		}
+		fmt.Fprintf(b, "| %s | %s | %.4g %s | %s | %s | %s | %s |\n", row.Suite, what, row.Ours, row.Unit, ref, ratio, row.Target, p)
 	}
-	for _, e := range r.Errors {
-		fmt.Fprintf(&b, "\nerror: %s\n", e)
-	}
-	return b.String()
 }

@@ -48,6 +48,36 @@ func TestRunWritesReports(t *testing.T) {
 	}
 }
 
+// A run of some suites keeps the figures of the others from the results it replaces, labelled with
+// their run's date; a suite that ran again replaces its earlier rows.
+func TestWriteCarriesOtherSuites(t *testing.T) {
+	dir := t.TempDir()
+	first := Report{Date: "2026-01-01", Suites: []string{"vector", "bm25"}, Rows: []Row{
+		{Suite: "vector", What: "old vector row", Ours: 1, Unit: "ms"},
+		{Suite: "bm25", What: "old bm25 row", Ours: 2, Unit: "docs/s"},
+	}}
+	if err := first.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	second := Report{Date: "2026-02-02", Suites: []string{"bm25"}, Rows: []Row{{Suite: "bm25", What: "new bm25 row", Ours: 3, Unit: "docs/s"}}}
+	if err := second.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	third := Report{Date: "2026-03-03", Suites: []string{"chunking"}, Rows: []Row{{Suite: "chunking", What: "chunk row", Ours: 4, Unit: "MB/s"}}}
+	if err := third.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "results.md"))
+	for _, want := range []string{"chunk row", "new bm25 row [run of 2026-02-02]", "old vector row [run of 2026-01-01]"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(string(md), "old bm25 row") {
+		t.Errorf("a suite that ran again kept its old rows:\n%s", md)
+	}
+}
+
 // The overlap reference and the FTS5 peer work on a tiny corpus: our index agrees with the exhaustive
 // ranking exactly.
 func TestKeywordReferenceAndPeer(t *testing.T) {
