@@ -24,9 +24,11 @@ type RerankIn struct {
 // documents form fails instead, so that the caller degrades exactly as its own reranker would).
 type RerankOut struct {
 	Scores   []float64       `json:"scores,omitempty"`
-	Evidence []rank.Evidence `json:"evidence,omitempty"`
-	Degraded bool            `json:"degraded,omitempty"`
+	Evidence []rank.Evidence `json:"evidence"`
+	Degraded bool            `json:"degraded"`
 	Model    string          `json:"model"`
+	// Known says the scores came from a rerank model that answered (the grader's rerank_known).
+	Known bool `json:"known"`
 }
 
 // MaxDocuments bounds one request: the chat sends at most FusedK (30) candidates.
@@ -81,6 +83,7 @@ func (r *Reranker) Rerank(ctx context.Context, in RerankIn) (RerankOut, error) {
 		out.Evidence = rank.Filter(ev, r.Filter)
 	}
 	out.Degraded = degraded
+	out.Known = !degraded && r.Model != "lexical"
 	return out, nil
 }
 

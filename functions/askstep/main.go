@@ -1,0 +1,72 @@
+// Command askstep is the Lambda behind the answer state machine's Understand, Retrieve and Generate
+// Tasks (infra/statemachines/answer.asl.json). The payload names the stage ({"stage":"Retrieve",
+// "input":{...}}); errors carry their kind as errorType, which the ASL's Retry matches and the API
+// function maps back to a status. Rerank and Grade are their own functions.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/shared/askflow"
+	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/retrieve"
+	"github.com/docmind/docmind/shared/store/milvus"
+	"github.com/docmind/docmind/shared/store/mysql"
+	"github.com/docmind/docmind/shared/store/sqldb"
+	"github.com/docmind/docmind/shared/wire"
+)
+
+var version = "dev"
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	s, err := open(context.Background(), os.Getenv)
+	if err != nil {
+		log.Error("askstep function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(awsrt.Handler(s.Dispatch))
+}
+
+// open opens Aurora and Milvus and builds the stages.
+func open(ctx context.Context, getenv func(string) string) (*askflow.Stages, error) {
+	cfg, err := awsenv.Load(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
+	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	if err != nil {
+		return nil, err
+	}
+	vec, err := milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection,
+		Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+	if err != nil {
+		return nil, err
+	}
+	r := cfg.Retrieval
+	return stages(cfg, db, &mysql.Keyword{DB: db, Params: bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight}}, vec)
+}
+
+// stages wires the stages as the chat wires its pipeline (the same model, prices and retrieval
+// options), without a reranker: that is the Rerank Task's.
+func stages(cfg config.Config, db *sqldb.DB, kw retrieve.Keyword, vec retrieve.Vectors) (*askflow.Stages, error) {
+	chain, err := wire.Retriever(cfg, kw, vec, db)
+	if err != nil {
+		return nil, err
+	}
+	chain.Reranker = nil
+	p := wire.Chat(cfg, chain, nil, nil)
+	maxTokens := p.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = 1024
+	}
+	return &askflow.Stages{Understander: p.Understander, Retriever: chain, LLM: p.LLM, Model: p.Model, MaxTokens: maxTokens,
+		PriceIn: p.PriceIn, PriceOut: p.PriceOut, RerankK: chain.Options.RerankK}, nil
+}
