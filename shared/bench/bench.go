@@ -91,6 +91,22 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	return s[int(p*float64(len(s)-1)+0.5)]
 }
 
+// PairedSpeedup is the median over rounds of ref[i]/ours[i]: how many times faster ours was than the
+// reference in the same round. Each pair ran back to back, so load that changes between rounds (these
+// machines are shared) cancels out, which a ratio of the two separate medians does not.
+func PairedSpeedup(ours, ref []time.Duration) float64 {
+	n := min(len(ours), len(ref))
+	if n == 0 {
+		return 0
+	}
+	r := make([]float64, n)
+	for i := range n {
+		r[i] = float64(ref[i]) / float64(max(ours[i], 1))
+	}
+	slices.Sort(r)
+	return r[n/2]
+}
+
 // Median of durations.
 func Median(ds []time.Duration) time.Duration { return Percentile(ds, 0.5) }
 

@@ -103,6 +103,13 @@ func parseBlocks(md string) []block {
 	}
 	for pos := 0; pos <= len(md); {
 		line, next := nextLine(md, pos)
+		if len(line) > 0 && plainStart[line[0]] {
+			// most lines: a paragraph line, since only white space, "<", "`", "~", "#" or "|" can
+			// start anything else
+			para.add(md, pos, line, strings.TrimRight(line, " \t"))
+			pos = next
+			continue
+		}
 		trimmed := strings.TrimSpace(line)
 		if n, ok := pageMarker(trimmed); ok {
 			flushPara()
@@ -158,6 +165,15 @@ func parseBlocks(md string) []block {
 	flushPara()
 	return out
 }
+
+// plainStart marks the bytes a line can start with only as paragraph text: ASCII other than white
+// space and the first characters of a page marker, code fence, heading or table row.
+var plainStart = func() (t [256]bool) {
+	for c := 0x21; c < 0x7f; c++ {
+		t[c] = !strings.ContainsRune("<`~#|", rune(c))
+	}
+	return t
+}()
 
 // nextLine returns the line of md starting at pos (without its "\n") and the position after it;
 // past the last line the position is len(md)+1, which ends the callers' loops (strings.Split's last,
