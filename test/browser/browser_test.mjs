@@ -145,6 +145,12 @@ test("an answer streams with its timeline, a citation opens and highlights its s
   assert.equal(await hl.getAttribute("id"), (await turn.getAttribute("aria-label")).replace("Question ", "src-") + "-1");
   assert.ok(await hl.isVisible() && await hl.evaluate(li => li.matches(":focus")), "the highlighted source is shown and focused");
   assert.doesNotMatch(await hl.locator(".snippet").textContent(), /(^|\s)#{1,6}\s|\| --- \|/, "snippets are text, not raw markdown");
+  // Copy puts the answer's markdown on the clipboard
+  await p.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+  await turn.getByRole("button", { name: "Copy the answer" }).click();
+  await turn.getByRole("button", { name: "Copy the answer" }).filter({ hasText: "Copied" }).waitFor();
+  assert.match(await p.evaluate(() => navigator.clipboard.readText()), /^Full-time employees get \*\*20 days\*\*/);
+  assert.match(await p.textContent("#announce"), /^Answer ready, (HIGH|MEDIUM|LOW) confidence, \d+ sources\.$/);
   const answer = await turn.locator(".a").textContent();
   const badge = await turn.locator(".meta .badge").first().textContent();
   if (SHOTS) await p.screenshot({ path: join(SHOTS, "chat-1400x900.png") });

@@ -562,8 +562,16 @@ function finishTurn(turn, d) {
   if (d.is_fallback) turn.meta.append(el("span", "badge none", "quoted passages (no model)"));
   if (d.partial) turn.meta.append(el("span", "badge LOW", "incomplete"));
   if ((d.degraded || []).length) turn.meta.append(el("span", "badge none", `degraded: ${d.degraded.join(", ")}`));
+  if (navigator.clipboard && d.answer) {
+    const copy = button("Copy", async () => {
+      try { await navigator.clipboard.writeText(d.answer); copy.textContent = "Copied"; } catch { copy.textContent = "Copy failed"; }
+    }, "link copy", "Copy the answer");
+    turn.meta.append(copy);
+  }
   markClaims(turn, d.claims);
   renderSources(turn);
+  // the streamed text is not announced token by token; its end is
+  if (!turn.replayed) announce(`Answer ready${band ? `, ${band} confidence` : ""}, ${turn.sources.length} sources.`);
   if ((d.recommendations || []).length) {
     turn.root.append(el("div", "related", "Related: " + d.recommendations.map(x => x.file_name).join(", ")));
   }
@@ -613,9 +621,14 @@ function showSource(turn, n) {
 
 // failTurn shows why the answer failed with a retry that asks the same question again; the question also
 // goes back into the box so that nothing typed is lost.
+function announce(text) {
+  $("announce").textContent = text;
+}
+
 function failTurn(turn, message, offline) {
   if (turn.failed) return;
   turn.failed = true;
+  if (!turn.replayed) announce(`The answer failed: ${message}`);
   turn.box.classList.remove("streaming");
   turn.summary.textContent = "Stopped";
   const box = el("div", "failbox");
@@ -765,6 +778,7 @@ async function openConversation(id) {
   for (const m of data.messages) {
     if (m.role === "user") { question = m.content; continue; }
     const turn = newTurn(question);
+    turn.replayed = true;
     question = "";
     const trace = Array.isArray(m.trace) ? m.trace : [];
     if (trace.some(e => e.event === "done")) {
