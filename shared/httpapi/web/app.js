@@ -773,6 +773,10 @@ async function openConversation(id) {
     return;
   }
   state.conversation = id;
+  // the conversation's own scope comes back with it: one knowledge base, or all
+  const ids = (data.conversation && data.conversation.kb_ids) || [];
+  const kb = ids.length === 1 ? state.kbs.find(k => k.id === ids[0]) : null;
+  if (ids.length <= 1 && (kb || !ids.length)) { $("kb").value = kb ? kb.name : ""; renderKBList(); }
   $("turns").textContent = "";
   let question = "";
   for (const m of data.messages) {
@@ -843,9 +847,10 @@ function renderKBList() {
   }
 }
 
+// chooseKB scopes the next questions (the open conversation goes on, searching the knowledge base chosen
+// now) and the document list.
 function chooseKB(name) {
   $("kb").value = name;
-  state.conversation = "";
   renderKBList();
   loadDocuments();
 }
