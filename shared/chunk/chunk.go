@@ -92,7 +92,7 @@ type block struct {
 // blank line or paragraph text), with no regular expressions: they were a fifth of chunking time. A
 // paragraph, table or code block whose lines need no trimming is a substring of md, not a copy.
 func parseBlocks(md string) []block {
-	var out []block
+	out := make([]block, 0, len(md)/256+8) // a block per 100-300 bytes is typical: grown once or twice
 	page := 0
 	var para lineRun
 	flushPara := func() {
@@ -387,9 +387,10 @@ func Split(md string, o Options) Result {
 	}
 
 	s := &splitter{o: o}
-	// Room for the children a text of this size usually yields (about one per ChildChars bytes of
-	// prose), so the slices of large pieces are not regrown and copied while they fill.
-	guess := len(md)/o.ChildChars + 8
+	// Room for the children a text of this size usually yields (about one per 260-300 characters with
+	// the default sizes, in English and Chinese alike), so the slices of large pieces are not regrown
+	// and copied while they fill.
+	guess := utf8.RuneCountInString(md)*2/(o.ChildChars+o.Overlap+10) + 8
 	s.children, s.secs, s.runes, s.bodyTokens = make([]Piece, 0, guess), make([]*section, 0, guess), make([]int, 0, guess), make([]int, 0, guess)
 	for _, b := range parseBlocks(md) {
 		switch b.kind {
@@ -444,11 +445,11 @@ func (s *splitter) flush() {
 	if len(s.buf) == 0 {
 		return
 	}
-	body := s.buf[0]
-	if len(s.buf) > 1 {
-		body = strings.Join(s.buf, "\n\n")
+	if len(s.buf) == 1 {
+		s.emit(s.buf[0], "", s.bufPage, false, s.bufLen)
+	} else {
+		s.emitJoined(s.buf, "", s.bufPage, false, s.bufLen)
 	}
-	s.emit(body, "", s.bufPage, false, s.bufLen)
 	s.buf, s.bufLen = s.buf[:0], 0
 }
 
@@ -456,8 +457,45 @@ func (s *splitter) flush() {
 // and token estimate are computed here, once, and the section's fields are shared.
 // runes is the body's length in runes when the caller knows it, else -1.
 func (s *splitter) emit(body, kind string, page int, oversize bool, runes int) {
+	s.emitJoined([]string{body}, kind, page, oversize, runes)
+}
+
+// emitJoined is emit of the paragraphs joined by blank lines, written once: straight into the child's
+// text, whose tail is the body (joining first and then prefixing copied every merged chunk twice).
+func (s *splitter) emitJoined(paras []string, kind string, page int, oversize bool, runes int) {
+	if s.sec == nil {
+		s.sec = newSection(s.stack)
+	}
+	sec := s.sec
+	size := len(sec.prefix) + 1
+	for _, p := range paras {
+		size += len(p) + 2
+	}
+	var b strings.Builder
+	b.Grow(size)
+	if sec.prefix != "" {
+		b.WriteString(sec.prefix)
+		b.WriteByte('\n')
+	}
+	start := b.Len()
+	for i, p := range paras {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(p)
+	}
+	txt := b.String()
+	body := txt[start:]
 	if t := strings.TrimSpace(body); len(t) != len(body) {
-		body, runes = t, -1
+		if t == "" {
+			return
+		}
+		// rare: white space at either end of the body; the text is rebuilt around the trimmed body
+		body, runes, txt = t, -1, t
+		if sec.prefix != "" {
+			txt = sec.prefix + "\n" + t
+			body = txt[len(sec.prefix)+1:]
+		}
 	}
 	if body == "" {
 		return
@@ -465,14 +503,9 @@ func (s *splitter) emit(body, kind string, page int, oversize bool, runes int) {
 	if runes < 0 {
 		runes = utf8.RuneCountInString(body)
 	}
-	if s.sec == nil {
-		s.sec = newSection(s.stack)
-	}
-	sec := s.sec
 	bodyTokens := text.EstimateTokens(body)
-	txt, tokens := body, bodyTokens
+	tokens := bodyTokens
 	if sec.prefix != "" {
-		txt = sec.prefix + "\n" + body
 		tokens += sec.tokens + 1 // the estimate is additive across a line end, which always ends a word
 	}
 	if kind == "" {
