@@ -321,6 +321,7 @@ test("a retrieval test shows each stage's candidates and scores", async (t) => {
     assert.ok(titles.some(x => x.startsWith(want)), `${want} in ${titles}`);
   }
   assert.match(await p.locator(".stage td.num").nth(1).textContent(), /^\d\.\d{4}$/);
+  assert.match(await p.locator(".stage").first().locator("tbody tr td").nth(2).textContent(), /\.(md|docx|html|pptx|pdf|txt|csv|xlsx)$/, "keyword hits name their document");
   assert.match(await p.locator("#search-out").textContent(), /Grade: (HIGH|MEDIUM|LOW|NONE)/i);
 });
 

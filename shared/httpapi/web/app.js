@@ -288,6 +288,7 @@ const state = {
   controller: null, // the AbortController of the streaming answer
   docsTimer: 0,
   me: null,
+  docNames: new Map(), // document id -> file name, for the retrieval test's keyword and vector hits
 };
 
 // ---- requests: same origin only, the API key (when signed in) on every one
@@ -895,6 +896,7 @@ async function loadDocuments() {
   try {
     const lists = await Promise.all(kbs.map(kb => api(`/api/kbs/${encodeURIComponent(kb.name)}/documents`).then(r => r.documents.map(d => ({ ...d, kb: kb.name })))));
     docs = lists.flat();
+    for (const d of docs) state.docNames.set(d.id, d.file_name);
     // an action's message stays until the next action; only the empty-list hint follows the list
     if (!docs.length) $("docs-msg").textContent = EMPTY_DOCS;
     else if ($("docs-msg").textContent === EMPTY_DOCS) $("docs-msg").textContent = "";
@@ -1036,7 +1038,8 @@ async function runSearch(e) {
   out.textContent = "";
   const p = res.profile || {};
   out.append(el("p", "hint", `Query profile: ${p.specificity || "?"}, ${p.complexity || "?"} (BM25 weight ${fmt(p.bm25_weight)}, vector weight ${fmt(p.vector_weight)})${p.reason ? ` ${p.reason}` : ""}`));
-  const hits = (title, list) => stageTable(title, list || [], ["#", "score", "chunk"], (h, i) => [i + 1, fmt(h.score, 4), h.chunk_id]);
+  const hits = (title, list) => stageTable(title, list || [], ["#", "score", "document", "chunk"],
+    (h, i) => [i + 1, fmt(h.score, 4), state.docNames.get(h.document_id) || h.document_id, h.chunk_id]);
   const evid = (title, list) => stageTable(title, list || [], ["#", "score", "source", "passage"], (x, i) => [i + 1, fmt(x.score, 4), [x.file_name, x.chapter].filter(Boolean).join(" › "), clip(plainText(x.child_text || x.text || ""), 160)]);
   out.append(hits("Keyword (BM25)", res.keyword), hits("Vector", res.vector), hits("Fused (weighted RRF)", res.fused),
     evid("Reranked", res.reranked), evid("Filtered", res.filtered), evid("Evidence (MMR, parents, compressed)", res.evidence));
