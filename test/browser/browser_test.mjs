@@ -153,6 +153,8 @@ test("an answer streams with its timeline, a citation opens and highlights its s
   assert.match(await p.textContent("#announce"), /^Answer ready, (HIGH|MEDIUM|LOW) confidence, \d+ sources\.$/);
   const answer = await turn.locator(".a").textContent();
   const badge = await turn.locator(".meta .badge").first().textContent();
+  const warnings = await turn.locator(".warn").allTextContents();
+  const metaText = await turn.locator(".meta").textContent();
   if (SHOTS) await p.screenshot({ path: join(SHOTS, "chat-1400x900.png") });
 
   // reopen: a new conversation, then the stored one from the list
@@ -167,6 +169,8 @@ test("an answer streams with its timeline, a citation opens and highlights its s
   assert.deepEqual(await sourcesOf(again), sources, "the reopened sources are the streamed ones");
   assert.equal(await again.locator(".a").textContent(), answer);
   assert.equal(await again.locator(".meta .badge").first().textContent(), badge);
+  assert.deepEqual(await again.locator(".warn").allTextContents(), warnings, "the reopened warnings are the streamed ones");
+  assert.equal(await again.locator(".meta").textContent(), metaText.replace("Copied", "Copy"), "badges, reason and degraded parts come back");
   assert.deepEqual(p.errors, []);
 });
 
