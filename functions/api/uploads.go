@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/extract"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// ObjectPutter is the one S3 call an upload makes (*s3.Client).
+type ObjectPutter interface {
+	PutObject(ctx context.Context, in *awss3.PutObjectInput, opts ...func(*awss3.Options)) (*awss3.PutObjectOutput, error)
+}
+
+// uploads is httpapi.Ingester on AWS: an upload is stored in S3 under a server-generated key
+// (uploads/<tenant>/<document id>; the user's file name is metadata only, SR-12/SEC-08) and ingested by
+// one execution of the ingestion state machine, exactly as a drop-folder object is. Deletes run in the
+// request, as locally (rows, vectors and stored sources, under the source's lease).
+type uploads struct {
+	svc    *ingest.Service
+	s3     ObjectPutter
+	bucket string
+	execs  ingest.Executions
+}
+
+// Upload creates the document (pending), stores the bytes and starts its ingestion. A failure after the
+// document exists marks it failed with a message the user can act on, and returns Unavailable.
+func (u *uploads) Upload(ctx context.Context, tenant, kbName, fileName string, data []byte) (rag.Document, error) {
+	const op = "api.Upload"
+	name := ingest.CleanFileName(fileName)
+	if !extract.Supported(name) {
+		return rag.Document{}, rag.Errorf(op, rag.KindInvalid, "%s: this file type is not supported", name)
+	}
+	kb, err := u.svc.KB(ctx, tenant, kbName, true)
+	if err != nil {
+		return rag.Document{}, err
+	}
+	doc := rag.Document{Tenant: tenant, KBID: kb.ID, SourceURI: "upload/" + rag.NewID("up"), FileName: name, Status: rag.StatusPending}
+	if err := u.svc.Runner.Stages.Records.CreateDocument(ctx, &doc); err != nil {
+		return rag.Document{}, err
+	}
+	if err := u.ingest(ctx, doc, data); err != nil {
+		doc.Status, doc.Error = rag.StatusFailed, "the upload could not be queued for ingestion; upload it again"
+		_ = u.svc.Runner.Stages.Records.UpdateDocument(context.WithoutCancel(ctx), &doc)
+		return doc, err
+	}
+	return doc, nil
+}
+
+// Reprocess ingests the document's stored source again.
+func (u *uploads) Reprocess(ctx context.Context, tenant, docID string) (rag.Document, error) {
+	doc, src, err := u.svc.Stored(ctx, tenant, docID)
+	if err != nil {
+		return doc, err
+	}
+	return doc, u.ingest(ctx, doc, src.Data)
+}
+
+func (u *uploads) Delete(ctx context.Context, tenant, docID string) error {
+	return u.svc.Delete(ctx, tenant, docID)
+}
+
+func (u *uploads) DeleteKB(ctx context.Context, tenant, kbID string) error {
+	return u.svc.DeleteKB(ctx, tenant, kbID)
+}
+
+// ingest stores data as a new object version and starts the execution named after it (a retried
+// request cannot start a second run of the same version).
+func (u *uploads) ingest(ctx context.Context, doc rag.Document, data []byte) error {
+	const op = "api.ingest"
+	key := "uploads/" + doc.Tenant + "/" + doc.ID
+	out, err := u.s3.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(u.bucket), Key: aws.String(key), Body: bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data)))})
+	if err != nil {
+		return rag.E(op, rag.KindUnavailable, fmt.Errorf("store the upload: %w", err))
+	}
+	version := aws.ToString(out.VersionId)
+	name := awsrt.ExecutionName("upload", doc.Tenant, doc.ID, version, aws.ToString(out.ETag))
+	job := ingest.Job{Doc: ingest.Doc{Tenant: doc.Tenant, KBID: doc.KBID, DocumentID: doc.ID}, SourceURI: doc.SourceURI,
+		Bucket: u.bucket, Key: key, VersionID: version, Sequencer: "0", FileName: doc.FileName, Holder: name}
+	input, err := json.Marshal(job)
+	if err != nil {
+		return rag.E(op, rag.KindInternal, err)
+	}
+	if _, err := u.execs.Start(ctx, name, input); err != nil {
+		return err
+	}
+	return nil
+}
