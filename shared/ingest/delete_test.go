@@ -60,6 +60,9 @@ func TestInterruptedDeleteIsATombstoneFinishedByRetry(t *testing.T) {
 	if err != nil || doc.Status != rag.StatusDeleted {
 		t.Fatalf("after an interrupted delete: %+v, %v; want status deleted (never served again)", doc, err)
 	}
+	if _, _, err := e.svc.Stored(ctx, tenant, rep.DocumentID); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("re-processing a document being deleted: %v, want NotFound (it would come back)", err)
+	}
 	if err := e.svc.Delete(ctx, tenant, rep.DocumentID); err != nil {
 		t.Fatalf("repeated delete: %v", err)
 	}

@@ -193,6 +193,9 @@ func (s *Service) Stored(ctx context.Context, tenant, docID string) (rag.Documen
 	if err != nil {
 		return doc, Source{}, err
 	}
+	if doc.Status == rag.StatusDeleted { // being deleted: re-processing would bring it back
+		return doc, Source{}, rag.Errorf(op, rag.KindNotFound, "%s is being deleted", doc.FileName)
+	}
 	kb, err := st.Records.GetKB(ctx, tenant, doc.KBID)
 	if err != nil {
 		return doc, Source{}, err
