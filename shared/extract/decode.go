@@ -62,9 +62,9 @@ func legacy(label string) (encoding.Encoding, string) {
 
 // decodeText reads a text file (plain text, markdown, CSV) of unknown encoding as UTF-8 and names the
 // encoding it was in. The order is: a byte-order mark; valid UTF-8; UTF-16 without a mark (recognised
-// by its zero bytes); then the statistical detector over the legacy CJK and Latin encodings. A
-// candidate is taken only if every byte decodes, so a file is either read exactly or refused with a
-// Terminal error: garbled text never reaches the index.
+// by its zero bytes); then detectLegacy over the legacy CJK and Latin encodings. A candidate is taken
+// only if every byte decodes and the text reads clearly as its language, so a file is either read
+// exactly or refused with a Terminal error: garbled text never reaches the index.
 func decodeText(data []byte) (string, string, error) { return decode(data, false) }
 
 // decodeHTML is decodeText for a web page, which may also declare its encoding in <meta charset> (or
