@@ -7,7 +7,7 @@ FUNCTIONS := $(filter-out internal,$(notdir $(wildcard functions/*)))
 LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: migrate test-lambda
+.PHONY: migrate test-lambda deploy invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
 .PHONY: run test test-integration test-browser screenshots lint build bench clean $(addprefix build-,$(FUNCTIONS))
 
 ## run: build the local binary and serve on 127.0.0.1:8080 with embedded stores under $(DATA)
@@ -69,6 +69,35 @@ build-RerankFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/rerank
 build-GradeFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/grade
+build-ApiFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
+build-AskStepFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/askstep
+build-CanaryFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/canary
+
+## deploy: build every function and deploy the stack with samconfig.toml's ENV section (dev or prod);
+## see DEPLOY.md for the one-time setup
+ENV ?= dev
+deploy:
+	sam build && sam deploy --config-env $(ENV)
+
+## invoke-<fn>: invoke a deployed function of the ENV stack with its testdata event (sam remote invoke);
+## the query and api events need KEY=<API key> for a stack with DOCMIND_AUTH=keys
+invoke-query:
+	sed 's/Bearer KEY/Bearer $(KEY)/' functions/query/testdata/chat.json > /tmp/docmind-invoke-query.json
+	sam remote invoke QueryFunction --config-env $(ENV) --event-file /tmp/docmind-invoke-query.json
+invoke-api:
+	sed 's/Bearer KEY/Bearer $(KEY)/' functions/api/testdata/ask.json > /tmp/docmind-invoke-api.json
+	sam remote invoke ApiFunction --config-env $(ENV) --event-file /tmp/docmind-invoke-api.json
+invoke-rerank:
+	sam remote invoke RerankFunction --config-env $(ENV) --event-file functions/rerank/testdata/rerank.json
+invoke-grade:
+	sam remote invoke GradeFunction --config-env $(ENV) --event-file functions/grade/testdata/grade.json
+invoke-askstep:
+	sam remote invoke AskStepFunction --config-env $(ENV) --event-file functions/askstep/testdata/understand.json
+invoke-canary:
+	sam remote invoke CanaryFunction --config-env $(ENV) --event-file functions/canary/testdata/schedule-input.json
 
 ## migrate: apply the SQL migrations to the database named by DOCMIND_SQL_DRIVER / DOCMIND_SQL_DSN (a
 ## deploy step; on AWS the SchemaMigration custom resource runs functions/migrate)

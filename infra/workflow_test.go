@@ -13,6 +13,7 @@ import (
 	"github.com/awslabs/goformation/v7"
 
 	sqlschema "github.com/docmind/docmind/infra/sql"
+	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/aslrun"
 	"github.com/docmind/docmind/shared/ingest"
 )
@@ -27,8 +28,8 @@ func readTemplate(t *testing.T) string {
 }
 
 // Every Task of every state machine reaches a function of the template through DefinitionSubstitutions,
-// that function is built from functions/stage, and the stages the Tasks name are exactly the ones the
-// stage binary dispatches (ingest.StageNames).
+// that function is built from the machine's functions, and the stages the Tasks name are exactly the
+// ones the stage binary dispatches (ingest.StageNames; askflow.StageNames for the answer workflow).
 func TestStateMachineTasksMapToFunctionsAndHandlers(t *testing.T) {
 	tmpl, err := goformation.Open(filepath.Join("..", "template.yaml"))
 	if err != nil {
@@ -44,9 +45,24 @@ func TestStateMachineTasksMapToFunctionsAndHandlers(t *testing.T) {
 	if len(sms) == 0 {
 		t.Fatal("no AWS::Serverless::StateMachine in template.yaml")
 	}
+	// the ingestion workflow is Standard (exactly-once task starts, a year of history) over functions/stage;
+	// the answer workflow is Express (a person waits on it synchronously) over askstep, rerank and grade
+	machines := map[string]struct {
+		typ, stageDir string
+		dirs          []string
+		stages        []string
+	}{
+		"IngestStateMachine": {"STANDARD", "stage", []string{"stage"}, ingest.StageNames()},
+		"AnswerStateMachine": {"EXPRESS", "askstep", []string{"askstep", "rerank", "grade"}, slices.Sorted(slices.Values(askflow.StageNames))},
+	}
 	for name, sm := range sms {
-		if sm.Type == nil || *sm.Type != "STANDARD" {
-			t.Errorf("%s must be a Standard workflow (exactly-once task starts, a year of history)", name)
+		want, known := machines[name]
+		if !known {
+			t.Errorf("%s: no expectations for this state machine in this test", name)
+			continue
+		}
+		if sm.Type == nil || *sm.Type != want.typ {
+			t.Errorf("%s must be a %s workflow", name, want.typ)
 		}
 		var uri string
 		if sm.DefinitionUri != nil && sm.DefinitionUri.String != nil {
@@ -74,16 +90,19 @@ func TestStateMachineTasksMapToFunctionsAndHandlers(t *testing.T) {
 				t.Errorf("%s may not invoke %s: no LambdaInvokePolicy names it", name, fn)
 			}
 			dir, err := makeTarget(fn)
-			if err != nil || dir != "stage" {
-				t.Errorf("task %s runs on %s, built from functions/%s (%v); want functions/stage", task, fn, dir, err)
+			if err != nil || !slices.Contains(want.dirs, dir) {
+				t.Errorf("task %s runs on %s, built from functions/%s (%v); want one of %v", task, fn, dir, err, want.dirs)
+			}
+			if dir != want.stageDir {
+				continue
 			}
 			p, _ := s.Parameters.(map[string]any)
 			st, _ := p["stage"].(string)
 			stages = append(stages, st)
 		}
 		sort.Strings(stages)
-		if want := ingest.StageNames(); !slices.Equal(stages, want) {
-			t.Errorf("%s names stages %v; functions/stage dispatches %v", uri, stages, want)
+		if !slices.Equal(stages, want.stages) {
+			t.Errorf("%s names stages %v; functions/%s dispatches %v", uri, stages, want.stageDir, want.stages)
 		}
 	}
 }
