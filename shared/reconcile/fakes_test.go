@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docmind/docmind/shared/reconcile"
 	"github.com/docmind/docmind/shared/store/milvus"
 	"github.com/docmind/docmind/shared/store/milvus/fakemilvus"
 	"github.com/docmind/docmind/shared/store/mysql"
@@ -30,4 +31,11 @@ func TestXS01OnMySQLAndMilvus(t *testing.T) {
 	dry, rep := runXS01On(t, w, 40, 1)
 	t.Logf("drift %v, repaired %v", dry.Drift, rep.Repaired)
 	interruptedKBDelete(t, w)
+	// tenants from SQL (ListDataTenants), as the scheduled function finds them without DOCMIND_TENANT
+	c := w.checker(2 * time.Hour)
+	c.Tenants = nil
+	all, err := c.Run(ctx, reconcile.Options{})
+	if err != nil || !all.Clean() || all.Documents == 0 {
+		t.Fatalf("every tenant from SQL: %+v, %v", all, err)
+	}
 }
