@@ -110,7 +110,7 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 		}
 		return c, claims
 	}
-	f := FeaturesOf(question, answer, len(ev), g, rerankKnown, claims)
+	f := FeaturesOf(question, answer, ev, g, rerankKnown, claims)
 	c.Features = &f
 	k := cal[CalibrationKey(answerer, f.Vector())]
 	if k == nil {

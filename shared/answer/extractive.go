@@ -35,18 +35,18 @@ const NoQuoteAnswer = "No language model is configured. The retrieved passages s
 // clauses and scored with BM25 at sentence level, boosted when a sentence holds what the question asks
 // for (a number, a date, a price...).
 type Extractive struct {
-	MaxSentences  int // lines quoted at most (default 3)
-	PerSource     int // lines taken from one source at most (default 2)
+	MaxSentences  int // lines quoted at most (default 5)
+	PerSource     int // lines taken from one source at most (default 4)
 	MaxSentRunes  int // longer sentences are split at clause ends (default 160)
 	SourcesToRead int // top sources considered (default 5)
 }
 
 func (x Extractive) defaults() Extractive {
 	if x.MaxSentences <= 0 {
-		x.MaxSentences = 4
+		x.MaxSentences = 5
 	}
 	if x.PerSource <= 0 {
-		x.PerSource = 3
+		x.PerSource = 4
 	}
 	if x.MaxSentRunes <= 0 {
 		x.MaxSentRunes = 160
@@ -261,9 +261,14 @@ func bridge(picked, units []unit, qterms []string, asked Asked, q string) (unit,
 		return unit{}, false
 	}
 	names := map[string]bool{}
-	for _, n := range newNames(best.show, q) {
-		if t := text.Analyze(n); len(t) == 1 && utf8.RuneCountInString(t[0]) > 2 {
-			names[t[0]] = true
+	for _, p := range picked {
+		if p.src != best.src {
+			continue // names of the best passage: the first hop
+		}
+		for _, n := range newNames(p.show, q) {
+			if t := text.Analyze(n); len(t) == 1 && utf8.RuneCountInString(t[0]) > 2 {
+				names[t[0]] = true
+			}
 		}
 	}
 	if len(names) == 0 {
@@ -296,7 +301,7 @@ func bridge(picked, units []unit, qterms []string, asked Asked, q string) (unit,
 		if hits == 0 {
 			continue
 		}
-		v := float64(hits) + u.score
+		v := float64(hits) + 2*u.score
 		if asked != AskedNone && holds(u.show, asked, q) {
 			v += 0.5
 		}
