@@ -146,8 +146,8 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 			covered[t] = true
 		}
 	}
-	for t := range covered {
-		if total > 0 {
+	for _, t := range qterms {
+		if covered[t] && total > 0 {
 			r.Cover += idf[t] / total
 		}
 	}
@@ -637,7 +637,11 @@ func scoreUnits(units []unit, qterms []string, idf map[string]float64, total flo
 		u.matched = map[string]bool{}
 		norm := 1 - sentB + sentB*float64(len(u.terms))/avg
 		var s float64
-		for t, f := range tf {
+		for _, t := range qterms { // in the question's order: a map's order would make ties flip between runs
+			f, ok := tf[t]
+			if !ok {
+				continue
+			}
 			u.matched[t] = true
 			s += idf[t] * f * (sentK1 + 1) / (f + sentK1*norm)
 		}
