@@ -13,7 +13,6 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambdaurl"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
 	"github.com/docmind/docmind/shared/awsrt"
@@ -84,7 +83,7 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 		if err != nil {
 			return nil, err
 		}
-		rr = &lambdafn.Reranker{Function: lambdafn.Function{Client: lambda.NewFromConfig(ac), Name: fn, Timeout: c.RerankTimeout}}
+		rr = &lambdafn.Reranker{Function: lambdafn.Function{Client: &lambdafn.HTTPInvoker{Config: ac}, Name: fn, Timeout: c.RerankTimeout}}
 	}
 	return newHandler(cfg, c, s, rr, tr, log)
 }

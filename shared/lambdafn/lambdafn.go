@@ -6,29 +6,99 @@
 package lambdafn
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/rankfn"
 )
 
-// Invoker is the one Lambda API call used (*lambda.Client).
+// Invoker invokes a function synchronously: the reply's payload, and the function error type when the
+// function failed (X-Amz-Function-Error: "Unhandled"). err is for the call itself (throttled, network).
 type Invoker interface {
-	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+	Invoke(ctx context.Context, function string, payload []byte) (Reply, error)
+}
+
+// Reply is an invocation's result.
+type Reply struct {
+	Payload       []byte
+	FunctionError string
+}
+
+// HTTPInvoker calls the Lambda Invoke API (POST /2015-03-31/functions/{name}/invocations) signed with
+// SigV4. It replaces the SDK's Lambda client, which would add 2.3 MB to the chat binary for one call.
+type HTTPInvoker struct {
+	Config aws.Config // region and credentials (awsenv.AWSConfig)
+	// Endpoint overrides https://lambda.<region>.amazonaws.com (a VPC endpoint's DNS name, or a test).
+	Endpoint string
+	HTTP     *http.Client
+	Now      func() time.Time
+}
+
+// Invoke implements Invoker. function is a function name (with an optional :alias).
+func (h *HTTPInvoker) Invoke(ctx context.Context, function string, payload []byte) (Reply, error) {
+	const op = "lambdafn.Invoke"
+	endpoint := h.Endpoint
+	if endpoint == "" {
+		endpoint = "https://lambda." + h.Config.Region + ".amazonaws.com"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/2015-03-31/functions/"+url.PathEscape(function)+"/invocations", bytes.NewReader(payload))
+	if err != nil {
+		return Reply{}, rag.E(op, rag.KindInvalid, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Amz-Invocation-Type", "RequestResponse")
+	if h.Config.Credentials == nil {
+		return Reply{}, rag.Errorf(op, rag.KindInvalid, "no AWS credentials")
+	}
+	creds, err := h.Config.Credentials.Retrieve(ctx)
+	if err != nil {
+		return Reply{}, rag.E(op, rag.KindUnavailable, fmt.Errorf("credentials: %w", err))
+	}
+	sum := sha256.Sum256(payload)
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "lambda", h.Config.Region, now()); err != nil {
+		return Reply{}, rag.E(op, rag.KindInternal, err)
+	}
+	hc := h.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return Reply{}, rag.E(op, rag.KindUnavailable, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 6<<20+1)) // a synchronous reply is at most 6 MB
+	if err != nil {
+		return Reply{}, rag.E(op, rag.KindUnavailable, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		// 429 throttled, 5xx service errors, 4xx (permission, not found) alike: the caller degrades
+		return Reply{}, rag.Errorf(op, rag.KindUnavailable, "invoke %s: HTTP %d: %.200s", function, resp.StatusCode, body)
+	}
+	return Reply{Payload: body, FunctionError: resp.Header.Get("X-Amz-Function-Error")}, nil
 }
 
 // Function invokes one function synchronously with JSON in and out.
 type Function struct {
 	Client  Invoker
-	Name    string        // function name or ARN (an alias or version qualifier may be part of it)
+	Name    string        // function name (an alias may follow a colon)
 	Timeout time.Duration // bounds one call (default 10 s)
 }
 
@@ -47,18 +117,17 @@ func (f *Function) Call(ctx context.Context, in, out any) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := f.Client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(f.Name), Payload: payload,
-		InvocationType: types.InvocationTypeRequestResponse})
+	res, err := f.Client.Invoke(ctx, f.Name, payload)
 	if err != nil {
-		return rag.E(op, rag.KindUnavailable, err)
+		return err
 	}
-	if res.FunctionError != nil {
+	if res.FunctionError != "" {
 		var fe struct {
 			Type    string `json:"errorType"`
 			Message string `json:"errorMessage"`
 		}
 		_ = json.Unmarshal(res.Payload, &fe)
-		return rag.Errorf(op, kindOf(fe.Type), "%s: %s: %s", aws.ToString(res.FunctionError), fe.Type, fe.Message)
+		return rag.Errorf(op, kindOf(fe.Type), "%s: %s: %s", res.FunctionError, fe.Type, fe.Message)
 	}
 	if err := json.Unmarshal(res.Payload, out); err != nil {
 		return rag.E(op, rag.KindInternal, fmt.Errorf("decode reply: %w", err))

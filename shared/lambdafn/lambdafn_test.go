@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -16,20 +20,20 @@ import (
 
 // fakeLambda answers Invoke with a canned reply and records the payload.
 type fakeLambda struct {
-	out  *lambda.InvokeOutput
+	out  Reply
 	err  error
 	got  rankfn.RerankIn
 	name string
 }
 
-func (f *fakeLambda) Invoke(ctx context.Context, in *lambda.InvokeInput, _ ...func(*lambda.Options)) (*lambda.InvokeOutput, error) {
-	f.name = aws.ToString(in.FunctionName)
-	json.Unmarshal(in.Payload, &f.got)
+func (f *fakeLambda) Invoke(_ context.Context, name string, payload []byte) (Reply, error) {
+	f.name = name
+	json.Unmarshal(payload, &f.got)
 	return f.out, f.err
 }
 
 func TestRerank(t *testing.T) {
-	f := &fakeLambda{out: &lambda.InvokeOutput{StatusCode: 200, Payload: []byte(`{"scores":[0.1,0.8],"model":"bge"}`)}}
+	f := &fakeLambda{out: Reply{Payload: []byte(`{"scores":[0.1,0.8],"model":"bge"}`)}}
 	r := &Reranker{Function{Client: f, Name: "docmind-rerank"}}
 	got, err := r.Rerank(context.Background(), "q", []string{"a", "b"})
 	if err != nil || len(got) != 2 || got[1] != 0.8 {
@@ -48,11 +52,11 @@ func TestFailuresDegrade(t *testing.T) {
 		f    *fakeLambda
 		kind rag.Kind
 	}{
-		{"throttled", &fakeLambda{err: errors.New("TooManyRequestsException")}, rag.KindUnavailable},
-		{"function error", &fakeLambda{out: &lambda.InvokeOutput{FunctionError: aws.String("Unhandled"), Payload: []byte(`{"errorType":"Invalid","errorMessage":"query is empty"}`)}}, rag.KindInvalid},
-		{"timeout", &fakeLambda{out: &lambda.InvokeOutput{FunctionError: aws.String("Unhandled"), Payload: []byte(`{"errorType":"Sandbox.Timedout","errorMessage":"Task timed out"}`)}}, rag.KindUnavailable},
-		{"short reply", &fakeLambda{out: &lambda.InvokeOutput{Payload: []byte(`{"scores":[0.5]}`)}}, rag.KindUnavailable},
-		{"garbage", &fakeLambda{out: &lambda.InvokeOutput{Payload: []byte(`not json`)}}, rag.KindInternal},
+		{"throttled", &fakeLambda{err: rag.Errorf("t", rag.KindUnavailable, "HTTP 429 TooManyRequestsException")}, rag.KindUnavailable},
+		{"function error", &fakeLambda{out: Reply{FunctionError: "Unhandled", Payload: []byte(`{"errorType":"Invalid","errorMessage":"query is empty"}`)}}, rag.KindInvalid},
+		{"timeout", &fakeLambda{out: Reply{FunctionError: "Unhandled", Payload: []byte(`{"errorType":"Sandbox.Timedout","errorMessage":"Task timed out"}`)}}, rag.KindUnavailable},
+		{"short reply", &fakeLambda{out: Reply{Payload: []byte(`{"scores":[0.5]}`)}}, rag.KindUnavailable},
+		{"garbage", &fakeLambda{out: Reply{Payload: []byte(`not json`)}}, rag.KindInternal},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := &Reranker{Function{Client: c.f, Name: "fn"}}
@@ -69,9 +73,49 @@ func TestFailuresDegrade(t *testing.T) {
 }
 
 func TestGrader(t *testing.T) {
-	f := &fakeLambda{out: &lambda.InvokeOutput{Payload: []byte(`{"grade":{"tier":"HIGH","top_score":0.9},"evidence":[]}`)}}
+	f := &fakeLambda{out: Reply{Payload: []byte(`{"grade":{"tier":"HIGH","top_score":0.9},"evidence":[]}`)}}
 	out, err := (&Grader{Function{Client: f, Name: "g"}}).Grade(context.Background(), rankfn.GradeIn{Query: "q"})
 	if err != nil || out.Grade.Tier != "HIGH" {
 		t.Errorf("got %+v %v", out, err)
+	}
+}
+
+// TestHTTPInvoker: the request is the Invoke API's, signed with SigV4 for the lambda service in the
+// configured region; a function error comes back in the reply, a throttle as Unavailable.
+func TestHTTPInvoker(t *testing.T) {
+	var got *http.Request
+	var body []byte
+	status, fnErr := http.StatusOK, ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, body = r, nil
+		body, _ = io.ReadAll(r.Body)
+		if fnErr != "" {
+			w.Header().Set("X-Amz-Function-Error", fnErr)
+		}
+		w.WriteHeader(status)
+		w.Write([]byte(`{"scores":[1]}`))
+	}))
+	defer srv.Close()
+	inv := &HTTPInvoker{Endpoint: srv.URL, Config: aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")}}
+	rep, err := inv.Invoke(context.Background(), "docmind-dev-rerank", []byte(`{"query":"q"}`))
+	if err != nil || string(rep.Payload) != `{"scores":[1]}` || rep.FunctionError != "" {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	auth := got.Header.Get("Authorization")
+	if got.Method != "POST" || got.URL.Path != "/2015-03-31/functions/docmind-dev-rerank/invocations" || string(body) != `{"query":"q"}` ||
+		!strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKID/") || !strings.Contains(auth, "/eu-west-1/lambda/aws4_request") ||
+		got.Header.Get("X-Amz-Invocation-Type") != "RequestResponse" {
+		t.Errorf("request %s %s %q auth %q", got.Method, got.URL.Path, body, auth)
+	}
+	fnErr = "Unhandled"
+	if rep, err := inv.Invoke(context.Background(), "f", nil); err != nil || rep.FunctionError != "Unhandled" {
+		t.Errorf("function error: %+v %v", rep, err)
+	}
+	status, fnErr = http.StatusTooManyRequests, ""
+	if _, err := inv.Invoke(context.Background(), "f", nil); !rag.Is(err, rag.KindUnavailable) {
+		t.Errorf("throttled: %v", err)
+	}
+	if _, err := (&HTTPInvoker{}).Invoke(context.Background(), "f", nil); err == nil || errors.Is(err, context.Canceled) {
+		t.Errorf("no credentials: %v", err)
 	}
 }
