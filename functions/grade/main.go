@@ -30,11 +30,23 @@ func main() {
 
 // wire reads the grader's thresholds from the configuration (the same variables as the chat's).
 func wire(getenv func(string) string) (*rankfn.Grader, error) {
-	cfg, err := config.Load("", getenv)
+	cfg, err := config.Load("", storeless(getenv))
 	if err != nil {
 		return nil, err
 	}
 	rc := cfg.Retrieval
 	return &rankfn.Grader{Options: rank.GradeOptions{RerankHigh: rc.GradeRerankHigh, RerankLow: rc.GradeRerankLow,
 		CoverHigh: rc.GradeCoverHigh, CoverLow: rc.GradeCoverLow, MinSalient: 1}}, nil
+}
+
+// storeless hides the store drivers the template sets for every function (Globals): this function opens
+// no store, and the drivers' own settings (a DSN, an address) are not given to it.
+func storeless(getenv func(string) string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "DOCMIND_SQL_DRIVER", "DOCMIND_VECTOR_DRIVER", "DOCMIND_KV_DRIVER", "DOCMIND_BLOB_DRIVER":
+			return ""
+		}
+		return getenv(k)
+	}
 }

@@ -61,3 +61,12 @@ func TestContract(t *testing.T) {
 		t.Errorf("empty query: %#v, want errorType Invalid", err)
 	}
 }
+
+// TestWireWithTemplateGlobals: the template's Globals name the cloud stores for every function; the
+// grade function opens none and must start without their settings.
+func TestWireWithTemplateGlobals(t *testing.T) {
+	env := map[string]string{"DOCMIND_SQL_DRIVER": "mysql", "DOCMIND_VECTOR_DRIVER": "milvus", "DOCMIND_KV_DRIVER": "redis", "DOCMIND_BLOB_DRIVER": "s3"}
+	if _, err := wire(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+}

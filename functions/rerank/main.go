@@ -54,7 +54,7 @@ func wire(ctx context.Context, getenv func(string) string) (*rankfn.Reranker, er
 			return nil, err
 		}
 	}
-	cfg, err := config.Load("", getenv)
+	cfg, err := config.Load("", storeless(getenv))
 	if err != nil {
 		return nil, err
 	}
@@ -73,4 +73,16 @@ func reranker(cfg config.Config) (*rankfn.Reranker, error) {
 		return &rankfn.Reranker{Model: "lexical", Rank: rank.Lexical{}}, nil
 	}
 	return nil, &config.ValidationError{Problems: []string{"DOCMIND_RERANK_PROVIDER must be http (or empty for lexical scores) in the rerank function, got " + cfg.Rerank.Provider}}
+}
+
+// storeless hides the store drivers the template sets for every function (Globals): this function opens
+// no store, and the drivers' own settings (a DSN, an address) are not given to it.
+func storeless(getenv func(string) string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "DOCMIND_SQL_DRIVER", "DOCMIND_VECTOR_DRIVER", "DOCMIND_KV_DRIVER", "DOCMIND_BLOB_DRIVER":
+			return ""
+		}
+		return getenv(k)
+	}
 }

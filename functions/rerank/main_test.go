@@ -116,3 +116,12 @@ func TestLexicalEvidence(t *testing.T) {
 func evidence(i int, text string) rank.Evidence {
 	return rank.Evidence{ChunkID: "c" + strconv.Itoa(i), DocumentID: "d", KBID: "kb", Text: text, ChildText: text, Score: 0.5}
 }
+
+// TestWireWithTemplateGlobals: the template's Globals name the cloud stores for every function; the
+// rerank function opens none and must start without their settings.
+func TestWireWithTemplateGlobals(t *testing.T) {
+	globals := map[string]string{"DOCMIND_SQL_DRIVER": "mysql", "DOCMIND_VECTOR_DRIVER": "milvus", "DOCMIND_KV_DRIVER": "redis", "DOCMIND_BLOB_DRIVER": "s3"}
+	if _, err := wire(context.Background(), env(globals)); err != nil {
+		t.Fatal(err)
+	}
+}
