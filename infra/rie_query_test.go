@@ -68,6 +68,24 @@ func TestRIEQuery(t *testing.T) {
 			"DOCMIND_CHAT_PROVIDER=openai", "DOCMIND_CHAT_BASE_URL=" + model.URL + "/v1", "DOCMIND_CHAT_MAIN_MODEL=main"}, extra...)...)
 	}
 
+	// size and cold init (exec to the first /next: config, secrets, connections) with the stores seeded,
+	// as on a warm account; the numbers are reported, not asserted (CI machines are loaded)
+	t.Run("SizeAndColdInit", func(t *testing.T) {
+		for _, fn := range []string{"QueryFunction", "ApiFunction", "AskStepFunction", "RerankFunction", "GradeFunction", "CanaryFunction"} {
+			arm := build(t, fn, "arm64", dir)
+			st, err := os.Stat(arm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, logs, err := coldInit(t, build(t, fn, runtime.GOARCH, dir), env(fn, "DOCMIND_ANSWER_STATE_MACHINE_ARN=arn:aws:states:us-east-1:123456789012:stateMachine:answer"))
+			if err != nil {
+				t.Errorf("%s did not start: %v\n%s", fn, err, logs)
+				continue
+			}
+			t.Logf("%-16s arm64 %5.1f MB, cold init %6.1f ms", fn, float64(st.Size())/1e6, float64(d.Microseconds())/1000)
+		}
+	})
+
 	t.Run("Chat", func(t *testing.T) {
 		q := startRIE(t, rie, build(t, "QueryFunction", runtime.GOARCH, dir), env("QueryFunction"))
 		raw, err := os.ReadFile(filepath.Join("..", "functions", "query", "testdata", "chat.json"))
@@ -199,6 +217,12 @@ func seedQueryData(t *testing.T, f *fixture) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { vec.Close() })
+	// the memory index too: a cold start on an account measures opening collections, not creating them
+	mem, err := milvus.Open(ctx, milvus.Options{Addr: f.milvus.Addr(), Token: "root:Milvus", Collection: "docmind_chunks_memories", Dim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
 	st := &ingest.Stages{Records: db, Vectors: vec, Blobs: memblob.New(), Staging: memblob.New(), Embedder: embed.NewOffline(64),
 		Limits: extract.Limits{MaxFileBytes: 1 << 20}, Chunking: chunk.Options{ChildChars: 400, Overlap: 50, ParentChars: 1600}}
 	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
