@@ -130,7 +130,7 @@ func newChatFixtureWith(t *testing.T, history bool, mod func(*Deps)) *chatFixtur
 	}
 	f.logs = &lockedBuffer{}
 	d := Deps{Library: db, Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Tenant: func(*http.Request) (string, error) { return "acme", nil },
-		Chat: &answer.Pipeline{Retriever: f.rec}}
+		Chat: &answer.Pipeline{Retriever: f.rec, Calibration: answer.Calibrations{}}} // uncalibrated: these tests pin the bands of toy answers
 	if history {
 		d.Conversations = db
 		d.User = func(r *http.Request) (string, error) {
