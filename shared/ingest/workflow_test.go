@@ -19,6 +19,8 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store"
 	"github.com/docmind/docmind/shared/store/memblob"
+	"github.com/docmind/docmind/shared/store/mysql"
+	"github.com/docmind/docmind/shared/store/mysql/mysqltest"
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
@@ -108,9 +110,16 @@ type wfEnv struct {
 	delays []time.Duration
 }
 
-func newWorkflowEnv(t *testing.T) *wfEnv {
+func newWorkflowEnv(t *testing.T) *wfEnv { return newWorkflowEnvOn(t, nil) }
+
+// newWorkflowEnvOn runs the workflow over db (nil: the embedded SQLite of newEnv).
+func newWorkflowEnvOn(t *testing.T, db *sqldb.DB) *wfEnv {
 	t.Helper()
 	e := newEnv(t)
+	if db != nil {
+		e.db = &faultyRecords{DB: db}
+		e.svc.Runner.Stages.Records = e.db
+	}
 	e.svc.Runner.Stages.Staging = memblob.New()
 	def, err := os.ReadFile(aslFile)
 	if err != nil {
@@ -371,8 +380,27 @@ func TestWorkflowFailedUpdateKeepsServing(t *testing.T) {
 }
 
 // ING-01: one ObjectCreated event x100, 50 sequential then 50 with 20-way concurrency.
-func TestING01ReplayedEvent(t *testing.T) {
-	w := newWorkflowEnv(t)
+func TestING01ReplayedEvent(t *testing.T) { ing01(t, newWorkflowEnv(t)) }
+
+// TestConformanceING01MySQL replays against MySQL: the in-process server in make test, MariaDB with a
+// full connection pool (real racing transactions) in make test-integration.
+func TestConformanceING01MySQL(t *testing.T) {
+	opts := mysql.Options{MaxOpenConns: 10}
+	if !mysqltest.Real() {
+		opts.MaxOpenConns = 1 // go-mysql-server does not isolate concurrent transactions
+	}
+	db, err := mysql.Open(context.Background(), mysqltest.Database(t), opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ing01(t, newWorkflowEnvOn(t, db))
+}
+
+func ing01(t *testing.T, w *wfEnv) {
 	ch := w.bucket.put("inbox/kb/员工 手册+v1.md", manual("Seats: 3 per team."))
 	actions := map[string]int{}
 	var mu sync.Mutex
@@ -414,6 +442,32 @@ func TestING01ReplayedEvent(t *testing.T) {
 		runs, actions, len(docs), len(rows), len(rows)-len(ids), vecs, vecs-n, embedRatio)
 	if runs != 1 || actions[ActionStarted] != 1 || actions[ActionDuplicate] != 99 || len(ids) != len(rows) || vecs != n || embedRatio != 1 || docs[0].Status != rag.StatusReady {
 		t.Fatal("ING-01 failed")
+	}
+	// a cold race: 20 first deliveries of a new key in a new knowledge base at once (the knowledge base,
+	// the document row and the sequencer record are all created concurrently)
+	ch2 := w.bucket.put("inbox/kb2/race.md", manual("Seats: 9."))
+	var started atomic.Int64
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := w.trig.Handle(context.Background(), ch2)
+			if err != nil {
+				t.Error(err)
+			}
+			if r.Action == ActionStarted {
+				started.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	k2, err := w.sql.GetKBByName(context.Background(), tenant, "kb2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs2, _ := w.sql.ListDocuments(context.Background(), tenant, k2.ID, "")
+	if started.Load() != 1 || len(docs2) != 1 || docs2[0].Status != rag.StatusReady {
+		t.Fatalf("cold race: %d started, %d documents (%+v)", started.Load(), len(docs2), docs2)
 	}
 }
 
