@@ -7,7 +7,7 @@ FUNCTIONS := $(filter-out internal,$(notdir $(wildcard functions/*)))
 LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: migrate test-lambda deploy invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
+.PHONY: migrate test-lambda deploy smoke-stream invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
 .PHONY: run test test-integration test-browser screenshots lint build bench clean $(addprefix build-,$(FUNCTIONS))
 
 ## run: build the local binary and serve on 127.0.0.1:8080 with embedded stores under $(DATA)
@@ -98,6 +98,10 @@ invoke-askstep:
 	sam remote invoke AskStepFunction --config-env $(ENV) --event-file functions/askstep/testdata/understand.json
 invoke-canary:
 	sam remote invoke CanaryFunction --config-env $(ENV) --event-file functions/canary/testdata/schedule-input.json
+
+## smoke-stream: STR-06 against a deployed chat URL: CHAT_URL=<ChatUrl output> KEY=<API key or JWT>
+smoke-stream:
+	infra/smoke-stream.sh "$(CHAT_URL)" "$(KEY)"
 
 ## migrate: apply the SQL migrations to the database named by DOCMIND_SQL_DRIVER / DOCMIND_SQL_DSN (a
 ## deploy step; on AWS the SchemaMigration custom resource runs functions/migrate)
