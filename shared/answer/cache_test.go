@@ -40,7 +40,9 @@ func TestSemanticCache(t *testing.T) {
 	r := &countingRetriever{fakeRetriever: fakeRetriever{res: good}}
 	cat := &versionedCatalog{version: 1}
 	kv := memkv.New(nil, 1000)
-	p := &Pipeline{Retriever: r, Cache: &SemanticCache{KV: kv, Embedder: embed.NewOffline(256), Catalog: cat}}
+	// uncalibrated: only HIGH and MEDIUM answers are cached, and this test is about the cache, not about
+	// how the shipped calibration rates a one-line toy answer
+	p := &Pipeline{Retriever: r, Cache: &SemanticCache{KV: kv, Embedder: embed.NewOffline(256), Catalog: cat}, Calibration: Calibrations{}}
 	ask := func(tenant, q string, kbs ...string) (*Done, []string) {
 		t.Helper()
 		var rec recorder
@@ -192,7 +194,7 @@ func (scopeLabel) Retrieve(_ context.Context, q retrieve.Query) (*retrieve.Resul
 // answer built in another scope.
 func TestCacheIsolationPairs(t *testing.T) {
 	c := &SemanticCache{KV: memkv.New(nil, 100000), Embedder: embed.NewOffline(256), Catalog: &versionedCatalog{version: 1}}
-	p := &Pipeline{Retriever: scopeLabel{}, Cache: c}
+	p := &Pipeline{Retriever: scopeLabel{}, Cache: c, Calibration: Calibrations{}} // uncalibrated, as above
 	sameScope, crossScope, asked := 0, 0, 0
 	run := func(tenant, q string, kbs ...string) {
 		d, err := p.Run(context.Background(), Request{Tenant: tenant, KBIDs: kbs, Question: q}, func(string, any) error { return nil })

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -129,6 +130,9 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	if n, ok := next(picked, units, r.Asked); ok && len(picked) < x.MaxSentences && !quoted(picked, n) {
 		picked = append(picked, n)
 	}
+	if p, ok := previous(picked, units, query); ok && len(picked) < x.MaxSentences && !quoted(picked, p) {
+		picked = append(picked, p)
+	}
 	for range 2 {
 		b, ok := bridge(picked, units, qterms, r.Asked, query)
 		if !ok || len(picked) > x.MaxSentences {
@@ -245,6 +249,23 @@ func next(picked, units []unit, asked Asked) (unit, bool) {
 			if strings.HasSuffix(show, "?") || strings.HasSuffix(show, "？") {
 				return unit{}, false
 			}
+			return u, true
+		}
+	}
+	return unit{}, false
+}
+
+var reWhy = regexp.MustCompile(`(?i)\bwhy\b|\bfor what reason\b|为什么|为何|原因|何故|怎么会`)
+
+// previous is the line before the best one for a "why" question: the best line states the fact
+// ("因此它有时也被称为笨蛋水果"), the reason comes before it.
+func previous(picked, units []unit, q string) (unit, bool) {
+	best := picked[0]
+	if best.row != nil || best.pos == 0 || !reWhy.MatchString(q) {
+		return unit{}, false
+	}
+	for _, u := range units {
+		if u.src == best.src && u.pos == best.pos-1 && u.row == nil {
 			return u, true
 		}
 	}

@@ -280,3 +280,11 @@ func TestFitCalibration(t *testing.T) {
 		}
 	}
 }
+
+func TestReaderWhy(t *testing.T) {
+	body := "猴面包树原产于热带非洲。它的果实钙含量比菠菜高50％以上，维生素C含量是单个橙子的三倍。因此它有时也被称为笨蛋水果。树干可以储水。"
+	r := Extractive{}.Read("为什么称猴面包树为笨蛋水果？", []rank.Evidence{ev("猴面包树.md", body, 1)})
+	if !strings.Contains(r.Answer, "钙含量比菠菜高50％以上") || !strings.Contains(r.Answer, "笨蛋水果") {
+		t.Fatalf("a why question gets the reason before the matched line:\n%s", r.Answer)
+	}
+}
