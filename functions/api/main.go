@@ -45,19 +45,26 @@ import (
 var version = "dev"
 
 func main() {
-	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	tr, err := obs.Setup(ctx, obs.Options{Service: "docmind-api", Version: version}, os.Getenv)
-	if err == nil {
-		log = slog.New(tr.LogHandler(log.Handler()))
-		var h http.Handler
-		if h, err = open(ctx, os.Getenv, log); err == nil {
-			lambda.Start(httpadapter.NewV2(tr.Middleware(h)).ProxyWithContext)
-			return
-		}
+	if err := run(context.Background(), log); err != nil {
+		log.Error("api function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
+		os.Exit(1)
 	}
-	log.Error("api function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-	os.Exit(1)
+}
+
+// run sets up tracing (the trace id in every log line from here on), builds the handler and serves.
+func run(ctx context.Context, log *slog.Logger) error {
+	tr, err := obs.Setup(ctx, obs.Options{Service: "docmind-api", Version: version}, os.Getenv)
+	if err != nil {
+		return err
+	}
+	log = slog.New(tr.LogHandler(log.Handler()))
+	h, err := open(ctx, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	lambda.Start(httpadapter.NewV2(tr.Middleware(h)).ProxyWithContext)
+	return nil
 }
 
 // settings are the function's own variables.

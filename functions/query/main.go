@@ -27,19 +27,26 @@ import (
 var version = "dev"
 
 func main() {
-	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	tr, err := obs.Setup(ctx, obs.Options{Service: "docmind-query", Version: version}, os.Getenv)
-	if err == nil {
-		log = slog.New(tr.LogHandler(log.Handler())) // the trace id in every line
-		var h http.Handler
-		if h, err = open(ctx, os.Getenv, tr, log); err == nil {
-			lambdaurl.Start(h)
-			return
-		}
+	if err := run(context.Background(), log); err != nil {
+		log.Error("query function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
+		os.Exit(1)
 	}
-	log.Error("query function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-	os.Exit(1)
+}
+
+// run sets up tracing (the trace id in every log line from here on), builds the handler and serves.
+func run(ctx context.Context, log *slog.Logger) error {
+	tr, err := obs.Setup(ctx, obs.Options{Service: "docmind-query", Version: version}, os.Getenv)
+	if err != nil {
+		return err
+	}
+	log = slog.New(tr.LogHandler(log.Handler()))
+	h, err := open(ctx, os.Getenv, tr, log)
+	if err != nil {
+		return err
+	}
+	lambdaurl.Start(h)
+	return nil
 }
 
 // open reads the configuration (secrets resolved once), checks the caps and the authentication mode
