@@ -17,9 +17,11 @@ import (
 
 // The Step Functions workflow (infra/statemachines/ingest.asl.json) runs these stages, one Lambda task
 // each: Prepare -> Extract -> Chunk -> PlanEmbed -> EmbedBatch (a Map over batches) -> IndexBatches ->
-// Verify -> Commit, with MarkFailed on any error. Extract, Chunk, Verify and Commit are the Stages the
-// local Runner calls; the others split or guard what the Runner does in one process. Every payload is a
-// pointer to staging blobs plus counts, so a state stays far below Step Functions' 256 KiB (ING-09).
+// Verify -> Commit, with MarkFailed on any error. A short strong count in Verify rebuilds the document's
+// vectors once (PlanEmbed with Rebuild) before it counts as a failure. Extract, Chunk, Verify and Commit
+// are the Stages the local Runner calls; the others split or guard what the Runner does in one process.
+// Every payload is a pointer to staging blobs plus counts, so a state stays far below Step Functions'
+// 256 KiB (ING-09).
 
 // Leases is the SQL lease a source's ingestion holds across Lambda instances (sqldb.DB satisfies it).
 type Leases interface {
@@ -220,6 +222,15 @@ type PlanOut struct {
 	Batches []int `json:"batches"`
 	Count   int   `json:"count"` // len(Batches), for IndexBatches
 	Size    int   `json:"size"`
+	Full    bool  `json:"full"` // every child is embedded again (the rebuild after an incomplete count)
+}
+
+// PlanIn asks for a plan; Rebuild first drops every vector of the document (orphans of an old crash
+// included) and plans a full re-embedding: the workflow's one retry after Verify found the strong count
+// short, as the local runner does.
+type PlanIn struct {
+	Chunk   ChunkOut `json:"chunk"`
+	Rebuild bool     `json:"rebuild,omitempty"`
 }
 
 // children returns the document's child rows with distinct vector ids, in order.
@@ -236,10 +247,19 @@ func children(rows []rag.Chunk) []rag.Chunk {
 }
 
 // PlanEmbed splits the document's children into embedding batches.
-func (w *Workflow) PlanEmbed(ctx context.Context, in ChunkOut) (PlanOut, error) {
+func (w *Workflow) PlanEmbed(ctx context.Context, pin PlanIn) (PlanOut, error) {
 	const op = "ingest.PlanEmbed"
+	in := pin.Chunk
 	if err := in.validate(op); err != nil {
 		return PlanOut{}, err
+	}
+	if pin.Rebuild {
+		if err := w.Stages.Vectors.DeleteDocument(ctx, in.Tenant, in.KBID, in.DocumentID); err != nil {
+			return PlanOut{}, fmt.Errorf("drop the document's vectors: %w", err)
+		}
+		if err := w.Stages.Vectors.Flush(ctx); err != nil {
+			return PlanOut{}, fmt.Errorf("flush vectors: %w", err)
+		}
 	}
 	rows, err := w.Stages.readChunks(ctx, in.ChunksKey)
 	if err != nil {
@@ -256,7 +276,7 @@ func (w *Workflow) PlanEmbed(ctx context.Context, in ChunkOut) (PlanOut, error) 
 	if need := (n + maxB - 1) / maxB; need > size {
 		size = need
 	}
-	out := PlanOut{Size: size, Batches: []int{}}
+	out := PlanOut{Size: size, Batches: []int{}, Full: pin.Rebuild}
 	for i := 0; i*size < n; i++ {
 		out.Batches = append(out.Batches, i)
 	}
@@ -269,6 +289,7 @@ type BatchIn struct {
 	Chunk ChunkOut `json:"chunk"`
 	Batch int      `json:"batch"`
 	Size  int      `json:"size"`
+	Full  bool     `json:"full,omitempty"` // embed every child, indexed or not
 }
 
 // BatchOut counts what one batch did.
@@ -297,9 +318,11 @@ func (w *Workflow) EmbedBatch(ctx context.Context, in BatchIn) (BatchOut, error)
 	}
 	all := children(rows)
 	lo, hi := min(in.Batch*in.Size, len(all)), min((in.Batch+1)*in.Size, len(all))
-	have, _, err := st.existingVectors(ctx, in.Chunk.Doc)
-	if err != nil {
-		return BatchOut{}, err
+	have := map[string]bool{}
+	if !in.Full {
+		if have, _, err = st.existingVectors(ctx, in.Chunk.Doc); err != nil {
+			return BatchOut{}, err
+		}
 	}
 	out := BatchOut{Batch: in.Batch}
 	var ids, texts []string
