@@ -50,6 +50,9 @@ func newHandler(cfg config.Config, c caps, s stores, rr rank.Reranker, tr *obs.T
 		if chat.Understander != nil {
 			chat.Understander.LLM = chat.LLM
 		}
+		if chat.Agent != nil && chat.Agent.LLM != nil {
+			chat.Agent.LLM = &obs.ToolCaller{Next: chat.Agent.LLM, Tracer: tr.Tracer(), PriceIn: cfg.Chat.PriceInputPerMTok, PriceOut: cfg.Chat.PriceOutputPerMTok}
+		}
 	}
 	deps := httpapi.Deps{Version: version, Logger: log, Checks: checks(cfg, s), Library: s.SQL, Chat: chat,
 		Conversations: s.SQL, ChatTimeout: c.StreamMax, MaxUploadBytes: cfg.Server.MaxBodyBytes}

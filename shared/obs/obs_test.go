@@ -32,6 +32,10 @@ func TestWithTraceID(t *testing.T) {
 
 type fakeModel struct{}
 
+func (fakeModel) CallTools(context.Context, llm.Request, []llm.Tool) (llm.Reply, error) {
+	return llm.Reply{ToolCalls: []llm.ToolCall{{Name: "search"}}, Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 2}}, nil
+}
+
 func (fakeModel) Stream(_ context.Context, _ llm.Request, on func(string) error) (llm.Usage, error) {
 	on("hi")
 	return llm.Usage{PromptTokens: 1000, CompletionTokens: 200}, nil
@@ -54,6 +58,7 @@ func TestSpans(t *testing.T) {
 			w.Write([]byte("event: " + e + "\ndata: {}\n\n"))
 		}
 		model.Stream(r.Context(), llm.Request{Model: "gpt-x"}, func(string) error { return nil })
+		(&ToolCaller{Next: fakeModel{}, Tracer: tr.Tracer()}).CallTools(r.Context(), llm.Request{Model: "agent-y"}, nil)
 		log.Info("chat")
 		w.Write([]byte("event: done\ndata: {\"answer\":\"a\"}\n\n"))
 	}))
@@ -79,13 +84,16 @@ func TestSpans(t *testing.T) {
 		}
 		got[s.Name] = attrs
 	}
-	for _, want := range []string{"POST /api/chat", "docmind.step.retrieval", "docmind.step.rerank", "docmind.step.done", "chat gpt-x"} {
+	for _, want := range []string{"POST /api/chat", "docmind.step.retrieval", "docmind.step.rerank", "docmind.step.done", "chat gpt-x", "chat agent-y"} {
 		if _, ok := got[want]; !ok {
 			t.Errorf("no span %q in %v", want, got)
 		}
 	}
 	if m := got["chat gpt-x"]; m["gen_ai.usage.input_tokens"] != int64(1000) || m["docmind.cost_usd"] != 0.003 {
 		t.Errorf("model span attributes %v, want 1000 input tokens and $0.003", m)
+	}
+	if m := got["chat agent-y"]; m["docmind.tool_calls"] != int64(1) || m["gen_ai.usage.output_tokens"] != int64(2) {
+		t.Errorf("agent span attributes %v", m)
 	}
 	if got["docmind.step.done"]["docmind.sse.tokens"] != int64(2) {
 		t.Errorf("done span %v, want 2 tokens", got["docmind.step.done"])
