@@ -124,7 +124,7 @@ func parseBlocks(md string) []block {
 			for pos = next; pos <= len(md); {
 				l, nx := nextLine(md, pos)
 				end, pos = pos+len(l), nx
-				if t := strings.TrimSpace(l); strings.HasPrefix(t, fence[:3]) && strings.Trim(t, fence[:1]) == "" {
+				if mayClose(l, fence[0]) && closesFence(l, fence) {
 					break
 				}
 			}
@@ -164,6 +164,64 @@ func parseBlocks(md string) []block {
 	}
 	flushPara()
 	return out
+}
+
+// mayHaveVersion is versionRe's cheap first test on lower-cased text, false only when the pattern
+// cannot match: no "ver" (or "version") followed by an optional ".", blanks, an optional colon,
+// blanks, an optional "v" and a digit. English prose is full of "ver" ("every", "over"), which made
+// the pattern itself a few per cent of chunking time. Text with the two runes (?i) also folds to
+// ASCII letters (U+017F, U+212A) is left to the pattern.
+func mayHaveVersion(lower string) bool {
+	if strings.ContainsRune(lower, 0x17F) || strings.ContainsRune(lower, 0x212A) {
+		return true
+	}
+	for rest := lower; ; {
+		i := strings.Index(rest, "ver")
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+3:]
+		if afterVersionWord(rest) || (strings.HasPrefix(rest, "sion") && afterVersionWord(rest[4:])) {
+			return true
+		}
+	}
+}
+
+// afterVersionWord reports whether s starts like what versionRe wants after its keyword:
+// \.? \s* [:：]? \s* v? \d (the "." only directly after "ver", which a caller may pass too).
+func afterVersionWord(s string) bool {
+	s = strings.TrimPrefix(s, ".")
+	blanks := func(s string) string { return strings.TrimLeft(s, " \t\n\f\r") }
+	s = blanks(s)
+	if t, ok := strings.CutPrefix(s, ":"); ok {
+		s = t
+	} else if t, ok := strings.CutPrefix(s, "："); ok {
+		s = t
+	}
+	s = strings.TrimPrefix(blanks(s), "v")
+	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
+
+// closesFence reports a line that closes a code block opened by fence: after trimming, three or more
+// of the fence's character and nothing else.
+func closesFence(line, fence string) bool {
+	t := strings.TrimSpace(line)
+	return strings.HasPrefix(t, fence[:3]) && strings.Trim(t, fence[:1]) == ""
+}
+
+// mayClose is closesFence's cheap first test, false only when it is sure: the first byte after
+// leading spaces and tabs is neither the fence character nor something TrimSpace might also trim
+// (other ASCII white space, or the start of a non-ASCII space). Most code lines fail it.
+func mayClose(line string, c byte) bool {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	if i == len(line) {
+		return true
+	}
+	b := line[i]
+	return b == c || b >= utf8.RuneSelf || b == '\n' || b == '\v' || b == '\f' || b == '\r'
 }
 
 // plainStart marks the bytes a line can start with only as paragraph text: ASCII other than white
@@ -374,7 +432,7 @@ func Split(md string, o Options) Result {
 	// The two patterns are case-insensitive alternations, slow to run over text that cannot match:
 	// each is tried only when its keyword is there.
 	lower := strings.ToLower(top)
-	if res.DocVersion == "" && (strings.Contains(lower, "ver") || strings.Contains(top, "版本")) {
+	if res.DocVersion == "" && (mayHaveVersion(lower) || strings.Contains(top, "版本")) {
 		if m := versionRe.FindStringSubmatch(top); m != nil {
 			res.DocVersion = m[2]
 		}
