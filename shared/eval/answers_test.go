@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +56,31 @@ func TestRunAnswers(t *testing.T) {
 	}
 	if md := AnswerMarkdown(r); len(md) < 100 {
 		t.Fatal(md)
+	}
+}
+
+func TestSummariseBandsAndCalibration(t *testing.T) {
+	r := AnswerResult{All: []AnswerQuery{
+		{Band: "HIGH", Confidence: 0.95, Correct: true},
+		{Band: "HIGH", Confidence: 0.91, Correct: false},
+		{Band: "MEDIUM", Confidence: 0.70, Correct: true},
+		{Band: "LOW", Confidence: 0.20, Correct: false},
+		{Error: "boom"}, // failures have no confidence and are left out
+	}}
+	r.Summarise()
+	if h := r.BandStats["HIGH"]; h.N != 2 || h.AnswerRecall != 0.5 {
+		t.Fatalf("HIGH %+v", h)
+	}
+	if m := r.BandStats["MEDIUM"]; m.N != 1 || m.AnswerRecall != 1 || r.Bands["LOW"] != 1 {
+		t.Fatalf("bands %+v %+v", r.BandStats, r.Bands)
+	}
+	// bins: [0.9,1.0) holds 0.95 and 0.91 (mean 0.93, accuracy 0.5); [0.7,0.8) 0.70 (accuracy 1);
+	// [0.2,0.3) 0.20 (accuracy 0): ECE = 2/4*0.43 + 1/4*0.30 + 1/4*0.20
+	want := 0.5*0.43 + 0.25*0.30 + 0.25*0.20
+	if math.Abs(r.ECE-want) > 1e-9 || r.Reliability[9].N != 2 || math.Abs(r.Reliability[9].Confidence-0.93) > 1e-9 {
+		t.Fatalf("ECE %v (want %v), bins %+v", r.ECE, want, r.Reliability)
+	}
+	if md := ReliabilityMarkdown(r); !strings.Contains(md, "| 0.9-1.0 | 2 | 0.930 | 0.500 |") {
+		t.Fatalf("reliability table:\n%s", md)
 	}
 }
