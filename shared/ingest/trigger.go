@@ -142,6 +142,13 @@ func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, e
 func (t *Trigger) document(ctx context.Context, kb rag.KnowledgeBase, uri, rel string) (rag.Document, error) {
 	recs := t.Service.Runner.Stages.Records
 	doc, err := recs.GetDocumentBySource(ctx, t.Tenant, kb.ID, uri)
+	if err == nil && doc.Status == rag.StatusDeleted {
+		// an interrupted delete of an older version: finish it, then the new upload starts afresh
+		if err := t.Service.Delete(ctx, t.Tenant, doc.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
+			return doc, err
+		}
+		doc, err = recs.GetDocumentBySource(ctx, t.Tenant, kb.ID, uri)
+	}
 	if err == nil || !rag.Is(err, rag.KindNotFound) {
 		return doc, err
 	}

@@ -127,7 +127,7 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 		return PrepareOut{}, rag.Errorf(op, rag.KindConflict, "another ingestion of %s holds its lease", j.SourceURI)
 	}
 	doc, err := st.Records.GetDocument(ctx, j.Tenant, j.DocumentID)
-	if rag.Is(err, rag.KindNotFound) {
+	if rag.Is(err, rag.KindNotFound) || (err == nil && doc.Status == rag.StatusDeleted) {
 		return skip("the document was deleted")
 	}
 	if err != nil {

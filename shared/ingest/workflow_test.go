@@ -613,3 +613,30 @@ func TestWorkflowRebuildsOnceAfterIncomplete(t *testing.T) {
 		t.Fatalf("embedded %d texts for %d children; want every child twice (first pass, full rebuild)", got, d.ChunkCount)
 	}
 }
+
+// An upload onto a source whose older document's delete was interrupted (status deleted) finishes that
+// delete and ingests the new version; the tombstoned document never serves again.
+func TestTriggerFinishesInterruptedDelete(t *testing.T) {
+	w := newWorkflowEnv(t)
+	w.handle(t, w.bucket.put("inbox/kb/a.md", manual("Seats: 3.")))
+	old, _ := w.doc(t, "kb", "inbox/kb/a.md")
+	old.Status = rag.StatusDeleted
+	if err := w.sql.UpdateDocument(context.Background(), &old); err != nil {
+		t.Fatal(err)
+	}
+	w.handle(t, w.bucket.put("inbox/kb/a.md", manual("Seats: 4, the new version.")))
+	if _, err := w.sfn.last(); err != nil {
+		t.Fatal(err)
+	}
+	d, ok := w.doc(t, "kb", "inbox/kb/a.md")
+	if !ok || d.ID == old.ID || d.Status != rag.StatusReady {
+		t.Fatalf("document %+v; want a new, ready document", d)
+	}
+	if _, err := w.sql.GetDocument(context.Background(), tenant, old.ID); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("the interrupted delete was not finished: %v", err)
+	}
+	if rows, vecs := w.state(t, old.ID); rows != 0 || vecs != 0 {
+		t.Fatalf("old document keeps %d rows, %d vectors", rows, vecs)
+	}
+	w.consistent(t, d.ID)
+}
