@@ -30,6 +30,9 @@ type Limits struct {
 	// PDFIdle is how long the PDF engine's runtime (a few hundred MB) is kept after the last PDF before
 	// it is released (default 5 minutes); the next PDF starts it again, which takes seconds.
 	PDFIdle time.Duration
+	// PDFMemory caps the WebAssembly memory of one PDF parse (default 1 GiB): past it the parse fails
+	// (Terminal) instead of growing the process. It takes effect when the engine starts.
+	PDFMemory int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -59,6 +62,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.PDFIdle <= 0 {
 		l.PDFIdle = 5 * time.Minute
+	}
+	if l.PDFMemory <= 0 {
+		l.PDFMemory = 1 << 30
 	}
 	return l
 }

@@ -10,6 +10,9 @@ import (
 	"github.com/klippa-app/go-pdfium"
 	"github.com/klippa-app/go-pdfium/requests"
 	"github.com/klippa-app/go-pdfium/webassembly"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 // pdfEngine owns the PDFium WebAssembly runtime (pure Go, no cgo). Starting it costs seconds and its
@@ -31,7 +34,10 @@ var pdf = &pdfEngine{release: debug.FreeOSMemory}
 
 // acquire returns an instance and how long starting the runtime took (0 when it was running). done
 // must be called when the instance is no longer used.
-func (e *pdfEngine) acquire(ctx context.Context, idle time.Duration) (inst pdfium.Pdfium, start time.Duration, done func(), err error) {
+// memLimit is the WebAssembly memory of one instance, in bytes; it takes effect when the runtime
+// starts (a running engine keeps the limit it started with).
+func (e *pdfEngine) acquire(ctx context.Context, idle time.Duration, memLimit int64) (inst pdfium.Pdfium, start time.Duration, done func(), err error) {
+	pages := uint32(min(max(memLimit>>16, 1), 1<<16)) // 64 KiB pages, at most the 4 GiB WebAssembly allows
 	e.mu.Lock()
 	e.idle = idle
 	if e.timer != nil {
@@ -40,7 +46,15 @@ func (e *pdfEngine) acquire(ctx context.Context, idle time.Duration) (inst pdfiu
 	}
 	if e.pool == nil {
 		t0 := time.Now()
-		pool, err := webassembly.Init(webassembly.Config{MinIdle: 0, MaxIdle: 1, MaxTotal: 2})
+		pool, err := webassembly.Init(webassembly.Config{MinIdle: 0, MaxIdle: 1, MaxTotal: 2,
+			// Each instance's WebAssembly memory is capped: a hostile or huge PDF fails with an error
+			// instead of growing the process. PDFium reads the bytes it is given and needs no files, so
+			// no directory is mounted (the library's default mounts "/").
+			FSConfig: wazero.NewFSConfig(),
+			RuntimeConfig: wazero.NewRuntimeConfig().
+				WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
+				WithMemoryLimitPages(pages),
+		})
 		if err != nil {
 			e.scheduleRelease()
 			e.mu.Unlock()
@@ -101,7 +115,7 @@ func parsePDF(ctx context.Context, data []byte, l Limits) (Result, error) {
 	if !strings.HasPrefix(string(data[:min(len(data), 1024)]), "%PDF") && !strings.Contains(string(data[:min(len(data), 1024)]), "%PDF-") {
 		return Result{}, Terminal("not a PDF file (no %%PDF header)")
 	}
-	inst, start, done, err := pdf.acquire(ctx, l.PDFIdle)
+	inst, start, done, err := pdf.acquire(ctx, l.PDFIdle, l.PDFMemory)
 	if err != nil {
 		return Result{}, err
 	}

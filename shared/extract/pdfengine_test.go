@@ -2,9 +2,12 @@ package extract
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/docmind/docmind/shared/rag"
 )
 
 // The PDF engine starts on first use, reports its start time on that parse only, is released after
@@ -62,7 +65,7 @@ func TestPDFEngineKeptWhileInUse(t *testing.T) {
 	old := pdf
 	pdf = &pdfEngine{}
 	t.Cleanup(func() { pdf = old })
-	inst, _, done, err := pdf.acquire(context.Background(), time.Millisecond)
+	inst, _, done, err := pdf.acquire(context.Background(), time.Millisecond, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,5 +75,26 @@ func TestPDFEngineKeptWhileInUse(t *testing.T) {
 	}
 	inst.Close()
 	done()
+	waitReleased(t)
+}
+
+// A PDF parse is bounded by its memory budget: with a budget too small for the engine, the document
+// fails with a Terminal error (never retried, never a crash), and a later parse under the default
+// budget works once the small engine has been released.
+func TestPDFMemoryBudget(t *testing.T) {
+	old := pdf
+	pdf = &pdfEngine{}
+	t.Cleanup(func() { pdf = old })
+	doc := makePDF([]string{"Budget."}, nil, false)
+	_, err := Extract(context.Background(), "a.pdf", doc, Limits{PDFMemory: 1 << 20, PDFIdle: time.Millisecond})
+	if !rag.Is(err, rag.KindTerminal) {
+		t.Fatalf("1 MiB budget: %v (kind %v), want Terminal", err, rag.KindOf(err))
+	}
+	t.Logf("1 MiB budget: %v", err)
+	waitReleased(t)
+	res, err := Extract(context.Background(), "b.pdf", doc, Limits{PDFIdle: time.Millisecond})
+	if err != nil || !strings.Contains(res.Markdown, "Budget.") {
+		t.Fatalf("default budget: %v\n%s", err, res.Markdown)
+	}
 	waitReleased(t)
 }
