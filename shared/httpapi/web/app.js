@@ -304,9 +304,21 @@ class OfflineError extends Error {
 
 let signingIn = null;
 
+// authHeaders adds the key twice: in Authorization, and in X-Docmind-Authorization for a deployment behind
+// CloudFront with origin access control, where CloudFront signs the origin request in Authorization and
+// the chat function reads the application's credential from X-Docmind-Authorization (DEPLOY.md).
 function authHeaders(extra = {}) {
   const key = sessionStorage.getItem(KEY);
-  return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
+  return key ? { ...extra, Authorization: `Bearer ${key}`, "X-Docmind-Authorization": `Bearer ${key}` } : extra;
+}
+
+// bodyHash is the hex SHA-256 of a string body, which CloudFront OAC needs in x-amz-content-sha256 to sign
+// a POST to a Lambda function URL; "" where the browser offers no digest (an insecure context) or the
+// body is not a string (uploads go to the management API, not through OAC).
+async function bodyHash(body) {
+  if (typeof body !== "string" || !globalThis.crypto || !crypto.subtle) return "";
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 // request is fetch with the key, a sign-in prompt on 401 (then a retry with the key entered, up to three
@@ -315,7 +327,10 @@ async function request(path, opts = {}) {
   for (let attempt = 0; ; attempt++) {
     let r;
     try {
-      r = await fetch(path, { ...opts, headers: authHeaders(opts.headers), credentials: "same-origin" });
+      const headers = authHeaders(opts.headers);
+      const hash = await bodyHash(opts.body);
+      if (hash) headers["x-amz-content-sha256"] = hash;
+      r = await fetch(path, { ...opts, headers, credentials: "same-origin" });
     } catch (err) {
       if (err.name === "AbortError") throw err;
       throw new OfflineError();
