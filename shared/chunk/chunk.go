@@ -187,7 +187,34 @@ func mayHaveVersion(lower string) bool {
 	}
 }
 
-// afterVersionWord reports whether s starts like what versionRe wants after its keyword:
+// versionFrom is where in top versionRe's leftmost match can start at the earliest: the first "版本"
+// or the first case-insensitive "ver" that afterVersionWord accepts (after "sion" or not). Running the
+// pattern from there finds the same leftmost match sooner (it backtracks at every byte before).
+// Text with a rune (?i) folds to an ASCII letter is searched whole.
+func versionFrom(top string) int {
+	if strings.ContainsRune(top, 0x17F) || strings.ContainsRune(top, 0x212A) {
+		return 0
+	}
+	from := strings.Index(top, "版本")
+	if from < 0 {
+		from = len(top)
+	}
+	for i := 0; i+3 <= from; i++ {
+		if top[i]|0x20 != 'v' || top[i+1]|0x20 != 'e' || top[i+2]|0x20 != 'r' {
+			continue
+		}
+		rest := top[i+3:]
+		if afterVersionWord(rest) || (len(rest) >= 4 && strings.EqualFold(rest[:4], "sion") && afterVersionWord(rest[4:])) {
+			return i
+		}
+	}
+	if from == len(top) {
+		return 0 // no candidate found here: let the pattern decide on the whole text
+	}
+	return from
+}
+
+// afterVersionWord reports whether s starts like what versionRe wants after its keyword (any case):
 // \.? \s* [:：]? \s* v? \d (the "." only directly after "ver", which a caller may pass too).
 func afterVersionWord(s string) bool {
 	s = strings.TrimPrefix(s, ".")
@@ -198,7 +225,10 @@ func afterVersionWord(s string) bool {
 	} else if t, ok := strings.CutPrefix(s, "："); ok {
 		s = t
 	}
-	s = strings.TrimPrefix(blanks(s), "v")
+	s = blanks(s)
+	if s != "" && s[0]|0x20 == 'v' {
+		s = s[1:]
+	}
 	return s != "" && s[0] >= '0' && s[0] <= '9'
 }
 
@@ -433,7 +463,7 @@ func Split(md string, o Options) Result {
 	// each is tried only when its keyword is there.
 	lower := strings.ToLower(top)
 	if res.DocVersion == "" && (mayHaveVersion(lower) || strings.Contains(top, "版本")) {
-		if m := versionRe.FindStringSubmatch(top); m != nil {
+		if m := versionRe.FindStringSubmatch(top[versionFrom(top):]); m != nil {
 			res.DocVersion = m[2]
 		}
 	}
@@ -448,7 +478,13 @@ func Split(md string, o Options) Result {
 	// Room for the children a text of this size usually yields (about one per 260-300 characters with
 	// the default sizes, in English and Chinese alike), so the slices of large pieces are not regrown
 	// and copied while they fill.
-	guess := utf8.RuneCountInString(md)*2/(o.ChildChars+o.Overlap+10) + 8
+	// The character count is estimated from the first 4 KB (counting all of it cost a tenth of Split).
+	sample := md[:min(len(md), 4096)]
+	runes := len(md)
+	if len(sample) > 0 {
+		runes = int(int64(len(md)) * int64(utf8.RuneCountInString(sample)) / int64(len(sample)))
+	}
+	guess := runes*2/(o.ChildChars+o.Overlap+10) + 8
 	s.children, s.secs, s.runes, s.bodyTokens = make([]Piece, 0, guess), make([]*section, 0, guess), make([]int, 0, guess), make([]int, 0, guess)
 	for _, b := range parseBlocks(md) {
 		switch b.kind {

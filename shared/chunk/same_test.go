@@ -85,3 +85,19 @@ func FuzzSameAsReference(f *testing.F) {
 		sameAsReference(t, "fuzz", md, chunk.Options{ChildChars: 120, Overlap: 20, ParentChars: 400})
 	})
 }
+
+// Version lines in the many shapes the pattern accepts (and near misses before them) give the
+// reference's version: the cheap tests in front of the pattern never change what it finds.
+func TestVersionSameAsReference(t *testing.T) {
+	for _, top := range []string{
+		"every cover over version 2.1.0 here", "VERSION: v3.4", "ver. 1.2", "Ver：5.6.7.8", "over 1.2 ver 9.9",
+		"version\n\n  :  v1.0", "版本号：2.3", "ver" + strings.Repeat(" ", 100) + "1.5", "versions 1.2", "ve r 1.2",
+		"VerSion 7.1 and ver 8.2", "no number: version x.1", "版本 1.0 then version 2.0", "Kelvin ver\u212A 1.0",
+	} {
+		md := "# T\n\n" + top + "\n\nbody text.\n"
+		got, want := chunk.Split(md, chunk.DefaultOptions()), chunk.RefSplit(md, chunk.DefaultOptions())
+		if got.DocVersion != want.DocVersion {
+			t.Errorf("%q: version %q, reference %q", top, got.DocVersion, want.DocVersion)
+		}
+	}
+}
