@@ -68,7 +68,27 @@ type heading struct {
 	level int
 	text  string
 	tag   string // cleanTag(text), computed once when the heading is read
-	lower string // strings.ToLower(text), for contentType
+	kind  string // the content type this heading names ("" when none), as contentType reads it
+	line  string // the heading line a chunk's text repeats: "## text"
+	toks  int    // text.EstimateTokens(line)
+}
+
+func newHeading(level int, t string) heading {
+	line := strings.Repeat("#", level) + " " + t
+	return heading{level: level, text: t, tag: cleanTag(t), kind: headingKind(strings.ToLower(t)), line: line, toks: text.EstimateTokens(line)}
+}
+
+// headingKind is the first content type whose words the lower-cased heading contains, or "":
+// contentType's test for one heading.
+func headingKind(lower string) string {
+	for _, tw := range typeWords {
+		for _, w := range tw.words {
+			if strings.Contains(lower, w) {
+				return tw.kind
+			}
+		}
+	}
+	return ""
 }
 
 type blockKind int
@@ -400,10 +420,10 @@ func newSection(stack []heading) *section {
 	var b strings.Builder
 	for i, h := range stack {
 		names[i] = h.text
-		line := strings.Repeat("#", h.level) + " " + h.text
-		sec.lines = append(sec.lines, line)
-		sec.lineTokens = append(sec.lineTokens, text.EstimateTokens(line))
-		b.WriteString(line + "\n")
+		sec.lines = append(sec.lines, h.line)
+		sec.lineTokens = append(sec.lineTokens, h.toks)
+		b.WriteString(h.line)
+		b.WriteByte('\n')
 	}
 	sec.prefix = b.String()
 	sec.chapter = strings.Join(names, " > ")
@@ -429,15 +449,11 @@ func stackTags(stack []heading) []string {
 	return out
 }
 
-// stackContentType is contentType(names of stack) over the lower-cased headings.
+// stackContentType is contentType(names of stack): the kind of the innermost heading that names one.
 func stackContentType(stack []heading) string {
 	for i := len(stack) - 1; i >= 0; i-- {
-		for _, tw := range typeWords {
-			for _, w := range tw.words {
-				if strings.Contains(stack[i].lower, w) {
-					return tw.kind
-				}
-			}
+		if stack[i].kind != "" {
+			return stack[i].kind
 		}
 	}
 	return rag.ContentGeneral
@@ -510,7 +526,7 @@ func Split(md string, o Options) Result {
 			for len(s.stack) > 0 && s.stack[len(s.stack)-1].level >= b.level {
 				s.stack = s.stack[:len(s.stack)-1]
 			}
-			s.stack = append(s.stack, heading{level: b.level, text: b.text, tag: cleanTag(b.text), lower: strings.ToLower(b.text)})
+			s.stack = append(s.stack, newHeading(b.level, b.text))
 			s.sec = nil
 			if res.Title == "" {
 				res.Title = b.text
