@@ -651,6 +651,9 @@ func (s *splitter) emitJoined(paras []string, kind string, page int, oversize bo
 // cross a change of root heading, and points each child at its parent.
 func (s *splitter) parents() []Piece {
 	var out []Piece
+	if len(s.children) > 0 {
+		out = make([]Piece, 0, len(s.children)/3+1) // a parent packs three to five children by default
+	}
 	for i := 0; i < len(s.children); {
 		j, size := i, 0
 		for j < len(s.children) && s.secs[j].root == s.secs[i].root {
@@ -739,7 +742,7 @@ const closers = `"'”’」』）)]】》`
 // sentences splits s into sentences; concatenating them gives s back. The sentences are substrings of
 // s (no copies), found in one pass over its bytes.
 func sentences(s string) []string {
-	var out []string
+	out := make([]string, 0, len(s)/48+1) // a sentence per 50-100 bytes is typical
 	start := 0
 	for i := 0; i < len(s); {
 		r, size := rune(s[i]), 1
@@ -786,8 +789,9 @@ func sentences(s string) []string {
 // each starting with the previous piece's trailing sentences up to overlap characters. A sentence
 // longer than max is cut at max (preferring a space).
 func splitLong(p string, maxChars, overlap int) []string {
-	var sents []string
-	for _, s := range sentences(p) {
+	all := sentences(p)
+	sents := make([]string, 0, len(all))
+	for _, s := range all {
 		if runeCount(s) <= maxChars {
 			sents = append(sents, s)
 			continue
