@@ -196,14 +196,20 @@ func cosine(a, b []float32) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
-// cacheable: a grounded, complete, impersonal answer made the usual way. The offline answerer ("llm" degraded with
+// cacheable: a grounded (every cited sentence supported), complete, impersonal answer made the usual way. The offline answerer ("llm" degraded with
 // no fallback reason) is the configured state and may be cached; a transient failure may not.
 func cacheable(d *Done) bool {
 	// An answer that used what is remembered about its asker is theirs alone: never shared.
 	if d.IsFallback || d.Truncated || d.Partial || d.ShortCircuit != "" || d.FallbackReason != "" || d.FromCache || d.MemoriesUsed > 0 {
 		return false
 	}
-	if d.Confidence.Band != BandHigh && d.Confidence.Band != BandMedium {
+	// Grounded: every cited sentence is supported and no citation points nowhere. A calibrated band says
+	// how often answers like this are right, not whether this one is grounded, and the replay carries
+	// the same band; the uncalibrated score still stands for grounding and keeps its gate.
+	if len(d.Claims) == 0 || d.Confidence.Supported < 1 || d.Confidence.Invalid > 0 {
+		return false
+	}
+	if !d.Confidence.Calibrated && d.Confidence.Band != BandHigh && d.Confidence.Band != BandMedium {
 		return false
 	}
 	for _, c := range d.Degraded {

@@ -3,6 +3,7 @@ package answer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,17 +127,24 @@ func TestSemanticCache(t *testing.T) {
 }
 
 func TestCacheable(t *testing.T) {
-	ok := Done{Confidence: Confidence{Band: BandHigh}, Degraded: []string{"llm"}}
+	grounded := []Claim{{Sentence: "s", Citations: []int{1}, Supported: true}}
+	ok := Done{Confidence: Confidence{Band: BandHigh, Supported: 1}, Degraded: []string{"llm"}, Claims: grounded}
 	if !cacheable(&ok) {
 		t.Fatal("an offline HIGH answer is cacheable")
 	}
+	// A calibrated LOW says how often such answers are right; a grounded one is replayed with it.
+	if low := (Done{Confidence: Confidence{Band: BandLow, Calibrated: true, Supported: 1}, Degraded: []string{"llm"}, Claims: grounded}); !cacheable(&low) {
+		t.Fatal("a grounded answer with a calibrated LOW band is cacheable")
+	}
 	for name, d := range map[string]Done{
-		"low":       {Confidence: Confidence{Band: BandLow}},
-		"fallback":  {Confidence: Confidence{Band: BandHigh}, IsFallback: true},
-		"truncated": {Confidence: Confidence{Band: BandHigh}, Truncated: true},
-		"transient": {Confidence: Confidence{Band: BandHigh}, Degraded: []string{"llm"}, FallbackReason: "Unavailable"},
-		"vector":    {Confidence: Confidence{Band: BandHigh}, Degraded: []string{"vector"}},
-		"short":     {ShortCircuit: ShortChitchat},
+		"low":         {Confidence: Confidence{Band: BandLow, Supported: 1}, Claims: grounded},
+		"uncited":     {Confidence: Confidence{Band: BandHigh, Supported: 1}},
+		"unsupported": {Confidence: Confidence{Band: BandMedium, Calibrated: true, Supported: 0.5}, Claims: append(slices.Clone(grounded), Claim{Sentence: "t", Citations: []int{1}})},
+		"fallback":    {Confidence: Confidence{Band: BandHigh}, IsFallback: true},
+		"truncated":   {Confidence: Confidence{Band: BandHigh}, Truncated: true},
+		"transient":   {Confidence: Confidence{Band: BandHigh}, Degraded: []string{"llm"}, FallbackReason: "Unavailable"},
+		"vector":      {Confidence: Confidence{Band: BandHigh}, Degraded: []string{"vector"}},
+		"short":       {ShortCircuit: ShortChitchat},
 	} {
 		if cacheable(&d) {
 			t.Errorf("%s must not be cached", name)
@@ -149,7 +157,7 @@ func TestCacheEvictsAndSurvivesDamage(t *testing.T) {
 	c := &SemanticCache{KV: kv, Embedder: embed.NewOffline(64), Catalog: &versionedCatalog{}, MaxEntries: 2}
 	ctx := context.Background()
 	req := Request{Tenant: "acme"}
-	d := &Done{Answer: "a [1]", Confidence: Confidence{Band: BandHigh}}
+	d := &Done{Answer: "a [1]", Confidence: Confidence{Band: BandHigh, Supported: 1}, Claims: []Claim{{Sentence: "a", Citations: []int{1}, Supported: true}}}
 	var key string
 	for _, q := range []string{"first question here", "second question here", "third question here"} {
 		_, vec, k, err := c.Lookup(ctx, req, q, "g")

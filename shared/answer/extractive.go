@@ -142,6 +142,11 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 			b.show = ""
 		}
 		picked = append(picked, b)
+		// the bridge passage names the second hop; its line that best matches the question says what
+		// was asked about it ("Sullivan County is a county ..." then "Its county seat is Newport.")
+		if f, ok := bestOfSource(b.src, picked, cands); ok && len(picked) <= x.MaxSentences {
+			picked = append(picked, f)
+		}
 	}
 	covered := map[string]bool{}
 	for _, u := range picked {
@@ -217,6 +222,23 @@ func (x Extractive) pick(cands []unit, asked Asked) []unit {
 		}
 	}
 	return picked
+}
+
+// bestOfSource is the best-scoring candidate of source src that is not picked yet.
+func bestOfSource(src int, picked, cands []unit) (unit, bool) {
+	for _, c := range cands { // cands are sorted by score
+		if c.src != src || quoted(picked, c) {
+			continue
+		}
+		taken := false
+		for _, p := range picked {
+			taken = taken || p.src == c.src && p.pos == c.pos
+		}
+		if !taken {
+			return c, true
+		}
+	}
+	return unit{}, false
 }
 
 // quoted reports whether the same text is picked already (two passages can hold one sentence).
@@ -739,6 +761,9 @@ func splitSentences(s string) []string {
 					if i > 0 && unicode.IsDigit(r[i-1]) && i+1 < len(r) { // "section 3. " is rarely an end
 						continue
 					}
+					if r[i] == '.' && i+1 < len(r) && abbreviation(r[start:i]) { // "Candice E. Jackson", "the U.S. Navy"
+						continue
+					}
 					out = append(out, string(r[start:i+1]))
 					start = i + 1
 				}
@@ -749,6 +774,26 @@ func splitSentences(s string) []string {
 		}
 	}
 	return out
+}
+
+// abbreviations that end with a full stop inside a sentence.
+var abbreviations = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": true, "st": true, "jr": true, "sr": true,
+	"vs": true, "no": true, "prof": true, "gen": true, "col": true, "lt": true, "sgt": true, "capt": true, "inc": true,
+	"co": true, "corp": true, "ltd": true, "mt": true, "ft": true, "e.g": true, "i.e": true, "etc": true, "u.s": true, "u.k": true}
+
+// abbreviation reports whether the word ending text (right before a full stop) is an initial ("E") or
+// a known abbreviation ("Dr", "U.S"): the full stop after it does not end the sentence.
+func abbreviation(text []rune) bool {
+	j := len(text)
+	for j > 0 && !unicode.IsSpace(text[j-1]) && text[j-1] != '(' {
+		j--
+	}
+	w := string(text[j:])
+	if n := utf8.RuneCountInString(w); n == 1 {
+		r, _ := utf8.DecodeRuneInString(w)
+		return unicode.IsUpper(r)
+	}
+	return abbreviations[strings.ToLower(w)]
 }
 
 // splitClauses splits one line into sentences, then before list markers ("（1）", "①", "一、",

@@ -448,6 +448,10 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		if done.Confidence.Band == BandLow {
 			msg = "Low confidence: the documents may not answer this question. Check the sources before relying on it."
 		}
+		if done.Confidence.Calibrated {
+			// the score is an estimate of being right: say it as one
+			msg = fmt.Sprintf("About %.0f%% of answers like this one are right: check the cited sources before relying on it.", 100*done.Confidence.Score)
+		}
 		if err := emit("confidence_warning", map[string]any{"score": done.Confidence.Score,
 			"band": done.Confidence.Band, "message": msg, "reason": done.Confidence.Reason}); err != nil {
 			return nil, err
