@@ -288,3 +288,19 @@ func TestReaderWhy(t *testing.T) {
 		t.Fatalf("a why question gets the reason before the matched line:\n%s", r.Answer)
 	}
 }
+
+func TestReaderMultiHop(t *testing.T) {
+	// Initials and abbreviations do not end a sentence.
+	if got := splitSentences("It is a book by Candice E. Jackson. It was printed in the U.S. Navy yard. Dr. Smith agreed."); len(got) != 3 {
+		t.Fatalf("sentences %q", got)
+	}
+	// The first hop names Sullivan County; the second passage's line about the county seat answers.
+	ev := []rank.Evidence{
+		ev("east-lempster.md", "East Lempster is an unincorporated community in the town of Lempster in Sullivan County, New Hampshire.", 1),
+		ev("sullivan.md", "Sullivan County is one of ten counties in the U.S. state of New Hampshire. As of 2010 the population was 43,742. Its county seat is Newport.", 0.8),
+	}
+	r := Extractive{}.Read("What is the county seat of the county where East Lempster, New Hampshire is located?", ev)
+	if !strings.Contains(r.Answer, "Its county seat is Newport. [2]") {
+		t.Fatalf("second hop:\n%s", r.Answer)
+	}
+}
