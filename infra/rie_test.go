@@ -485,4 +485,3 @@ func TestRIE(t *testing.T) {
 		t.Fatalf("vectors %d -> %d: the removal left the document's vectors", vectors, after)
 	}
 }
-
