@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/rag"
@@ -69,20 +70,9 @@ func cmdUser(e env, args []string) int {
 	defer db.Close()
 	if rest[0] == "list" {
 		users, err := db.ListUsers(e.ctx, tenant)
-		if err != nil {
-			return fail(e, err)
-		}
-		if c.json {
-			printJSON(e.stdout, users)
-			return exitOK
-		}
-		if len(users) == 0 {
-			fmt.Fprintf(e.stdout, "no users in tenant %s\n", tenant)
-		}
-		for _, u := range users {
-			fmt.Fprintf(e.stdout, "%s\t%s\t%s\n", u.ID, u.Email, u.Role)
-		}
-		return exitOK
+		return printList(e, c, users, err, "no users in tenant "+tenant, func(u rag.User) string {
+			return u.ID + "\t" + u.Email + "\t" + u.Role
+		})
 	}
 	u := rag.User{Tenant: tenant, Email: rest[1], Name: *name, Role: *role}
 	if err := db.CreateUser(e.ctx, &u); err != nil {
@@ -147,17 +137,7 @@ func cmdKey(e env, args []string) int {
 		}
 	case "list":
 		keys, err := db.ListAPIKeys(e.ctx, tenant, "")
-		if err != nil {
-			return fail(e, err)
-		}
-		if c.json {
-			printJSON(e.stdout, keys)
-			return exitOK
-		}
-		if len(keys) == 0 {
-			fmt.Fprintf(e.stdout, "no keys in tenant %s\n", tenant)
-		}
-		for _, k := range keys {
+		return printList(e, c, keys, err, "no keys in tenant "+tenant, func(k rag.APIKey) string {
 			state := "active"
 			if !k.RevokedAt.IsZero() {
 				state = "revoked " + k.RevokedAt.UTC().Format("2006-01-02 15:04")
@@ -166,8 +146,8 @@ func cmdKey(e env, args []string) int {
 			if !k.LastUsedAt.IsZero() {
 				used = "used " + k.LastUsedAt.UTC().Format("2006-01-02 15:04")
 			}
-			fmt.Fprintf(e.stdout, "%s\t%s...\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.UserID, k.Name, state, used)
-		}
+			return strings.Join([]string{k.ID, k.Prefix + "...", k.UserID, k.Name, state, used}, "\t")
+		})
 	case "revoke":
 		// the key's own tenant: an operator revoking a leaked key may not know it
 		k, err := db.GetAPIKey(e.ctx, rest[1])
@@ -244,6 +224,24 @@ func kbMember(e env, c common, verb, kbKey, email, roleName string) int {
 		printJSON(e.stdout, rag.Member{KBID: kb.ID, UserID: u.ID, Email: u.Email, Role: role.String()})
 	} else {
 		fmt.Fprintf(e.stdout, "%s is %s of %s\n", u.Email, role, kb.Name)
+	}
+	return exitOK
+}
+
+// printList prints a listing: the JSON array with --json, else one line per item (or the empty message).
+func printList[T any](e env, c common, items []T, err error, empty string, line func(T) string) int {
+	if err != nil {
+		return fail(e, err)
+	}
+	if c.json {
+		printJSON(e.stdout, items)
+		return exitOK
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(e.stdout, empty)
+	}
+	for _, it := range items {
+		fmt.Fprintln(e.stdout, line(it))
 	}
 	return exitOK
 }
