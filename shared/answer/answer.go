@@ -119,7 +119,7 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 	if k != nil && len(k.Weights) == len(f.Vector()) {
 		c.Score = math.Max(0, k.Predict(f.Vector())-0.05*float64(c.Invalid))
 		c.Calibrated = true
-		c.Reason = fmt.Sprintf("%.0f%% of %s answers like this held the right answer on the evaluation data: %s", 100*c.Score, answerer, k.explain(f))
+		c.Reason = fmt.Sprintf("estimated from %d %s answers of the evaluation data, %.0f%% of them right: %s", k.N, k.Answerer, 100*k.Positive, k.explain(f))
 	} else {
 		c.Reason = fmt.Sprintf("uncalibrated (no calibration for the %s answerer): citation coverage %.0f%%, retrieval signal %.2f", answerer, 100*c.Coverage, c.Signal)
 	}

@@ -361,7 +361,7 @@ func (c *Calibrator) explain(f Features) string {
 		parts = append(parts, describeFeature(FeatureNames[k.i], x[k.i])+" ("+dir+")")
 	}
 	if len(parts) == 0 {
-		return "nothing stands out from the average answer"
+		return "nothing sets this answer apart from their average"
 	}
 	return strings.Join(parts, "; ")
 }
