@@ -150,7 +150,7 @@ func Recalibrate(k *Calibrator, x []float64, supported float64) float64 {
 	if supported < 1 {
 		p *= supported
 	}
-	if x[6] >= 0.5 { // number_missing
+	if len(x) > featNumberMissing && x[featNumberMissing] >= 0.5 {
 		p = math.Min(p, 0.84)
 	}
 	return math.Round(p*1000) / 1000

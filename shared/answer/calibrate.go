@@ -25,6 +25,12 @@ var FeatureNames = []string{"grader_high", "grader_ambiguous", "grader_coverage"
 	"claims_supported", "number_missing", "asked", "asked_held", "quote_coverage", "cites_top", "cjk",
 	"line_coverage", "top_margin"}
 
+// Positions in Features.Vector that the run-time rules read.
+const (
+	featNumberMissing = 6
+	featCJK           = 11
+)
+
 // Features are the signals confidence is estimated from, each in [0,1].
 type Features struct {
 	GraderHigh      float64 `json:"grader_high"`      // the grader's tier is HIGH
@@ -128,7 +134,7 @@ func b2f(b bool) float64 {
 // 0.011): every offline English answer is rated about even odds until English single-passage data
 // joins the calibration set.
 func CalibrationKey(answerer string, x []float64) string {
-	if len(x) > 11 && x[11] >= 0.5 { // cjk
+	if len(x) > featCJK && x[featCJK] >= 0.5 {
 		return answerer + "/zh"
 	}
 	return answerer + "/en"

@@ -304,3 +304,32 @@ func TestReaderMultiHop(t *testing.T) {
 		t.Fatalf("second hop:\n%s", r.Answer)
 	}
 }
+
+func TestFeaturePositions(t *testing.T) {
+	if FeatureNames[featNumberMissing] != "number_missing" || FeatureNames[featCJK] != "cjk" || len(FeatureNames) != len(Features{}.Vector()) {
+		t.Fatalf("feature positions moved: %v", FeatureNames)
+	}
+	f := Features{NumberMissing: 1, CJK: 1}
+	if v := f.Vector(); v[featNumberMissing] != 1 || v[featCJK] != 1 {
+		t.Fatalf("Vector order differs from FeatureNames: %v", v)
+	}
+}
+
+func FuzzCheckClaims(f *testing.F) {
+	f.Add("Leave is 20 days [1]. 年假二十天[2]。", "Full-time employees receive 20 days. 年假每年二十天。")
+	f.Add("[1][2] 3,5 and 1,000,000 [1]", "| a | b |\n|---|---|\n| 1,000,000 | x |")
+	f.Fuzz(func(t *testing.T, answer, passage string) {
+		evidence := []rank.Evidence{ev("a", passage, 1), ev("b", answer, 0.5)}
+		for _, c := range CheckClaims(answer, evidence) {
+			if len(c.Citations) == 0 || c.Reason == "" {
+				t.Fatalf("claim without citation or reason: %+v", c)
+			}
+			for _, n := range c.Citations {
+				if n < 1 || n > len(evidence) {
+					t.Fatalf("citation %d out of range", n)
+				}
+			}
+		}
+		numbersOf(answer)
+	})
+}
