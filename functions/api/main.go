@@ -22,43 +22,28 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/httpfn"
+	"github.com/docmind/docmind/functions/internal/ingestenv"
+	"github.com/docmind/docmind/functions/internal/lambdamain"
+	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/askflow"
-	"github.com/docmind/docmind/shared/awsrt"
-	"github.com/docmind/docmind/shared/bm25"
-	"github.com/docmind/docmind/shared/chunk"
 	"github.com/docmind/docmind/shared/config"
-	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/ingest"
-	"github.com/docmind/docmind/shared/obs"
-	"github.com/docmind/docmind/shared/rag"
-	"github.com/docmind/docmind/shared/retrieve"
 	"github.com/docmind/docmind/shared/store"
-	"github.com/docmind/docmind/shared/store/milvus"
-	"github.com/docmind/docmind/shared/store/mysql"
-	"github.com/docmind/docmind/shared/store/redis"
-	"github.com/docmind/docmind/shared/store/s3"
-	"github.com/docmind/docmind/shared/store/sqldb"
 	"github.com/docmind/docmind/shared/wire"
 )
 
 var version = "dev"
 
-func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(context.Background(), log); err != nil {
-		log.Error("api function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-		os.Exit(1)
-	}
-}
+func main() { lambdamain.Run("api", version, run) }
 
 // run sets up tracing (the trace id in every log line from here on), builds the handler and serves.
 func run(ctx context.Context, log *slog.Logger) error {
-	tr, err := obs.Setup(ctx, obs.Options{Service: "docmind-api", Version: version}, os.Getenv)
+	tr, log, err := httpfn.Trace(ctx, "docmind-api", version, os.Getenv, log)
 	if err != nil {
 		return err
 	}
-	log = slog.New(tr.LogHandler(log.Handler()))
 	h, err := open(ctx, os.Getenv, log)
 	if err != nil {
 		return err
@@ -91,23 +76,11 @@ func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	hs, err := httpfn.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	mo := milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection, Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout}
-	vec, err := milvus.Open(ctx, mo)
-	if err != nil {
-		return nil, err
-	}
-	var mem store.VectorIndex
-	if cfg.Chat.MemoryEnabled {
-		mo.Collection += "_memories"
-		if mem, err = milvus.Open(ctx, mo); err != nil {
-			return nil, err
-		}
-	}
-	blobs, err := s3.New(ctx, s3.Options{Bucket: cfg.Blob.Bucket, Region: cfg.Blob.Region, Endpoint: cfg.Blob.Endpoint, UsePathStyle: cfg.Blob.UsePathStyle})
+	blobs, err := stores.Blobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -115,9 +88,7 @@ func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	r := cfg.Retrieval
-	s := backends{SQL: db, Vectors: vec, Keyword: &mysql.Keyword{DB: db, Params: bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight}}, Memories: mem, Blobs: blobs, S3: awsenv.S3Client(ac, cfg), Bucket: cfg.Blob.Bucket,
-		KV:         redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix}),
+	s := backends{Stores: hs, Blobs: blobs, S3: awsenv.S3Client(ac, cfg), Bucket: cfg.Blob.Bucket,
 		Executions: awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: set.IngestStateMachine}}
 	if set.AnswerStateMachine != "" {
 		s.Asker = &askflow.Asker{Client: sfn.NewFromConfig(ac), StateMachineARN: set.AnswerStateMachine}
@@ -128,12 +99,8 @@ func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (ht
 // backends are what the handler is built over: the cloud adapters in the main, embedded ones and fakes
 // in tests.
 type backends struct {
-	SQL        *sqldb.DB
-	Keyword    retrieve.Keyword
-	Vectors    store.VectorIndex
-	Memories   store.VectorIndex // nil: long-term memory off
+	httpfn.Stores
 	Blobs      store.Blobs
-	KV         store.KV
 	S3         ObjectPutter
 	Bucket     string
 	Executions ingest.Executions
@@ -143,39 +110,27 @@ type backends struct {
 // newHandler wires the management API as `docmind serve` wires it, with uploads through S3 and the
 // ingestion state machine, and the browser-origin checks without the loopback rule.
 func newHandler(cfg config.Config, s backends, log *slog.Logger) (http.Handler, error) {
-	emb, err := wire.Embedder(cfg)
+	emb, err := ingestenv.Embedder(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Embedder: emb, Log: log,
-		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
-		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
-	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
+	svc := ingestenv.Service(ingestenv.Stages(cfg, ingestenv.Stores{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs}, emb, log))
 	chain, err := wire.Retriever(cfg, s.Keyword, s.Vectors, s.SQL)
 	if err != nil {
 		return nil, err
 	}
 	chat := wire.Chat(cfg, chain, s.SQL, s.KV)
-	deps := httpapi.Deps{Version: version, Logger: log, Checks: checks(cfg, s), Library: s.SQL, MaxUploadBytes: cfg.Server.MaxBodyBytes,
+	deps := httpapi.Deps{Version: version, Logger: log, Checks: httpfn.Checks(cfg, s.Stores), Library: s.SQL, MaxUploadBytes: cfg.Server.MaxBodyBytes,
 		Ingester: &uploads{svc: svc, s3: s.S3, bucket: s.Bucket, execs: s.Executions},
 		Chat:     chat, Asker: s.Asker, Conversations: s.SQL}
-	a, err := wire.Authenticator(cfg, s.SQL)
+	mode, err := httpfn.Identity(cfg, s.Stores, &deps, log)
 	if err != nil {
 		return nil, err
 	}
-	a.Log = log
-	deps.Auth, deps.AuthMode = a, a.Mode.String()
-	if a.Mode.None() {
+	if mode.None() {
 		return nil, &config.ValidationError{Problems: []string{"DOCMIND_AUTH=none would make every caller of the HTTP API the tenant's admin: set keys, jwt or keys,jwt"}}
 	}
-	deps.Members, deps.Admin, deps.Audit = s.SQL, s.SQL, s.SQL
-	if lim := wire.Limiter(cfg, s.KV); lim != nil {
-		deps.Limits = lim.WithLogger(log)
-	}
-	deps.Guard = httpapi.GuardOptions{AllowedOrigins: config.List(cfg.Auth.AllowedOrigins)}
-	if m := wire.Memory(cfg, s.SQL, s.Memories, chain.Embedder, s.KV); m != nil && s.Memories != nil {
-		chat.Memory, deps.Memories = m, m
-	}
+	httpfn.Memory(cfg, s.Stores, chain.Embedder, chat, &deps)
 	return streamedElsewhere(http.MaxBytesHandler(httpapi.New(deps), cfg.Server.MaxBodyBytes)), nil
 }
 
@@ -190,16 +145,4 @@ func streamedElsewhere(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// checks are the health probes of the stores this function uses.
-func checks(cfg config.Config, s backends) []httpapi.Check {
-	return []httpapi.Check{
-		{Name: "sql", Driver: cfg.SQL.Driver, Probe: s.SQL.Ping},
-		{Name: "vector", Driver: cfg.Vector.Driver, Probe: func(ctx context.Context) error {
-			_, err := s.Vectors.Count(ctx, rag.Filter{Tenant: cfg.Tenant})
-			return err
-		}},
-		{Name: "kv", Driver: cfg.KV.Driver, Probe: s.KV.Ping},
-	}
 }

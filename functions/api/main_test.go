@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"mime/multipart"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,20 +18,17 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/docmind/docmind/functions/internal/httpfn"
+	"github.com/docmind/docmind/functions/internal/kbtest"
+	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/auth"
-	"github.com/docmind/docmind/shared/bm25"
-	"github.com/docmind/docmind/shared/chunk"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/deptest"
-	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/memblob"
 	"github.com/docmind/docmind/shared/store/memkv"
-	"github.com/docmind/docmind/shared/store/memvec"
-	"github.com/docmind/docmind/shared/store/sqlite"
-	"github.com/docmind/docmind/shared/wire"
 )
 
 func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/api") }
@@ -79,25 +75,8 @@ func newAPI(t *testing.T) *apiFixture {
 	cfg := config.Default()
 	cfg.Auth.Mode = "keys"
 	cfg.Chat.MemoryEnabled = false
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := cfg.Retrieval
-	kw := bm25.New(bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight})
-	vec := memvec.New(cfg.Vector.Dim)
-	emb, _ := wire.Embedder(cfg)
-	st := &ingest.Stages{Records: db, Vectors: vec, Blobs: memblob.New(), Staging: memblob.New(), Embedder: emb, Keyword: kw,
-		Limits: extract.Limits{MaxFileBytes: 1 << 20}, Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
-	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
-	if rep, err := svc.Ingest(ctx, cfg.Tenant, ingest.Source{KBName: "handbook", URI: "inbox/handbook/billing.md", Name: "billing.md",
-		Data: []byte("# Refunds\n\nAnnual plans can be refunded within 30 days of purchase.\n")}); err != nil || rep.Status != "ready" {
-		t.Fatalf("ingest %+v %v", rep, err)
-	}
+	lib := kbtest.New(t, cfg)
+	db := lib.DB
 	u := rag.User{Tenant: cfg.Tenant, Email: "ops@example.com", Role: rag.RoleAdmin}
 	if err := db.CreateUser(ctx, &u); err != nil {
 		t.Fatal(err)
@@ -110,7 +89,8 @@ func newAPI(t *testing.T) *apiFixture {
 		t.Fatal(err)
 	}
 	f := &apiFixture{key: plain, s3: &fakeS3{puts: map[string][]byte{}}, execs: &fakeExecutions{}}
-	h, err := newHandler(cfg, backends{SQL: db, Keyword: kw, Vectors: vec, Blobs: memblob.New(), KV: memkv.New(nil, 0), S3: f.s3, Bucket: "drop", Executions: f.execs},
+	h, err := newHandler(cfg, backends{Stores: httpfn.Stores{SQL: db, Keyword: lib.Keyword, Vectors: lib.Vectors, KV: memkv.New(nil, 0)},
+		Blobs: memblob.New(), S3: f.s3, Bucket: "drop", Executions: f.execs},
 		slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -122,14 +102,7 @@ func newAPI(t *testing.T) *apiFixture {
 // event loads an API Gateway HTTP API event (payload 2.0) from testdata and sets the caller's key.
 func (f *apiFixture) event(t *testing.T, file string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		t.Fatal(err)
-	}
+	ev := lambdatest.ReadJSON[events.APIGatewayV2HTTPRequest](t, filepath.Join("testdata", file))
 	if f.key != "" {
 		ev.Headers["authorization"] = "Bearer " + f.key
 	}

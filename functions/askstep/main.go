@@ -12,27 +12,27 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/lambdamain"
+	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/awsrt"
-	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/retrieve"
-	"github.com/docmind/docmind/shared/store/milvus"
-	"github.com/docmind/docmind/shared/store/mysql"
 	"github.com/docmind/docmind/shared/store/sqldb"
 	"github.com/docmind/docmind/shared/wire"
 )
 
 var version = "dev"
 
-func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	s, err := open(context.Background(), os.Getenv)
+func main() { lambdamain.Run("askstep", version, run) }
+
+func run(ctx context.Context, _ *slog.Logger) error {
+	s, err := open(ctx, os.Getenv)
 	if err != nil {
-		log.Error("askstep function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-		os.Exit(1)
+		return err
 	}
 	lambda.Start(awsrt.Handler(s.Dispatch))
+	return nil
 }
 
 // open opens Aurora and Milvus and builds the stages.
@@ -41,17 +41,15 @@ func open(ctx context.Context, getenv func(string) string) (*askflow.Stages, err
 	if err != nil {
 		return nil, err
 	}
-	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	db, err := stores.SQL(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	vec, err := milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection,
-		Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+	vec, err := stores.Vectors(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r := cfg.Retrieval
-	return stages(cfg, db, &mysql.Keyword{DB: db, Params: bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight}}, vec)
+	return stages(cfg, db, stores.Keyword(db, cfg), vec)
 }
 
 // stages wires the stages as the chat wires its pipeline (the same model, prices and retrieval

@@ -5,44 +5,27 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docmind/docmind/functions/internal/kbtest"
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/aslrun"
 	"github.com/docmind/docmind/shared/awsrt"
-	"github.com/docmind/docmind/shared/bm25"
-	"github.com/docmind/docmind/shared/chunk"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/deptest"
-	"github.com/docmind/docmind/shared/extract"
-	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/rankfn"
-	"github.com/docmind/docmind/shared/store/memblob"
-	"github.com/docmind/docmind/shared/store/memvec"
-	"github.com/docmind/docmind/shared/store/sqlite"
-	"github.com/docmind/docmind/shared/wire"
 )
 
 const aslFile = "../../infra/statemachines/answer.asl.json"
 
 func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/askstep") }
-
-const handbook = `# Refunds
-
-Annual plans can be refunded within 30 days of purchase. Monthly plans are not refundable.
-
-# Support
-
-Support answers on weekdays from 9 to 17.
-`
 
 // flow is the answer state machine run by shared/aslrun against the Go handlers: askstep's stages over
 // the embedded stores with one ingested document, the rerank handler and the grade handler.
@@ -54,33 +37,9 @@ type flow struct {
 
 func newFlow(t *testing.T, rerank func(context.Context, rankfn.RerankIn) (rankfn.RerankOut, error)) *flow {
 	t.Helper()
-	ctx := context.Background()
 	cfg := config.Default()
-	dir := t.TempDir()
-	db, err := sqlite.Open(filepath.Join(dir, "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := cfg.Retrieval
-	kw := bm25.New(bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight})
-	vec := memvec.New(cfg.Vector.Dim)
-	emb, _ := wire.Embedder(cfg)
-	st := &ingest.Stages{Records: db, Vectors: vec, Blobs: memblob.New(), Staging: memblob.New(), Embedder: emb, Keyword: kw,
-		Limits: extract.Limits{MaxFileBytes: 1 << 20}, Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
-	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
-	rep, err := svc.Ingest(ctx, cfg.Tenant, ingest.Source{KBName: "handbook", URI: "inbox/handbook/billing.md", Name: "billing.md", Data: []byte(handbook)})
-	if err != nil || rep.Status != "ready" {
-		t.Fatalf("ingest: %+v %v", rep, err)
-	}
-	kb, err := db.GetKBByName(ctx, cfg.Tenant, "handbook")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := stages(cfg, db, kw, vec)
+	lib := kbtest.New(t, cfg)
+	s, err := stages(cfg, lib.DB, lib.Keyword, lib.Vectors)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +51,7 @@ func newFlow(t *testing.T, rerank func(context.Context, rankfn.RerankIn) (rankfn
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &flow{invoked: map[string]int{}, kbID: kb.ID}
+	f := &flow{invoked: map[string]int{}, kbID: lib.KB.ID}
 	grader := &rankfn.Grader{Options: rank.DefaultGradeOptions()}
 	handlers := map[string]func(context.Context, json.RawMessage) (any, error){
 		"${AskStepFunctionArn}": func(ctx context.Context, in json.RawMessage) (any, error) {

@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/emf"
+	"github.com/docmind/docmind/functions/internal/lambdamain"
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/awsrt"
@@ -30,16 +32,16 @@ import (
 
 var version = "dev"
 
-func main() {
-	ctx := context.Background()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+func main() { lambdamain.Run("canary", version, run) }
+
+func run(ctx context.Context, log *slog.Logger) error {
 	c, err := open(ctx, os.Getenv)
 	if err != nil {
-		log.Error("canary function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-		os.Exit(1)
+		return err
 	}
 	c.Log = log
 	lambda.Start(awsrt.Handler(c.Run))
+	return nil
 }
 
 func open(ctx context.Context, getenv func(string) string) (*Canary, error) {
@@ -163,37 +165,20 @@ func percentile(xs []int64, p int) int64 {
 // Namespace is the metrics' CloudWatch namespace.
 const Namespace = "Docmind/Canary"
 
-type emfMetric struct {
-	Name string `json:"Name"`
-	Unit string `json:"Unit"`
-}
-
-type emfDirective struct {
-	Namespace  string      `json:"Namespace"`
-	Dimensions [][]string  `json:"Dimensions"`
-	Metrics    []emfMetric `json:"Metrics"`
-}
-
-type emfMeta struct {
-	Timestamp         int64          `json:"Timestamp"`
-	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
-}
-
 // emfRecord is the run's record (no dimension): the alarms watch RetrievalHitRate and AnswerPassRate.
 type emfRecord struct {
-	AWS          emfMeta `json:"_aws"`
-	Retrieval    float64 `json:"RetrievalHitRate"`
-	Answer       float64 `json:"AnswerPassRate"`
-	Failed       int     `json:"FailedQuestions"`
-	Questions    int     `json:"Questions"`
-	LatencyP50MS int64   `json:"LatencyP50Ms"`
-	LatencyMaxMS int64   `json:"LatencyMaxMs"`
+	AWS          emf.Meta `json:"_aws"`
+	Retrieval    float64  `json:"RetrievalHitRate"`
+	Answer       float64  `json:"AnswerPassRate"`
+	Failed       int      `json:"FailedQuestions"`
+	Questions    int      `json:"Questions"`
+	LatencyP50MS int64    `json:"LatencyP50Ms"`
+	LatencyMaxMS int64    `json:"LatencyMaxMs"`
 }
 
 func writeMetrics(w io.Writer, now time.Time, r Result) error {
-	rec := emfRecord{AWS: emfMeta{Timestamp: now.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: Namespace, Dimensions: [][]string{{}},
-		Metrics: []emfMetric{{"RetrievalHitRate", "Percent"}, {"AnswerPassRate", "Percent"}, {"FailedQuestions", "Count"}, {"Questions", "Count"},
-			{"LatencyP50Ms", "Milliseconds"}, {"LatencyMaxMs", "Milliseconds"}}}}},
+	rec := emfRecord{AWS: emf.New(now, Namespace, nil, emf.Metric{Name: "RetrievalHitRate", Unit: "Percent"}, emf.Metric{Name: "AnswerPassRate", Unit: "Percent"},
+		emf.Count("FailedQuestions"), emf.Count("Questions"), emf.Metric{Name: "LatencyP50Ms", Unit: "Milliseconds"}, emf.Metric{Name: "LatencyMaxMs", Unit: "Milliseconds"}),
 		Retrieval: r.RetrievalHit, Answer: r.AnswerPass, Failed: r.Failed, Questions: r.Questions, LatencyP50MS: r.LatencyP50MS, LatencyMaxMS: r.LatencyMaxMS}
 	return json.NewEncoder(w).Encode(rec)
 }

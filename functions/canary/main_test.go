@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/deptest"
 	"github.com/docmind/docmind/shared/rag"
@@ -30,14 +30,7 @@ func (s scripted) Ask(_ context.Context, req answer.Request) (*answer.Done, erro
 }
 
 func TestRunPublishesEMF(t *testing.T) {
-	raw, err := os.ReadFile("testdata/schedule-input.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in Input
-	if err := json.Unmarshal(raw, &in); err != nil {
-		t.Fatal(err)
-	}
+	in := lambdatest.ReadJSON[Input](t, "testdata/schedule-input.json")
 	src := []answer.Source{{FileName: "billing.md"}}
 	ask := scripted{
 		in.Questions[0].Question: {Answer: "Within 30 days [1].", Sources: src},

@@ -21,30 +21,26 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/emf"
+	"github.com/docmind/docmind/functions/internal/ingestenv"
+	"github.com/docmind/docmind/functions/internal/lambdamain"
+	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/awsrt"
-	"github.com/docmind/docmind/shared/chunk"
-	"github.com/docmind/docmind/shared/config"
-	"github.com/docmind/docmind/shared/embed"
-	"github.com/docmind/docmind/shared/extract"
-	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/reconcile"
-	"github.com/docmind/docmind/shared/store/milvus"
-	"github.com/docmind/docmind/shared/store/mysql"
-	"github.com/docmind/docmind/shared/store/s3"
 )
 
 var version = "dev"
 
-func main() {
-	log := awsenv.Logger()
-	ctx := context.Background()
+func main() { lambdamain.Run("consistency", version, run) }
+
+func run(ctx context.Context, log *slog.Logger) error {
 	chk, err := wire(ctx, os.Getenv, log)
 	if err != nil {
-		log.Error("consistency function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-		os.Exit(1)
+		return err
 	}
 	h := &handler{check: chk, log: log, metrics: os.Stdout, now: time.Now}
 	lambda.Start(awsrt.Handler(h.handle))
+	return nil
 }
 
 // Event is the schedule's input (or a direct invocation's).
@@ -108,62 +104,41 @@ func (h *handler) handle(ctx context.Context, ev Event) (Result, error) {
 	return res, nil
 }
 
-// Embedded metric format (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
-type emfMetric struct {
-	Name string `json:"Name"`
-	Unit string `json:"Unit"`
-}
-
-type emfDirective struct {
-	Namespace  string      `json:"Namespace"`
-	Dimensions [][]string  `json:"Dimensions"`
-	Metrics    []emfMetric `json:"Metrics"`
-}
-
-type emfMeta struct {
-	Timestamp         int64          `json:"Timestamp"`
-	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
-}
-
 // emfClass is one drift class's record.
 type emfClass struct {
-	AWS       emfMeta `json:"_aws"`
-	Class     string  `json:"Class"`
-	Drift     int     `json:"Drift"`
-	Repaired  int     `json:"Repaired"`
-	Remaining int     `json:"Remaining"`
+	AWS       emf.Meta `json:"_aws"`
+	Class     string   `json:"Class"`
+	Drift     int      `json:"Drift"`
+	Repaired  int      `json:"Repaired"`
+	Remaining int      `json:"Remaining"`
 }
 
 // emfRun is the run's totals (no dimension): the drift alarm watches RemainingTotal.
 type emfRun struct {
-	AWS            emfMeta `json:"_aws"`
-	DriftTotal     int     `json:"DriftTotal"`
-	RemainingTotal int     `json:"RemainingTotal"`
-	LockHeld       int     `json:"LockHeld"`
-	Documents      int     `json:"DocumentsChecked"`
-	DurationMS     int64   `json:"DurationMs"`
+	AWS            emf.Meta `json:"_aws"`
+	DriftTotal     int      `json:"DriftTotal"`
+	RemainingTotal int      `json:"RemainingTotal"`
+	LockHeld       int      `json:"LockHeld"`
+	Documents      int      `json:"DocumentsChecked"`
+	DurationMS     int64    `json:"DurationMs"`
 }
 
 // Namespace is the CloudWatch namespace of the metrics.
 const Namespace = "Docmind/Consistency"
 
-func count(name string) emfMetric { return emfMetric{Name: name, Unit: "Count"} }
-
 // writeMetrics writes one EMF record per class and one for the run, one JSON object per line. A run that
 // found the lease held reports LockHeld 1 and no class records (it measured nothing).
 func writeMetrics(w io.Writer, now time.Time, rep reconcile.Report) error {
 	enc := json.NewEncoder(w)
-	ts := now.UnixMilli()
-	run := emfRun{AWS: emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{Namespace: Namespace, Dimensions: [][]string{{}},
-		Metrics: []emfMetric{count("DriftTotal"), count("RemainingTotal"), count("LockHeld"), count("DocumentsChecked"), {Name: "DurationMs", Unit: "Milliseconds"}}}}},
+	run := emfRun{AWS: emf.New(now, Namespace, nil, emf.Count("DriftTotal"), emf.Count("RemainingTotal"), emf.Count("LockHeld"), emf.Count("DocumentsChecked"),
+		emf.Metric{Name: "DurationMs", Unit: "Milliseconds"}),
 		Documents: rep.Documents, DurationMS: rep.Duration.Milliseconds()}
 	if rep.LockHeld {
 		run.LockHeld = 1
 		return enc.Encode(run)
 	}
 	for _, cl := range reconcile.Classes {
-		rec := emfClass{AWS: emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{Namespace: Namespace, Dimensions: [][]string{{"Class"}},
-			Metrics: []emfMetric{count("Drift"), count("Repaired"), count("Remaining")}}}},
+		rec := emfClass{AWS: emf.New(now, Namespace, []string{"Class"}, emf.Count("Drift"), emf.Count("Repaired"), emf.Count("Remaining")),
 			Class: cl, Drift: rep.Drift[cl], Repaired: rep.Repaired[cl], Remaining: rep.Remaining[cl]}
 		if err := enc.Encode(rec); err != nil {
 			return err
@@ -180,28 +155,24 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*r
 	if err != nil {
 		return nil, err
 	}
-	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	db, err := stores.SQL(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	vec, err := milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection,
-		Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+	vec, err := stores.Vectors(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := s3.New(ctx, s3.Options{Bucket: cfg.Blob.Bucket, Region: cfg.Blob.Region, Endpoint: cfg.Blob.Endpoint, UsePathStyle: cfg.Blob.UsePathStyle})
+	blobs, err := stores.Blobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	emb, err := embedder(cfg)
+	emb, err := ingestenv.Embedder(cfg)
 	if err != nil {
 		return nil, err
 	}
 	// a stuck document is retried here, in process, with the same stages the state machine runs
-	st := &ingest.Stages{Records: db, Vectors: vec, Blobs: blobs, Embedder: emb, Log: log,
-		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
-		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
-	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
+	svc := ingestenv.Service(ingestenv.Stages(cfg, ingestenv.Stores{Records: db, Vectors: vec, Blobs: blobs}, emb, log))
 	c := &reconcile.Checker{Records: db, Vectors: vec, Blobs: blobs, Embedder: emb, Documents: svc, Lease: db, Log: log,
 		StuckAfter: durationEnv(getenv, "DOCMIND_RECONCILE_STUCK_AFTER", time.Hour)}
 	if getenv("DOCMIND_TENANT") != "" {
@@ -217,13 +188,4 @@ func durationEnv(getenv func(string) string, name string, def time.Duration) tim
 		return d
 	}
 	return def
-}
-
-// embedder is the configured provider: an OpenAI-compatible API, or the offline embedder.
-func embedder(cfg config.Config) (ingest.Embedder, error) {
-	if cfg.Embeddings.Provider == "openai" {
-		return embed.NewOpenAI(embed.OpenAIOptions{BaseURL: cfg.Embeddings.BaseURL, APIKey: cfg.Embeddings.APIKey,
-			Model: cfg.Embeddings.Model, Dim: cfg.Vector.Dim, BatchSize: cfg.Embeddings.BatchSize})
-	}
-	return embed.NewOffline(cfg.Vector.Dim), nil
 }

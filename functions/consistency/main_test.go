@@ -6,12 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/shared/chunk"
 	"github.com/docmind/docmind/shared/deptest"
 	"github.com/docmind/docmind/shared/embed"
@@ -74,21 +74,10 @@ func (e *env) checker(emb reconcile.Embedder) *reconcile.Checker {
 		Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
 }
 
-func event(t *testing.T, file string) Event {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev Event
-	if err := json.Unmarshal(b, &ev); err != nil {
-		t.Fatal(err)
-	}
-	return ev
-}
+func event(t *testing.T, file string) Event { return lambdatest.ReadJSON[Event](t, "testdata/"+file) }
 
-// emf parses the metric lines: records by class, and the run record.
-func emf(t *testing.T, out string) (map[string]emfClass, emfRun) {
+// parseEMF parses the metric lines: records by class, and the run record.
+func parseEMF(t *testing.T, out string) (map[string]emfClass, emfRun) {
 	t.Helper()
 	classes := map[string]emfClass{}
 	var run emfRun
@@ -143,7 +132,7 @@ func TestScheduledRunRepairsAndReports(t *testing.T) {
 					}
 				}
 			}
-			classes, run := emf(t, metrics.String())
+			classes, run := parseEMF(t, metrics.String())
 			if len(classes) != len(reconcile.Classes) || classes[reconcile.VectorsWithoutRows].Drift != 1 || classes[reconcile.VectorsWithoutRows].Repaired != 1 {
 				t.Fatalf("EMF classes: %+v", classes)
 			}
@@ -165,7 +154,7 @@ func TestReportOnly(t *testing.T) {
 	if res.Drift[reconcile.ReadyWithoutVectors] != 1 || res.Repaired[reconcile.ReadyWithoutVectors] != 0 || res.Remaining[reconcile.ReadyWithoutVectors] != 1 {
 		t.Fatalf("report only: %+v", res)
 	}
-	if _, run := emf(t, metrics.String()); run.RemainingTotal != 2 {
+	if _, run := parseEMF(t, metrics.String()); run.RemainingTotal != 2 {
 		t.Fatalf("the drift alarm's metric: RemainingTotal %d, want 2 (a missing vector and an orphan)", run.RemainingTotal)
 	}
 }
@@ -203,7 +192,7 @@ func TestOverlappingInvocations(t *testing.T) {
 	if err != nil || !r2.LockHeld {
 		t.Fatalf("second invocation: %+v, %v; want lock_held", r2, err)
 	}
-	if _, run := emf(t, m2.String()); run.LockHeld != 1 {
+	if _, run := parseEMF(t, m2.String()); run.LockHeld != 1 {
 		t.Fatalf("lock_held metric: %+v", run)
 	}
 	close(g.release)
@@ -214,7 +203,8 @@ func TestOverlappingInvocations(t *testing.T) {
 }
 
 func TestWireRefusesEmbeddedStores(t *testing.T) {
-	if _, err := wire(context.Background(), func(string) string { return "" }, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "in a Lambda") {
-		t.Fatalf("wire with the embedded defaults: %v", err)
-	}
+	lambdatest.RefusesEmbeddedStores(t, func(getenv func(string) string) error {
+		_, err := wire(context.Background(), getenv, slog.New(slog.DiscardHandler))
+		return err
+	})
 }

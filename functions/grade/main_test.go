@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
+	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/functions/internal/linktest"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/deptest"
@@ -19,11 +18,7 @@ func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/funct
 
 // TestLinks: neither the Milvus client nor go-openai reaches the binary.
 func TestLinks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	linktest.Forbid(t, "github.com/docmind/docmind/functions/grade", "github.com/docmind/docmind/shared/rank",
-		"github.com/milvus-io/", "github.com/sashabaranov/go-openai")
+	linktest.NoModelOrVectorClient(t, "github.com/docmind/docmind/functions/grade")
 }
 
 // TestContract runs the testdata event (the one `make invoke-grade` sends) through the handler.
@@ -32,14 +27,7 @@ func TestContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile("testdata/grade.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in rankfn.GradeIn
-	if err := json.Unmarshal(raw, &in); err != nil {
-		t.Fatal(err)
-	}
+	in := lambdatest.ReadJSON[rankfn.GradeIn](t, "testdata/grade.json")
 	out, err := awsrt.Handler(g.Grade)(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +53,5 @@ func TestContract(t *testing.T) {
 // TestWireWithTemplateGlobals: the template's Globals name the cloud stores for every function; the
 // grade function opens none and must start without their settings.
 func TestWireWithTemplateGlobals(t *testing.T) {
-	env := map[string]string{"DOCMIND_SQL_DRIVER": "mysql", "DOCMIND_VECTOR_DRIVER": "milvus", "DOCMIND_KV_DRIVER": "redis", "DOCMIND_BLOB_DRIVER": "s3"}
-	if _, err := wire(func(k string) string { return env[k] }); err != nil {
-		t.Fatal(err)
-	}
+	lambdatest.StartsStoreless(t, func(getenv func(string) string) error { _, err := wire(getenv); return err })
 }

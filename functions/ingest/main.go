@@ -15,26 +15,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/lambdamain"
+	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
-	"github.com/docmind/docmind/shared/store/milvus"
-	"github.com/docmind/docmind/shared/store/mysql"
-	"github.com/docmind/docmind/shared/store/s3"
 )
 
 var version = "dev"
 
-func main() {
-	log := awsenv.Logger()
-	ctx := context.Background()
+func main() { lambdamain.Run("ingest", version, run) }
+
+func run(ctx context.Context, log *slog.Logger) error {
 	h, err := wire(ctx, os.Getenv, log)
 	if err != nil {
-		log.Error("ingest function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-		os.Exit(1)
+		return err
 	}
 	lambda.Start(h.handle)
+	return nil
 }
 
 // handler consumes one SQS batch of S3 notifications.
@@ -91,17 +90,16 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*h
 	if cfg.Tenant == "" {
 		return nil, rag.Errorf("ingest.wire", rag.KindInvalid, "DOCMIND_TENANT is required")
 	}
-	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	db, err := stores.SQL(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	// removals delete vectors and stored sources, so the function needs the vector index and the bucket
-	vec, err := milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection,
-		Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+	vec, err := stores.Vectors(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := s3.New(ctx, s3.Options{Bucket: cfg.Blob.Bucket, Region: cfg.Blob.Region, Endpoint: cfg.Blob.Endpoint, UsePathStyle: cfg.Blob.UsePathStyle})
+	blobs, err := stores.Blobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

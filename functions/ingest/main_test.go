@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/shared/deptest"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
@@ -35,16 +34,7 @@ func (f *fakeTrigger) Handle(_ context.Context, ch ingest.SourceChange) (ingest.
 }
 
 func load(t *testing.T, name string) events.SQSEvent {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev events.SQSEvent
-	if err := json.Unmarshal(b, &ev); err != nil {
-		t.Fatal(err)
-	}
-	return ev
+	return lambdatest.ReadJSON[events.SQSEvent](t, "testdata/"+name)
 }
 
 // ING-03 and the poisoned record: keys with spaces, "+", "%", CJK and emoji reach the trigger exactly as

@@ -19,16 +19,20 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/lambdamain"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/store/mysql"
 )
 
 var version = "dev"
 
-func main() {
-	log := awsenv.Logger()
+func main() { lambdamain.Run("migrate", version, run) }
+
+// run starts the runtime at once: migrating is the invocation's work, never the cold start's.
+func run(_ context.Context, log *slog.Logger) error {
 	m := &migrator{log: log, getenv: os.Getenv, http: &http.Client{Timeout: 30 * time.Second}, migrate: migrateDB}
 	lambda.Start(m.handle)
+	return nil
 }
 
 // Event is a CloudFormation custom resource request; every field is empty on a direct invocation.

@@ -1,39 +1,24 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 
-	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/functions/internal/httpfn"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/identity"
 	"github.com/docmind/docmind/shared/obs"
-	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
-	"github.com/docmind/docmind/shared/retrieve"
-	"github.com/docmind/docmind/shared/store"
-	"github.com/docmind/docmind/shared/store/sqldb"
 	"github.com/docmind/docmind/shared/streamcap"
 	"github.com/docmind/docmind/shared/wire"
 )
-
-// stores are the adapters the chat reads. The main opens the cloud ones; tests pass the embedded ones,
-// which never reach the binary (TestDeps).
-type stores struct {
-	SQL      *sqldb.DB // library, conversations, identity, roles, audit, chunk rows
-	Keyword  retrieve.Keyword
-	Vectors  store.VectorIndex
-	Memories store.VectorIndex // nil: long-term memory off
-	KV       store.KV
-}
 
 // newHandler wires the chat exactly as `docmind serve` does (cmd/docmind/server.go), with the Lambda's
 // differences: no loopback guard (the Function URL is public or behind CloudFront), the caller's token in
 // X-Docmind-Authorization behind CloudFront OAC, the stream caps, tracing, and rerank through the rerank
 // function when rr is set.
-func newHandler(cfg config.Config, c caps, s stores, rr rank.Reranker, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
+func newHandler(cfg config.Config, c caps, s httpfn.Stores, rr rank.Reranker, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
 	chain, err := wire.Retriever(cfg, s.Keyword, s.Vectors, s.SQL)
 	if err != nil {
 		return nil, err
@@ -54,22 +39,13 @@ func newHandler(cfg config.Config, c caps, s stores, rr rank.Reranker, tr *obs.T
 			chat.Agent.LLM = &obs.ToolCaller{Next: chat.Agent.LLM, Tracer: tr.Tracer(), PriceIn: cfg.Chat.PriceInputPerMTok, PriceOut: cfg.Chat.PriceOutputPerMTok}
 		}
 	}
-	deps := httpapi.Deps{Version: version, Logger: log, Checks: checks(cfg, s), Library: s.SQL, Chat: chat,
+	deps := httpapi.Deps{Version: version, Logger: log, Checks: httpfn.Checks(cfg, s), Library: s.SQL, Chat: chat,
 		Conversations: s.SQL, ChatTimeout: c.StreamMax, MaxUploadBytes: cfg.Server.MaxBodyBytes}
-	a, err := wire.Authenticator(cfg, s.SQL)
-	if err != nil {
+	// DOCMIND_AUTH=none was refused at start unless the URL is AWS_IAM (requireAuth)
+	if _, err := httpfn.Identity(cfg, s, &deps, log); err != nil {
 		return nil, err
 	}
-	a.Log = log
-	deps.Auth, deps.AuthMode = a, a.Mode.String()
-	deps.Members, deps.Admin, deps.Audit = s.SQL, s.SQL, s.SQL
-	if lim := wire.Limiter(cfg, s.KV); lim != nil {
-		deps.Limits = lim.WithLogger(log)
-	}
-	deps.Guard = httpapi.GuardOptions{AllowedOrigins: config.List(cfg.Auth.AllowedOrigins)}
-	if mem := wire.Memory(cfg, s.SQL, s.Memories, chain.Embedder, s.KV); mem != nil && s.Memories != nil {
-		chat.Memory, deps.Memories = mem, mem
-	}
+	httpfn.Memory(cfg, s, chain.Embedder, chat, &deps)
 	var h http.Handler = httpapi.New(deps)
 	h = http.MaxBytesHandler(h, cfg.Server.MaxBodyBytes)
 	h = streamcap.Reserve(c.Reserve, h)
@@ -77,18 +53,6 @@ func newHandler(cfg config.Config, c caps, s stores, rr rank.Reranker, tr *obs.T
 		h = oacToken(h)
 	}
 	return tr.Middleware(h), nil
-}
-
-// checks are the health probes of the stores this function reads.
-func checks(cfg config.Config, s stores) []httpapi.Check {
-	return []httpapi.Check{
-		{Name: "sql", Driver: cfg.SQL.Driver, Probe: s.SQL.Ping},
-		{Name: "vector", Driver: cfg.Vector.Driver, Probe: func(ctx context.Context) error {
-			_, err := s.Vectors.Count(ctx, rag.Filter{Tenant: cfg.Tenant})
-			return err
-		}},
-		{Name: "kv", Driver: cfg.KV.Driver, Probe: s.KV.Ping},
-	}
 }
 
 // TokenHeader carries the caller's API key or JWT behind CloudFront with origin access control: OAC signs
@@ -123,9 +87,4 @@ func requireAuth(mode, urlAuth string) error {
 
 func kvError(driver string) error {
 	return &config.ValidationError{Problems: []string{"DOCMIND_KV_DRIVER must be redis in the query function (limits, cache, memory), got " + driver}}
-}
-
-func bm25Params(cfg config.Config) bm25.Params {
-	r := cfg.Retrieval
-	return bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight}
 }

@@ -15,32 +15,23 @@ import (
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
-	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/functions/internal/httpfn"
+	"github.com/docmind/docmind/functions/internal/lambdamain"
 	"github.com/docmind/docmind/shared/lambdafn"
 	"github.com/docmind/docmind/shared/obs"
 	"github.com/docmind/docmind/shared/rank"
-	"github.com/docmind/docmind/shared/store/milvus"
-	"github.com/docmind/docmind/shared/store/mysql"
-	"github.com/docmind/docmind/shared/store/redis"
 )
 
 var version = "dev"
 
-func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(context.Background(), log); err != nil {
-		log.Error("query function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-		os.Exit(1)
-	}
-}
+func main() { lambdamain.Run("query", version, run) }
 
 // run sets up tracing (the trace id in every log line from here on), builds the handler and serves.
 func run(ctx context.Context, log *slog.Logger) error {
-	tr, err := obs.Setup(ctx, obs.Options{Service: "docmind-query", Version: version}, os.Getenv)
+	tr, log, err := httpfn.Trace(ctx, "docmind-query", version, os.Getenv, log)
 	if err != nil {
 		return err
 	}
-	log = slog.New(tr.LogHandler(log.Handler()))
 	h, err := open(ctx, os.Getenv, tr, log)
 	if err != nil {
 		return err
@@ -67,22 +58,9 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 	if cfg.KV.Driver != "redis" {
 		return nil, kvError(cfg.KV.Driver)
 	}
-	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	s, err := httpfn.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	mo := milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection, Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout}
-	vec, err := milvus.Open(ctx, mo)
-	if err != nil {
-		return nil, err
-	}
-	s := stores{SQL: db, Keyword: &mysql.Keyword{DB: db, Params: bm25Params(cfg)}, Vectors: vec,
-		KV: redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})}
-	if cfg.Chat.MemoryEnabled {
-		mo.Collection += "_memories"
-		if s.Memories, err = milvus.Open(ctx, mo); err != nil {
-			return nil, err
-		}
 	}
 	var rr rank.Reranker
 	if fn := c.RerankFunction; fn != "" {

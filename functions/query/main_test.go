@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,31 +16,17 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
-	"github.com/docmind/docmind/shared/bm25"
-	"github.com/docmind/docmind/shared/chunk"
+	"github.com/docmind/docmind/functions/internal/httpfn"
+	"github.com/docmind/docmind/functions/internal/kbtest"
+	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/deptest"
-	"github.com/docmind/docmind/shared/extract"
-	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/llm/llmtest"
 	"github.com/docmind/docmind/shared/obs"
-	"github.com/docmind/docmind/shared/store/memblob"
 	"github.com/docmind/docmind/shared/store/memkv"
-	"github.com/docmind/docmind/shared/store/memvec"
-	"github.com/docmind/docmind/shared/store/sqlite"
-	"github.com/docmind/docmind/shared/wire"
 )
 
 func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/query") }
-
-const handbook = `# Refunds
-
-Annual plans can be refunded within 30 days of purchase. Monthly plans are not refundable.
-
-# Support
-
-Support answers on weekdays from 9 to 17.
-`
 
 // fixture is the query function's handler over the embedded stores with one ingested document and a
 // fake OpenAI-compatible model.
@@ -66,32 +51,13 @@ func newFixture(t *testing.T, mode string, c caps, reply llmtest.Reply) *fixture
 	cfg.Auth.Mode = mode
 	cfg.Chat.Provider, cfg.Chat.BaseURL, cfg.Chat.MainModel, cfg.Chat.AgentRounds = "openai", f.llm.URL+"/v1", "main", 0
 	cfg.Chat.CacheEnabled, cfg.Chat.MemoryEnabled = false, false
-	db, err := sqlite.Open(filepath.Join(cfg.DataDir, "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	kw := bm25.New(bm25Params(cfg))
-	vec := memvec.New(cfg.Vector.Dim)
-	emb, err := wire.Embedder(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &ingest.Stages{Records: db, Vectors: vec, Blobs: memblob.New(), Staging: memblob.New(), Embedder: emb, Keyword: kw,
-		Limits: extract.Limits{MaxFileBytes: 1 << 20}, Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
-	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
-	if rep, err := svc.Ingest(ctx, cfg.Tenant, ingest.Source{KBName: "handbook", URI: "inbox/handbook/billing.md", Name: "billing.md", Data: []byte(handbook)}); err != nil || rep.Status != "ready" {
-		t.Fatalf("ingest: %+v %v", rep, err)
-	}
+	lib := kbtest.New(t, cfg)
 	tr, err := obs.Setup(ctx, obs.Options{Service: "test"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(tr.LogHandler(slog.NewJSONHandler(f.log, nil)))
-	h, err := newHandler(cfg, c, stores{SQL: db, Keyword: kw, Vectors: vec, KV: memkv.New(nil, 0)}, nil, tr, log)
+	h, err := newHandler(cfg, c, httpfn.Stores{SQL: lib.DB, Keyword: lib.Keyword, Vectors: lib.Vectors, KV: memkv.New(nil, 0)}, nil, tr, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,9 +325,10 @@ func TestLoadCaps(t *testing.T) {
 // TestOpenRefusesEmbeddedStores: the main refuses the embedded drivers and DOCMIND_AUTH=none on a
 // public URL before opening anything.
 func TestOpenRefusesEmbeddedStores(t *testing.T) {
-	if _, err := open(context.Background(), func(string) string { return "" }, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "in a Lambda") {
-		t.Errorf("embedded defaults: %v", err)
-	}
+	lambdatest.RefusesEmbeddedStores(t, func(getenv func(string) string) error {
+		_, err := open(context.Background(), getenv, nil, slog.New(slog.DiscardHandler))
+		return err
+	})
 	env := map[string]string{"DOCMIND_SQL_DRIVER": "mysql", "DOCMIND_VECTOR_DRIVER": "milvus", "DOCMIND_BLOB_DRIVER": "s3", "DOCMIND_KV_DRIVER": "redis",
 		"DOCMIND_SQL_DSN": "u:p@tcp(127.0.0.1:1)/db", "DOCMIND_MILVUS_ADDR": "127.0.0.1:1", "DOCMIND_S3_BUCKET": "b", "DOCMIND_REDIS_ADDR": "127.0.0.1:1"}
 	if _, err := open(context.Background(), func(k string) string { return env[k] }, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "DOCMIND_AUTH=none") {

@@ -16,6 +16,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/docmind/docmind/functions/internal/lambdamain"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/rag"
@@ -25,14 +26,15 @@ import (
 
 var version = "dev"
 
-func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	r, err := wire(context.Background(), os.Getenv)
+func main() { lambdamain.Run("rerank", version, run) }
+
+func run(ctx context.Context, _ *slog.Logger) error {
+	r, err := wire(ctx, os.Getenv)
 	if err != nil {
-		log.Error("rerank function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-		os.Exit(1)
+		return err
 	}
 	lambda.Start(awsrt.Handler(r.Rerank))
+	return nil
 }
 
 // wire reads the configuration (the rerank API key from Secrets Manager when
@@ -54,7 +56,7 @@ func wire(ctx context.Context, getenv func(string) string) (*rankfn.Reranker, er
 			return nil, err
 		}
 	}
-	cfg, err := config.Load("", storeless(getenv))
+	cfg, err := config.Load("", lambdamain.Storeless(getenv))
 	if err != nil {
 		return nil, err
 	}
@@ -73,16 +75,4 @@ func reranker(cfg config.Config) (*rankfn.Reranker, error) {
 		return &rankfn.Reranker{Model: "lexical", Rank: rank.Lexical{}}, nil
 	}
 	return nil, &config.ValidationError{Problems: []string{"DOCMIND_RERANK_PROVIDER must be http (or empty for lexical scores) in the rerank function, got " + cfg.Rerank.Provider}}
-}
-
-// storeless hides the store drivers the template sets for every function (Globals): this function opens
-// no store, and the drivers' own settings (a DSN, an address) are not given to it.
-func storeless(getenv func(string) string) func(string) string {
-	return func(k string) string {
-		switch k {
-		case "DOCMIND_SQL_DRIVER", "DOCMIND_VECTOR_DRIVER", "DOCMIND_KV_DRIVER", "DOCMIND_BLOB_DRIVER":
-			return ""
-		}
-		return getenv(k)
-	}
 }

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
+	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/functions/internal/linktest"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/deptest"
@@ -23,26 +23,13 @@ func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/funct
 
 // TestLinks: neither the Milvus client nor go-openai reaches the binary.
 func TestLinks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	linktest.Forbid(t, "github.com/docmind/docmind/functions/rerank", "github.com/docmind/docmind/shared/rank",
-		"github.com/milvus-io/", "github.com/sashabaranov/go-openai")
+	linktest.NoModelOrVectorClient(t, "github.com/docmind/docmind/functions/rerank")
 }
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func event(t *testing.T) rankfn.RerankIn {
-	t.Helper()
-	raw, err := os.ReadFile("testdata/rerank.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in rankfn.RerankIn
-	if err := json.Unmarshal(raw, &in); err != nil {
-		t.Fatal(err)
-	}
-	return in
+	return lambdatest.ReadJSON[rankfn.RerankIn](t, "testdata/rerank.json")
 }
 
 // TestContractHTTP: scores come back in input order from a Cohere-format rerank API.
@@ -120,8 +107,5 @@ func evidence(i int, text string) rank.Evidence {
 // TestWireWithTemplateGlobals: the template's Globals name the cloud stores for every function; the
 // rerank function opens none and must start without their settings.
 func TestWireWithTemplateGlobals(t *testing.T) {
-	globals := map[string]string{"DOCMIND_SQL_DRIVER": "mysql", "DOCMIND_VECTOR_DRIVER": "milvus", "DOCMIND_KV_DRIVER": "redis", "DOCMIND_BLOB_DRIVER": "s3"}
-	if _, err := wire(context.Background(), env(globals)); err != nil {
-		t.Fatal(err)
-	}
+	lambdatest.StartsStoreless(t, func(getenv func(string) string) error { _, err := wire(context.Background(), getenv); return err })
 }

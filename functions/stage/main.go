@@ -7,51 +7,47 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/ingestenv"
+	"github.com/docmind/docmind/functions/internal/lambdamain"
+	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/awsrt"
-	"github.com/docmind/docmind/shared/chunk"
-	"github.com/docmind/docmind/shared/config"
-	"github.com/docmind/docmind/shared/embed"
-	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/ingest"
-	"github.com/docmind/docmind/shared/store/milvus"
-	"github.com/docmind/docmind/shared/store/mysql"
-	"github.com/docmind/docmind/shared/store/s3"
 )
 
 var version = "dev"
 
-func main() {
-	log := awsenv.Logger()
-	ctx := context.Background()
-	w, err := wire(ctx, os.Getenv)
+func main() { lambdamain.Run("stage", version, run) }
+
+func run(ctx context.Context, log *slog.Logger) error {
+	w, err := wire(ctx, os.Getenv, log)
 	if err != nil {
-		log.Error("stage function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
-		os.Exit(1)
+		return err
 	}
 	lambda.Start(awsrt.Handler(w.Dispatch))
+	return nil
 }
 
 // wire opens the stores and builds the workflow; nothing is called per invocation.
-func wire(ctx context.Context, getenv func(string) string) (*ingest.Workflow, error) {
+func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*ingest.Workflow, error) {
 	cfg, err := awsenv.Load(ctx, getenv)
 	if err != nil {
 		return nil, err
 	}
-	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	db, err := stores.SQL(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	vec, err := milvus.Open(ctx, milvus.Options{Addr: cfg.Vector.MilvusAddr, Token: cfg.Vector.MilvusToken, Collection: cfg.Vector.Collection,
-		Dim: cfg.Vector.Dim, CallTimeout: cfg.Vector.CallTimeout})
+	vec, err := stores.Vectors(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := s3.New(ctx, s3.Options{Bucket: cfg.Blob.Bucket, Region: cfg.Blob.Region, Endpoint: cfg.Blob.Endpoint, UsePathStyle: cfg.Blob.UsePathStyle})
+	blobs, err := stores.Blobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -59,22 +55,11 @@ func wire(ctx context.Context, getenv func(string) string) (*ingest.Workflow, er
 	if err != nil {
 		return nil, err
 	}
-	emb, err := embedder(cfg)
+	emb, err := ingestenv.Embedder(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st := &ingest.Stages{Records: db, Vectors: vec, Blobs: blobs, Embedder: emb, Log: awsenv.Logger(),
-		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
-		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
+	st := ingestenv.Stages(cfg, ingestenv.Stores{Records: db, Vectors: vec, Blobs: blobs}, emb, log)
 	return &ingest.Workflow{Stages: st, Leases: db, Events: db, Objects: awsenv.Objects{S3: awsenv.S3Client(ac, cfg)},
 		BatchSize: max(cfg.Embeddings.BatchSize, 1) * 16}, nil
-}
-
-// embedder is the configured provider: an OpenAI-compatible API, or the offline embedder.
-func embedder(cfg config.Config) (ingest.Embedder, error) {
-	if cfg.Embeddings.Provider == "openai" {
-		return embed.NewOpenAI(embed.OpenAIOptions{BaseURL: cfg.Embeddings.BaseURL, APIKey: cfg.Embeddings.APIKey,
-			Model: cfg.Embeddings.Model, Dim: cfg.Vector.Dim, BatchSize: cfg.Embeddings.BatchSize})
-	}
-	return embed.NewOffline(cfg.Vector.Dim), nil
 }

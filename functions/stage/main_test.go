@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"strings"
+	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
+	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/deptest"
 	"github.com/docmind/docmind/shared/ingest"
@@ -33,10 +34,10 @@ func TestDispatchReportsKindAsErrorType(t *testing.T) {
 }
 
 func TestWireRefusesEmbeddedStores(t *testing.T) {
-	_, err := wire(context.Background(), func(string) string { return "" })
-	if err == nil || !strings.Contains(err.Error(), "in a Lambda") {
-		t.Fatalf("embedded defaults accepted: %v", err)
-	}
+	lambdatest.RefusesEmbeddedStores(t, func(getenv func(string) string) error {
+		_, err := wire(context.Background(), getenv, slog.New(slog.DiscardHandler))
+		return err
+	})
 }
 
 func TestEnvelopeShape(t *testing.T) {

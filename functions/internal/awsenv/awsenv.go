@@ -1,7 +1,8 @@
-// Package awsenv is what docmind's Lambda mains share to start: configuration with secrets resolved
-// once at init, the rule that a Lambda runs on the cloud stores only, and the few AWS clients the
-// ingestion functions use directly (S3 object versions, Step Functions). Each main still opens only the
-// adapters it needs, so a function links nothing it does not call.
+// Package awsenv is what docmind's Lambda mains share to start on AWS: configuration with secrets
+// resolved once at init, the rule that a Lambda runs on the cloud stores only, and the few AWS clients
+// the functions use directly (S3 object versions and uploads, Step Functions). The start-up shape and
+// logger are lambdamain's (linked by every function), the store adapters are opened by stores, and the
+// ingestion stages are built by ingestenv: each main imports only the packages whose adapters it uses.
 package awsenv
 
 import (
@@ -9,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -27,9 +26,6 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/rag"
 )
-
-// Logger is the JSON logger every function logs with (once, at the edge).
-func Logger() *slog.Logger { return slog.New(slog.NewJSONHandler(os.Stderr, nil)) }
 
 // AWSConfig loads the SDK configuration with one retry layer (three attempts, capped backoff; SR-17).
 func AWSConfig(ctx context.Context) (aws.Config, error) {

@@ -67,3 +67,14 @@ func Forbid(t *testing.T, pkg, mustLink string, forbidden ...string) {
 		t.Errorf("%s links %d symbols of %s", pkg, n, f)
 	}
 }
+
+// NoModelOrVectorClient is the check of the functions that compute over what they are sent (rerank,
+// grade): no symbol of the Milvus client or of go-openai in pkg's binary, and shared/rank's code there.
+// It builds the binary, so -short skips it.
+func NoModelOrVectorClient(t *testing.T, pkg string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	Forbid(t, pkg, "github.com/docmind/docmind/shared/rank", "github.com/milvus-io/", "github.com/sashabaranov/go-openai")
+}

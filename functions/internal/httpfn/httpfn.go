@@ -1,0 +1,106 @@
+// Package httpfn is what the two HTTP functions share: query (the chat behind a Function URL) and api
+// (the management API behind API Gateway) serve shared/httpapi's handler over the same stores, traced
+// the same way, with identity wired as `docmind serve` wires it. Only they import it: it links the HTTP
+// handler, the chat pipeline's wiring and the Redis client.
+package httpfn
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/docmind/docmind/functions/internal/stores"
+	"github.com/docmind/docmind/shared/answer"
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/httpapi"
+	"github.com/docmind/docmind/shared/identity"
+	"github.com/docmind/docmind/shared/memory"
+	"github.com/docmind/docmind/shared/obs"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/retrieve"
+	"github.com/docmind/docmind/shared/store"
+	"github.com/docmind/docmind/shared/store/redis"
+	"github.com/docmind/docmind/shared/store/sqldb"
+	"github.com/docmind/docmind/shared/wire"
+)
+
+// Stores are the adapters the handler reads. The mains open the cloud ones (Open); tests pass the
+// embedded ones, which never reach a binary (TestDeps).
+type Stores struct {
+	SQL      *sqldb.DB // library, conversations, identity, roles, audit, chunk rows
+	Keyword  retrieve.Keyword
+	Vectors  store.VectorIndex
+	Memories store.VectorIndex // nil: long-term memory off
+	KV       store.KV
+}
+
+// Open opens Aurora, Milvus (and the memories' collection when memory is on) and Redis; nothing is
+// opened per invocation.
+func Open(ctx context.Context, cfg config.Config) (Stores, error) {
+	db, err := stores.SQL(ctx, cfg)
+	if err != nil {
+		return Stores{}, err
+	}
+	vec, err := stores.Vectors(ctx, cfg)
+	if err != nil {
+		return Stores{}, err
+	}
+	s := Stores{SQL: db, Keyword: stores.Keyword(db, cfg), Vectors: vec,
+		KV: redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})}
+	if cfg.Chat.MemoryEnabled {
+		mem, err := stores.Memories(ctx, cfg)
+		if err != nil {
+			return Stores{}, err
+		}
+		s.Memories = mem
+	}
+	return s, nil
+}
+
+// Trace sets up tracing for service (exported over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set) and
+// returns log wrapped so that every line from here on carries the trace id.
+func Trace(ctx context.Context, service, version string, getenv func(string) string, log *slog.Logger) (*obs.Tracing, *slog.Logger, error) {
+	tr, err := obs.Setup(ctx, obs.Options{Service: service, Version: version}, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tr, slog.New(tr.LogHandler(log.Handler())), nil
+}
+
+// Checks are the health probes of the stores: SQL ping, a tenant-scoped vector count, KV ping.
+func Checks(cfg config.Config, s Stores) []httpapi.Check {
+	return []httpapi.Check{
+		{Name: "sql", Driver: cfg.SQL.Driver, Probe: s.SQL.Ping},
+		{Name: "vector", Driver: cfg.Vector.Driver, Probe: func(ctx context.Context) error {
+			_, err := s.Vectors.Count(ctx, rag.Filter{Tenant: cfg.Tenant})
+			return err
+		}},
+		{Name: "kv", Driver: cfg.KV.Driver, Probe: s.KV.Ping},
+	}
+}
+
+// Identity sets deps' authentication (keys and/or JWT, DOCMIND_AUTH), roles, identity endpoints, audit,
+// per-user limits and browser-origin checks as `docmind serve` does, without the loopback rule: a
+// function's callers never come from its own host. It returns the authentication mode, which the caller
+// judges against how the function is exposed.
+func Identity(cfg config.Config, s Stores, deps *httpapi.Deps, log *slog.Logger) (identity.Mode, error) {
+	a, err := wire.Authenticator(cfg, s.SQL)
+	if err != nil {
+		return identity.Mode{}, err
+	}
+	a.Log = log
+	deps.Auth, deps.AuthMode = a, a.Mode.String()
+	deps.Members, deps.Admin, deps.Audit = s.SQL, s.SQL, s.SQL
+	if lim := wire.Limiter(cfg, s.KV); lim != nil {
+		deps.Limits = lim.WithLogger(log)
+	}
+	deps.Guard = httpapi.GuardOptions{AllowedOrigins: config.List(cfg.Auth.AllowedOrigins)}
+	return a.Mode, nil
+}
+
+// Memory gives the chat and the memory endpoints long-term memory when it is configured and its
+// collection is open; otherwise both stay without it.
+func Memory(cfg config.Config, s Stores, emb memory.Embedder, chat *answer.Pipeline, deps *httpapi.Deps) {
+	if m := wire.Memory(cfg, s.SQL, s.Memories, emb, s.KV); m != nil && s.Memories != nil {
+		chat.Memory, deps.Memories = m, m
+	}
+}
