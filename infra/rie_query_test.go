@@ -45,13 +45,7 @@ Support answers on weekdays from 9 to 17.
 // POST /api/ask (API Gateway payload 2.0); rerank and grade answer their contracts; and the answer state
 // machine (the ASL file, run by aslrun) invokes the askstep, rerank and grade binaries for every Task.
 func TestRIEQuery(t *testing.T) {
-	if os.Getenv(EnvRIE) == "" {
-		t.Skip("set " + EnvRIE + "=1 to build the functions and run them under aws-lambda-rie (make test-lambda)")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("the emulator runs linux binaries")
-	}
-	rie := rieBinary(t)
+	rie := requireRIE(t)
 	f := newFixture(t)
 	ctx := context.Background()
 	redis := miniredis.RunT(t)

@@ -244,6 +244,18 @@ func coldInit(t *testing.T, bin string, env []string) (time.Duration, string, er
 	}
 }
 
+// requireRIE skips the test unless it is opted into (EnvRIE) on linux, and returns the emulator's path.
+func requireRIE(t *testing.T) string {
+	t.Helper()
+	if os.Getenv(EnvRIE) == "" {
+		t.Skip("set " + EnvRIE + "=1 to build the functions and run them under aws-lambda-rie (make test-lambda)")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the emulator runs linux binaries")
+	}
+	return rieBinary(t)
+}
+
 func rieBinary(t *testing.T) string {
 	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
 		return p
@@ -331,13 +343,7 @@ func sqsBatch(bodies ...string) []byte {
 // ingest function on an SQS batch of S3 events (CJK, spaces, "+", a poisoned message), the state machine
 // (the ASL file, run by aslrun) invoking the stage binary for every Task, a replay, and a removal.
 func TestRIE(t *testing.T) {
-	if os.Getenv(EnvRIE) == "" {
-		t.Skip("set " + EnvRIE + "=1 to build the functions and run them under aws-lambda-rie (make test-lambda)")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("the emulator runs linux binaries")
-	}
-	rie := rieBinary(t)
+	rie := requireRIE(t)
 	f := newFixture(t)
 	dir := t.TempDir()
 	tmpl, err := goformation.Open(filepath.Join("..", "template.yaml"))

@@ -41,15 +41,11 @@ func open(ctx context.Context, getenv func(string) string) (*askflow.Stages, err
 	if err != nil {
 		return nil, err
 	}
-	db, err := stores.SQL(ctx, cfg)
+	c, err := stores.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	vec, err := stores.Vectors(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return stages(cfg, db, stores.Keyword(db, cfg), vec)
+	return stages(cfg, c.SQL, stores.Keyword(c.SQL, cfg), c.Vectors)
 }
 
 // stages wires the stages as the chat wires its pipeline (the same model, prices and retrieval

@@ -155,15 +155,7 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*r
 	if err != nil {
 		return nil, err
 	}
-	db, err := stores.SQL(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	vec, err := stores.Vectors(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	blobs, err := stores.Blobs(ctx, cfg)
+	c, err := stores.OpenWithBlobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -172,15 +164,15 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*r
 		return nil, err
 	}
 	// a stuck document is retried here, in process, with the same stages the state machine runs
-	svc := ingestenv.Service(ingestenv.Stages(cfg, ingestenv.Stores{Records: db, Vectors: vec, Blobs: blobs}, emb, log))
-	c := &reconcile.Checker{Records: db, Vectors: vec, Blobs: blobs, Embedder: emb, Documents: svc, Lease: db, Log: log,
+	svc := ingestenv.Service(ingestenv.Stages(cfg, ingestenv.Stores{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}, emb, log))
+	chk := &reconcile.Checker{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs, Embedder: emb, Documents: svc, Lease: c.SQL, Log: log,
 		StuckAfter: durationEnv(getenv, "DOCMIND_RECONCILE_STUCK_AFTER", time.Hour)}
 	if getenv("DOCMIND_TENANT") != "" {
 		// a stack serves one tenant and its role reaches only that tenant's prefixes; without the
 		// variable every tenant owning data in SQL is checked
-		c.Tenants = []string{cfg.Tenant}
+		chk.Tenants = []string{cfg.Tenant}
 	}
-	return c, nil
+	return chk, nil
 }
 
 func durationEnv(getenv func(string) string, name string, def time.Duration) time.Duration {

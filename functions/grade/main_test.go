@@ -10,16 +10,11 @@ import (
 	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/functions/internal/linktest"
 	"github.com/docmind/docmind/shared/awsrt"
-	"github.com/docmind/docmind/shared/deptest"
 	"github.com/docmind/docmind/shared/rankfn"
 )
 
-func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/grade") }
-
-// TestLinks: neither the Milvus client nor go-openai reaches the binary.
-func TestLinks(t *testing.T) {
-	linktest.NoModelOrVectorClient(t, "github.com/docmind/docmind/functions/grade")
-}
+// TestDeps: no forbidden package, and neither the Milvus client nor go-openai reaches the binary.
+func TestDeps(t *testing.T) { linktest.Computing(t, "github.com/docmind/docmind/functions/grade") }
 
 // TestContract runs the testdata event (the one `make invoke-grade` sends) through the handler.
 func TestContract(t *testing.T) {

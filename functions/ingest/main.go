@@ -90,16 +90,8 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*h
 	if cfg.Tenant == "" {
 		return nil, rag.Errorf("ingest.wire", rag.KindInvalid, "DOCMIND_TENANT is required")
 	}
-	db, err := stores.SQL(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
 	// removals delete vectors and stored sources, so the function needs the vector index and the bucket
-	vec, err := stores.Vectors(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	blobs, err := stores.Blobs(ctx, cfg)
+	c, err := stores.OpenWithBlobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +99,8 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*h
 	if err != nil {
 		return nil, err
 	}
-	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: db, Vectors: vec, Blobs: blobs}}}
-	t := &ingest.Trigger{Service: svc, Events: db, Leases: db, Tenant: cfg.Tenant, Name: awsrt.ExecutionName,
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}}}
+	t := &ingest.Trigger{Service: svc, Events: c.SQL, Leases: c.SQL, Tenant: cfg.Tenant, Name: awsrt.ExecutionName,
 		Executions: awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: set.StateMachineARN}}
 	return &handler{trigger: t, log: log}, nil
 }

@@ -14,17 +14,12 @@ import (
 	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/functions/internal/linktest"
 	"github.com/docmind/docmind/shared/awsrt"
-	"github.com/docmind/docmind/shared/deptest"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/rankfn"
 )
 
-func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/rerank") }
-
-// TestLinks: neither the Milvus client nor go-openai reaches the binary.
-func TestLinks(t *testing.T) {
-	linktest.NoModelOrVectorClient(t, "github.com/docmind/docmind/functions/rerank")
-}
+// TestDeps: no forbidden package, and neither the Milvus client nor go-openai reaches the binary.
+func TestDeps(t *testing.T) { linktest.Computing(t, "github.com/docmind/docmind/functions/rerank") }
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 

@@ -39,15 +39,7 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*i
 	if err != nil {
 		return nil, err
 	}
-	db, err := stores.SQL(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	vec, err := stores.Vectors(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	blobs, err := stores.Blobs(ctx, cfg)
+	c, err := stores.OpenWithBlobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +51,7 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*i
 	if err != nil {
 		return nil, err
 	}
-	st := ingestenv.Stages(cfg, ingestenv.Stores{Records: db, Vectors: vec, Blobs: blobs}, emb, log)
-	return &ingest.Workflow{Stages: st, Leases: db, Events: db, Objects: awsenv.Objects{S3: awsenv.S3Client(ac, cfg)},
+	st := ingestenv.Stages(cfg, ingestenv.Stores{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}, emb, log)
+	return &ingest.Workflow{Stages: st, Leases: c.SQL, Events: c.SQL, Objects: awsenv.Objects{S3: awsenv.S3Client(ac, cfg)},
 		BatchSize: max(cfg.Embeddings.BatchSize, 1) * 16}, nil
 }

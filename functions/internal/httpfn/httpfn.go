@@ -36,15 +36,11 @@ type Stores struct {
 // Open opens Aurora, Milvus (and the memories' collection when memory is on) and Redis; nothing is
 // opened per invocation.
 func Open(ctx context.Context, cfg config.Config) (Stores, error) {
-	db, err := stores.SQL(ctx, cfg)
+	c, err := stores.Open(ctx, cfg)
 	if err != nil {
 		return Stores{}, err
 	}
-	vec, err := stores.Vectors(ctx, cfg)
-	if err != nil {
-		return Stores{}, err
-	}
-	s := Stores{SQL: db, Keyword: stores.Keyword(db, cfg), Vectors: vec,
+	s := Stores{SQL: c.SQL, Keyword: stores.Keyword(c.SQL, cfg), Vectors: c.Vectors,
 		KV: redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})}
 	if cfg.Chat.MemoryEnabled {
 		mem, err := stores.Memories(ctx, cfg)

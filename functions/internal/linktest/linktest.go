@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/docmind/docmind/shared/deptest"
 )
 
 // Symbols builds pkg as the Lambda build does (linux/arm64, no cgo, lambda.norpc, symbols kept) and
@@ -68,13 +70,15 @@ func Forbid(t *testing.T, pkg, mustLink string, forbidden ...string) {
 	}
 }
 
-// NoModelOrVectorClient is the check of the functions that compute over what they are sent (rerank,
-// grade): no symbol of the Milvus client or of go-openai in pkg's binary, and shared/rank's code there.
-// It builds the binary, so -short skips it.
-func NoModelOrVectorClient(t *testing.T, pkg string) {
+// Computing checks a function that computes over what it is sent and holds no store or model client
+// (rerank, grade): deptest's forbidden packages, then, unless -short (it builds the binary), no symbol of
+// the Milvus client or of go-openai in pkg's binary, with shared/rank's code there.
+func Computing(t *testing.T, pkg string) {
 	t.Helper()
+	deptest.Check(t, pkg)
 	if testing.Short() {
-		t.Skip("builds the binary")
+		t.Log("-short: the symbol check builds the binary, skipped")
+		return
 	}
 	Forbid(t, pkg, "github.com/docmind/docmind/shared/rank", "github.com/milvus-io/", "github.com/sashabaranov/go-openai")
 }

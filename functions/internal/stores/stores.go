@@ -15,6 +15,39 @@ import (
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
+// Cloud are the adapters a function opened.
+type Cloud struct {
+	SQL     *sqldb.DB
+	Vectors *milvus.Index
+	Blobs   *s3.Store // nil unless opened by OpenWithBlobs
+}
+
+// Open opens Aurora and the chunks' Milvus collection, in that order, stopping at the first error.
+func Open(ctx context.Context, cfg config.Config) (Cloud, error) {
+	db, err := SQL(ctx, cfg)
+	if err != nil {
+		return Cloud{}, err
+	}
+	vec, err := Vectors(ctx, cfg)
+	if err != nil {
+		return Cloud{}, err
+	}
+	return Cloud{SQL: db, Vectors: vec}, nil
+}
+
+// OpenWithBlobs opens what Open does and the documents bucket: the functions that write or delete
+// stored sources and staging (stage, ingest, consistency).
+func OpenWithBlobs(ctx context.Context, cfg config.Config) (Cloud, error) {
+	c, err := Open(ctx, cfg)
+	if err != nil {
+		return Cloud{}, err
+	}
+	if c.Blobs, err = Blobs(ctx, cfg); err != nil {
+		return Cloud{}, err
+	}
+	return c, nil
+}
+
 // SQL opens Aurora MySQL with the configured pool (DOCMIND_SQL_MAX_OPEN_CONNS per instance).
 func SQL(ctx context.Context, cfg config.Config) (*sqldb.DB, error) {
 	return mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
