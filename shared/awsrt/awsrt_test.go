@@ -282,3 +282,19 @@ func TestMySQLDSNShapes(t *testing.T) {
 		}
 	}
 }
+
+func TestFieldOrPlainShapes(t *testing.T) {
+	get := fieldOrPlain([]string{"token", "api_key"})
+	for _, c := range []struct{ secret, want string }{
+		{" tok-1\n", "tok-1"}, {`{"api_key":"k2"}`, "k2"}, {`  {"token":"t3","api_key":"k3"}`, "t3"},
+	} {
+		if got, err := get(c.secret); err != nil || got != c.want {
+			t.Errorf("%q: %q, %v; want %q", c.secret, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", " \n", `{"other":"x"}`, `{bad`} {
+		if got, err := get(bad); err == nil {
+			t.Errorf("%q accepted as %q", bad, got)
+		}
+	}
+}

@@ -122,14 +122,21 @@ func Env(ctx context.Context, base func(string) string, r SecretReader, bindings
 	}, nil
 }
 
+// trimSecret trims a secret's value and tells whether it is a JSON object; anything else is the value
+// itself. An empty secret is an error: a variable filled with "" would pass for unset.
+func trimSecret(secret string) (string, bool, error) {
+	t := strings.TrimSpace(secret)
+	if t == "" {
+		return "", false, fmt.Errorf("empty secret")
+	}
+	return t, strings.HasPrefix(t, "{"), nil
+}
+
 func fieldOrPlain(fields []string) func(string) (string, error) {
 	return func(s string) (string, error) {
-		t := strings.TrimSpace(s)
-		if !strings.HasPrefix(t, "{") {
-			if t == "" {
-				return "", fmt.Errorf("empty secret")
-			}
-			return t, nil
+		t, isJSON, err := trimSecret(s)
+		if err != nil || !isJSON {
+			return t, err
 		}
 		var m map[string]any
 		if err := json.Unmarshal([]byte(t), &m); err != nil {
@@ -148,12 +155,9 @@ func fieldOrPlain(fields []string) func(string) (string, error) {
 // Aurora write for a managed or rotated secret ({"username","password","host","port","dbname"}). The
 // host may be overridden with DOCMIND_SQL_HOST (the RDS Proxy endpoint) by the caller's environment.
 func MySQLDSN(secret string) (string, error) {
-	t := strings.TrimSpace(secret)
-	if !strings.HasPrefix(t, "{") {
-		if t == "" {
-			return "", fmt.Errorf("empty secret")
-		}
-		return t, nil
+	t, isJSON, err := trimSecret(secret)
+	if err != nil || !isJSON {
+		return t, err
 	}
 	var s struct {
 		DSN      string          `json:"dsn"`
