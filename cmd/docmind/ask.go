@@ -88,12 +88,12 @@ func cmdAsk(e env, args []string) int {
 		return fail(e, err)
 	}
 	var failed error
-	_ = emit("meta", map[string]int{"protocol": sse.Protocol})
+	_ = emit("meta", sse.Meta{Protocol: sse.Protocol})
 	done, err := p.Run(e.ctx, req, emit)
 	if err != nil {
 		// The server sends this as an error event; so does ask, then reports it.
 		failed = err
-		_ = emit("error", map[string]string{"code": rag.KindOf(err).String(), "message": err.Error()})
+		_ = emit(answer.EventError, answer.ErrorEvent{Code: rag.KindOf(err).String(), Message: err.Error()})
 	}
 	if c.json {
 		printAsk(e.stdout, done, events)

@@ -39,21 +39,6 @@ const agentPrompt = `You gather evidence from a team's documents so that a quest
 
 var queryParams = json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what to search for"}},"required":["query"]}`)
 
-// agentRound is one round as the timeline shows it.
-type agentRound struct {
-	Round int         `json:"round"`
-	Calls []agentCall `json:"calls"`
-	New   int         `json:"new_evidence"`
-}
-
-type agentCall struct {
-	Tool    string `json:"tool"`
-	Query   string `json:"query,omitempty"`
-	Results int    `json:"results"`
-	New     int    `json:"new"`
-	Error   string `json:"error,omitempty"`
-}
-
 // agentResult is what the loop gathered.
 type agentResult struct {
 	res    *retrieve.Result // evidence in discovery order, the best grade, ranked candidates for recommendations
@@ -107,9 +92,9 @@ func (a *Agent) run(ctx context.Context, p *Pipeline, q string, f rag.Filter, em
 			break
 		}
 		msgs = append(msgs, llm.Message{Role: "assistant", Content: reply.Content, ToolCalls: reply.ToolCalls})
-		step := agentRound{Round: round, Calls: []agentCall{}}
+		step := AgentStepEvent{Round: round, Calls: []AgentCall{}}
 		for i, call := range reply.ToolCalls {
-			c, text := agentCall{Tool: call.Name, Error: "skipped"}, "Not run: too many calls in one round."
+			c, text := AgentCall{Tool: call.Name, Error: "skipped"}, "Not run: too many calls in one round."
 			if i < maxCalls {
 				if c, text, err = a.runCall(ctx, p, call, f, out, seen, maxEv, &gradeSet); err != nil {
 					return nil, err
@@ -119,7 +104,7 @@ func (a *Agent) run(ctx context.Context, p *Pipeline, q string, f rag.Filter, em
 			step.Calls = append(step.Calls, c)
 			msgs = append(msgs, llm.Message{Role: "tool", ToolCallID: call.ID, Content: text})
 		}
-		if err := emit("agent_step", step); err != nil {
+		if err := emit(EventAgentStep, step); err != nil {
 			return nil, err
 		}
 		if step.New == 0 && len(out.res.Evidence) > 0 {
@@ -137,8 +122,8 @@ func (a *Agent) run(ctx context.Context, p *Pipeline, q string, f rag.Filter, em
 // entry and the text the model reads back. Only a cancelled request is an error: a failing tool is
 // reported to the model.
 func (a *Agent) runCall(ctx context.Context, p *Pipeline, call llm.ToolCall, f rag.Filter, out *agentResult,
-	seen map[string]bool, maxEv int, gradeSet *bool) (agentCall, string, error) {
-	c := agentCall{Tool: call.Name}
+	seen map[string]bool, maxEv int, gradeSet *bool) (AgentCall, string, error) {
+	c := AgentCall{Tool: call.Name}
 	q, found, res, err := a.tool(ctx, p, call, f)
 	c.Query = q
 	if err != nil {

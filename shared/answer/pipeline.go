@@ -257,27 +257,27 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		return p.replay(ctx, req, &Done{Path: ScopeOutOfScope, ShortCircuit: ScopeOutOfScope, Answer: outOfScopeAnswer(q),
 			Sources: []Source{}, Answerer: "rules", StageMS: done.StageMS}, maxTok, emit)
 	}
-	if err := emit("understanding", map[string]any{"query": q, "rewritten": u.Rewrite != q, "understanding": u}); err != nil {
+	if err := emit(EventUnderstanding, UnderstandingEvent{Query: q, Rewritten: u.Rewrite != q, Understanding: u}); err != nil {
 		return nil, err
 	}
 	selected := len(req.DocumentIDs) > 0
 	decomposed := u.Decompose && len(u.SubQueries) >= 2 && !selected
-	route := map[string]any{"path": PathStandard, "reason": "RULES_DEFAULT", "detail": "one question, no selected document"}
+	route := RoutingEvent{Path: PathStandard, Reason: "RULES_DEFAULT", Detail: "one question, no selected document"}
 	switch {
 	case selected:
 		done.Path = PathSelectedDoc
-		route = map[string]any{"path": PathSelectedDoc, "reason": "SELECTED_DOC", "documents": req.DocumentIDs,
-			"detail": "retrieval is limited to the documents the user selected"}
+		route = RoutingEvent{Path: PathSelectedDoc, Reason: "SELECTED_DOC", Documents: req.DocumentIDs,
+			Detail: "retrieval is limited to the documents the user selected"}
 	case decomposed:
 		done.Path = PathDecomposed
-		route = map[string]any{"path": PathDecomposed, "reason": "DECOMPOSED", "sub_queries": u.SubQueries,
-			"detail": "each sub-question is retrieved on its own and the evidence merged"}
+		route = RoutingEvent{Path: PathDecomposed, Reason: "DECOMPOSED", SubQueries: u.SubQueries,
+			Detail: "each sub-question is retrieved on its own and the evidence merged"}
 	case u.Complexity == "complex" && p.Agent != nil && p.Agent.LLM != nil:
 		done.Path = PathAgentic
-		route = map[string]any{"path": PathAgentic, "reason": "COMPLEX",
-			"detail": "a complex question: the model searches with read-only tools until nothing new is found"}
+		route = RoutingEvent{Path: PathAgentic, Reason: "COMPLEX",
+			Detail: "a complex question: the model searches with read-only tools until nothing new is found"}
 	case u.Decompose:
-		route["reason"], route["detail"] = "DECOMPOSITION_WITHOUT_SUBQUERIES", "the question asks about several things but no sub-questions were produced (the rules cannot split a question), so it is answered on the standard path"
+		route.Reason, route.Detail = "DECOMPOSITION_WITHOUT_SUBQUERIES", "the question asks about several things but no sub-questions were produced (the rules cannot split a question), so it is answered on the standard path"
 	}
 	var hyde string
 	agentic := done.Path == PathAgentic
@@ -288,10 +288,11 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 			done.Degraded = append(done.Degraded, "hyde")
 		}
 		hyde = h
-		route["hyde"] = hyde != ""
+		tried := hyde != ""
+		route.HyDE = &tried
 		step("hyde", th)
 	}
-	if err := emit("routing", route); err != nil {
+	if err := emit(EventRouting, route); err != nil {
 		return nil, err
 	}
 
@@ -365,26 +366,26 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		res.Evidence = res.Evidence[:prompt.Used] // sources are what the model saw
 		done.Flagged = prompt.Flagged
 	}
-	if err := emit("retrieval", map[string]any{"keyword": len(res.Keyword), "vector": len(res.Vector),
-		"fused": len(res.Fused), "evidence": len(res.Evidence), "stage_ms": res.StageMS,
-		"degraded": res.Degraded, "profile": res.Profile}); err != nil {
+	if err := emit(EventRetrieval, RetrievalEvent{Keyword: len(res.Keyword), Vector: len(res.Vector),
+		Fused: len(res.Fused), Evidence: len(res.Evidence), StageMS: res.StageMS,
+		Degraded: res.Degraded, Profile: res.Profile}); err != nil {
 		return nil, err
 	}
-	if err := emit("grader", res.Grade); err != nil {
+	if err := emit(EventGrader, res.Grade); err != nil {
 		return nil, err
 	}
 	done.Sources = Sources(res.Evidence)
 	for i := range done.Sources {
 		done.Sources[i].Served = served[done.Sources[i].ChunkID]
 	}
-	top := make([]map[string]any, 0, len(done.Sources))
+	top := make([]RerankTop, 0, len(done.Sources))
 	for _, s := range done.Sources {
-		top = append(top, map[string]any{"n": s.N, "file_name": s.FileName, "chapter": s.Chapter, "score": s.Score})
+		top = append(top, RerankTop{N: s.N, FileName: s.FileName, Chapter: s.Chapter, Score: s.Score})
 	}
-	if err := emit("rerank", map[string]any{"reranker_scored": p.RerankKnown, "top": top}); err != nil {
+	if err := emit(EventRerank, RerankEvent{RerankerScored: p.RerankKnown, Top: top}); err != nil {
 		return nil, err
 	}
-	if err := emit("start", map[string]any{"sources": done.Sources, "path": done.Path}); err != nil {
+	if err := emit(EventStart, StartEvent{Sources: done.Sources, Path: done.Path}); err != nil {
 		return nil, err
 	}
 
@@ -412,8 +413,8 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 			// gets done with what it was sent, marked partial (and the answer is not cached).
 			generated, done.Partial, cacheKey = true, true, ""
 			done.Degraded = append(done.Degraded, "llm")
-			if err := emit("error", map[string]any{"code": rag.KindOf(err).String(), "partial": true,
-				"message": "the model stopped in the middle of the answer; what was received is kept"}); err != nil {
+			if err := emit(EventError, ErrorEvent{Code: rag.KindOf(err).String(), Partial: true,
+				Message: "the model stopped in the middle of the answer; what was received is kept"}); err != nil {
 				return nil, err
 			}
 		default:
@@ -452,8 +453,8 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 			// the score is an estimate of being right: say it as one
 			msg = fmt.Sprintf("About %.0f%% of answers like this one are right: check the cited sources before relying on it.", 100*done.Confidence.Score)
 		}
-		if err := emit("confidence_warning", map[string]any{"score": done.Confidence.Score,
-			"band": done.Confidence.Band, "message": msg, "reason": done.Confidence.Reason}); err != nil {
+		if err := emit(EventConfidenceWarning, ConfidenceWarningEvent{Score: done.Confidence.Score,
+			Band: done.Confidence.Band, Message: msg, Reason: done.Confidence.Reason}); err != nil {
 			return nil, err
 		}
 	}
@@ -548,7 +549,7 @@ func finish(ctx context.Context, req Request, done *Done, emit Emit) error {
 			done.Degraded = append(done.Degraded, "history")
 		}
 	}
-	return emit("done", done)
+	return emit(EventDone, done)
 }
 
 // shortCircuit applies the safety guard and the Tier-0 rules.
@@ -583,8 +584,8 @@ func (p *Pipeline) replay(ctx context.Context, req Request, done *Done, maxTok i
 	if done.Recommendations == nil {
 		done.Recommendations = []Recommendation{}
 	}
-	if err := emit("start", map[string]any{"sources": done.Sources, "path": done.Path, "short_circuit": done.ShortCircuit,
-		"from_cache": done.FromCache}); err != nil {
+	if err := emit(EventStart, ReplayStartEvent{Sources: done.Sources, Path: done.Path, ShortCircuit: done.ShortCircuit,
+		FromCache: done.FromCache}); err != nil {
 		return nil, err
 	}
 	ts := &tokenStream{ctx: ctx, emit: emit, max: maxTok, done: done}
@@ -615,7 +616,7 @@ func (t *tokenStream) send(tok string) error {
 	if err := t.ctx.Err(); err != nil {
 		return fmt.Errorf("answer: %w", err)
 	}
-	if err := t.emit("token", map[string]string{"text": tok}); err != nil {
+	if err := t.emit(EventToken, TokenEvent{Text: tok}); err != nil {
 		return err
 	}
 	t.n++

@@ -96,7 +96,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		if code := Status(kind); code >= 500 {
 			l.h.d.Logger.Error("chat failed", "kind", kind.String(), "err", err)
 		}
-		_ = stream.Send("error", map[string]string{"code": kind.String(), "message": publicMessage(err)})
+		_ = stream.Send(answer.EventError, answer.ErrorEvent{Code: kind.String(), Message: publicMessage(err)})
 	}
 	// One line per question: the span timeline of the same events the client saw and the trace stores.
 	attrs := []any{"tenant", tenant, "conversation", req.ConversationID, "message", req.MessageID, "spans", sse.Spans(stream.Events)}

@@ -254,11 +254,11 @@ func (l *library) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done, err := l.run(ctx, req, func(name string, v any) error {
-		if name != "token" {
+		t, ok := v.(answer.TokenEvent)
+		if !ok {
 			return nil
 		}
-		t, _ := v.(map[string]string)
-		return write(chunk(map[string]string{"content": t["text"]}, nil))
+		return write(chunk(map[string]string{"content": t.Text}, nil))
 	})
 	if done != nil {
 		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)

@@ -30,6 +30,11 @@ type Writer struct {
 	Events []Event
 }
 
+// Meta is the first event's payload: the protocol version a client checks before reading on.
+type Meta struct {
+	Protocol int `json:"protocol"`
+}
+
 // Event is one emitted event.
 type Event struct {
 	Name string          `json:"event"`
@@ -47,7 +52,7 @@ func Start(w http.ResponseWriter) (*Writer, error) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	s := &Writer{w: w, rc: http.NewResponseController(w), start: time.Now()}
-	return s, s.Send("meta", map[string]int{"protocol": Protocol})
+	return s, s.Send("meta", Meta{Protocol: Protocol})
 }
 
 // Send writes one event and flushes it. The lambdaurl writer cannot flush; that is not an error.
