@@ -94,6 +94,8 @@ func cmdAsk(e env, args []string) int {
 		// The server sends this as an error event; so does ask, then reports it.
 		failed = err
 		_ = emit(answer.EventError, answer.ErrorEvent{Code: rag.KindOf(err).String(), Message: err.Error()})
+	} else {
+		_ = emit(answer.EventDone, done) // nothing is stored: done follows the answer directly
 	}
 	if c.json {
 		printAsk(e.stdout, done, events)

@@ -41,13 +41,6 @@ type Request struct {
 	SummaryUpto time.Time   `json:"-"`
 	// User is the asker (long-term memory is per user; empty: no memory).
 	User string `json:"-"`
-	// ConversationID and MessageID name where the answer is stored; they are echoed in done.
-	ConversationID string `json:"-"`
-	MessageID      string `json:"-"`
-	// Persist, when set, stores the answer before the done event is sent (the trace is then complete but
-	// for done itself, which is the stored message). A failure is reported in degraded ("history"), not
-	// fatal: the user still gets the answer.
-	Persist func(ctx context.Context, d *Done) error `json:"-"`
 }
 
 // Pipeline answers on the standard path with the extractive answerer.
@@ -138,7 +131,8 @@ type Done struct {
 	// to NewSummaryUpto: the caller stores it with the conversation.
 	NewSummary     string    `json:"-"`
 	NewSummaryUpto time.Time `json:"-"`
-	// ConversationID and MessageID say where the answer was stored (empty when it was not).
+	// ConversationID and MessageID say where the answer was stored (empty when it was not): set by the
+	// edge that stored it, before it sends done.
 	ConversationID string `json:"conversation_id,omitempty"`
 	MessageID      string `json:"message_id,omitempty"`
 }
@@ -205,8 +199,10 @@ const decomposedK = 8
 
 var errTokenCap = errors.New("answer: token cap reached")
 
-// Run answers req, emitting understanding, routing, retrieval, grader, rerank, start, token*,
-// confidence_warning? and done. An error before start is returned for the caller to send as an error
+// Run answers req, emitting understanding, routing, retrieval, grader, rerank, start, token* and
+// confidence_warning?, and returns the final answer without storing or sending it: the edge (HTTP
+// handler, CLI, Lambda) stores the message, then sends the returned Done as the done event, so that the
+// stored trace and the stream end the same way. An error is returned for the caller to send as an error
 // event; the caller owns the meta event.
 func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, error) {
 	const op = "answer.Run"
@@ -470,7 +466,7 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 			done.Degraded = append(done.Degraded, "cache")
 		}
 	}
-	return done, finish(ctx, req, done, emit)
+	return final(done), nil
 }
 
 // summaryBatch is how many messages must have left the verbatim window since the last summary before
@@ -537,19 +533,12 @@ func (p *Pipeline) context(ctx context.Context, req Request, q string, done *Don
 // shippedCalibrations parses the embedded calibration once.
 var shippedCalibrations = sync.OnceValue(ShippedCalibrations)
 
-// finish stores the answer (when the request asks for it) and sends done.
-func finish(ctx context.Context, req Request, done *Done, emit Emit) error {
+// final fills the done event's lists that clients index, so that they are [] rather than null.
+func final(done *Done) *Done {
 	if done.Claims == nil {
 		done.Claims = []Claim{}
 	}
-	if req.Persist != nil {
-		done.ConversationID, done.MessageID = req.ConversationID, req.MessageID
-		if err := req.Persist(ctx, done); err != nil {
-			done.ConversationID, done.MessageID = "", ""
-			done.Degraded = append(done.Degraded, "history")
-		}
-	}
-	return emit(EventDone, done)
+	return done
 }
 
 // shortCircuit applies the safety guard and the Tier-0 rules.
@@ -593,7 +582,7 @@ func (p *Pipeline) replay(ctx context.Context, req Request, done *Done, maxTok i
 		return nil, err
 	}
 	done.Answer = ts.text.String()
-	return done, finish(ctx, req, done, emit)
+	return final(done), nil
 }
 
 // tokenStream emits token events under the token cap and keeps what was sent: the one path for model,

@@ -127,15 +127,15 @@ func TestPipelineWithModel(t *testing.T) {
 	if err != nil || done.Answerer != "extractive" || done.FallbackReason != "Permission" || done.Degraded[0] != "llm" || !strings.HasPrefix(done.Answer, OfflineNotice) {
 		t.Fatalf("fallback: %+v %v", done, err)
 	}
-	// Failing mid-answer: an error event, then done with what was sent, marked partial; half an answer
-	// is not patched with another.
+	// Failing mid-answer: an error event, then (from the edge) done with what was sent, marked partial;
+	// half an answer is not patched with another.
 	p.LLM = &fakeLLM{deltas: []string{"Full-time "}, err: rag.Errorf("llm", rag.KindUnavailable, "connection reset")}
 	rec = recorder{}
 	done, err = p.Run(context.Background(), Request{Tenant: "acme", Question: "annual leave?"}, rec.emit)
 	if err != nil || !done.Partial || done.Answer != "Full-time " || done.Answerer != "llm" || !slices.Contains(done.Degraded, "llm") {
 		t.Fatalf("mid-stream failure: %+v %v", done, err)
 	}
-	if seq := strings.Join(rec.names, " "); !strings.Contains(seq, "token error ") || !strings.HasSuffix(seq, " done") {
+	if seq := strings.Join(rec.names, " "); !strings.Contains(seq, "token error ") || strings.Contains(seq, "done") {
 		t.Fatalf("mid-stream failure events %q", seq)
 	}
 	// The token cap stops the model too.

@@ -53,9 +53,9 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	var stream *sse.Writer
+	var conv *turn
 	if l.h.d.Conversations != nil {
-		if err := l.openConversation(r, in, &req, func() *sse.Writer { return stream }); err != nil {
+		if conv, err = l.openConversation(r, in, &req); err != nil {
 			l.fail(w, r, err)
 			return
 		}
@@ -70,36 +70,31 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	if !admitted {
 		return
 	}
-	emit := answer.Emit(func(name string, v any) error { return stream.Send(name, v) })
-	if limitsDown {
-		// limits failed open: the answer says so in degraded, both as streamed and as stored
-		emit = degradeDone(emit, "limits")
-		if persist := req.Persist; persist != nil {
-			req.Persist = func(ctx context.Context, d *answer.Done) error {
-				addDegraded(d, "limits")
-				return persist(ctx, d)
-			}
-		}
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
-	stream, err = sse.Start(w)
+	stream, err := sse.Start(w)
 	if err != nil {
 		return // the client is gone
 	}
-	done, err := l.run(ctx, req, emit)
-	if done != nil {
-		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
-	}
+	done, err := l.run(ctx, req, stream.Send)
 	if err != nil {
 		kind := rag.KindOf(err)
 		if code := Status(kind); code >= 500 {
 			l.h.d.Logger.Error("chat failed", "kind", kind.String(), "err", err)
 		}
 		_ = stream.Send(answer.EventError, answer.ErrorEvent{Code: kind.String(), Message: publicMessage(err)})
+	} else {
+		if limitsDown {
+			// limits failed open: the answer says so in degraded, both as stored and as streamed
+			addDegraded(done, "limits")
+		}
+		l.finish(ctx, conv, stream, done)
+	}
+	if done != nil {
+		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
 	}
 	// One line per question: the span timeline of the same events the client saw and the trace stores.
-	attrs := []any{"tenant", tenant, "conversation", req.ConversationID, "message", req.MessageID, "spans", sse.Spans(stream.Events)}
+	attrs := []any{"tenant", tenant, "conversation", conv.conversationID(), "message", conv.messageID(), "spans", sse.Spans(stream.Events)}
 	if done != nil {
 		attrs = append(attrs, "path", done.Path, "band", done.Confidence.Band, "answerer", done.Answerer, "degraded", done.Degraded)
 	}
@@ -185,27 +180,47 @@ func (l *library) run(ctx context.Context, req answer.Request, emit answer.Emit)
 	return l.h.d.Chat.Run(ctx, req, emit)
 }
 
-// openConversation loads or creates the caller's conversation, stores the question, and sets the
-// request up to store the answer.
-func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.Request, stream func() *sse.Writer) error {
+// turn is where one question's answer is stored: the conversation and the assistant message's id.
+type turn struct {
+	tenant, user string // the asker's, as the request named them
+	conv         rag.Conversation
+	msgID        string
+}
+
+func (t *turn) conversationID() string {
+	if t == nil {
+		return ""
+	}
+	return t.conv.ID
+}
+
+func (t *turn) messageID() string {
+	if t == nil {
+		return ""
+	}
+	return t.msgID
+}
+
+// openConversation loads or creates the caller's conversation, loads its history into the request and
+// stores the question; the answer is stored by finish.
+func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.Request) (*turn, error) {
 	const op = "httpapi.chat"
 	store := l.h.d.Conversations
-	user := req.User
-	var err error
 	var conv rag.Conversation
+	var err error
 	if in.ConversationID != "" {
-		if conv, err = store.GetConversation(r.Context(), req.Tenant, user, in.ConversationID); err != nil {
+		if conv, err = store.GetConversation(r.Context(), req.Tenant, req.User, in.ConversationID); err != nil {
 			if rag.Is(err, rag.KindNotFound) {
-				return rag.Errorf(op, rag.KindNotFound, "no conversation %q", in.ConversationID)
+				return nil, rag.Errorf(op, rag.KindNotFound, "no conversation %q", in.ConversationID)
 			}
-			return err
+			return nil, err
 		}
 		if len(req.KBIDs) == 0 {
 			req.KBIDs = conv.KBIDs
 		}
 		earlier, err := store.ListMessages(r.Context(), req.Tenant, conv.ID, historyTurns)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, m := range earlier {
 			req.History = append(req.History, llm.Message{Role: m.Role, Content: m.Content})
@@ -213,47 +228,62 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 		}
 		req.Summary, req.SummaryUpto = conv.Summary, conv.SummaryUpto
 	} else {
-		conv = rag.Conversation{Tenant: req.Tenant, User: user, KBIDs: req.KBIDs, Title: strings.TrimSpace(req.Question)}
+		conv = rag.Conversation{Tenant: req.Tenant, User: req.User, KBIDs: req.KBIDs, Title: strings.TrimSpace(req.Question)}
 		if err := store.CreateConversation(r.Context(), &conv); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := store.AppendMessage(r.Context(), &rag.Message{Tenant: req.Tenant, ConversationID: conv.ID, Role: "user", Content: req.Question}); err != nil {
+		return nil, err
+	}
+	return &turn{tenant: req.Tenant, user: req.User, conv: conv, msgID: rag.NewID("msg")}, nil
+}
+
+// finish stores the answer (when the question belongs to a conversation) and then sends done, so that
+// done says where the answer was stored. A failed store is reported in degraded ("history"), not fatal:
+// the user still gets the answer.
+func (l *library) finish(ctx context.Context, t *turn, stream *sse.Writer, done *answer.Done) {
+	if t != nil {
+		done.ConversationID, done.MessageID = t.conv.ID, t.msgID
+		if err := l.store(ctx, t, stream.Events, done); err != nil {
+			done.ConversationID, done.MessageID = "", ""
+			addDegraded(done, "history")
+		}
+	}
+	_ = stream.Send(answer.EventDone, done)
+}
+
+// store saves the answer as the conversation's assistant message, with its trace: every event sent so
+// far plus done itself (sent right after), since only done carries the stage timings, usage and cost.
+func (l *library) store(ctx context.Context, t *turn, sent []sse.Event, d *answer.Done) error {
+	// The client leaving must not lose the answer it was sent.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	store := l.h.d.Conversations
+	trace := append([]sse.Event(nil), sent...)
+	if data, err := sse.Encode(d); err == nil {
+		trace = append(trace, sse.Event{Name: answer.EventDone, Data: data})
+	}
+	sources, err := json.Marshal(d.Sources)
+	if err != nil {
 		return err
 	}
-	req.ConversationID, req.MessageID = conv.ID, rag.NewID("msg")
-	req.Persist = func(ctx context.Context, d *answer.Done) error {
-		// The client leaving must not lose the answer it was sent.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		// The trace is every event sent so far plus done itself, which is sent right after this save: the
-		// stored message keeps the stage timings, usage and cost that only done carries.
-		trace := append([]sse.Event(nil), stream().Events...)
-		if data, err := sse.Encode(d); err == nil {
-			trace = append(trace, sse.Event{Name: "done", Data: data})
+	traceJSON, err := json.Marshal(trace)
+	if err != nil {
+		return err
+	}
+	m := rag.Message{ID: t.msgID, Tenant: t.tenant, ConversationID: t.conv.ID, Role: "assistant", Content: d.Answer,
+		Sources: sources, Trace: traceJSON, Confidence: d.Confidence.Score, Band: d.Confidence.Band, FromCache: d.FromCache,
+		IsFallback: d.IsFallback, PromptTokens: d.Usage.PromptTokens, CompletionTokens: d.Usage.CompletionTokens, CostUSD: d.CostUSD}
+	if err := store.AppendMessage(ctx, &m); err != nil {
+		l.h.d.Logger.Error("chat: storing the answer failed", "conversation", t.conv.ID, "err", err)
+		return err
+	}
+	if d.NewSummary != "" {
+		// a lost summary only costs the small model a call on the next question
+		if err := store.SetConversationSummary(ctx, t.tenant, t.user, t.conv.ID, d.NewSummary, d.NewSummaryUpto); err != nil {
+			l.h.d.Logger.Warn("chat: storing the conversation summary failed", "conversation", t.conv.ID, "err", err)
 		}
-		sources, err := json.Marshal(d.Sources)
-		if err != nil {
-			return err
-		}
-		traceJSON, err := json.Marshal(trace)
-		if err != nil {
-			return err
-		}
-		m := rag.Message{ID: req.MessageID, Tenant: req.Tenant, ConversationID: conv.ID, Role: "assistant", Content: d.Answer,
-			Sources: sources, Trace: traceJSON, Confidence: d.Confidence.Score, Band: d.Confidence.Band, FromCache: d.FromCache,
-			IsFallback: d.IsFallback, PromptTokens: d.Usage.PromptTokens, CompletionTokens: d.Usage.CompletionTokens, CostUSD: d.CostUSD}
-		if err := store.AppendMessage(ctx, &m); err != nil {
-			l.h.d.Logger.Error("chat: storing the answer failed", "conversation", conv.ID, "err", err)
-			return err
-		}
-		if d.NewSummary != "" {
-			// a lost summary only costs the small model a call on the next question
-			if err := store.SetConversationSummary(ctx, req.Tenant, user, conv.ID, d.NewSummary, d.NewSummaryUpto); err != nil {
-				l.h.d.Logger.Warn("chat: storing the conversation summary failed", "conversation", conv.ID, "err", err)
-			}
-		}
-		return nil
 	}
 	return nil
 }
@@ -318,16 +348,6 @@ func (l *library) forgetMemory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// degradeDone adds a degraded component to the done event as it is sent.
-func degradeDone(emit answer.Emit, component string) answer.Emit {
-	return func(name string, v any) error {
-		if d, ok := v.(*answer.Done); ok && name == "done" {
-			addDegraded(d, component)
-		}
-		return emit(name, v)
-	}
 }
 
 func addDegraded(d *answer.Done, component string) {
