@@ -22,10 +22,10 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/bucket"
 	"github.com/docmind/docmind/functions/internal/httpfn"
 	"github.com/docmind/docmind/functions/internal/ingestenv"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
-	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/httpapi"
@@ -80,7 +80,7 @@ func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := stores.Blobs(ctx, cfg)
+	blobs, err := bucket.Blobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/bucket"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
-	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/ingest"
@@ -91,7 +91,7 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*h
 		return nil, rag.Errorf("ingest.wire", rag.KindInvalid, "DOCMIND_TENANT is required")
 	}
 	// removals delete vectors and stored sources, so the function needs the vector index and the bucket
-	c, err := stores.OpenWithBlobs(ctx, cfg)
+	c, err := bucket.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
+	"github.com/docmind/docmind/functions/internal/bucket"
 	"github.com/docmind/docmind/functions/internal/ingestenv"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
-	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/ingest"
 )
@@ -39,7 +39,7 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*i
 	if err != nil {
 		return nil, err
 	}
-	c, err := stores.OpenWithBlobs(ctx, cfg)
+	c, err := bucket.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
-// Package stores opens the cloud adapters the Lambdas share, from the configuration awsenv.Load returns:
-// Aurora MySQL (with its keyword index), Milvus and S3. Each opener is its own function, so a function
-// dials only what it uses; Redis is not here (only the HTTP functions hold a KV: see httpfn), and the
-// embedded adapters never are (deptest). migrate opens its single connection itself.
+// Package stores opens the cloud adapters every store-holding Lambda reads, from the configuration
+// awsenv.Load returns: Aurora MySQL (with its keyword index) and Milvus. The documents bucket is
+// package bucket's and Redis httpfn's, so the functions without them (askstep; query has no S3) do not
+// link their adapters; the embedded adapters never reach a binary (deptest). migrate opens its single
+// connection itself.
 package stores
 
 import (
@@ -11,7 +12,6 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/store/milvus"
 	"github.com/docmind/docmind/shared/store/mysql"
-	"github.com/docmind/docmind/shared/store/s3"
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
@@ -19,7 +19,6 @@ import (
 type Cloud struct {
 	SQL     *sqldb.DB
 	Vectors *milvus.Index
-	Blobs   *s3.Store // nil unless opened by OpenWithBlobs
 }
 
 // Open opens Aurora and the chunks' Milvus collection, in that order, stopping at the first error.
@@ -33,19 +32,6 @@ func Open(ctx context.Context, cfg config.Config) (Cloud, error) {
 		return Cloud{}, err
 	}
 	return Cloud{SQL: db, Vectors: vec}, nil
-}
-
-// OpenWithBlobs opens what Open does and the documents bucket: the functions that write or delete
-// stored sources and staging (stage, ingest, consistency).
-func OpenWithBlobs(ctx context.Context, cfg config.Config) (Cloud, error) {
-	c, err := Open(ctx, cfg)
-	if err != nil {
-		return Cloud{}, err
-	}
-	if c.Blobs, err = Blobs(ctx, cfg); err != nil {
-		return Cloud{}, err
-	}
-	return c, nil
 }
 
 // SQL opens Aurora MySQL with the configured pool (DOCMIND_SQL_MAX_OPEN_CONNS per instance).
@@ -79,10 +65,4 @@ func Memories(ctx context.Context, cfg config.Config) (*milvus.Index, error) {
 func milvusOptions(cfg config.Config) milvus.Options {
 	v := cfg.Vector
 	return milvus.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: v.Collection, Dim: v.Dim, CallTimeout: v.CallTimeout}
-}
-
-// Blobs opens the documents bucket (stored sources and staging).
-func Blobs(ctx context.Context, cfg config.Config) (*s3.Store, error) {
-	b := cfg.Blob
-	return s3.New(ctx, s3.Options{Bucket: b.Bucket, Region: b.Region, Endpoint: b.Endpoint, UsePathStyle: b.UsePathStyle})
 }
