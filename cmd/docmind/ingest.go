@@ -59,6 +59,30 @@ func cmdIngest(e env, args []string) int {
 	}
 	sum := ingestSummary{Failed: problems}
 	progress := !c.json && isTerminal(e.stderr)
+	// Sources go in batches (ingest.DefaultBatch files, at most batchBytes of them): a batch's documents
+	// share one embeddings call, one vector-log fsync and one SQL transaction.
+	const batchBytes = 64 << 20
+	var batch []ingest.Source
+	var names []string
+	size := int64(0)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		for i, rep := range svc.IngestBatch(e.ctx, cfg.Tenant, batch) {
+			sum.Embedded += rep.Embedded
+			if rep.Error != "" {
+				sum.Failed = append(sum.Failed, ingestFailure{File: names[i], Error: rep.Error})
+				continue
+			}
+			sum.Documents++
+			sum.Chunks += rep.Chunks
+			sum.Parents += rep.Parents
+			sum.Reused += rep.Reused
+			sum.Deleted += rep.Deleted
+		}
+		batch, names, size = batch[:0], names[:0], 0
+	}
 	for i, f := range files {
 		if e.ctx.Err() != nil {
 			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: "interrupted"})
@@ -73,17 +97,22 @@ func cmdIngest(e env, args []string) int {
 			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: err.Error()})
 			continue
 		}
-		rep, err := svc.Ingest(e.ctx, cfg.Tenant, ingest.Source{KBName: *kbName, URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs), Data: data})
-		sum.Embedded += rep.Embedded
-		if err != nil {
-			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: err.Error()})
-			continue
+		if len(batch) > 0 && size+int64(len(data)) > batchBytes {
+			flush()
 		}
-		sum.Documents++
-		sum.Chunks += rep.Chunks
-		sum.Parents += rep.Parents
-		sum.Reused += rep.Reused
-		sum.Deleted += rep.Deleted
+		batch = append(batch, ingest.Source{KBName: *kbName, URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs), Data: data})
+		names = append(names, f)
+		size += int64(len(data))
+		if len(batch) >= ingest.DefaultBatch {
+			flush()
+		}
+	}
+	if e.ctx.Err() == nil {
+		flush()
+	} else {
+		for _, f := range names {
+			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: "interrupted"})
+		}
 	}
 	if progress {
 		fmt.Fprint(e.stderr, "\r\033[K")

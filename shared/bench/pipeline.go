@@ -73,6 +73,8 @@ func newService(emb ingest.Embedder, dim int) (*ingest.Service, func(), error) {
 	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}, func() { db.Close() }, nil
 }
 
+// ingestAll ingests docs the way `docmind ingest` does: batches of ingest.DefaultBatch sources, one
+// batch at a time from each of workers callers.
 func ingestAll(ctx context.Context, svc *ingest.Service, docs [][]byte, workers int) (chunks int, err error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -81,18 +83,25 @@ func ingestAll(ctx context.Context, svc *ingest.Service, docs [][]byte, workers 
 		wg.Go(func() {
 			for {
 				mu.Lock()
-				i := next
-				next++
+				lo := next
+				next = min(next+ingest.DefaultBatch, len(docs))
+				hi := next
 				mu.Unlock()
-				if i >= len(docs) || ctx.Err() != nil {
+				if lo >= len(docs) || ctx.Err() != nil {
 					return
 				}
-				rep, e := svc.Ingest(ctx, "t", ingest.Source{KBName: "bench", URI: fmt.Sprint(i), Name: "d.md", Data: docs[i]})
-				mu.Lock()
-				if e != nil && err == nil {
-					err = e
+				srcs := make([]ingest.Source, 0, hi-lo)
+				for i := lo; i < hi; i++ {
+					srcs = append(srcs, ingest.Source{KBName: "bench", URI: fmt.Sprint(i), Name: "d.md", Data: docs[i]})
 				}
-				chunks += rep.Chunks
+				reps := svc.IngestBatch(ctx, "t", srcs)
+				mu.Lock()
+				for _, rep := range reps {
+					if rep.Error != "" && err == nil {
+						err = fmt.Errorf("%s: %s", rep.File, rep.Error)
+					}
+					chunks += rep.Chunks
+				}
 				mu.Unlock()
 			}
 		})
@@ -168,7 +177,7 @@ func Ingest(ctx context.Context, o Options) ([]Row, error) {
 	}
 	defer done()
 	start := time.Now()
-	c, err := ingestAll(ctx, svc, apiDocs, conc)
+	c, err := ingestAll(ctx, svc, apiDocs, 2) // two batches overlap; the embedder keeps at most conc requests in flight across them
 	if err != nil {
 		return rows, err
 	}

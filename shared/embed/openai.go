@@ -40,6 +40,7 @@ type OpenAI struct {
 	c   *openai.Client
 	o   OpenAIOptions
 	lim *rate.Limiter
+	sem chan struct{} // shared by every Embed call: Concurrency bounds the client's requests in flight, not one call's
 }
 
 // NewOpenAI builds the client; it does not call the API.
@@ -69,7 +70,10 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	if o.HTTP != nil {
 		cfg.HTTPClient = o.HTTP
 	} else {
-		cfg.HTTPClient = &http.Client{Timeout: o.Timeout}
+		// as many idle connections as requests in flight (the default keeps 2, so 8 in flight re-dialled 6 per round)
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = max(o.Concurrency, tr.MaxIdleConnsPerHost)
+		cfg.HTTPClient = &http.Client{Timeout: o.Timeout, Transport: tr}
 	}
 	lim := rate.NewLimiter(rate.Inf, 1)
 	if o.RequestsPerSecond > 0 {
@@ -79,7 +83,7 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 		}
 		lim = rate.NewLimiter(rate.Limit(o.RequestsPerSecond), burst)
 	}
-	return &OpenAI{c: openai.NewClientWithConfig(cfg), o: o, lim: lim}, nil
+	return &OpenAI{c: openai.NewClientWithConfig(cfg), o: o, lim: lim, sem: make(chan struct{}, o.Concurrency)}, nil
 }
 
 // Dim is the configured dimension.
@@ -94,7 +98,7 @@ func (e *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	out := make([][]float32, len(texts))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sem := make(chan struct{}, e.o.Concurrency)
+	sem := e.sem
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error

@@ -25,7 +25,7 @@ type Service struct {
 	Inbox string
 
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex // one ingestion at a time per (kb, source)
+	locks map[string]*keyLock // one ingestion at a time per (kb, source)
 }
 
 // Source is one file to ingest.
@@ -49,19 +49,51 @@ type Report struct {
 	Error string `json:"error,omitempty"`
 }
 
-func (s *Service) lock(key string) func() {
+// keyLock is one source's lock, counted so the map holds only keys in use: a million ingested
+// documents must not leave a million mutexes behind.
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (s *Service) acquire(key string) *keyLock {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.locks == nil {
-		s.locks = map[string]*sync.Mutex{}
+		s.locks = map[string]*keyLock{}
 	}
-	m := s.locks[key]
-	if m == nil {
-		m = &sync.Mutex{}
-		s.locks[key] = m
+	l := s.locks[key]
+	if l == nil {
+		l = &keyLock{}
+		s.locks[key] = l
 	}
-	s.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	l.refs++
+	return l
+}
+
+func (s *Service) drop(key string, l *keyLock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.refs--; l.refs == 0 {
+		delete(s.locks, key)
+	}
+}
+
+// lock waits for key's lock and returns its release.
+func (s *Service) lock(key string) func() {
+	l := s.acquire(key)
+	l.mu.Lock()
+	return func() { l.mu.Unlock(); s.drop(key, l) }
+}
+
+// tryLock takes key's lock if it is free.
+func (s *Service) tryLock(key string) (func(), bool) {
+	l := s.acquire(key)
+	if !l.mu.TryLock() {
+		s.drop(key, l)
+		return nil, false
+	}
+	return func() { l.mu.Unlock(); s.drop(key, l) }, true
 }
 
 // KB returns the tenant's knowledge base by name, creating it when create is set.

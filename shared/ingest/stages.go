@@ -188,23 +188,39 @@ func (s *Stages) Extract(ctx context.Context, in ExtractIn) (ExtractOut, error) 
 	if err != nil {
 		return ExtractOut{}, fmt.Errorf("read source: %w", err)
 	}
+	out, md, err := s.parseSource(ctx, in, data)
+	if err != nil {
+		return ExtractOut{}, err
+	}
+	if _, err := s.staging().Put(ctx, out.MarkdownKey, bytes.NewReader([]byte(md)), "text/markdown"); err != nil {
+		return ExtractOut{}, fmt.Errorf("stage markdown: %w", err)
+	}
+	return out, nil
+}
+
+// parseSource converts a source's bytes to markdown without staging it.
+func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (ExtractOut, string, error) {
+	lim := s.Limits
+	if lim.MaxFileBytes <= 0 {
+		lim.MaxFileBytes = 64 << 20
+	}
+	if int64(len(data)) > lim.MaxFileBytes {
+		return ExtractOut{}, "", rag.Errorf("ingest.Extract", rag.KindTerminal, "%s is larger than %d bytes", in.FileName, lim.MaxFileBytes)
+	}
 	parse := s.Parse
 	if parse == nil {
 		parse = extract.Extract
 	}
 	res, err := parse(ctx, in.FileName, data, lim)
 	if err != nil {
-		return ExtractOut{}, err
+		return ExtractOut{}, "", err
 	}
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
 		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS}
-	if _, err := s.staging().Put(ctx, out.MarkdownKey, bytes.NewReader([]byte(res.Markdown)), "text/markdown"); err != nil {
-		return ExtractOut{}, fmt.Errorf("stage markdown: %w", err)
-	}
 	if res.Hidden > 0 && s.Log != nil {
 		s.Log.Warn("hidden text stripped", "document", in.DocumentID, "file", in.FileName, "hidden", res.Hidden)
 	}
-	return out, nil
+	return out, res.Markdown, nil
 }
 
 // chunkID derives a chunk's id from the document, level, content hash and occurrence, so the same text
@@ -224,13 +240,30 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 	if err != nil {
 		return ChunkOut{}, fmt.Errorf("read markdown: %w", err)
 	}
+	out, rows, err := s.split(in, md)
+	if err != nil {
+		return ChunkOut{}, err
+	}
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return ChunkOut{}, rag.E(op, rag.KindInternal, err)
+	}
+	if _, err := s.staging().Put(ctx, out.ChunksKey, bytes.NewReader(b), "application/json"); err != nil {
+		return ChunkOut{}, fmt.Errorf("stage chunks: %w", err)
+	}
+	return out, nil
+}
+
+// split chunks the markdown into the parent and child rows (parents first) without staging them.
+func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) {
+	const op = "ingest.Chunk"
 	res := chunk.Split(string(md), s.Chunking)
 	if len(res.Children) == 0 {
-		return ChunkOut{}, rag.Errorf(op, rag.KindTerminal, "the document has no text to index")
+		return ChunkOut{}, nil, rag.Errorf(op, rag.KindTerminal, "the document has no text to index")
 	}
 	occ := map[string]int{}
 	parentIDs := make([]string, len(res.Parents))
-	var rows []rag.Chunk
+	rows := make([]rag.Chunk, 0, len(res.Parents)+len(res.Children))
 	for i, p := range res.Parents {
 		k := "p" + p.Hash
 		parentIDs[i] = chunkID("p", in.DocumentID, rag.LevelParent, p.Hash, occ[k])
@@ -252,17 +285,10 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 			VectorID: rag.VectorID(in.KBID, in.DocumentID, c.Hash, n), Chapter: c.Chapter, ContentType: c.ContentType, Tags: c.Tags,
 			Page: c.Page, TokenCount: c.Tokens})
 	}
-	b, err := json.Marshal(rows)
-	if err != nil {
-		return ChunkOut{}, rag.E(op, rag.KindInternal, err)
-	}
-	if _, err := s.staging().Put(ctx, out.ChunksKey, bytes.NewReader(b), "application/json"); err != nil {
-		return ChunkOut{}, fmt.Errorf("stage chunks: %w", err)
-	}
 	if out.Oversize > 0 && s.Log != nil {
 		s.Log.Info("oversize atomic chunks kept whole", "document", in.DocumentID, "count", out.Oversize)
 	}
-	return out, nil
+	return out, rows, nil
 }
 
 func (s *Stages) readChunks(ctx context.Context, key string) ([]rag.Chunk, error) {

@@ -1,0 +1,317 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// BatchRecords is the relational store's batched commit (sqldb.DB implements it): several documents'
+// chunks and rows, and a version bump per knowledge base, in one transaction.
+type BatchRecords interface {
+	CommitDocuments(ctx context.Context, tenant string, docs []rag.DocumentChunks) error
+}
+
+// DefaultBatch is how many sources IngestBatch's callers group: large enough that a commit, a WAL sync
+// and a vector-log fsync are paid once for dozens of documents, small enough that a batch's sources and
+// chunks stay a few MiB and a crash loses little work.
+const DefaultBatch = 32
+
+// IngestBatch ingests several sources of one tenant and returns one report per source, in order; a
+// failed source has Status failed and Error set, as Ingest would report it.
+//
+// New documents (and documents that never got chunks, such as one a crash interrupted) take the batch
+// path: each is extracted and chunked on its own (GOMAXPROCS at a time), then the batch's new texts go
+// to the embeddings provider in one call (which drives the provider at its configured concurrency), the
+// vectors are upserted and made durable with one Flush (one vector-log fsync), and every document's
+// chunk rows and ready status are written in one SQL transaction. Everything else (an unchanged source,
+// an update of indexed chunks, a source whose lock another ingestion holds, a document that fails any
+// batch step) goes through Ingest, one document at a time with its retries and rollback, so a batch never
+// changes what a document ends up as, only how fast it gets there.
+//
+// Crash safety: vectors are durable before the transaction that marks their documents ready, so a
+// document seen ready has its chunks and vectors; a crash before the commit leaves the batch's documents
+// processing (with, at most, vectors no row points at, which the next ingest overwrites by their
+// deterministic ids, or the consistency check removes).
+func (s *Service) IngestBatch(ctx context.Context, tenant string, srcs []Source) []Report {
+	reps := make([]Report, len(srcs))
+	br, ok := s.Runner.Stages.Records.(BatchRecords)
+	slow := make([]bool, len(srcs))
+	if ok && len(srcs) > 1 {
+		items := s.prepareBatch(ctx, tenant, srcs, slow, reps)
+		if len(items) > 0 {
+			if err := s.commitBatch(ctx, br, tenant, items); err != nil {
+				if s.Runner.Stages.Log != nil {
+					s.Runner.Stages.Log.Warn("batch commit failed; ingesting its documents one by one", "documents", len(items), "err", err)
+				}
+				for _, it := range items {
+					slow[it.at] = true
+				}
+			} else {
+				for _, it := range items {
+					reps[it.at] = it.report()
+				}
+			}
+			for _, it := range items {
+				it.unlock()
+			}
+		}
+	} else {
+		for i := range slow {
+			slow[i] = true
+		}
+	}
+	for i, src := range srcs {
+		if slow[i] {
+			reps[i], _ = s.Ingest(ctx, tenant, src)
+		}
+	}
+	return reps
+}
+
+// batchItem is one source on the batch path, from its prepared rows to its report.
+type batchItem struct {
+	at      int // index in the batch
+	doc     rag.Document
+	hash    string
+	chunks  ChunkOut
+	rows    []rag.Chunk
+	stageMS map[string]int64
+	unlock  func()
+	texts   int   // children sent to the embedder (distinct vector ids)
+	failed  error // the parser or chunker refused the source for good
+}
+
+// failPrepared marks a document whose source the parser or chunker refused for good as failed, with
+// the reason, and releases its lock. It had no chunks or vectors (prepareOne takes no other kind).
+func (s *Service) failPrepared(ctx context.Context, it *batchItem) Report {
+	defer it.unlock()
+	rep := Report{File: it.doc.FileName, DocumentID: it.doc.ID, Status: rag.StatusFailed, Error: it.failed.Error(), Outcome: Outcome{StageMS: it.stageMS}}
+	d := it.doc
+	d.Status, d.Error, d.ChunkCount = rag.StatusFailed, truncate(it.failed.Error(), 2000), 0
+	if b, err := json.Marshal(it.stageMS); err == nil {
+		d.StageMillis = string(b)
+	}
+	if err := s.Runner.Stages.Records.UpdateDocument(ctx, &d); err != nil {
+		rep.Error += " (and recording the failure failed: " + err.Error() + ")"
+	}
+	return rep
+}
+
+func (it *batchItem) report() Report {
+	out := Outcome{Parents: it.chunks.Parents, Chunks: it.chunks.Children, Embedded: it.texts, StageMS: it.stageMS}
+	return Report{File: it.doc.FileName, DocumentID: it.doc.ID, Status: rag.StatusReady, Outcome: out}
+}
+
+// prepareBatch runs each source's own steps (document row, stored source, extract, chunk), GOMAXPROCS
+// at a time, and returns the items that can be committed together in batch order; the rest are marked
+// slow.
+//
+// A source the parser or chunker refuses for good (a Terminal or Invalid error: a poison file, a
+// document with no text) is failed here with its reason, as Ingest would, so its parser runs once.
+func (s *Service) prepareBatch(ctx context.Context, tenant string, srcs []Source, slow []bool, reps []Report) []*batchItem {
+	items := make([]*batchItem, len(srcs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(srcs)) {
+		wg.Go(func() {
+			for i := range next {
+				it, err := s.prepareOne(ctx, tenant, srcs[i])
+				switch {
+				case it != nil && it.failed != nil:
+					reps[i] = s.failPrepared(ctx, it)
+				case err != nil || it == nil:
+					slow[i] = true
+				default:
+					it.at = i
+					items[i] = it
+				}
+			}
+		})
+	}
+	for i := range srcs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var out []*batchItem
+	for _, it := range items {
+		if it != nil {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// errSlowPath sends a source to Ingest: not an error of the source, only not a batch case.
+var errSlowPath = fmt.Errorf("not a batch case")
+
+// prepareOne creates or finds the document row, stores the source, extracts and chunks it. On any error
+// the caller sends the source through Ingest, which reports the error properly (with retries and the
+// document marked failed); a parser panic is recovered here for the same reason.
+func (s *Service) prepareOne(ctx context.Context, tenant string, src Source) (it *batchItem, err error) {
+	if err := checkSupported(src.Name); err != nil {
+		return nil, err
+	}
+	st := s.Runner.Stages
+	kb, err := s.KB(ctx, tenant, src.KBName, true)
+	if err != nil {
+		return nil, err
+	}
+	unlock, ok := s.tryLock(kb.ID + "\x00" + src.URI)
+	if !ok { // another ingestion of the same source: Ingest waits for it
+		return nil, errSlowPath
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while preparing %s: %v", src.Name, r)
+		}
+		if err != nil {
+			unlock()
+		}
+	}()
+	sum := sha256.Sum256(src.Data)
+	it = &batchItem{hash: hex.EncodeToString(sum[:]), stageMS: map[string]int64{}, unlock: unlock}
+	doc, err := st.Records.GetDocumentBySource(ctx, tenant, kb.ID, src.URI)
+	switch {
+	case err == nil:
+		// only a document without chunks: an update is incremental (reused vectors, rollback to the old
+		// chunks), which is Ingest's; so is an unchanged one (skipped) and an interrupted delete
+		if doc.Status == rag.StatusReady || doc.Status == rag.StatusDeleted || doc.ChunkCount > 0 {
+			return nil, errSlowPath
+		}
+		if rows, err := st.Records.ListChunks(ctx, tenant, doc.ID); err != nil || len(rows) > 0 {
+			return nil, errSlowPath
+		}
+	case rag.Is(err, rag.KindNotFound):
+		doc = rag.Document{Tenant: tenant, KBID: kb.ID, SourceURI: src.URI, FileName: truncateRunes(src.Name, 255), FileType: fileType(src.Name),
+			SourceETag: truncateRunes(src.ETag, 255), Status: rag.StatusProcessing}
+		if err := st.Records.CreateDocument(ctx, &doc); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	doc.FileName, doc.FileType, doc.SourceETag = truncateRunes(src.Name, 255), fileType(src.Name), truncateRunes(src.ETag, 255)
+	it.doc = doc
+	key := sourceKey(tenant, kb.ID, doc.ID, src.Name)
+	if _, err := st.Blobs.Put(ctx, key, bytes.NewReader(src.Data), ""); err != nil {
+		return nil, fmt.Errorf("store source: %w", err)
+	}
+	d := Doc{Tenant: tenant, KBID: kb.ID, DocumentID: doc.ID}
+	if err := d.validate("ingest.IngestBatch"); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ex, md, err := st.parseSource(ctx, ExtractIn{Doc: d, SourceKey: key, FileName: src.Name}, src.Data)
+	it.stageMS["extract"] = time.Since(start).Milliseconds()
+	if err != nil {
+		return it.refuse(err)
+	}
+	if ex.EngineStartMS > 0 {
+		it.stageMS["pdf_engine_start"] = ex.EngineStartMS
+	}
+	start = time.Now()
+	if it.chunks, it.rows, err = st.split(ex, []byte(md)); err != nil {
+		return it.refuse(err)
+	}
+	it.stageMS["chunk"] = time.Since(start).Milliseconds()
+	return it, nil
+}
+
+// refuse keeps a final parse or chunk error on the item (the document fails here, its parser having
+// run once: ING-06) and returns a retryable one, which sends the source through Ingest and its retries.
+func (it *batchItem) refuse(err error) (*batchItem, error) {
+	if Retryable(err) {
+		return nil, err
+	}
+	it.failed = err
+	return it, nil
+}
+
+// commitBatch embeds the batch's children in one call, upserts and flushes the vectors once, checks
+// with one strong count that the index holds exactly the batch's children, indexes the keywords, and
+// commits every document ready in one transaction. On an error nothing is marked ready; the keyword
+// entries are taken back (vectors stay for the per-document retry to reuse or replace).
+func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant string, items []*batchItem) error {
+	st := s.Runner.Stages
+	start := time.Now()
+	var texts []string
+	var recs []rag.VectorRecord
+	ids := make([]string, len(items))
+	children := 0
+	for i, it := range items {
+		ids[i] = it.doc.ID
+		seen := map[string]bool{}
+		for _, c := range it.rows {
+			if c.Level != rag.LevelChild || seen[c.VectorID] {
+				continue
+			}
+			seen[c.VectorID] = true
+			it.texts++
+			texts = append(texts, c.Content)
+			recs = append(recs, rag.VectorRecord{ID: c.VectorID, Tenant: c.Tenant, KBID: c.KBID, DocumentID: c.DocumentID, ChunkID: c.ID, Tags: c.Tags})
+		}
+		children += it.chunks.Children
+	}
+	vecs, err := st.Embedder.Embed(ctx, texts)
+	if err != nil {
+		return fmt.Errorf("embed %d chunks: %w", len(texts), err)
+	}
+	if len(vecs) != len(texts) {
+		return rag.Errorf("ingest.IngestBatch", rag.KindInternal, "embedder returned %d vectors for %d texts", len(vecs), len(texts))
+	}
+	for i := range recs {
+		recs[i].Vector = vecs[i]
+	}
+	embedMS := time.Since(start).Milliseconds()
+	start = time.Now()
+	if err := st.Vectors.Upsert(ctx, recs); err != nil {
+		return fmt.Errorf("upsert %d vectors: %w", len(recs), err)
+	}
+	if err := st.Vectors.Flush(ctx); err != nil { // the batch's one fsync, before anything says ready
+		return fmt.Errorf("flush vectors: %w", err)
+	}
+	if n, err := st.Vectors.Count(ctx, rag.Filter{Tenant: tenant, DocumentIDs: ids}); err != nil {
+		return fmt.Errorf("count vectors: %w", err)
+	} else if n != children { // an orphan of an old crash, or a duplicate vector id: Ingest sorts it out
+		return &IncompleteError{Want: children, Got: n}
+	}
+	if st.Keyword != nil {
+		for _, it := range items {
+			st.Keyword.IndexDocument(tenant, it.doc.ID, it.rows)
+		}
+	}
+	indexMS := time.Since(start).Milliseconds()
+	docs := make([]rag.DocumentChunks, len(items))
+	for i, it := range items {
+		it.stageMS["embed"], it.stageMS["index"] = embedMS, indexMS // the batch's, shared by its documents
+		d := it.doc
+		d.Status, d.Error, d.ChunkCount, d.ContentHash = rag.StatusReady, "", it.chunks.Children, it.hash
+		d.DocVersion, d.EffectiveDate, d.Encoding = truncate(it.chunks.DocVersion, 64), truncate(it.chunks.EffectiveDate, 32), truncate(it.chunks.Encoding, 32)
+		if b, err := json.Marshal(it.stageMS); err == nil {
+			d.StageMillis = string(b)
+		}
+		docs[i] = rag.DocumentChunks{Document: d, Add: it.rows}
+	}
+	if err := br.CommitDocuments(ctx, tenant, docs); err != nil {
+		if st.Keyword != nil {
+			for _, it := range items {
+				st.Keyword.RemoveDocument(tenant, it.doc.ID)
+			}
+		}
+		return fmt.Errorf("commit %d documents: %w", len(docs), err)
+	}
+	for i, it := range items {
+		it.doc = docs[i].Document
+	}
+	return nil
+}
