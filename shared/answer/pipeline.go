@@ -85,6 +85,12 @@ type Pipeline struct {
 	RecentTurns int
 }
 
+// Retrieve runs the pipeline's retrieval chain alone: the retrieval test (POST /api/search) sees what a
+// question's retrieval sees.
+func (p *Pipeline) Retrieve(ctx context.Context, q retrieve.Query) (*retrieve.Result, error) {
+	return p.Retriever.Retrieve(ctx, q)
+}
+
 // Memory is long-term memory per user (memory.Store).
 type Memory interface {
 	Recall(ctx context.Context, tenant, user, q string) ([]rag.Memory, error)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -336,5 +337,36 @@ func TestChatSelectedDocuments(t *testing.T) {
 	}
 	if len(f.rec.got) != 1 {
 		t.Fatalf("rejected requests reached retrieval: %d", len(f.rec.got))
+	}
+}
+
+// The pipeline is what the handler's small interfaces describe (asserted here, not in the package, so
+// that a binary which never builds a pipeline does not link one).
+var (
+	_ Chatter  = (*answer.Pipeline)(nil)
+	_ Searcher = (*answer.Pipeline)(nil)
+)
+
+// refusingAnswers is a conversation store that keeps questions but refuses to store answers.
+type refusingAnswers struct{ Conversations }
+
+func (r refusingAnswers) AppendMessage(ctx context.Context, m *rag.Message) error {
+	if m.Role == "assistant" {
+		return rag.Errorf("test", rag.KindUnavailable, "disk full")
+	}
+	return r.Conversations.AppendMessage(ctx, m)
+}
+
+// TestChatStoreFailure: the handler stores the answer before it sends done; when storing fails the user
+// still gets done, flagged "history" and without the ids of a message that does not exist.
+func TestChatStoreFailure(t *testing.T) {
+	f := newChatFixtureWith(t, true, func(d *Deps) { d.Conversations = refusingAnswers{d.Conversations} })
+	events := readSSE(t, f.post(t, `{"question":"How many days of annual leave?","kbs":["handbook"]}`))
+	done := doneOf(t, events)
+	if !slices.Contains(done.Degraded, "history") || done.ConversationID != "" || done.MessageID != "" || done.Answer == "" {
+		t.Fatalf("done %+v: a failed store must be flagged, not fatal", done)
+	}
+	if n := len(events); events[n-1].name != "done" || events[n-2].name == "done" {
+		t.Fatalf("done must be sent once, last: %v", events)
 	}
 }

@@ -42,8 +42,11 @@ type Deps struct {
 	MaxUploadBytes int64
 	// Chat enables POST /api/chat (needs Library and Tenant); ChatTimeout bounds one stream (default
 	// 2 min): Lambda keeps streaming after the client leaves, so the server ends it.
-	Chat        *answer.Pipeline
+	Chat        Chatter
 	ChatTimeout time.Duration
+	// Search enables POST /api/search (with Chat); nil: Chat's own retrieval chain when Chat also
+	// searches (answer.Pipeline does), so that the test and the answer retrieve alike.
+	Search Searcher
 	// Asker, when set, answers POST /api/ask (the answer state machine on AWS); nil runs Chat.
 	Asker Asker
 	// Conversations stores chat threads (needs Chat); User names the caller within the tenant (default
@@ -70,6 +73,14 @@ type Deps struct {
 	Limits Limiter
 	// Guard configures the browser-origin checks.
 	Guard GuardOptions
+}
+
+// Chatter answers one question (answer.Pipeline): Check rejects a bad request before the stream
+// starts, Run emits the answer's events and returns the final Done, which the handler stores and then
+// sends as done.
+type Chatter interface {
+	Check(req answer.Request) error
+	Run(ctx context.Context, req answer.Request, emit answer.Emit) (*answer.Done, error)
 }
 
 // Memories is long-term memory as its endpoints use it (memory.Store).
@@ -104,6 +115,9 @@ func New(d Deps) http.Handler {
 	}
 	if d.ChatTimeout <= 0 {
 		d.ChatTimeout = 2 * time.Minute
+	}
+	if d.Search == nil {
+		d.Search, _ = d.Chat.(Searcher)
 	}
 	mux := http.NewServeMux()
 	h := &handler{d: d}

@@ -59,7 +59,9 @@ func (l *library) routes(mux *http.ServeMux) {
 	if l.h.d.Chat != nil {
 		mux.HandleFunc("POST /api/chat", l.chat)
 		mux.HandleFunc("POST /api/ask", l.ask)
-		mux.HandleFunc("POST /api/search", l.search)
+		if l.h.d.Search != nil {
+			mux.HandleFunc("POST /api/search", l.search)
+		}
 		mux.HandleFunc("POST /v1/chat/completions", l.chatCompletions)
 		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 			WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{

@@ -11,8 +11,8 @@ import (
 	"github.com/docmind/docmind/shared/retrieve"
 )
 
-// searcher runs the retrieval chain alone, the one the chat pipeline uses (answer.Pipeline.Retriever).
-type searcher interface {
+// Searcher runs the retrieval chain alone, the one the chat pipeline uses (answer.Pipeline.Retrieve).
+type Searcher interface {
 	Retrieve(ctx context.Context, q retrieve.Query) (*retrieve.Result, error)
 }
 
@@ -47,8 +47,7 @@ func (l *library) search(w http.ResponseWriter, r *http.Request) {
 	if admitted, _ := l.h.admit(w, r, p); !admitted {
 		return
 	}
-	var s searcher = l.h.d.Chat.Retriever
-	res, err := s.Retrieve(r.Context(), q)
+	res, err := l.h.d.Search.Retrieve(r.Context(), q)
 	if err != nil {
 		l.fail(w, r, err)
 		return
