@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,7 +14,13 @@ import (
 )
 
 // Queue ingests uploads in the background with a fixed number of workers: an upload is acknowledged
-// as soon as its document row exists, and its status moves pending -> processing -> ready | failed.
+// as soon as its source is stored and its document row exists, and its status moves pending ->
+// processing -> ready | failed.
+//
+// The queue holds references (tenant and document id), never file bodies: the source is written to the
+// blob store before Upload returns, and a worker reads it back when its turn comes. 64 queued uploads of
+// 64 MiB used to pin 4 GiB of memory; now they pin a few hundred bytes. A worker takes whatever is queued,
+// up to DefaultBatch uploads and queueBatchBytes of sources, and ingests them with one IngestBatch.
 type Queue struct {
 	Service *Service
 	Workers int // default 2
@@ -23,10 +31,14 @@ type Queue struct {
 	jobs chan job
 }
 
+// job is one queued ingestion: a reference to a stored source.
 type job struct {
 	tenant string
-	src    Source
+	docID  string
 }
+
+// queueBatchBytes bounds the sources one worker reads into memory for one batch.
+const queueBatchBytes = 64 << 20
 
 func (q *Queue) init() {
 	q.once.Do(func() {
@@ -61,7 +73,9 @@ func CleanFileName(name string) string {
 	return name
 }
 
-// Upload creates the document (status pending) and queues its ingestion. Unavailable when the queue is full.
+// Upload stores the source, creates the document (status pending) and queues its ingestion.
+// Unavailable when the queue is full (the document is then failed with that reason; its stored source
+// can be re-processed).
 func (q *Queue) Upload(ctx context.Context, tenant, kbName, fileName string, data []byte) (rag.Document, error) {
 	q.init()
 	const op = "ingest.Upload"
@@ -73,31 +87,47 @@ func (q *Queue) Upload(ctx context.Context, tenant, kbName, fileName string, dat
 	if err != nil {
 		return rag.Document{}, err
 	}
+	st := q.Service.Runner.Stages
 	doc := rag.Document{Tenant: tenant, KBID: kb.ID, SourceURI: "upload/" + rag.NewID("up"), FileName: name, FileType: fileType(name), Status: rag.StatusPending}
-	if err := q.Service.Runner.Stages.Records.CreateDocument(ctx, &doc); err != nil {
+	if err := st.Records.CreateDocument(ctx, &doc); err != nil {
 		return rag.Document{}, err
 	}
+	if _, err := st.Blobs.Put(ctx, sourceKey(tenant, kb.ID, doc.ID, name), bytes.NewReader(data), ""); err != nil {
+		doc.Status, doc.Error = rag.StatusFailed, "the upload could not be stored; upload it again"
+		st.Records.UpdateDocument(ctx, &doc)
+		return doc, fmt.Errorf("store upload: %w", err)
+	}
 	select {
-	case q.jobs <- job{tenant, Source{KBName: kbName, URI: doc.SourceURI, Name: name, Data: data}}:
+	case q.jobs <- job{tenant, doc.ID}:
 		return doc, nil
 	default:
 		doc.Status, doc.Error = rag.StatusFailed, "the ingestion queue is full; upload again later"
-		q.Service.Runner.Stages.Records.UpdateDocument(ctx, &doc)
+		st.Records.UpdateDocument(ctx, &doc)
 		return doc, rag.Errorf(op, rag.KindUnavailable, "the ingestion queue is full")
 	}
 }
 
 // Reprocess queues a document's stored source for ingestion again and returns the document as it is
 // now: the worker moves a failed one to processing and then ready or failed, and a ready one keeps
-// serving its current chunks until the new ones replace them. Unavailable when the queue is full.
+// serving its current chunks until the new ones replace them. NotFound when the document or its stored
+// source is gone; Unavailable when the queue is full.
 func (q *Queue) Reprocess(ctx context.Context, tenant, docID string) (rag.Document, error) {
 	q.init()
-	doc, src, err := q.Service.Stored(ctx, tenant, docID)
+	doc, err := q.Service.Runner.Stages.Records.GetDocument(ctx, tenant, docID)
 	if err != nil {
 		return doc, err
 	}
+	if doc.Status == rag.StatusDeleted {
+		return doc, rag.Errorf("ingest.Reprocess", rag.KindNotFound, "%s is being deleted", doc.FileName)
+	}
+	if _, err := q.Service.Runner.Stages.Blobs.Stat(ctx, sourceKey(tenant, doc.KBID, doc.ID, doc.FileName)); err != nil {
+		if rag.Is(err, rag.KindNotFound) {
+			return doc, rag.Errorf("ingest.Reprocess", rag.KindNotFound, "the stored source of %s is gone; upload it again", doc.FileName)
+		}
+		return doc, err
+	}
 	select {
-	case q.jobs <- job{tenant, src}:
+	case q.jobs <- job{tenant, doc.ID}:
 		return doc, nil
 	default:
 		return doc, rag.Errorf("ingest.Reprocess", rag.KindUnavailable, "the ingestion queue is full")
@@ -119,12 +149,71 @@ func (q *Queue) Run(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				case j := <-q.jobs:
-					if _, err := q.Service.Ingest(ctx, j.tenant, j.src); err != nil && q.Log != nil {
-						q.Log.Warn("upload ingestion failed", "file", j.src.Name, "err", err)
-					}
+					q.ingest(ctx, append([]job{j}, q.drain(DefaultBatch-1)...))
 				}
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// drain takes up to n more queued jobs without waiting.
+func (q *Queue) drain(n int) []job {
+	var out []job
+	for len(out) < n {
+		select {
+		case j := <-q.jobs:
+			out = append(out, j)
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// ingest reads the jobs' stored sources and ingests them in batches of one tenant and at most
+// queueBatchBytes.
+func (q *Queue) ingest(ctx context.Context, jobs []job) {
+	var batch []Source
+	tenant, size := "", int64(0)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		for _, rep := range q.Service.IngestBatch(ctx, tenant, batch) {
+			if rep.Error != "" && q.Log != nil {
+				q.Log.Warn("upload ingestion failed", "file", rep.File, "err", rep.Error)
+			}
+		}
+		batch, size = nil, 0
+	}
+	for _, j := range jobs {
+		_, src, err := q.Service.Stored(ctx, j.tenant, j.docID)
+		if err != nil { // deleted meanwhile, or its source is gone or unreadable
+			if q.Log != nil {
+				q.Log.Warn("queued ingestion skipped", "document", j.docID, "err", err)
+			}
+			q.failUnread(ctx, j, err)
+			continue
+		}
+		if len(batch) > 0 && (j.tenant != tenant || size+int64(len(src.Data)) > queueBatchBytes) {
+			flush()
+		}
+		tenant = j.tenant
+		batch = append(batch, src)
+		size += int64(len(src.Data))
+	}
+	flush()
+}
+
+// failUnread marks a queued document whose stored source could not be read as failed, so it does not
+// stay pending for ever (a deleted document is left alone).
+func (q *Queue) failUnread(ctx context.Context, j job, cause error) {
+	rec := q.Service.Runner.Stages.Records
+	doc, err := rec.GetDocument(ctx, j.tenant, j.docID)
+	if err != nil || doc.Status == rag.StatusDeleted || doc.Status == rag.StatusReady {
+		return
+	}
+	doc.Status, doc.Error = rag.StatusFailed, truncate("reading the stored upload failed: "+cause.Error(), 2000)
+	rec.UpdateDocument(ctx, &doc)
 }
