@@ -23,14 +23,9 @@ func Logger() *slog.Logger { return slog.New(slog.NewJSONHandler(os.Stderr, nil)
 func Run(name, version string, run func(ctx context.Context, log *slog.Logger) error) {
 	log := Logger()
 	if err := run(context.Background(), log); err != nil {
-		logFailure(log, name, version, err)
+		log.Error(name+" function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
 		os.Exit(1)
 	}
-}
-
-// logFailure is the one line a failed start writes.
-func logFailure(log *slog.Logger, name, version string, err error) {
-	log.Error(name+" function failed to start", "version", version, "error_type", awsrt.ErrorType(err), "err", err)
 }
 
 // Storeless hides the store drivers the template sets for every function (its Globals) from a function

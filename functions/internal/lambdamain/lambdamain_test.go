@@ -2,16 +2,38 @@ package lambdamain
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/docmind/docmind/shared/rag"
 )
 
-func TestLogFailureNamesTheFunctionAndTheKind(t *testing.T) {
-	var buf bytes.Buffer
-	logFailure(slog.New(slog.NewJSONHandler(&buf, nil)), "grade", "v1.2", rag.Errorf("config", rag.KindInvalid, "DOCMIND_X is required"))
+// envChild makes the test binary, run again by TestRunFailureExits, call Run as a main would.
+const envChild = "LAMBDAMAIN_TEST_CHILD"
+
+// TestRunFailureExits runs Run in a child process (it exits): a start-up error is one JSON line on
+// stderr naming the function, its version and the error kind, and exit status 1.
+func TestRunFailureExits(t *testing.T) {
+	if os.Getenv(envChild) != "" {
+		Run("grade", "v1.2", func(context.Context, *slog.Logger) error {
+			return rag.Errorf("config", rag.KindInvalid, "DOCMIND_X is required")
+		})
+		return // Run returned: the parent sees exit status 0 and fails
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunFailureExits$")
+	cmd.Env = append(os.Environ(), envChild+"=1")
+	var stderr, stdout bytes.Buffer
+	cmd.Stderr, cmd.Stdout = &stderr, &stdout
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("child: %v, want exit status 1\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
+	}
 	var line struct {
 		Msg       string `json:"msg"`
 		Level     string `json:"level"`
@@ -19,8 +41,8 @@ func TestLogFailureNamesTheFunctionAndTheKind(t *testing.T) {
 		ErrorType string `json:"error_type"`
 		Err       string `json:"err"`
 	}
-	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
-		t.Fatalf("not one JSON line: %q: %v", buf.String(), err)
+	if err := json.Unmarshal(stderr.Bytes(), &line); err != nil {
+		t.Fatalf("stderr is not one JSON line: %q: %v", stderr.String(), err)
 	}
 	if line.Msg != "grade function failed to start" || line.Level != "ERROR" || line.Version != "v1.2" || line.ErrorType != "Invalid" ||
 		line.Err == "" {

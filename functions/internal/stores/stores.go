@@ -21,38 +21,24 @@ type Cloud struct {
 	Vectors *milvus.Index
 }
 
-// Open opens Aurora and the chunks' Milvus collection, in that order, stopping at the first error.
+// Open opens Aurora MySQL with the configured pool (DOCMIND_SQL_MAX_OPEN_CONNS per instance), then the
+// chunks' Milvus collection, stopping at the first error.
 func Open(ctx context.Context, cfg config.Config) (Cloud, error) {
-	db, err := SQL(ctx, cfg)
+	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
 	if err != nil {
 		return Cloud{}, err
 	}
-	vec, err := Vectors(ctx, cfg)
+	vec, err := milvus.Open(ctx, milvusOptions(cfg))
 	if err != nil {
 		return Cloud{}, err
 	}
 	return Cloud{SQL: db, Vectors: vec}, nil
 }
 
-// SQL opens Aurora MySQL with the configured pool (DOCMIND_SQL_MAX_OPEN_CONNS per instance).
-func SQL(ctx context.Context, cfg config.Config) (*sqldb.DB, error) {
-	return mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
-}
-
 // Keyword is BM25 over the chunk rows in db, with the configured parameters.
 func Keyword(db *sqldb.DB, cfg config.Config) *mysql.Keyword {
-	return &mysql.Keyword{DB: db, Params: BM25Params(cfg)}
-}
-
-// BM25Params are the configured BM25 parameters (the embedded index in tests takes the same).
-func BM25Params(cfg config.Config) bm25.Params {
 	r := cfg.Retrieval
-	return bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight}
-}
-
-// Vectors opens the chunks' Milvus collection.
-func Vectors(ctx context.Context, cfg config.Config) (*milvus.Index, error) {
-	return milvus.Open(ctx, milvusOptions(cfg))
+	return &mysql.Keyword{DB: db, Params: bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight}}
 }
 
 // Memories opens the long-term memories' collection, "<collection>_memories" next to the chunks'.
