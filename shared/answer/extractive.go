@@ -126,28 +126,7 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		return r
 	}
 	slices.SortStableFunc(cands, func(a, b unit) int { return cmp.Compare(b.score, a.score) })
-	picked := x.pick(cands, r.Asked)
-	if n, ok := next(picked, units, r.Asked); ok && len(picked) < x.MaxSentences && !quoted(picked, n) {
-		picked = append(picked, n)
-	}
-	if p, ok := previous(picked, units, query); ok && len(picked) < x.MaxSentences && !quoted(picked, p) {
-		picked = append(picked, p)
-	}
-	for range 2 {
-		b, ok := bridge(picked, units, qterms, r.Asked, query)
-		if !ok || len(picked) > x.MaxSentences {
-			break
-		}
-		if quoted(picked, b) { // the same sentence in another passage: mark it taken, look again
-			b.show = ""
-		}
-		picked = append(picked, b)
-		// the bridge passage names the second hop; its line that best matches the question says what
-		// was asked about it ("Sullivan County is a county ..." then "Its county seat is Newport.")
-		if f, ok := bestOfSource(b.src, picked, cands); ok && len(picked) <= x.MaxSentences {
-			picked = append(picked, f)
-		}
-	}
+	picked := x.extend(x.pick(cands, r.Asked), units, cands, qterms, r.Asked, query)
 	covered := map[string]bool{}
 	for _, u := range picked {
 		r.Held = r.Held || u.holds
@@ -161,7 +140,41 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		}
 	}
 	r.Table, r.Top = picked[0].row != nil, picked[0].src == 0
-	// Read in source order, then document order, so quotes from one passage stay together.
+	r.Answer = render(picked)
+	return r
+}
+
+// extend adds to the picked sentences the one after (or before) the best when the question asks for
+// it, and up to two bridges to a second hop, each with the line of its passage that best matches the
+// question, within MaxSentences.
+func (x Extractive) extend(picked, units, cands []unit, qterms []string, asked Asked, query string) []unit {
+	if n, ok := next(picked, units, asked); ok && len(picked) < x.MaxSentences && !quoted(picked, n) {
+		picked = append(picked, n)
+	}
+	if p, ok := previous(picked, units, query); ok && len(picked) < x.MaxSentences && !quoted(picked, p) {
+		picked = append(picked, p)
+	}
+	for range 2 {
+		b, ok := bridge(picked, units, qterms, asked, query)
+		if !ok || len(picked) > x.MaxSentences {
+			break
+		}
+		if quoted(picked, b) { // the same sentence in another passage: mark it taken, look again
+			b.show = ""
+		}
+		picked = append(picked, b)
+		// the bridge passage names the second hop; its line that best matches the question says what
+		// was asked about it ("Sullivan County is a county ..." then "Its county seat is Newport.")
+		if f, ok := bestOfSource(b.src, picked, cands); ok && len(picked) <= x.MaxSentences {
+			picked = append(picked, f)
+		}
+	}
+	return picked
+}
+
+// render writes the offline answer: the notice, then the picked sentences in source order, then
+// document order, so quotes from one passage stay together.
+func render(picked []unit) string {
 	slices.SortFunc(picked, func(a, b unit) int {
 		if a.src != b.src {
 			return a.src - b.src
@@ -176,8 +189,7 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 			fmt.Fprintf(&b, "\n- %s [%d]", u.show, u.src+1)
 		}
 	}
-	r.Answer = b.String()
-	return r
+	return b.String()
 }
 
 // pick takes the best line, then others only when they add something: a question term the picked
