@@ -1,10 +1,14 @@
-// Package answer turns retrieved evidence into a grounded, cited answer: the offline extractive
-// answerer (DESIGN.md section 9), citation parsing and the confidence band (DESIGN.md section 6 step
-// 14), and the standard-path pipeline that drives the chat event stream (section 7).
+// Package answer turns a question into a grounded, cited answer: the question pipeline that drives the
+// chat event stream (DESIGN.md section 7), the offline extractive reader (section 9), the model's prompt,
+// citation parsing, claim checks and the calibrated confidence (section 6 step 14).
 //
-// What is here is the offline slice of issue #5: no language-model provider, no understanding call,
-// no decomposition, agentic loop, semantic cache or memory yet. The pipeline says so in every stream
-// (the `degraded` list names "llm").
+// Pipeline.Run is a sequence of named steps (steps.go) over one State that marshals to JSON:
+// shortCircuit, lookup (semantic cache), understand, route, hyde, retrieve (the agent's loop, the
+// sub-questions, or the retrieval chain with its rerank and grade), compensate (web), composePrompt,
+// announce, generate, verify (citations, claims, confidence), remember (long-term memory) and cache.
+// Each step reads what the earlier ones wrote and can be tested alone from a State. Every event has a
+// typed payload (events.go) whose JSON is the wire contract. Run returns the final Done without
+// storing or sending it: the edge (HTTP handler, CLI, Lambda) stores the message, then sends done.
 package answer
 
 import (
