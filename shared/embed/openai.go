@@ -71,8 +71,13 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 		cfg.HTTPClient = o.HTTP
 	} else {
 		// as many idle connections as requests in flight (the default keeps 2, so 8 in flight re-dialled 6 per round)
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = max(o.Concurrency, tr.MaxIdleConnsPerHost)
+		// (the endpoint is the operator's configuration and may be on a private network, e.g. vLLM or
+		// Ollama, so this is not the SSRF-guarded client of shared/netx; it is its own transport, not the
+		// process-wide default)
+		tr := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
+			DialContext:  (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns: 100, MaxIdleConnsPerHost: max(o.Concurrency, 2), IdleConnTimeout: 90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
 		cfg.HTTPClient = &http.Client{Timeout: o.Timeout, Transport: tr}
 	}
 	lim := rate.NewLimiter(rate.Inf, 1)

@@ -77,7 +77,7 @@ func (h *HTTPInvoker) Invoke(ctx context.Context, function string, payload []byt
 	}
 	hc := h.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = invokeClient
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -172,3 +172,7 @@ func (g *Grader) Grade(ctx context.Context, in rankfn.GradeIn) (rankfn.GradeOut,
 	err := g.Call(ctx, in, &out)
 	return out, err
 }
+
+// invokeClient calls the Lambda Invoke API when no client is given: its own client (never the process-wide
+// default), bounded a little above the 15-minute Lambda maximum; callers bound each call by ctx.
+var invokeClient = &http.Client{Timeout: 16 * time.Minute}
