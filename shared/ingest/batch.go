@@ -262,12 +262,25 @@ func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant strin
 		}
 		children += it.chunks.Children
 	}
+	// The keyword index is filled while the vectors are embedded and made durable: it is memory only,
+	// analysis is most of its cost, and a hit on a chunk whose rows are not committed yet finds no row
+	// and is left out of results. Taken back below if the batch fails.
+	keywords := s.indexKeywords(tenant, items)
+	fail := func(err error) error {
+		keywords()
+		if st.Keyword != nil {
+			for _, it := range items {
+				st.Keyword.RemoveDocument(tenant, it.doc.ID)
+			}
+		}
+		return err
+	}
 	vecs, err := st.Embedder.Embed(ctx, texts)
 	if err != nil {
-		return fmt.Errorf("embed %d chunks: %w", len(texts), err)
+		return fail(fmt.Errorf("embed %d chunks: %w", len(texts), err))
 	}
 	if len(vecs) != len(texts) {
-		return rag.Errorf("ingest.IngestBatch", rag.KindInternal, "embedder returned %d vectors for %d texts", len(vecs), len(texts))
+		return fail(rag.Errorf("ingest.IngestBatch", rag.KindInternal, "embedder returned %d vectors for %d texts", len(vecs), len(texts)))
 	}
 	for i := range recs {
 		recs[i].Vector = vecs[i]
@@ -275,21 +288,17 @@ func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant strin
 	embedMS := time.Since(start).Milliseconds()
 	start = time.Now()
 	if err := st.Vectors.Upsert(ctx, recs); err != nil {
-		return fmt.Errorf("upsert %d vectors: %w", len(recs), err)
+		return fail(fmt.Errorf("upsert %d vectors: %w", len(recs), err))
 	}
 	if err := st.Vectors.Flush(ctx); err != nil { // the batch's one fsync, before anything says ready
-		return fmt.Errorf("flush vectors: %w", err)
+		return fail(fmt.Errorf("flush vectors: %w", err))
 	}
 	if n, err := st.Vectors.Count(ctx, rag.Filter{Tenant: tenant, DocumentIDs: ids}); err != nil {
-		return fmt.Errorf("count vectors: %w", err)
+		return fail(fmt.Errorf("count vectors: %w", err))
 	} else if n != children { // an orphan of an old crash, or a duplicate vector id: Ingest sorts it out
-		return &IncompleteError{Want: children, Got: n}
+		return fail(&IncompleteError{Want: children, Got: n})
 	}
-	if st.Keyword != nil {
-		for _, it := range items {
-			st.Keyword.IndexDocument(tenant, it.doc.ID, it.rows)
-		}
-	}
+	keywords()
 	indexMS := time.Since(start).Milliseconds()
 	docs := make([]rag.DocumentChunks, len(items))
 	for i, it := range items {
@@ -303,15 +312,33 @@ func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant strin
 		docs[i] = rag.DocumentChunks{Document: d, Add: it.rows}
 	}
 	if err := br.CommitDocuments(ctx, tenant, docs); err != nil {
-		if st.Keyword != nil {
-			for _, it := range items {
-				st.Keyword.RemoveDocument(tenant, it.doc.ID)
-			}
-		}
-		return fmt.Errorf("commit %d documents: %w", len(docs), err)
+		return fail(fmt.Errorf("commit %d documents: %w", len(docs), err))
 	}
 	for i, it := range items {
 		it.doc = docs[i].Document
 	}
 	return nil
+}
+
+// indexKeywords starts indexing the items' chunks in the keyword index, GOMAXPROCS documents at a time
+// (the index analyses outside its lock), and returns the wait for it; the wait may be called again.
+func (s *Service) indexKeywords(tenant string, items []*batchItem) (wait func()) {
+	kw := s.Runner.Stages.Keyword
+	if kw == nil {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	next := make(chan *batchItem, len(items))
+	for _, it := range items {
+		next <- it
+	}
+	close(next)
+	for range min(runtime.GOMAXPROCS(0), len(items)) {
+		wg.Go(func() {
+			for it := range next {
+				kw.IndexDocument(tenant, it.doc.ID, it.rows)
+			}
+		})
+	}
+	return wg.Wait
 }
