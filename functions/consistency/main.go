@@ -5,6 +5,11 @@
 // Drift, Repaired, Remaining with dimension Class) plus a run total, on which the template's drift alarm is
 // set.
 //
+// The drop folder is checked too (inbox.go): an inbox/<kb>/... object older than ten minutes that has no
+// document (its S3 notification was lost, RELIABILITY ING-08) is reported under sources_without_document
+// and repaired by starting the ingestion state machine (DOCMIND_INGEST_STATE_MACHINE_ARN) through the
+// ingest function's own trigger; without that variable the drop folder is not checked.
+//
 // The scheduled input is {"repair": true}; {"repair": false} only reports, {"kb": "<name>"} scopes a
 // direct invocation to one knowledge base. An EventBridge rule's "Scheduled Event" works too (its fields
 // are ignored and repair defaults to on).
@@ -19,6 +24,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
 	"github.com/docmind/docmind/functions/internal/bucket"
@@ -26,6 +32,7 @@ import (
 	"github.com/docmind/docmind/functions/internal/ingestenv"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
 	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/reconcile"
 )
 
@@ -172,6 +179,22 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*r
 		// variable every tenant owning data in SQL is checked
 		chk.Tenants = []string{cfg.Tenant}
 	}
+	arn := getenv("DOCMIND_INGEST_STATE_MACHINE_ARN")
+	if arn == "" {
+		log.Warn("drop folder not checked: DOCMIND_INGEST_STATE_MACHINE_ARN is not set")
+		return chk, nil
+	}
+	ac, err := awsenv.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s3c := awsenv.S3Client(ac, cfg)
+	// the drop folder is the configured tenant's, as in the ingest function: its objects are repaired
+	// through the same trigger, so an object without a document starts an execution of the state machine
+	trig := &ingest.Trigger{Service: svc, Events: c.SQL, Leases: c.SQL, Tenant: cfg.Tenant, Name: repairName,
+		Executions: awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: arn}}
+	chk.Inbox = &s3Inbox{Bucket: cfg.Blob.Bucket, Tenant: cfg.Tenant, Objects: c.Blobs, Heads: s3c, Events: c.SQL, Trigger: trig, Log: log,
+		Restore: &sourceRestore{Service: svc, Records: c.SQL, Leases: c.SQL, Objects: awsenv.Objects{S3: s3c}, MaxBytes: cfg.Server.MaxBodyBytes}}
 	return chk, nil
 }
 
