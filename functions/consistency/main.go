@@ -9,6 +9,7 @@
 // document (its S3 notification was lost, RELIABILITY ING-08) is reported under sources_without_document
 // and repaired by starting the ingestion state machine (DOCMIND_INGEST_STATE_MACHINE_ARN) through the
 // ingest function's own trigger; without that variable the drop folder is not checked.
+// DOCMIND_RECONCILE_INBOX_MIN_AGE (default 10m) is the age below which an object's event may still be queued.
 //
 // The scheduled input is {"repair": true}; {"repair": false} only reports, {"kb": "<name>"} scopes a
 // direct invocation to one knowledge base. An EventBridge rule's "Scheduled Event" works too (its fields
@@ -194,6 +195,7 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*r
 	trig := &ingest.Trigger{Service: svc, Events: c.SQL, Leases: c.SQL, Tenant: cfg.Tenant, Name: repairName,
 		Executions: awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: arn}}
 	chk.Inbox = &s3Inbox{Bucket: cfg.Blob.Bucket, Tenant: cfg.Tenant, Objects: c.Blobs, Heads: s3c, Events: c.SQL, Trigger: trig, Log: log,
+		MinAge:  durationEnv(getenv, "DOCMIND_RECONCILE_INBOX_MIN_AGE", 10*time.Minute),
 		Restore: &sourceRestore{Service: svc, Records: c.SQL, Leases: c.SQL, Objects: awsenv.Objects{S3: s3c}, MaxBytes: cfg.Server.MaxBodyBytes}}
 	return chk, nil
 }
