@@ -341,7 +341,8 @@ func sqsBatch(bodies ...string) []byte {
 // TestRIE builds the functions, measures each one's size and cold init, then runs ingestion end to end
 // through the built binaries under aws-lambda-rie with the template's own environment: migrate, the
 // ingest function on an SQS batch of S3 events (CJK, spaces, "+", a poisoned message), the state machine
-// (the ASL file, run by aslrun) invoking the stage binary for every Task, a replay, and a removal.
+// (the ASL file, run by aslrun) invoking the stage binary for every Task, a replay, a removal, and an
+// upload whose notification was lost, which the consistency function finds and starts (ING-08).
 func TestRIE(t *testing.T) {
 	rie := requireRIE(t)
 	f := newFixture(t)
@@ -489,5 +490,34 @@ func TestRIE(t *testing.T) {
 	}
 	if after := f.milvus.Rows("docmind_chunks"); after >= vectors {
 		t.Fatalf("vectors %d -> %d: the removal left the document's vectors", vectors, after)
+	}
+
+	// ING-08: an upload whose notification was lost is found by the scheduled consistency function, which
+	// starts its execution; the state machine ingests it (the age gate is lowered: the object is new)
+	lost := "inbox/handbook/lost notice.md"
+	if _, err := f.s3.PutObject(context.Background(), &awss3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(lost),
+		Body: strings.NewReader("# Lost notice\n\nRooms booked through the old portal must be booked again by Friday.\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if f.bins["ConsistencyFunction"] == "" {
+		t.Fatal("the consistency function was not built")
+	}
+	consistency := startRIE(t, rie, f.bins["ConsistencyFunction"], append(f.envFor("ConsistencyFunction"), "DOCMIND_RECONCILE_INBOX_MIN_AGE=1ns"))
+	before = len(f.aws.order)
+	out, err = consistency.invoke([]byte(`{"repair": true}`))
+	var rep struct {
+		Drift    map[string]int `json:"drift"`
+		Repaired map[string]int `json:"repaired"`
+	}
+	json.Unmarshal(out, &rep)
+	if err != nil || rep.Drift["sources_without_document"] != 1 || rep.Repaired["sources_without_document"] != 1 || len(f.aws.order) != before+1 {
+		t.Fatalf("consistency answered %s (%v) with %d executions started; want the lost upload found and 1 started\n%s", out, err, len(f.aws.order)-before, consistency.logs)
+	}
+	name := f.aws.order[before]
+	if _, tr, err := runner.Run(context.Background(), name, json.RawMessage(f.aws.execs[name])); err != nil {
+		t.Fatalf("repair execution %s: %v (states %v)\n%s", name, err, tr.States, stage.logs)
+	}
+	if st := ready()[lost]; st != rag.StatusReady {
+		t.Fatalf("%s: status %q after the repair's execution, want ready", lost, st)
 	}
 }
