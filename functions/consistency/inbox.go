@@ -167,6 +167,8 @@ func (in *s3Inbox) head(ctx context.Context, key string) (string, error) {
 		case "NotFound", "NoSuchKey", "NoSuchVersion", "MethodNotAllowed": // HEAD of a delete marker is 405
 			return "", rag.E(op, rag.KindNotFound, fmt.Errorf("s3://%s/%s: %w", in.Bucket, key, err))
 		case "AccessDenied", "Forbidden":
+			// also what a missing key answers when s3:ListBucket does not cover it: the role's is
+			// conditioned on prefixes, which a HEAD does not send; either way the object is not repaired
 			return "", rag.E(op, rag.KindPermission, err)
 		}
 	}
