@@ -91,6 +91,9 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	return &OpenAI{c: openai.NewClientWithConfig(cfg), o: o, lim: lim, sem: make(chan struct{}, o.Concurrency)}, nil
 }
 
+// BatchSize is how many texts one request carries: callers that group texts send multiples of it.
+func (e *OpenAI) BatchSize() int { return e.o.BatchSize }
+
 // Dim is the configured dimension.
 func (e *OpenAI) Dim() int { return e.o.Dim }
 

@@ -46,11 +46,15 @@ func (s *Service) IngestBatch(ctx context.Context, tenant string, srcs []Source)
 	br, ok := s.Runner.Stages.Records.(BatchRecords)
 	slow := make([]bool, len(srcs))
 	if ok && len(srcs) > 1 {
-		items := s.prepareBatch(ctx, tenant, srcs, slow, reps)
+		items, embedErr := s.prepareBatch(ctx, tenant, srcs, slow, reps)
 		if len(items) > 0 {
-			if err := s.commitBatch(ctx, br, tenant, items); err != nil {
+			err := embedErr
+			if err == nil {
+				err = s.commitBatch(ctx, br, tenant, items)
+			}
+			if err != nil {
 				if s.Runner.Stages.Log != nil {
-					s.Runner.Stages.Log.Warn("batch commit failed; ingesting its documents one by one", "documents", len(items), "err", err)
+					s.Runner.Stages.Log.Warn("batch failed; ingesting its documents one by one", "documents", len(items), "err", err)
 				}
 				for _, it := range items {
 					slow[it.at] = true
@@ -86,8 +90,9 @@ type batchItem struct {
 	rows    []rag.Chunk
 	stageMS map[string]int64
 	unlock  func()
-	texts   int   // children sent to the embedder (distinct vector ids)
-	failed  error // the parser or chunker refused the source for good
+	texts   []string           // children to embed (one per distinct vector id)
+	recs    []rag.VectorRecord // their vector records, Vector filled by embedGroups
+	failed  error              // the parser or chunker refused the source for good
 }
 
 // failPrepared marks a document whose source the parser or chunker refused for good as failed, with
@@ -107,18 +112,21 @@ func (s *Service) failPrepared(ctx context.Context, it *batchItem) Report {
 }
 
 func (it *batchItem) report() Report {
-	out := Outcome{Parents: it.chunks.Parents, Chunks: it.chunks.Children, Embedded: it.texts, StageMS: it.stageMS}
+	out := Outcome{Parents: it.chunks.Parents, Chunks: it.chunks.Children, Embedded: len(it.texts), StageMS: it.stageMS}
 	return Report{File: it.doc.FileName, DocumentID: it.doc.ID, Status: rag.StatusReady, Outcome: out}
 }
 
 // prepareBatch runs each source's own steps (document row, stored source, extract, chunk), GOMAXPROCS
 // at a time, and returns the items that can be committed together in batch order; the rest are marked
-// slow.
+// slow. Prepared items are embedded while the others are still being prepared, so the embeddings
+// provider is busy from the batch's first documents on; the first embedding error is returned with the
+// items.
 //
 // A source the parser or chunker refuses for good (a Terminal or Invalid error: a poison file, a
 // document with no text) is failed here with its reason, as Ingest would, so its parser runs once.
-func (s *Service) prepareBatch(ctx context.Context, tenant string, srcs []Source, slow []bool, reps []Report) []*batchItem {
+func (s *Service) prepareBatch(ctx context.Context, tenant string, srcs []Source, slow []bool, reps []Report) ([]*batchItem, error) {
 	items := make([]*batchItem, len(srcs))
+	ready := make(chan *batchItem, len(srcs))
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range min(runtime.GOMAXPROCS(0), len(srcs)) {
@@ -133,22 +141,109 @@ func (s *Service) prepareBatch(ctx context.Context, tenant string, srcs []Source
 				default:
 					it.at = i
 					items[i] = it
+					ready <- it
 				}
 			}
 		})
 	}
+	embedded := make(chan error, 1)
+	go func() { embedded <- s.embedGroups(ctx, ready) }()
 	for i := range srcs {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
+	close(ready)
+	err := <-embedded
 	var out []*batchItem
 	for _, it := range items {
 		if it != nil {
 			out = append(out, it)
 		}
 	}
-	return out
+	return out, err
+}
+
+// Batcher is an embedder that sends texts to its provider in requests of BatchSize (embed.OpenAI): a
+// batch's texts are grouped in multiples of it, so requests go out full.
+type Batcher interface{ BatchSize() int }
+
+// embedGroupRequests is how many provider requests' worth of texts one Embed call carries; without a
+// Batcher a call carries embedGroupTexts texts.
+const (
+	embedGroupRequests = 4
+	embedGroupTexts    = 64
+)
+
+// embedGroups embeds the texts of the items arriving on ready in groups of a fixed number of texts,
+// cut across document boundaries so that every provider request but the batch's last is full, the
+// Embed calls running concurrently (the embedder's own limit bounds its requests in flight). It
+// returns the first error once every call has returned; without one, every item's records carry their
+// vectors.
+func (s *Service) embedGroups(ctx context.Context, ready <-chan *batchItem) error {
+	emb := s.Runner.Stages.Embedder
+	size := embedGroupTexts
+	if b, ok := emb.(Batcher); ok && b.BatchSize() > 0 {
+		size = b.BatchSize() * embedGroupRequests
+	}
+	type span struct {
+		lo   int
+		vecs [][]float32
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	var spans []span
+	start := time.Now()
+	embed := func(lo int, texts []string) {
+		vecs, err := emb.Embed(ctx, texts)
+		if err == nil && len(vecs) != len(texts) {
+			err = rag.Errorf("ingest.IngestBatch", rag.KindInternal, "embedder returned %d vectors for %d texts", len(vecs), len(texts))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("embed %d chunks: %w", len(texts), err)
+			}
+			return
+		}
+		spans = append(spans, span{lo, vecs})
+	}
+	// texts[sent:] are not sent yet; a group's slice of texts is never written again once sent (append
+	// writes past it or copies), so the calls read it while more texts arrive
+	var texts []string
+	var items []*batchItem
+	var offsets []int
+	sent := 0
+	for it := range ready {
+		items, offsets = append(items, it), append(offsets, len(texts))
+		texts = append(texts, it.texts...)
+		for len(texts)-sent >= size {
+			lo, group := sent, texts[sent:sent+size]
+			wg.Go(func() { embed(lo, group) })
+			sent += size
+		}
+	}
+	if sent < len(texts) {
+		embed(sent, texts[sent:])
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	vecs := make([][]float32, len(texts))
+	for _, sp := range spans {
+		copy(vecs[sp.lo:], sp.vecs)
+	}
+	ms := time.Since(start).Milliseconds()
+	for i, it := range items {
+		for j := range it.recs {
+			it.recs[j].Vector = vecs[offsets[i]+j]
+		}
+		it.stageMS["embed"] = ms // the batch's embedding, shared by its documents
+	}
+	return nil
 }
 
 // errSlowPath sends a source to Ingest: not an error of the source, only not a batch case.
@@ -224,6 +319,15 @@ func (s *Service) prepareOne(ctx context.Context, tenant string, src Source) (it
 		return it.refuse(err)
 	}
 	it.stageMS["chunk"] = time.Since(start).Milliseconds()
+	seen := map[string]bool{}
+	for _, c := range it.rows {
+		if c.Level != rag.LevelChild || seen[c.VectorID] {
+			continue
+		}
+		seen[c.VectorID] = true
+		it.texts = append(it.texts, c.Content)
+		it.recs = append(it.recs, rag.VectorRecord{ID: c.VectorID, Tenant: c.Tenant, KBID: c.KBID, DocumentID: c.DocumentID, ChunkID: c.ID, Tags: c.Tags})
+	}
 	return it, nil
 }
 
@@ -237,32 +341,21 @@ func (it *batchItem) refuse(err error) (*batchItem, error) {
 	return it, nil
 }
 
-// commitBatch embeds the batch's children in one call, upserts and flushes the vectors once, checks
+// commitBatch upserts the batch's embedded children and flushes the vectors once, checks
 // with one strong count that the index holds exactly the batch's children, indexes the keywords, and
 // commits every document ready in one transaction. On an error nothing is marked ready; the keyword
 // entries are taken back (vectors stay for the per-document retry to reuse or replace).
 func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant string, items []*batchItem) error {
 	st := s.Runner.Stages
-	start := time.Now()
-	var texts []string
 	var recs []rag.VectorRecord
 	ids := make([]string, len(items))
 	children := 0
 	for i, it := range items {
 		ids[i] = it.doc.ID
-		seen := map[string]bool{}
-		for _, c := range it.rows {
-			if c.Level != rag.LevelChild || seen[c.VectorID] {
-				continue
-			}
-			seen[c.VectorID] = true
-			it.texts++
-			texts = append(texts, c.Content)
-			recs = append(recs, rag.VectorRecord{ID: c.VectorID, Tenant: c.Tenant, KBID: c.KBID, DocumentID: c.DocumentID, ChunkID: c.ID, Tags: c.Tags})
-		}
+		recs = append(recs, it.recs...)
 		children += it.chunks.Children
 	}
-	// The keyword index is filled while the vectors are embedded and made durable: it is memory only,
+	// The keyword index is filled while the vectors are written and made durable: it is memory only,
 	// analysis is most of its cost, and a hit on a chunk whose rows are not committed yet finds no row
 	// and is left out of results. Taken back below if the batch fails.
 	keywords := s.indexKeywords(tenant, items)
@@ -275,18 +368,7 @@ func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant strin
 		}
 		return err
 	}
-	vecs, err := st.Embedder.Embed(ctx, texts)
-	if err != nil {
-		return fail(fmt.Errorf("embed %d chunks: %w", len(texts), err))
-	}
-	if len(vecs) != len(texts) {
-		return fail(rag.Errorf("ingest.IngestBatch", rag.KindInternal, "embedder returned %d vectors for %d texts", len(vecs), len(texts)))
-	}
-	for i := range recs {
-		recs[i].Vector = vecs[i]
-	}
-	embedMS := time.Since(start).Milliseconds()
-	start = time.Now()
+	start := time.Now()
 	if err := st.Vectors.Upsert(ctx, recs); err != nil {
 		return fail(fmt.Errorf("upsert %d vectors: %w", len(recs), err))
 	}
@@ -302,7 +384,7 @@ func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant strin
 	indexMS := time.Since(start).Milliseconds()
 	docs := make([]rag.DocumentChunks, len(items))
 	for i, it := range items {
-		it.stageMS["embed"], it.stageMS["index"] = embedMS, indexMS // the batch's, shared by its documents
+		it.stageMS["index"] = indexMS // the batch's, shared by its documents (as "embed" is its group's)
 		d := it.doc
 		d.Status, d.Error, d.ChunkCount, d.ContentHash = rag.StatusReady, "", it.chunks.Children, it.hash
 		d.DocVersion, d.EffectiveDate, d.Encoding = truncate(it.chunks.DocVersion, 64), truncate(it.chunks.EffectiveDate, 32), truncate(it.chunks.Encoding, 32)

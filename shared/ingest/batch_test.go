@@ -56,7 +56,8 @@ func batchSources(n int) []Source {
 	return srcs
 }
 
-// A batch of new documents lands with one embeddings call, one vector flush and one SQL transaction,
+// A batch of new documents lands with one embeddings call per embedGroupTexts texts, one vector flush
+// and one SQL transaction,
 // and ends exactly where ingesting them one by one ends: the same chunk ids, every child with its vector.
 func TestIngestBatchMatchesIngest(t *testing.T) {
 	ctx := context.Background()
@@ -93,8 +94,12 @@ func TestIngestBatchMatchesIngest(t *testing.T) {
 			}
 		}
 	}
-	if got := e.emb.calls.Load(); got != 1 {
-		t.Errorf("embeddings calls = %d, want 1 for the batch", got)
+	texts := 0
+	for _, rep := range reps {
+		texts += rep.Embedded
+	}
+	if got, want := e.emb.calls.Load(), int64((texts+embedGroupTexts-1)/embedGroupTexts); got != want {
+		t.Errorf("embeddings calls = %d for %d texts, want %d (one per %d texts)", got, texts, want, embedGroupTexts)
 	}
 	if got := fc.flushes.Load(); got != 1 {
 		t.Errorf("vector flushes = %d, want 1 for the batch (one fsync)", got)
@@ -164,5 +169,22 @@ func TestIngestBatchPoisonSource(t *testing.T) {
 	}
 	if got := calls.Load(); got != 1 {
 		t.Errorf("parser invocations for the poison source = %d, want 1", got)
+	}
+}
+
+// An embeddings error in one group fails the batch path only: every document then goes through Ingest
+// (with its retries) and ends ready.
+func TestIngestBatchEmbedFailureFallsBack(t *testing.T) {
+	ctx := context.Background()
+	e, _, cc := batchEnv(t)
+	e.emb.fail.Store(1)
+	for i, rep := range e.svc.IngestBatch(ctx, tenant, batchSources(9)) {
+		if rep.Status != rag.StatusReady || rep.Error != "" {
+			t.Fatalf("report %d = %+v, want ready after the fallback", i, rep)
+		}
+		e.consistent(t, rep.DocumentID)
+	}
+	if got := cc.commits.Load(); got != 0 {
+		t.Errorf("batch commits = %d, want 0 (the batch failed before its commit)", got)
 	}
 }
