@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/ingest"
@@ -61,31 +62,46 @@ func cmdIngest(e env, args []string) int {
 	progress := !c.json && isTerminal(e.stderr)
 	// Sources go in batches (ingest.DefaultBatch files, at most batchBytes of them): a batch's documents
 	// share one embeddings call, one vector-log fsync and one SQL transaction.
-	const batchBytes = 64 << 20
+	// Two batches are in flight, so one is read, extracted and chunked while the other waits for its
+	// embeddings or its commit.
+	const batchBytes, inFlight = 64 << 20, 2
 	var batch []ingest.Source
 	var names []string
 	size := int64(0)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, inFlight)
 	flush := func() {
 		if len(batch) == 0 {
 			return
 		}
-		for i, rep := range svc.IngestBatch(e.ctx, cfg.Tenant, batch) {
-			sum.Embedded += rep.Embedded
-			if rep.Error != "" {
-				sum.Failed = append(sum.Failed, ingestFailure{File: names[i], Error: rep.Error})
-				continue
+		srcs, files := batch, names
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			reps := svc.IngestBatch(e.ctx, cfg.Tenant, srcs)
+			mu.Lock()
+			defer mu.Unlock()
+			for i, rep := range reps {
+				sum.Embedded += rep.Embedded
+				if rep.Error != "" {
+					sum.Failed = append(sum.Failed, ingestFailure{File: files[i], Error: rep.Error})
+					continue
+				}
+				sum.Documents++
+				sum.Chunks += rep.Chunks
+				sum.Parents += rep.Parents
+				sum.Reused += rep.Reused
+				sum.Deleted += rep.Deleted
 			}
-			sum.Documents++
-			sum.Chunks += rep.Chunks
-			sum.Parents += rep.Parents
-			sum.Reused += rep.Reused
-			sum.Deleted += rep.Deleted
-		}
-		batch, names, size = batch[:0], names[:0], 0
+		})
+		batch, names, size = nil, nil, 0
 	}
 	for i, f := range files {
 		if e.ctx.Err() != nil {
+			mu.Lock()
 			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: "interrupted"})
+			mu.Unlock()
 			continue
 		}
 		if progress {
@@ -94,7 +110,9 @@ func cmdIngest(e env, args []string) int {
 		abs, _ := filepath.Abs(f)
 		data, err := readLimited(abs, cfg.Server.MaxBodyBytes)
 		if err != nil {
+			mu.Lock()
 			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: err.Error()})
+			mu.Unlock()
 			continue
 		}
 		if len(batch) > 0 && size+int64(len(data)) > batchBytes {
@@ -109,10 +127,10 @@ func cmdIngest(e env, args []string) int {
 	}
 	if e.ctx.Err() == nil {
 		flush()
-	} else {
-		for _, f := range names {
-			sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: "interrupted"})
-		}
+	}
+	wg.Wait()
+	for _, f := range names { // read, but interrupted before its batch started
+		sum.Failed = append(sum.Failed, ingestFailure{File: f, Error: "interrupted"})
 	}
 	if progress {
 		fmt.Fprint(e.stderr, "\r\033[K")
