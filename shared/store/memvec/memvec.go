@@ -45,6 +45,7 @@ type Index struct {
 	names interner
 
 	// persistence (path != ""): writes since the last Flush, appended to the log on Flush
+	flushMu  sync.Mutex // one Flush (or Close) at a time; taken before mu
 	lock     *os.File
 	pending  []byte
 	logBytes int64 // size of the log file

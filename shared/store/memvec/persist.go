@@ -38,17 +38,56 @@ type metaRow struct {
 	Tags   []string `json:"g,omitempty"`
 }
 
-// Flush implements store.VectorIndex: it makes every write so far durable.
+// Flush implements store.VectorIndex: it makes every write so far durable. The log append and its
+// fsync run outside the index's lock, so searches and writes go on while the disk syncs (ingestion
+// flushes once per batch, and a batch's fsync used to stall every search); flushes take turns, so the
+// log keeps the order of the writes. Folding the log into the snapshot, when it has grown past the
+// snapshot's size, still holds the lock.
 func (ix *Index) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return rag.E("memvec.Flush", rag.KindUnavailable, err)
 	}
+	ix.flushMu.Lock()
+	defer ix.flushMu.Unlock()
+	ix.mu.Lock()
+	snapBytes := int64(ix.snapRows) * int64(ix.dim) * 4
+	if ix.path == "" || len(ix.pending) == 0 || ix.logBytes+int64(len(ix.pending)) > max(snapBytes, 64<<20) {
+		err := ix.flushLocked(false)
+		ix.mu.Unlock()
+		if err != nil {
+			return rag.E("memvec.Flush", rag.KindUnavailable, err)
+		}
+		return nil
+	}
+	buf := ix.pending
+	ix.pending = nil
+	ix.mu.Unlock()
+	err := appendLog(ix.path+".log", buf)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if err := ix.flushLocked(false); err != nil {
+	if err != nil { // put the records back in front of any written meanwhile, for the next Flush
+		ix.pending = append(buf, ix.pending...)
 		return rag.E("memvec.Flush", rag.KindUnavailable, err)
 	}
+	ix.logBytes += int64(len(buf))
 	return nil
+}
+
+// appendLog appends records to the log file and syncs it.
+func appendLog(path string, buf []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(buf); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (ix *Index) flushLocked(compact bool) error {
@@ -66,19 +105,7 @@ func (ix *Index) flushLocked(compact bool) error {
 		ix.pending, ix.logBytes, ix.snapRows = ix.pending[:0], 0, len(ix.rows)
 		return nil
 	}
-	f, err := os.OpenFile(ix.path+".log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(ix.pending); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := appendLog(ix.path+".log", ix.pending); err != nil {
 		return err
 	}
 	ix.logBytes += int64(len(ix.pending))
@@ -88,6 +115,8 @@ func (ix *Index) flushLocked(compact bool) error {
 
 // Close makes everything durable and folds the log into the snapshot, so the next Open is one read.
 func (ix *Index) Close() error {
+	ix.flushMu.Lock() // a Flush appending outside the lock finishes first
+	defer ix.flushMu.Unlock()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	err := ix.flushLocked(true)
