@@ -65,6 +65,18 @@ func (w *Watcher) split(path string) (kb, rel string, ok bool) {
 // start; it is also the repair for events missed while docmind was not running.
 func (w *Watcher) Sync(ctx context.Context) error {
 	present := map[string]map[string]bool{} // kb -> uri -> true
+	// files found are ingested in batches (a first sync of a full inbox is a bulk load)
+	var batch []Source
+	var rels []string
+	size := int64(0)
+	flush := func() {
+		if len(batch) > 0 {
+			for i, rep := range w.Service.IngestBatch(ctx, w.Tenant, batch) {
+				w.done(batch[i].KBName, rels[i], rep)
+			}
+		}
+		batch, rels, size = nil, nil, 0
+	}
 	err := filepath.WalkDir(w.Root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == w.Root && errors.Is(err, fs.ErrNotExist) {
@@ -89,9 +101,21 @@ func (w *Watcher) Sync(ctx context.Context) error {
 			present[kb] = map[string]bool{}
 		}
 		present[kb][SourceURI(kb, rel)] = true
-		w.ingest(ctx, path)
+		if src, ok := w.read(path); ok {
+			if len(batch) > 0 && size+int64(len(src.Data)) > queueBatchBytes {
+				flush()
+			}
+			batch, rels = append(batch, src), append(rels, rel)
+			size += int64(len(src.Data))
+			if len(batch) >= DefaultBatch {
+				flush()
+			}
+		}
 		return nil
 	})
+	if err == nil {
+		flush()
+	}
 	if err != nil {
 		return err
 	}
@@ -132,9 +156,21 @@ func (w *Watcher) report(r Report) {
 }
 
 func (w *Watcher) ingest(ctx context.Context, path string) {
-	kb, rel, ok := w.split(path)
+	src, ok := w.read(path)
 	if !ok {
 		return
+	}
+	_, rel, _ := w.split(path)
+	rep, _ := w.Service.Ingest(ctx, w.Tenant, src)
+	w.done(src.KBName, rel, rep)
+}
+
+// read loads an inbox file as a source; false (with the reason logged and reported) when it cannot be
+// ingested: outside a knowledge base folder, gone again, too large or unreadable.
+func (w *Watcher) read(path string) (Source, bool) {
+	kb, rel, ok := w.split(path)
+	if !ok {
+		return Source{}, false
 	}
 	max := w.MaxBytes
 	if max <= 0 {
@@ -142,21 +178,25 @@ func (w *Watcher) ingest(ctx context.Context, path string) {
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return // gone again: the removal event handles it
+		return Source{}, false // gone again: the removal event handles it
 	}
 	if st.Size() > max {
 		w.log().Warn("inbox file too large", "file", path, "size", st.Size(), "limit", max)
 		w.report(Report{File: rel, Status: rag.StatusFailed, Error: "file too large"})
-		return
+		return Source{}, false
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		w.log().Warn("cannot read inbox file", "file", path, "err", err)
-		return
+		return Source{}, false
 	}
-	rep, err := w.Service.Ingest(ctx, w.Tenant, Source{KBName: kb, URI: SourceURI(kb, rel), Name: filepath.Base(rel), Data: data})
-	if err != nil {
-		w.log().Warn("ingest failed", "kb", kb, "file", rel, "err", err)
+	return Source{KBName: kb, URI: SourceURI(kb, rel), Name: filepath.Base(rel), Data: data}, true
+}
+
+// done logs and reports one file's result.
+func (w *Watcher) done(kb, rel string, rep Report) {
+	if rep.Error != "" {
+		w.log().Warn("ingest failed", "kb", kb, "file", rel, "err", rep.Error)
 	} else if !rep.Skipped {
 		w.log().Info("ingested", "kb", kb, "file", rel, "chunks", rep.Chunks, "embedded", rep.Embedded, "reused", rep.Reused)
 	}
