@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -60,26 +61,29 @@ func TestIngestSurvivesKill(t *testing.T) {
 	seen := 0
 	for round := range 3 {
 		cmd := child()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		// wait until this run has made documents ready (progress), then kill it: its next batch is in flight
-		finished := false
-		for !finished {
+		var finished error
+		done := false
+		for !done {
 			if n := readyCount(t, cfg); n > seen {
 				seen = n
 				break
 			}
 			select {
-			case <-exited:
-				finished = true
+			case finished = <-exited:
+				done = true
 			case <-time.After(2 * time.Millisecond): // polling, no deadline: the test binary's timeout bounds it
 			}
 		}
-		if finished {
-			t.Fatalf("round %d: docmind ingest finished before it could be killed (%d documents ready)", round, seen)
+		if done {
+			t.Fatalf("round %d: docmind ingest finished before it could be killed (%d documents ready; exit: %v)\n%s", round, seen, finished, out.String())
 		}
 		time.Sleep(time.Duration(round*7) * time.Millisecond) // a different point of the next batch each round
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
