@@ -95,7 +95,7 @@ func hs256(t testing.TB, claims map[string]any) string {
 
 func claims(tenant, sub, email string, exp time.Duration) map[string]any {
 	now := time.Now()
-	return map[string]any{"iss": jwtIssuer, "aud": jwtAudience, "sub": sub, "email": email, "custom:tenant": tenant,
+	return map[string]any{"iss": jwtIssuer, "aud": jwtAudience, "sub": sub, "email": email, "email_verified": true, "custom:tenant": tenant,
 		"iat": now.Unix(), "exp": now.Add(exp).Unix()}
 }
 
@@ -241,6 +241,18 @@ func TestAuthRequiresACredential(t *testing.T) {
 	}
 	if code, body := frank.json(t, http.MethodGet, "/api/kbs", nil); code != 200 || !strings.Contains(string(body), w.kbA) {
 		t.Fatalf("after the grant: %d %s", code, body)
+	}
+	// an unverified email never names an existing user: a token for carol's address without
+	// email_verified gets a user of its own, with none of carol's grants
+	squat := claims("tenant-a", "sub-mallory", "carol@a.example", time.Hour)
+	delete(squat, "email_verified")
+	mallory := client{base: w.base, token: hs256(t, squat)}
+	code, body = mallory.json(t, http.MethodGet, "/api/me", nil)
+	if code != 200 || strings.Contains(string(body), "carol@") {
+		t.Fatalf("an unverified email signed in as its owner: %d %s", code, body)
+	}
+	if code, body := mallory.json(t, http.MethodGet, "/api/kbs", nil); code != 200 || strings.Contains(string(body), w.kbA) {
+		t.Fatalf("an unverified email got carol's knowledge bases: %d %s", code, body)
 	}
 	// a revoked key stops working at once
 	var keys struct{ Keys []struct{ ID string } }

@@ -70,8 +70,11 @@ type JWTConfig struct {
 // Claims is the identity a verified token carries.
 type Claims struct {
 	Tenant, Subject, Email string
-	Expiry                 time.Time
-	Groups                 []string
+	// EmailVerified is the token's email_verified claim (true, or the string "true" some providers send).
+	// An unverified email must not be trusted to name an existing user.
+	EmailVerified bool
+	Expiry        time.Time
+	Groups        []string
 }
 
 // JWTVerifier verifies bearer JWTs. It is safe for concurrent use.
@@ -352,6 +355,10 @@ func (v *JWTVerifier) claims(tok jwt.Token) (Claims, error) {
 		return Claims{}, errors.New("token has no user claim")
 	}
 	c.Email = stringClaim(tok, v.cfg.EmailClaim)
+	var verified any
+	if err := tok.Get("email_verified", &verified); err == nil {
+		c.EmailVerified = verified == true || verified == "true"
+	}
 	c.Expiry, _ = tok.Expiration()
 	var groups []any
 	if err := tok.Get(v.cfg.GroupsClaim, &groups); err == nil {

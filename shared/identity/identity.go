@@ -7,6 +7,8 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -165,17 +167,20 @@ func (a *Authenticator) byJWT(ctx context.Context, token string) (rag.Principal,
 
 // provision finds the user who signs in with this subject, else the user created with this email (an
 // admin may create users before their first sign-in, to grant them knowledge bases), linking the
-// subject; else creates a member.
+// subject; else creates a member. Only a verified email (email_verified) may link to an existing user:
+// anyone can register an unverified address at an identity provider, and linking by it would hand them
+// that user's knowledge bases.
 func (a *Authenticator) provision(ctx context.Context, c auth.Claims) (rag.User, error) {
 	u, err := a.Store.GetUserBySubject(ctx, c.Tenant, c.Subject)
 	if err == nil || !rag.Is(err, rag.KindNotFound) {
 		return u, err
 	}
 	email := c.Email
-	if email == "" {
-		// A token without an email still names a user; a synthetic address keeps the users table's
-		// (tenant, email) key unique without inventing a real one.
-		email = strings.ToLower(c.Subject) + "@subject.invalid"
+	if email == "" || !c.EmailVerified {
+		// A token without a verified email still names a user; a synthetic address keeps the users
+		// table's (tenant, email) key unique without claiming a real one.
+		sum := sha256.Sum256([]byte(c.Subject))
+		email = "sub-" + hex.EncodeToString(sum[:16]) + "@subject.invalid"
 	}
 	if u, err := a.Store.GetUserByEmail(ctx, c.Tenant, email); err == nil {
 		if u.Subject != "" && u.Subject != c.Subject {

@@ -1,0 +1,196 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/docmind/docmind/shared/auth"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// fakeStore is the relational store in memory: users by id, keys by hash.
+type fakeStore struct {
+	users   map[string]rag.User
+	keys    map[string]rag.APIKey
+	touched int
+	down    bool
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{users: map[string]rag.User{}, keys: map[string]rag.APIKey{}}
+}
+
+func (f *fakeStore) LookupAPIKey(_ context.Context, hash string) (rag.APIKey, rag.User, error) {
+	if f.down {
+		return rag.APIKey{}, rag.User{}, rag.E("fake", rag.KindUnavailable, nil)
+	}
+	k, ok := f.keys[hash]
+	if !ok || !k.RevokedAt.IsZero() {
+		return rag.APIKey{}, rag.User{}, rag.E("fake", rag.KindNotFound, nil)
+	}
+	return k, f.users[k.UserID], nil
+}
+
+func (f *fakeStore) TouchAPIKey(context.Context, string, string) error { f.touched++; return nil }
+
+func (f *fakeStore) find(match func(rag.User) bool) (rag.User, error) {
+	for _, u := range f.users {
+		if match(u) {
+			return u, nil
+		}
+	}
+	return rag.User{}, rag.E("fake", rag.KindNotFound, nil)
+}
+
+func (f *fakeStore) GetUserBySubject(_ context.Context, tenant, subject string) (rag.User, error) {
+	return f.find(func(u rag.User) bool { return u.Tenant == tenant && u.Subject == subject })
+}
+
+func (f *fakeStore) GetUserByEmail(_ context.Context, tenant, email string) (rag.User, error) {
+	return f.find(func(u rag.User) bool { return u.Tenant == tenant && u.Email == strings.ToLower(email) })
+}
+
+func (f *fakeStore) SetUserSubject(_ context.Context, tenant, id, subject string) error {
+	u, ok := f.users[id]
+	if !ok || u.Tenant != tenant {
+		return rag.E("fake", rag.KindNotFound, nil)
+	}
+	u.Subject = subject
+	f.users[id] = u
+	return nil
+}
+
+func (f *fakeStore) CreateUser(_ context.Context, u *rag.User) error {
+	if _, err := f.GetUserByEmail(context.Background(), u.Tenant, u.Email); err == nil {
+		return rag.E("fake", rag.KindConflict, nil)
+	}
+	u.ID = rag.NewID("usr")
+	f.users[u.ID] = *u
+	return nil
+}
+
+// fakeVerifier accepts tokens by name.
+type fakeVerifier map[string]auth.Claims
+
+func (v fakeVerifier) Verify(_ context.Context, token string) (auth.Claims, error) {
+	c, ok := v[token]
+	if !ok {
+		return auth.Claims{}, rag.E("auth.Verify", rag.KindPermission, errors.New("bad signature"))
+	}
+	return c, nil
+}
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]string{"": "none", "none": "none", "keys": "keys", "jwt": "jwt", "keys,jwt": "keys,jwt", "jwt, keys": "keys,jwt"} {
+		m, err := ParseMode(in)
+		if err != nil || m.String() != want {
+			t.Errorf("ParseMode(%q) = %v, %v; want %s", in, m, err, want)
+		}
+	}
+	for _, bad := range []string{"key", "oauth", "keys,", "none,keys"} {
+		if _, err := ParseMode(bad); err == nil {
+			t.Errorf("ParseMode(%q) accepted", bad)
+		}
+	}
+}
+
+func TestAuthenticateKeys(t *testing.T) {
+	st := newFakeStore()
+	st.users["usr_a"] = rag.User{ID: "usr_a", Tenant: "t1", Email: "a@x.io", Role: rag.RoleAdmin}
+	key, _, hash, err := auth.NewAPIKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.keys[hash] = rag.APIKey{ID: "key_1", Tenant: "t1", UserID: "usr_a", Hash: hash}
+	a := &Authenticator{Mode: Mode{Keys: true}, Store: st}
+	p, err := a.Authenticate(t.Context(), "bearer "+key)
+	if err != nil || p.Tenant != "t1" || p.UserID != "usr_a" || !p.IsAdmin() || p.Method != "key" || p.KeyID != "key_1" || st.touched != 1 {
+		t.Fatalf("a valid key = %+v, %v (touched %d)", p, err, st.touched)
+	}
+	for name, h := range map[string]string{"no header": "", "basic": "Basic abc", "empty bearer": "Bearer ", "unknown key": "Bearer dm_" + strings.Repeat("x", 43),
+		"a JWT in keys mode": "Bearer eyJhbGciOi.x.y"} {
+		if _, err := a.Authenticate(t.Context(), h); !rag.Is(err, rag.KindUnauthenticated) {
+			t.Errorf("%s: %v; want Unauthenticated", name, err)
+		}
+	}
+	st.down = true
+	if _, err := a.Authenticate(t.Context(), "Bearer "+key); !rag.Is(err, rag.KindUnavailable) {
+		t.Errorf("store down: %v; want Unavailable (503, not 401)", err)
+	}
+}
+
+func TestAuthenticateNoneIgnoresCredentials(t *testing.T) {
+	a := &Authenticator{Local: Local("acme")}
+	p, err := a.Authenticate(t.Context(), "Bearer whatever")
+	if err != nil || p.Tenant != "acme" || p.UserID != "local" || !p.IsAdmin() || p.Method != "none" {
+		t.Fatalf("mode none = %+v, %v", p, err)
+	}
+}
+
+func TestJWTProvisioning(t *testing.T) {
+	st := newFakeStore()
+	// an admin created before her first sign-in, by email
+	st.users["usr_ann"] = rag.User{ID: "usr_ann", Tenant: "t1", Email: "ann@x.io", Role: rag.RoleAdmin}
+	v := fakeVerifier{
+		"ann":       {Tenant: "t1", Subject: "sub-ann", Email: "ann@x.io", EmailVerified: true},
+		"ann-again": {Tenant: "t1", Subject: "sub-ann", Email: "ann@x.io", EmailVerified: true},
+		"squatter":  {Tenant: "t1", Subject: "sub-eve", Email: "ann@x.io"}, // unverified
+		"other-sub": {Tenant: "t1", Subject: "sub-zed", Email: "ann@x.io", EmailVerified: true},
+		"new":       {Tenant: "t1", Subject: "sub-new", Email: "new@x.io", EmailVerified: true},
+		"bad-tenat": {Tenant: "t1' OR 1=1", Subject: "s", Email: "x@x.io", EmailVerified: true},
+		"grouped":   {Tenant: "t1", Subject: "sub-g", Groups: []string{"docmind-admins"}},
+	}
+	a := &Authenticator{Mode: Mode{JWT: true}, Store: st, JWT: v, AdminGroup: "docmind-admins"}
+	signIn := func(tok string) (rag.Principal, error) { return a.Authenticate(t.Context(), "Bearer "+tok) }
+
+	p, err := signIn("ann")
+	if err != nil || p.UserID != "usr_ann" || !p.IsAdmin() || p.Method != "jwt" || st.users["usr_ann"].Subject != "sub-ann" {
+		t.Fatalf("verified email links to the pre-created user: %+v, %v", p, err)
+	}
+	if p, err := signIn("ann-again"); err != nil || p.UserID != "usr_ann" {
+		t.Fatalf("second sign-in by subject: %+v, %v", p, err)
+	}
+	p, err = signIn("squatter")
+	if err != nil || p.UserID == "usr_ann" || p.IsAdmin() || strings.Contains(p.Email, "ann@") {
+		t.Fatalf("an unverified email must not become ann: %+v, %v", p, err)
+	}
+	if _, err := signIn("other-sub"); !rag.Is(err, rag.KindUnauthenticated) {
+		t.Fatalf("another subject with ann's verified email: %v; want Unauthenticated", err)
+	}
+	if p, err := signIn("new"); err != nil || p.Email != "new@x.io" || p.IsAdmin() {
+		t.Fatalf("a new user is provisioned as a member: %+v, %v", p, err)
+	}
+	if _, err := signIn("bad-tenat"); !rag.Is(err, rag.KindUnauthenticated) {
+		t.Fatalf("a tenant claim that is not an id: %v; want Unauthenticated", err)
+	}
+	if p, err := signIn("grouped"); err != nil || !p.IsAdmin() {
+		t.Fatalf("the admin group makes an admin: %+v, %v", p, err)
+	}
+	if _, err := signIn("forged"); !rag.Is(err, rag.KindUnauthenticated) {
+		t.Fatalf("a token the verifier refuses: %v; want Unauthenticated", err)
+	}
+}
+
+func TestRoles(t *testing.T) {
+	kbs := []rag.KnowledgeBase{{ID: "kb_a"}, {ID: "kb_b"}, {ID: "kb_c"}}
+	admin, err := RolesOf(t.Context(), nil, rag.Principal{Role: rag.RoleAdmin})
+	if err != nil || !admin.All() || admin.Of("kb_x") != rag.KBOwner || len(admin.Readable(kbs)) != 3 {
+		t.Fatalf("admin roles: %+v, %v", admin, err)
+	}
+	m := memberStore{"kb_a": rag.KBReader, "kb_c": rag.KBEditor}
+	r, err := RolesOf(t.Context(), m, rag.Principal{Tenant: "t1", UserID: "usr_1", Role: rag.RoleMember})
+	if err != nil || r.All() || r.Of("kb_b") != rag.KBNone || r.Of("kb_c") != rag.KBEditor {
+		t.Fatalf("member roles: %+v, %v", r, err)
+	}
+	if got := r.Readable(kbs); len(got) != 2 || got[0].ID != "kb_a" || got[1].ID != "kb_c" {
+		t.Fatalf("Readable = %+v; want kb_a, kb_c in order", got)
+	}
+}
+
+type memberStore map[string]rag.KBRole
+
+func (m memberStore) MemberRoles(context.Context, string, string) (map[string]rag.KBRole, error) {
+	return m, nil
+}
