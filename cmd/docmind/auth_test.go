@@ -307,11 +307,24 @@ func TestKnowledgeBaseRoles(t *testing.T) {
 	if code := status(w.dave, http.MethodPut, "/api/kbs/"+w.kbA+"/members", map[string]string{"user": "eve@a.example", "role": "owner"}); code != 403 {
 		t.Errorf("editor granting: %d, want 403", code)
 	}
-	// a member without grants sees nothing: 404, never 403
+	// a member without grants sees nothing: 404, never 403, and the same body as a missing id (the name
+	// of the knowledge base does not leak)
+	_, missing := w.eve.json(t, http.MethodGet, "/api/kbs/kb_000000000000000000000000", nil)
 	for _, p := range []string{"/api/kbs/" + w.kbA, "/api/kbs/secrets-a/documents", "/api/documents/" + w.docA, "/api/documents/" + w.docA + "/chunks"} {
-		if code := status(w.eve, http.MethodGet, p, nil); code != 404 {
-			t.Errorf("eve GET %s: %d, want 404", p, code)
+		code, body := w.eve.json(t, http.MethodGet, p, nil)
+		if code != 404 || strings.Contains(string(body), "secrets-a") {
+			t.Errorf("eve GET %s: %d %s, want 404 without the name", p, code, body)
 		}
+	}
+	if _, body := w.eve.json(t, http.MethodGet, "/api/kbs/"+w.kbA, nil); string(body) != string(missing) {
+		t.Errorf("a forbidden knowledge base answers %s, a missing one %s: existence leaks", body, missing)
+	}
+	// a key cannot mint keys (a leaked key would outlive its revocation); an admin's may
+	if code := status(w.carol, http.MethodPost, "/api/keys", map[string]string{"name": "persist"}); code != 403 {
+		t.Errorf("a member's key creating a key: %d, want 403", code)
+	}
+	if code := status(w.alice, http.MethodPost, "/api/keys", map[string]string{"name": "ci", "user": "dave@a.example"}); code != 201 {
+		t.Errorf("an admin creating a key for dave: %d, want 201", code)
 	}
 	if code, body := w.eve.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "launch code word?"}); code != 404 || strings.Contains(string(body), canaryA) {
 		t.Errorf("eve asking with no grant: %d %s, want 404", code, body)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/identity"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -399,7 +400,8 @@ func cmdServe(e env, args []string) int {
 
 // listenHostIsLoopback reports whether host names only this machine.
 func checkListenAddr(addr, authMode string) error {
-	if authMode != "" && authMode != "none" {
+	// the same parse the server uses, so " none" cannot pass here as a mode and run as none
+	if m, err := identity.ParseMode(authMode); err == nil && !m.None() {
 		return nil // every /api and /v1 request needs a key or a token
 	}
 	host := addr

@@ -84,6 +84,12 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 			t.Errorf("%s refused: %v", addr, err)
 		}
 	}
+	// a padded "none" is still none (the server parses it so): refused
+	for _, mode := range []string{" none", "none ", "", "bogus"} {
+		if err := checkListenAddr("0.0.0.0:8080", mode); err == nil {
+			t.Errorf("0.0.0.0:8080 with DOCMIND_AUTH=%q accepted", mode)
+		}
+	}
 	// with authentication on, any address may be served
 	for _, mode := range []string{"keys", "jwt", "keys,jwt"} {
 		if err := checkListenAddr("0.0.0.0:8080", mode); err != nil {

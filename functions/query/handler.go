@@ -71,16 +71,19 @@ func oacToken(next http.Handler) http.Handler {
 	})
 }
 
-// requireAuth refuses DOCMIND_AUTH=none on a public Function URL: every caller would be the tenant's
-// admin. With AuthType AWS_IAM (behind CloudFront OAC) only signed requests reach the function.
+// requireAuth refuses DOCMIND_AUTH=none on the chat function whatever the Function URL's AuthType: with
+// NONE the URL is public, and with AWS_IAM behind CloudFront OAC the signature only proves the request came
+// through CloudFront, not who sent it; in both cases every caller would be the tenant's admin. urlAuth is
+// kept for the message.
 func requireAuth(mode, urlAuth string) error {
 	m, err := identity.ParseMode(mode)
 	if err != nil {
 		return err
 	}
-	if m.None() && urlAuth != authIAM {
-		return &config.ValidationError{Problems: []string{"DOCMIND_AUTH=none on a Function URL with AuthType " + urlAuth +
-			" would make every caller the tenant's admin: set DOCMIND_AUTH to keys, jwt or keys,jwt, or deploy with FunctionUrlAuthType=AWS_IAM behind CloudFront"}}
+	if m.None() {
+		return &config.ValidationError{Problems: []string{"DOCMIND_AUTH=none on the chat function (Function URL AuthType " + urlAuth +
+			") would make every caller the tenant's admin, also behind CloudFront (AWS_IAM only proves the request came through it): " +
+			"set DOCMIND_AUTH to keys, jwt or keys,jwt"}}
 	}
 	return nil
 }

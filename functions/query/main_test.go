@@ -299,10 +299,13 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestRequireAuth(t *testing.T) {
-	if err := requireAuth("none", authNone); err == nil || !strings.Contains(err.Error(), "AWS_IAM") {
-		t.Errorf("none on a public URL: %v, want a refusal naming AWS_IAM", err)
+	// none is refused behind either AuthType: OAC's signature says nothing about who the viewer is
+	for _, url := range []string{authNone, authIAM} {
+		if err := requireAuth("none", url); err == nil || !strings.Contains(err.Error(), "every caller") {
+			t.Errorf("none behind %s: %v, want a refusal", url, err)
+		}
 	}
-	for _, c := range []struct{ mode, url string }{{"none", authIAM}, {"keys", authNone}, {"jwt", authNone}, {"keys,jwt", authIAM}} {
+	for _, c := range []struct{ mode, url string }{{"keys", authIAM}, {"keys", authNone}, {"jwt", authNone}, {"keys,jwt", authIAM}} {
 		if err := requireAuth(c.mode, c.url); err != nil {
 			t.Errorf("%s behind %s: %v", c.mode, c.url, err)
 		}

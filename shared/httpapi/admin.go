@@ -168,6 +168,11 @@ func (a *admin) createKey(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	if p.Method == "key" && !p.IsAdmin() {
+		// a key must not mint keys: a leaked key would outlive its own revocation
+		a.fail(w, r, rag.Errorf("httpapi", rag.KindPermission, "create keys signed in with a token, or ask an admin (docmind key create)"))
+		return
+	}
 	owner := p.UserID
 	if in.User != "" && !strings.EqualFold(in.User, p.Email) {
 		if !p.IsAdmin() {

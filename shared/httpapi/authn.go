@@ -100,7 +100,8 @@ func requireKB(roles identity.Roles, kb rag.KnowledgeBase, need rag.KBRole) erro
 	have := roles.Of(kb.ID)
 	switch {
 	case have < rag.KBReader:
-		return rag.Errorf("httpapi", rag.KindNotFound, "no knowledge base %q", kb.Name)
+		// the same answer as a knowledge base that does not exist: neither its name nor its existence leaks
+		return rag.E("httpapi", rag.KindNotFound, nil)
 	case have < need:
 		return rag.Errorf("httpapi", rag.KindPermission, "this needs the %s role on knowledge base %q; you are %s", need, kb.Name, have)
 	}

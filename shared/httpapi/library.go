@@ -435,5 +435,6 @@ func (l *library) reprocessDoc(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
+	l.h.audit(r.Context(), p, "document.reprocess", doc.ID, doc.FileName)
 	WriteJSON(w, http.StatusAccepted, viewDoc(doc))
 }

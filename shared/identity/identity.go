@@ -187,6 +187,9 @@ func (a *Authenticator) provision(ctx context.Context, c auth.Claims) (rag.User,
 			return rag.User{}, unauthenticated("this email belongs to another signed-in user")
 		}
 		if err := a.Store.SetUserSubject(ctx, c.Tenant, u.ID, c.Subject); err != nil {
+			if rag.Is(err, rag.KindConflict) { // another identity linked it first
+				return rag.User{}, unauthenticated("this email belongs to another signed-in user")
+			}
 			return rag.User{}, err
 		}
 		u.Subject = c.Subject

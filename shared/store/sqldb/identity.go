@@ -137,19 +137,32 @@ func (s *DB) GetUserBySubject(ctx context.Context, tenant, subject string) (rag.
 }
 
 // SetUserSubject links a JWT subject to an existing user (a user created by email before first sign-in).
+// Only a user without a subject is linked (or relinked to the same one): Conflict when another subject
+// holds it, so two identities signing in at once cannot both become this user; NotFound for no such user.
 func (s *DB) SetUserSubject(ctx context.Context, tenant, id, subject string) error {
 	const op = "sqldb.SetUserSubject"
 	if err := validIDs(op, "tenant", tenant, "user id", id); err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE users SET subject = ? WHERE tenant_id = ? AND id = ?`, subject, tenant, id)
+	if subject == "" || len(subject) > 255 {
+		return rag.Errorf(op, rag.KindInvalid, "subject must be 1-255 bytes")
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE users SET subject = ? WHERE tenant_id = ? AND id = ? AND (subject = '' OR subject = ?)`,
+		subject, tenant, id, subject)
 	if err != nil {
 		return s.classify(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return rag.E(op, rag.KindNotFound, nil)
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
 	}
-	return nil
+	u, err := s.GetUser(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	if u.Subject == subject {
+		return nil // already linked (some drivers count an unchanged row as unaffected)
+	}
+	return rag.Errorf(op, rag.KindConflict, "the user is linked to another subject")
 }
 
 // ListUsers returns the tenant's users ordered by email.

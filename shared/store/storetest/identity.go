@@ -39,6 +39,8 @@ func TestIdentity(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		checkKind(t, "bad role", rag.KindInvalid, db.CreateUser(ctx, &rag.User{Tenant: "t1", Email: "b@x.io", Role: "root"}))
 		checkKind(t, "bad email", rag.KindInvalid, db.CreateUser(ctx, &rag.User{Tenant: "t1", Email: "not-an-email"}))
 		must(t, db.SetUserSubject(ctx, "t1", u.ID, "cognito-sub-1"))
+		must(t, db.SetUserSubject(ctx, "t1", u.ID, "cognito-sub-1")) // relinking the same subject is harmless
+		checkKind(t, "a second subject for a linked user", rag.KindConflict, db.SetUserSubject(ctx, "t1", u.ID, "cognito-sub-2"))
 		bySub, err := db.GetUserBySubject(ctx, "t1", "cognito-sub-1")
 		if err != nil || bySub.ID != u.ID {
 			t.Fatalf("GetUserBySubject = %+v, %v", bySub, err)
