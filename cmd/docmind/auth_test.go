@@ -329,6 +329,9 @@ func TestKnowledgeBaseRoles(t *testing.T) {
 	if code, body := w.eve.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "launch code word?"}); code != 404 || strings.Contains(string(body), canaryA) {
 		t.Errorf("eve asking with no grant: %d %s, want 404", code, body)
 	}
+	if _, body := w.eve.json(t, http.MethodGet, "/api/conversations", nil); strings.Contains(string(body), "launch code") {
+		t.Errorf("a refused question was stored as a conversation: %s", body)
+	}
 	// only admins read the audit log; it holds the grants, the upload and the deletion
 	if code := status(w.carol, http.MethodGet, "/api/audit", nil); code != 403 {
 		t.Errorf("member reading the audit log: %d, want 403", code)

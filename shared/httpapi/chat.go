@@ -53,21 +53,22 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	var conv *turn
-	if l.h.d.Conversations != nil {
-		if conv, err = l.openConversation(r, in, &req); err != nil {
-			l.fail(w, r, err)
-			return
-		}
-	}
-	// after the conversation's knowledge bases are known: they are re-checked on every question (a role
-	// may have been revoked since)
-	if err := l.restrictKBs(r.Context(), p, &req); err != nil {
-		l.fail(w, r, err)
-		return
-	}
+	// limits before anything is stored: a refused request leaves no conversation or message behind
 	admitted, limitsDown := l.h.admit(w, r, p)
 	if !admitted {
+		return
+	}
+	// the knowledge bases are re-checked once the conversation's are known (a role may have been revoked
+	// since), before the question is stored
+	restrict := func() error { return l.restrictKBs(r.Context(), p, &req) }
+	var conv *turn
+	if l.h.d.Conversations != nil {
+		conv, err = l.openConversation(r, in, &req, restrict)
+	} else {
+		err = restrict()
+	}
+	if err != nil {
+		l.fail(w, r, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
@@ -201,9 +202,10 @@ func (t *turn) messageID() string {
 	return t.msgID
 }
 
-// openConversation loads or creates the caller's conversation, loads its history into the request and
-// stores the question; the answer is stored by finish.
-func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.Request) (*turn, error) {
+// openConversation loads or creates the caller's conversation, loads its history into the request, runs
+// gate once the request's knowledge bases are final (nothing is written when it fails) and stores the
+// question; the answer is stored by finish.
+func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.Request, gate func() error) (*turn, error) {
 	const op = "httpapi.chat"
 	store := l.h.d.Conversations
 	var conv rag.Conversation
@@ -227,8 +229,16 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 			req.HistoryAt = append(req.HistoryAt, m.CreatedAt)
 		}
 		req.Summary, req.SummaryUpto = conv.Summary, conv.SummaryUpto
+		if err := gate(); err != nil {
+			return nil, err
+		}
 	} else {
-		conv = rag.Conversation{Tenant: req.Tenant, User: req.User, KBIDs: req.KBIDs, Title: strings.TrimSpace(req.Question)}
+		// the conversation keeps the knowledge bases asked for (none: whatever the caller may read at each
+		// question), not this question's permitted set
+		conv = rag.Conversation{Tenant: req.Tenant, User: req.User, KBIDs: slices.Clone(req.KBIDs), Title: strings.TrimSpace(req.Question)}
+		if err := gate(); err != nil {
+			return nil, err
+		}
 		if err := store.CreateConversation(r.Context(), &conv); err != nil {
 			return nil, err
 		}
