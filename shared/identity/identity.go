@@ -103,7 +103,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string) 
 	if a.Mode.None() {
 		return a.Local, nil
 	}
-	token, ok := bearer(authorization)
+	token, ok := auth.BearerToken(authorization)
 	if !ok {
 		return rag.Principal{}, unauthenticated("send Authorization: Bearer <API key or token>")
 	}
@@ -117,16 +117,6 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string) 
 		return rag.Principal{}, unauthenticated("the credential is not an API key")
 	}
 	return a.byJWT(ctx, token)
-}
-
-// bearer extracts the credential of "Bearer <credential>" (scheme case-insensitive).
-func bearer(h string) (string, bool) {
-	scheme, cred, ok := strings.Cut(strings.TrimSpace(h), " ")
-	cred = strings.TrimSpace(cred)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || cred == "" {
-		return "", false
-	}
-	return cred, true
 }
 
 func (a *Authenticator) byKey(ctx context.Context, key string) (rag.Principal, error) {
