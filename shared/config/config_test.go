@@ -138,3 +138,38 @@ func TestValidateChatSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateAuthSettings(t *testing.T) {
+	for name, c := range map[string]struct {
+		vars map[string]string
+		want []string
+	}{
+		"unknown mode": {map[string]string{"DOCMIND_AUTH": "oauth"}, []string{"DOCMIND_AUTH"}},
+		"jwt without keys, issuer or audience": {map[string]string{"DOCMIND_AUTH": "jwt"},
+			[]string{"DOCMIND_JWT_JWKS_URL", "DOCMIND_JWT_ISSUER"}},
+		"short dev secret": {map[string]string{"DOCMIND_AUTH": "keys,jwt", "DOCMIND_JWT_HS256_SECRET": "short", "DOCMIND_JWT_ISSUER": "i", "DOCMIND_JWT_AUDIENCE": "a"},
+			[]string{"at least 32 bytes"}},
+		"bad origins and negative limits": {map[string]string{"DOCMIND_ALLOWED_ORIGINS": "https://ok.example, ftp://x, https://a.example/path",
+			"DOCMIND_RATE_LIMIT_PER_MINUTE": "-1"}, []string{`"ftp://x"`, `"https://a.example/path"`, "must not be negative"}},
+	} {
+		_, err := Load("", env(c.vars))
+		var ve *ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("%s: want a validation error, got %v", name, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error does not mention %s:\n%v", name, w, err)
+			}
+		}
+		if strings.Contains(err.Error(), "https://ok.example\"") {
+			t.Errorf("%s: a valid origin was reported: %v", name, err)
+		}
+	}
+	ok := map[string]string{"DOCMIND_AUTH": "keys,jwt", "DOCMIND_JWT_JWKS_URL": "https://cognito-idp.eu-west-1.amazonaws.com/p/.well-known/jwks.json",
+		"DOCMIND_JWT_ISSUER": "https://cognito-idp.eu-west-1.amazonaws.com/p", "DOCMIND_JWT_AUDIENCE": "client-1,client-2",
+		"DOCMIND_ALLOWED_ORIGINS": "https://chat.example.com", "DOCMIND_RATE_LIMIT_PER_MINUTE": "30", "DOCMIND_DAILY_TOKEN_BUDGET": "200000"}
+	if c, err := Load("", env(ok)); err != nil || len(List(c.Auth.Audience)) != 2 {
+		t.Fatalf("a Cognito configuration: %v (audiences %v)", err, List(c.Auth.Audience))
+	}
+}
