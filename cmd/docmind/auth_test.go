@@ -101,13 +101,13 @@ func claims(tenant, sub, email string, exp time.Duration) map[string]any {
 
 // authWorld is a server with authentication on, two tenants and their people.
 type authWorld struct {
-	m                  *Main
-	base               string
-	alice, bob         client // tenant admins of A and B
-	carol, dave, eve   client // A: reader, editor, member without grants
-	kbA, kbB           string // ids
-	docA, docB, convA  string
-	docAChunks, kbName string
+	m                 *Main
+	base              string
+	alice, bob        client // tenant admins of A and B
+	carol, dave, eve  client // A: reader, editor, member without grants
+	kbA, kbB          string // ids
+	docA, docB, convA string
+	kbName            string
 }
 
 func newAuthWorld(t *testing.T, mod func(*Main)) *authWorld {

@@ -269,9 +269,8 @@ func isotonic(c *Calibrator, samples []Sample, minBlock int) ([]float64, []float
 	}
 	slices.SortFunc(pts, func(a, b pt) int { return cmpFloat(a.p, b.p) })
 	type block struct {
-		lo      float64
-		sum, n  float64
-		hasNext bool
+		lo     float64
+		sum, n float64
 	}
 	var blocks []block
 	for i := 0; i < len(pts); {

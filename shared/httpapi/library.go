@@ -129,12 +129,6 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, shape string) err
 	return nil
 }
 
-// scope returns the caller's tenant, or writes the error and returns false.
-func (l *library) scope(w http.ResponseWriter, r *http.Request) (string, bool) {
-	p, ok := l.h.principal(w, r)
-	return p.Tenant, ok
-}
-
 // kbScope returns the caller's tenant and the {kb} of the path the caller may read, or writes the error
 // and returns false.
 func (l *library) kbScope(w http.ResponseWriter, r *http.Request) (string, rag.KnowledgeBase, bool) {
