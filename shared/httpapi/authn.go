@@ -44,7 +44,9 @@ func (h *handler) authn(next http.Handler) http.Handler {
 			WriteError(w, r, h.d.Logger, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		ctx = context.WithValue(ctx, rolesKey{}, &rolesMemo{})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -84,13 +86,32 @@ func (h *handler) principal(w http.ResponseWriter, r *http.Request) (rag.Princip
 	return p, true
 }
 
-// roles loads what the caller may do with each knowledge base. Without a member store every caller
-// owns every knowledge base of its tenant (the local single-user mode).
+type rolesKey struct{}
+
+// rolesMemo holds the caller's roles for the rest of one request: a question checks them while naming its
+// knowledge bases and again once its conversation's are known, and that is one query, not several.
+type rolesMemo struct {
+	loaded bool
+	who    rag.Principal
+	roles  identity.Roles
+}
+
+// roles loads what the caller may do with each knowledge base, once per request. Without a member store
+// every caller owns every knowledge base of its tenant (the local single-user mode).
 func (h *handler) roles(ctx context.Context, p rag.Principal) (identity.Roles, error) {
+	memo, _ := ctx.Value(rolesKey{}).(*rolesMemo)
+	if memo != nil && memo.loaded && memo.who == p {
+		return memo.roles, nil
+	}
+	who := p
 	if h.d.Members == nil {
 		p.Role = rag.RoleAdmin
 	}
-	return identity.RolesOf(ctx, h.d.Members, p)
+	roles, err := identity.RolesOf(ctx, h.d.Members, p)
+	if err == nil && memo != nil {
+		memo.loaded, memo.who, memo.roles = true, who, roles
+	}
+	return roles, err
 }
 
 // requireKB checks the caller's role on a knowledge base of its tenant: no read access is NotFound (an id

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/docmind/docmind/shared/limits"
+	"github.com/docmind/docmind/shared/rag"
 )
 
 // fakeLimiter answers every Allow with one decision and records what was spent.
@@ -56,5 +57,40 @@ func TestLimitsStoreDownFailsOpenAndSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(f.logs.String(), "limits store failed") {
 		t.Fatalf("no log line for the failing limits store: %s", f.logs.String())
+	}
+}
+
+// countingMembers grants one knowledge base and counts the lookups.
+type countingMembers struct {
+	kbID  string
+	calls atomic.Int32
+}
+
+func (m *countingMembers) MemberRoles(context.Context, string, string) (map[string]rag.KBRole, error) {
+	m.calls.Add(1)
+	return map[string]rag.KBRole{m.kbID: rag.KBReader}, nil
+}
+
+type memberAuth struct{}
+
+func (memberAuth) Authenticate(context.Context, string) (rag.Principal, error) {
+	return rag.Principal{Tenant: "acme", UserID: "usr_member", Role: rag.RoleMember, Method: "key"}, nil
+}
+
+// One question reads the caller's roles once, however many checks it makes.
+func TestRolesReadOncePerRequest(t *testing.T) {
+	members := &countingMembers{}
+	f := newChatFixtureWith(t, true, func(d *Deps) { d.Auth, d.Members = memberAuth{}, members })
+	members.kbID = f.mine.ID
+	resp := f.post(t, `{"question":"How many days of leave?","kbs":["handbook"]}`)
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("a reader asking: %d", resp.StatusCode)
+	}
+	if n := members.calls.Load(); n != 1 {
+		t.Fatalf("roles read %d times for one question, want 1", n)
+	}
+	if got := f.rec.got[len(f.rec.got)-1].Filter.KBIDs; len(got) != 1 || got[0] != f.mine.ID {
+		t.Fatalf("retrieval filter %v, want only %s", got, f.mine.ID)
 	}
 }
