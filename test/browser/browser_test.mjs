@@ -267,6 +267,8 @@ test("files dropped on the page upload with progress and become ready; under all
   await p.locator("#dlg-kb[open]").waitFor();
   await p.selectOption("#pick-kb", "demo");
   await p.click("#dlg-kb button[value=ok]");
+  // the dialog resolves asynchronously: wait for the last bar before counting (each lingers 4 s after its upload)
+  await p.locator("#uploads li progress").nth(files.length - 1).waitFor({ state: "attached" });
   assert.equal(await p.locator("#uploads li progress").count(), files.length, "one progress bar per file");
   for (const f of files) {
     const row = p.locator("#documents tbody tr", { hasText: f.name });
@@ -309,7 +311,8 @@ test("a knowledge base is created, chosen and deleted after confirmation", async
   await p.getByRole("button", { name: "Delete knowledge base browser-kb" }).click();
   await p.click("#dlg-confirm button[value=ok]");
   await p.locator("#kb-msg", { hasText: "Deleted" }).waitFor();
-  assert.equal(await p.locator("#kb-list li", { hasText: "browser-kb" }).count(), 0);
+  // the message is set before the list is reloaded: wait for the row to go rather than counting at once
+  await p.locator("#kb-list li", { hasText: "browser-kb" }).waitFor({ state: "detached" });
   assert.equal(await p.inputValue("#kb"), "");
   assert.ok(!(await getJSON("/api/kbs")).knowledge_bases.some(k => k.name === "browser-kb"));
   assert.deepEqual(p.errors, []);
