@@ -3,12 +3,13 @@
 package wire
 
 import (
+	"context"
+
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/embed"
-	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/memory"
 	"github.com/docmind/docmind/shared/netx"
@@ -17,8 +18,16 @@ import (
 	"github.com/docmind/docmind/shared/store"
 )
 
+// Embeddings is what both the ingestion stages and the query chain need of an embeddings provider. It is
+// declared here, not taken from shared/ingest, so the query side does not link the extractors (and the PDF
+// engine's WebAssembly runtime) through this package.
+type Embeddings interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	Dim() int
+}
+
 // Embedder picks the embeddings provider: an OpenAI-compatible API when configured, else offline.
-func Embedder(cfg config.Config) (ingest.Embedder, error) {
+func Embedder(cfg config.Config) (Embeddings, error) {
 	if cfg.Embeddings.Provider == "openai" {
 		return embed.NewOpenAI(embed.OpenAIOptions{BaseURL: cfg.Embeddings.BaseURL, APIKey: cfg.Embeddings.APIKey,
 			Model: cfg.Embeddings.Model, Dim: cfg.Vector.Dim, BatchSize: cfg.Embeddings.BatchSize})
