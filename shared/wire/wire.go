@@ -14,6 +14,7 @@ import (
 	"github.com/docmind/docmind/shared/memory"
 	"github.com/docmind/docmind/shared/netx"
 	"github.com/docmind/docmind/shared/rank"
+	"github.com/docmind/docmind/shared/rank/llmrank"
 	"github.com/docmind/docmind/shared/retrieve"
 	"github.com/docmind/docmind/shared/store"
 )
@@ -49,7 +50,7 @@ func Reranker(cfg config.Config) rank.Reranker {
 		if model == "" {
 			model = cfg.Chat.MainModel
 		}
-		return &rank.LLMReranker{Client: openai.NewClientWithConfig(c), Model: model}
+		return &llmrank.Reranker{Client: openai.NewClientWithConfig(c), Model: model}
 	}
 	return nil
 }

@@ -1,4 +1,7 @@
-package rank
+// Package llmrank is the reranker that asks the chat model to grade passages (DOCMIND_RERANK_PROVIDER=llm).
+// It lives apart from shared/rank because it needs the chat model's client: the rerank and grade
+// functions import shared/rank and must not list go-openai among their dependencies (their TestDeps).
+package llmrank
 
 import (
 	"context"
@@ -10,19 +13,22 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
 )
 
-// LLMReranker asks a chat model (any OpenAI-compatible endpoint) to grade each passage 0-10 for the
+// Reranker asks a chat model (any OpenAI-compatible endpoint) to grade each passage 0-10 for the
 // query: the option for deployments without a rerank API. Passages are data in a delimited block and
 // are cut to 600 characters; the reply must be a JSON array of numbers, one per passage.
-type LLMReranker struct {
+type Reranker struct {
 	Client *openai.Client
 	Model  string
 	Batch  int // passages per call (default 20)
 }
 
-// Rerank implements Reranker; scores are the model's grades divided by 10.
-func (l *LLMReranker) Rerank(ctx context.Context, query string, docs []string) ([]float64, error) {
+var _ rank.Reranker = (*Reranker)(nil)
+
+// Rerank implements rank.Reranker; scores are the model's grades divided by 10.
+func (l *Reranker) Rerank(ctx context.Context, query string, docs []string) ([]float64, error) {
 	batch := l.Batch
 	if batch <= 0 {
 		batch = 20
@@ -38,8 +44,8 @@ func (l *LLMReranker) Rerank(ctx context.Context, query string, docs []string) (
 	return out, nil
 }
 
-func (l *LLMReranker) grade(ctx context.Context, query string, docs []string) ([]float64, error) {
-	const op = "rank.LLMReranker"
+func (l *Reranker) grade(ctx context.Context, query string, docs []string) ([]float64, error) {
+	const op = "llmrank.Rerank"
 	var b strings.Builder
 	fmt.Fprintf(&b, "Query: %s\n\n<passages>\n", query)
 	for i, d := range docs {

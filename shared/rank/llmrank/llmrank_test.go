@@ -1,4 +1,4 @@
-package rank
+package llmrank
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/docmind/docmind/shared/rank"
 )
 
 func chatServer(t *testing.T, reply string) *openai.Client {
@@ -26,14 +28,14 @@ func chatServer(t *testing.T, reply string) *openai.Client {
 	return openai.NewClientWithConfig(cfg)
 }
 
-func TestLLMReranker(t *testing.T) {
-	r := &LLMReranker{Client: chatServer(t, "Grades: [9, 2.5, 12]"), Model: "m"}
+func TestReranker(t *testing.T) {
+	r := &Reranker{Client: chatServer(t, "Grades: [9, 2.5, 12]"), Model: "m"}
 	s, err := r.Rerank(context.Background(), "q", []string{"a", "b", "c"})
 	if err != nil || s[0] != 0.9 || s[1] != 0.25 || s[2] != 1 {
 		t.Fatalf("scores %v %v", s, err)
 	}
-	bad := &LLMReranker{Client: chatServer(t, "I think the first one"), Model: "m"}
-	out, degraded, err := RerankEvidence(context.Background(), bad, "aspirin", []Evidence{{ChunkID: "a", ChildText: "aspirin"}, {ChunkID: "b", ChildText: "x"}})
+	bad := &Reranker{Client: chatServer(t, "I think the first one"), Model: "m"}
+	out, degraded, err := rank.RerankEvidence(context.Background(), bad, "aspirin", []rank.Evidence{{ChunkID: "a", ChildText: "aspirin"}, {ChunkID: "b", ChildText: "x"}})
 	if err == nil || !degraded || out[0].ChunkID != "a" {
 		t.Fatalf("garbage reply must fall back to lexical: %v %v", err, degraded)
 	}
