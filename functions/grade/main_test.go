@@ -13,7 +13,8 @@ import (
 	"github.com/docmind/docmind/shared/rankfn"
 )
 
-// TestDeps: no forbidden package, and neither the Milvus client nor go-openai reaches the binary.
+// TestDeps: no forbidden package, and neither testing, the Milvus client nor go-openai is among the
+// dependencies (go list -deps, as the Lambda build sees them).
 func TestDeps(t *testing.T) { linktest.Computing(t, "github.com/docmind/docmind/functions/grade") }
 
 // TestContract runs the testdata event (the one `make invoke-grade` sends) through the handler.
