@@ -27,31 +27,30 @@ import (
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/status"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store"
+	"github.com/docmind/docmind/shared/store/milvus/milvusexpr"
 )
 
 var _ store.VectorIndex = (*Index)(nil)
 
 var quietClientLog sync.Once
 
-// Field names of the collection.
+// Field names of the collection (milvusexpr holds them for both adapters).
 const (
-	FieldID      = "id"
-	FieldTenant  = "tenant"
-	FieldKB      = "kb_id"
-	FieldDoc     = "doc_id"
-	FieldChunk   = "chunk_id"
-	FieldTags    = "tags"
-	FieldVector  = "vector"
+	FieldID      = milvusexpr.FieldID
+	FieldTenant  = milvusexpr.FieldTenant
+	FieldKB      = milvusexpr.FieldKB
+	FieldDoc     = milvusexpr.FieldDoc
+	FieldChunk   = milvusexpr.FieldChunk
+	FieldTags    = milvusexpr.FieldTags
+	FieldVector  = milvusexpr.FieldVector
 	maxTags      = rag.MaxTags
 	maxIDLen     = 64
 	upsertBatch  = 500 // rows per Upsert call: 500 x 1024 x 4 B = 2 MiB, far under gRPC's limit
-	maxFilterIDs = 1000
+	maxFilterIDs = milvusexpr.MaxFilterIDs
 )
 
 // Options configure the index.
@@ -196,68 +195,14 @@ func (ix *Index) ensureCollection(ctx context.Context) error {
 // Close releases the connection.
 func (ix *Index) Close() error { return ix.c.Close(context.Background()) }
 
-// classify maps client and gRPC errors to kinds: transport failures, deadlines and rate limits are
-// Unavailable (retry later); a missing collection is NotFound; the rest Internal.
-func classify(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return rag.E(op, rag.KindUnavailable, err)
-	}
-	if st, ok := status.FromError(err); ok && st.Code() != codes.OK && st.Code() != codes.Unknown {
-		switch st.Code() {
-		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
-			return rag.E(op, rag.KindUnavailable, err)
-		case codes.NotFound:
-			return rag.E(op, rag.KindNotFound, err)
-		case codes.InvalidArgument:
-			return rag.E(op, rag.KindInvalid, err)
-		}
-	}
-	msg := strings.ToLower(err.Error())
-	switch {
-	case strings.Contains(msg, "rate limit"), strings.Contains(msg, "service not ready"), strings.Contains(msg, "connection"),
-		strings.Contains(msg, "not connected"), strings.Contains(msg, "unavailable"):
-		return rag.E(op, rag.KindUnavailable, err)
-	case strings.Contains(msg, "collection not found"), strings.Contains(msg, "can't find collection"):
-		return rag.E(op, rag.KindNotFound, err)
-	}
-	return rag.E(op, rag.KindInternal, err)
-}
+func classify(op string, err error) error { return milvusexpr.Classify(op, err) }
 
-// quote renders a validated id or tag as a Milvus string literal. Callers validate first: ids are
-// [A-Za-z0-9_-] and tags carry no quote or backslash, so no escaping is needed and none is attempted.
-func quote(s string) string { return `"` + s + `"` }
+func quote(s string) string { return milvusexpr.Quote(s) }
 
-func list(vals []string) string {
-	q := make([]string, len(vals))
-	for i, v := range vals {
-		q[i] = quote(v)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
+func list(vals []string) string { return milvusexpr.List(vals) }
 
 // Expr builds the filter expression for f. The tenant clause is always first and always present.
-func Expr(f rag.Filter) (string, error) {
-	if err := f.Validate(); err != nil {
-		return "", err
-	}
-	if len(f.KBIDs) > maxFilterIDs || len(f.DocumentIDs) > maxFilterIDs || len(f.Tags) > maxFilterIDs {
-		return "", rag.Errorf("milvus.Expr", rag.KindInvalid, "a filter list is longer than %d", maxFilterIDs)
-	}
-	parts := []string{FieldTenant + " == " + quote(f.Tenant)}
-	if len(f.KBIDs) > 0 {
-		parts = append(parts, FieldKB+" in "+list(f.KBIDs))
-	}
-	if len(f.DocumentIDs) > 0 {
-		parts = append(parts, FieldDoc+" in "+list(f.DocumentIDs))
-	}
-	if len(f.Tags) > 0 {
-		parts = append(parts, "array_contains_any("+FieldTags+", "+list(f.Tags)+")")
-	}
-	return strings.Join(parts, " and "), nil
-}
+func Expr(f rag.Filter) (string, error) { return milvusexpr.Expr(f) }
 
 // Upsert implements store.VectorIndex. A batch is validated whole before anything is sent.
 func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {

@@ -1,0 +1,99 @@
+// Package milvusexpr is what both Milvus adapters share and neither client library provides: the
+// collection's field names, the filter expression built from a rag.Filter, and the classification of
+// Milvus and gRPC errors into rag kinds. It imports no Milvus client, so the search-side adapter
+// (milvuslite) can use it without linking github.com/milvus-io/milvus/client/v2 and milvus/pkg.
+package milvusexpr
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// Field names of the collection.
+const (
+	FieldID     = "id"
+	FieldTenant = "tenant"
+	FieldKB     = "kb_id"
+	FieldDoc    = "doc_id"
+	FieldChunk  = "chunk_id"
+	FieldTags   = "tags"
+	FieldVector = "vector"
+)
+
+// MaxFilterIDs is the longest id list one expression carries; Milvus parses every literal, and a
+// thousand keeps an expression far under its size limits.
+const MaxFilterIDs = 1000
+
+// MaxTopK is Milvus's limit on topk (and on offset + limit).
+const MaxTopK = 16384
+
+// Quote renders a validated id or tag as a Milvus string literal. Callers validate first: ids are
+// [A-Za-z0-9_-] and tags carry no quote or backslash, so no escaping is needed and none is attempted.
+func Quote(s string) string { return `"` + s + `"` }
+
+// List renders validated values as a Milvus list literal.
+func List(vals []string) string {
+	q := make([]string, len(vals))
+	for i, v := range vals {
+		q[i] = Quote(v)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// Expr builds the filter expression for f. The tenant clause is always first and always present.
+func Expr(f rag.Filter) (string, error) {
+	if err := f.Validate(); err != nil {
+		return "", err
+	}
+	if len(f.KBIDs) > MaxFilterIDs || len(f.DocumentIDs) > MaxFilterIDs || len(f.Tags) > MaxFilterIDs {
+		return "", rag.Errorf("milvus.Expr", rag.KindInvalid, "a filter list is longer than %d", MaxFilterIDs)
+	}
+	parts := []string{FieldTenant + " == " + Quote(f.Tenant)}
+	if len(f.KBIDs) > 0 {
+		parts = append(parts, FieldKB+" in "+List(f.KBIDs))
+	}
+	if len(f.DocumentIDs) > 0 {
+		parts = append(parts, FieldDoc+" in "+List(f.DocumentIDs))
+	}
+	if len(f.Tags) > 0 {
+		parts = append(parts, "array_contains_any("+FieldTags+", "+List(f.Tags)+")")
+	}
+	return strings.Join(parts, " and "), nil
+}
+
+// Classify maps client and gRPC errors to kinds: transport failures, deadlines and rate limits are
+// Unavailable (retry later); a missing collection is NotFound; the rest Internal. Milvus reports most
+// failures in a response status rather than a gRPC code, so the message is matched as well.
+func Classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	if st, ok := status.FromError(err); ok && st.Code() != codes.OK && st.Code() != codes.Unknown {
+		switch st.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
+			return rag.E(op, rag.KindUnavailable, err)
+		case codes.NotFound:
+			return rag.E(op, rag.KindNotFound, err)
+		case codes.InvalidArgument:
+			return rag.E(op, rag.KindInvalid, err)
+		}
+	}
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "rate limit"), strings.Contains(msg, "service not ready"), strings.Contains(msg, "connection"),
+		strings.Contains(msg, "not connected"), strings.Contains(msg, "unavailable"):
+		return rag.E(op, rag.KindUnavailable, err)
+	case strings.Contains(msg, "collection not found"), strings.Contains(msg, "can't find collection"):
+		return rag.E(op, rag.KindNotFound, err)
+	}
+	return rag.E(op, rag.KindInternal, err)
+}
