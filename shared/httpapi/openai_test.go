@@ -1,11 +1,17 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -110,3 +116,49 @@ func TestOpenAICompatible(t *testing.T) {
 		t.Fatalf("models %+v %v", models, err)
 	}
 }
+
+var updateOpenAI = flag.Bool("update", false, "rewrite testdata/openai_*.golden from the handler's output")
+
+// TestOpenAIGolden pins the bytes of the OpenAI-compatible bodies (a completion, a stream of chunks, an
+// error and a streamed error) with the random id and the clock masked: OpenAI clients parse these
+// shapes, so a change to the types behind them must not change a byte.
+func TestOpenAIGolden(t *testing.T) {
+	f := newChatFixture(t, false)
+	id, created := regexp.MustCompile(`"id":"chatcmpl-[0-9a-f]+"`), regexp.MustCompile(`"created":\d+`)
+	for _, c := range []struct{ name, url, body string }{
+		{"plain", f.srv.URL, `{"model":"x","messages":[{"role":"user","content":"How many days of annual leave?"}]}`},
+		{"stream", f.srv.URL, `{"model":"x","stream":true,"messages":[{"role":"user","content":"How many days of annual leave?"}]}`},
+		{"error", f.srv.URL, `{"model":"x","messages":[]}`},
+		{"unavailable", f.srv.URL, `{"model":"x","messages":[{"role":"user","content":"explode"}]}`},
+		{"too_large", f.srv.URL, `{"model":"x","messages":[{"role":"user","content":"` + strings.Repeat("a", maxOpenAIBody) + `"}]}`},
+		{"stream_error", f.srv.URL, `{"model":"x","stream":true,"messages":[{"role":"user","content":"explode"}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := http.Post(c.url+"/v1/chat/completions", "application/json", strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Body.Close()
+			b, _ := io.ReadAll(r.Body)
+			got := created.ReplaceAll(id.ReplaceAll(b, []byte(`"id":"chatcmpl-ID"`)), []byte(`"created":0`))
+			got = append([]byte(fmt.Sprintf("%d\n", r.StatusCode)), got...)
+			path := filepath.Join("testdata", "openai_"+c.name+".golden")
+			if *updateOpenAI {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to record)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("body changed:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
