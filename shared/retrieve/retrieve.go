@@ -1,8 +1,9 @@
 // Package retrieve runs the retrieval chain of one query (DESIGN.md section 6, steps 6-11): vector and
 // BM25 legs in parallel, weighted reciprocal-rank fusion by the query profile, rerank with a lexical
-// fallback, QAnything's filter, MMR, parent expansion, compression and the CRAG grade. Every stage's
-// output is kept in the Result, which is what `docmind search` prints and what the chat timeline's
-// retrieval, rerank and grader events carry.
+// fallback, QAnything's filter, MMR, parent expansion, compression and the CRAG grade (in process, or by
+// the grade function with the in-process grade as its fallback). Every stage's output is kept in the
+// Result, which is what `docmind search` prints and what the chat timeline's retrieval, rerank and
+// grader events carry.
 package retrieve
 
 import (
@@ -36,6 +37,13 @@ type Chunks interface {
 	GetDocument(ctx context.Context, tenant, id string) (rag.Document, error)
 }
 
+// Grader judges the final evidence, sent best first (the CRAG grade, DESIGN.md step 11). rerankKnown says
+// the scores came from a rerank model that answered. The grade function (shared/lambdafn.Grader) is one;
+// without one the chain grades in process with rank.GradeEvidence and Options.Grade.
+type Grader interface {
+	Grade(ctx context.Context, query string, ev []rank.Evidence, rerankKnown bool) (rank.Grade, error)
+}
+
 // Options are the chain's sizes and switches (DESIGN.md defaults).
 type Options struct {
 	LegK            int     // candidates per leg (50)
@@ -60,7 +68,10 @@ type Retriever struct {
 	Embedder Embedder
 	Chunks   Chunks
 	Reranker rank.Reranker // nil: lexical scores (not degraded)
-	Options  Options
+	// Grader nil grades in process; a failing one is replaced by the in-process grade, "grade" in
+	// degraded, as a failing Reranker is by lexical scores.
+	Grader  Grader
+	Options Options
 }
 
 // Query is one retrieval request.
@@ -177,9 +188,28 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 	stage("compress", start)
 
 	start = time.Now()
-	res.Grade = rank.GradeEvidence(q.Text, res.Evidence, o.Grade, r.Reranker != nil && !degraded)
+	var gradeFailed bool
+	res.Grade, gradeFailed = r.grade(ctx, q.Text, res.Evidence, r.Reranker != nil && !degraded)
+	if gradeFailed {
+		res.Degraded = append(res.Degraded, "grade")
+	}
 	stage("grade", start)
 	return res, nil
+}
+
+// grade judges the evidence with the Grader when there is one, and in process when there is none, when
+// there is nothing to judge (no call for a verdict that needs no evidence), or when the Grader failed
+// (failed set): both compute the same verdict from the same thresholds, so a failed invoke costs only
+// the time it took, never the answer.
+func (r *Retriever) grade(ctx context.Context, query string, ev []rank.Evidence, rerankKnown bool) (g rank.Grade, failed bool) {
+	if r.Grader != nil && len(ev) > 0 {
+		var err error
+		if g, err = r.Grader.Grade(ctx, query, ev, rerankKnown); err == nil {
+			return g, false
+		}
+		failed = true
+	}
+	return rank.GradeEvidence(query, ev, r.Options.Grade, rerankKnown), failed
 }
 
 // load turns fused hits into evidence with their chunk rows, dropping hits whose chunk is gone (a
