@@ -9,6 +9,7 @@ package fakemilvus
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -23,6 +24,9 @@ import (
 	"github.com/milvus-io/milvus-proto/go-api/v2/milvuspb"
 	"github.com/milvus-io/milvus-proto/go-api/v2/schemapb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -38,6 +42,10 @@ type Server struct {
 
 	srv *grpc.Server
 	lis net.Listener
+
+	token string // when set, every call must carry authorization = base64(token)
+	mdMu  sync.Mutex
+	md    map[string]metadata.MD // the last call's metadata by method name
 }
 
 type row struct {
@@ -61,17 +69,46 @@ type collection struct {
 // Start serves a fresh fake on 127.0.0.1 until the test ends and returns it; Addr gives host:port.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{colls: map[string]*collection{}, nextID: 1000}
+	return StartWithToken(t, "")
+}
+
+// StartWithToken is Start with authentication on, as a Milvus with authorizationEnabled: a call whose
+// "authorization" header is not base64(token) fails with Unauthenticated.
+func StartWithToken(t testing.TB, token string) *Server {
+	t.Helper()
+	s := &Server{colls: map[string]*collection{}, nextID: 1000, token: token, md: map[string]metadata.MD{}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.lis = lis
-	s.srv = grpc.NewServer()
+	s.srv = grpc.NewServer(grpc.UnaryInterceptor(s.authenticate))
 	milvuspb.RegisterMilvusServiceServer(s.srv, s)
 	go s.srv.Serve(lis)
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// authenticate records each call's metadata and checks the token when one is set.
+func (s *Server) authenticate(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	method := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
+	s.mdMu.Lock()
+	s.md[method] = md.Copy()
+	s.mdMu.Unlock()
+	if s.token != "" {
+		if got := md.Get("authorization"); len(got) != 1 || got[0] != base64.StdEncoding.EncodeToString([]byte(s.token)) {
+			return nil, status.Error(codes.Unauthenticated, "auth check failure, please check username, password or api key is correct")
+		}
+	}
+	return handler(ctx, req)
+}
+
+// Metadata returns the metadata of the last call of method (e.g. "Search"), nil before any.
+func (s *Server) Metadata(method string) metadata.MD {
+	s.mdMu.Lock()
+	defer s.mdMu.Unlock()
+	return s.md[method]
 }
 
 // Addr is the server's host:port.

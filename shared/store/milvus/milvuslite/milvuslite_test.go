@@ -1,0 +1,317 @@
+package milvuslite_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/milvus-io/milvus-proto/go-api/v2/commonpb"
+	"github.com/milvus-io/milvus-proto/go-api/v2/milvuspb"
+	"github.com/milvus-io/milvus-proto/go-api/v2/schemapb"
+	"github.com/milvus-io/milvus/client/v2/entity"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store"
+	"github.com/docmind/docmind/shared/store/milvus"
+	"github.com/docmind/docmind/shared/store/milvus/fakemilvus"
+	"github.com/docmind/docmind/shared/store/milvus/milvuslite"
+	"github.com/docmind/docmind/shared/store/storetest"
+)
+
+const dim = storetest.VectorDim
+
+// full opens the collection with the official client's adapter, which creates and loads it: the
+// ingest side's part.
+func full(t *testing.T, addr, token, coll string) *milvus.Index {
+	t.Helper()
+	ix, err := milvus.Open(context.Background(), milvus.Options{Addr: addr, Token: token, Collection: coll, Dim: dim,
+		SearchConsistency: entity.ClStrong, CallTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func lite(t *testing.T, o milvuslite.Options) *milvuslite.Index {
+	t.Helper()
+	if o.Dim == 0 {
+		o.Dim = dim
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = 5 * time.Second
+	}
+	o.SearchConsistency = commonpb.ConsistencyLevel_Strong
+	ix, err := milvuslite.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+// The memory collection is written through this adapter in the query function, so it passes the
+// whole VectorIndex contract, over a collection the full adapter created.
+func TestConformanceFake(t *testing.T) {
+	storetest.TestVectorIndex(t, func(t *testing.T) store.VectorIndex {
+		srv := fakemilvus.Start(t)
+		full(t, srv.Addr(), "", "chunks")
+		return lite(t, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks"})
+	})
+}
+
+// The reader returns what the official client's adapter returns for the same data and question: ids,
+// order, fields and scores (within 1e-6), for every filter shape, several k and an empty collection.
+func TestSameHitsAsFullAdapter(t *testing.T) {
+	ctx := context.Background()
+	srv := fakemilvus.Start(t)
+	ref := full(t, srv.Addr(), "", "chunks")
+	ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks"})
+	rng := rand.New(rand.NewPCG(1, 2))
+	vec := func() []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	queries := [][]float32{vec(), vec(), vec()}
+	filters := []rag.Filter{
+		{Tenant: "t1"},
+		{Tenant: "t2"},
+		{Tenant: "t1", KBIDs: []string{"kb1"}},
+		{Tenant: "t1", KBIDs: []string{"kb1", "kb2"}, DocumentIDs: []string{"d1", "d3"}},
+		{Tenant: "t1", Tags: []string{"red"}},
+		{Tenant: "t1", KBIDs: []string{"kb2"}, Tags: []string{"red", "blue"}},
+		{Tenant: "t3"},
+	}
+	compare := func(t *testing.T) {
+		for _, q := range queries {
+			for _, f := range filters {
+				for _, k := range []int{1, 3, 10, 100} {
+					want, err := ref.Search(ctx, q, k, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := ix.Search(ctx, q, k, f)
+					if err != nil {
+						t.Fatalf("Search(%+v, k=%d): %v", f, k, err)
+					}
+					sameHits(t, fmt.Sprintf("filter %+v k=%d", f, k), got, want)
+				}
+			}
+		}
+	}
+	t.Run("Empty", compare)
+	var recs []rag.VectorRecord
+	tagSets := [][]string{nil, {"red"}, {"blue"}, {"red", "blue"}}
+	for i := range 60 {
+		recs = append(recs, rag.VectorRecord{ID: fmt.Sprintf("c%02d", i), Tenant: []string{"t1", "t2"}[i%2],
+			KBID: fmt.Sprintf("kb%d", 1+i%3), DocumentID: fmt.Sprintf("d%d", i%5), ChunkID: fmt.Sprintf("ch%d", i),
+			Tags: tagSets[i%4], Vector: vec()})
+	}
+	// two exact duplicates of a vector under different ids: equal scores must come back ordered by id
+	recs = append(recs, rag.VectorRecord{ID: "dup-b", Tenant: "t1", KBID: "kb1", DocumentID: "d1", ChunkID: "x", Vector: queries[0]},
+		rag.VectorRecord{ID: "dup-a", Tenant: "t1", KBID: "kb1", DocumentID: "d1", ChunkID: "y", Vector: queries[0]})
+	if err := ref.Upsert(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("Seeded", compare)
+	n, err := ix.Count(ctx, rag.Filter{Tenant: "t1"})
+	if want, _ := ref.Count(ctx, rag.Filter{Tenant: "t1"}); err != nil || n != want || n != 32 {
+		t.Errorf("Count = %d, %v; full adapter %d, want 32", n, err, want)
+	}
+}
+
+func sameHits(t *testing.T, what string, got, want []rag.Hit) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("%s: nil hits, want a non-nil slice", what)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d hits, full adapter %d", what, len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.ID != w.ID || g.KBID != w.KBID || g.DocumentID != w.DocumentID || g.ChunkID != w.ChunkID || math.Abs(float64(g.Score-w.Score)) > 1e-6 {
+			t.Fatalf("%s: hit %d = %+v, full adapter %+v", what, i, g, w)
+		}
+	}
+}
+
+// The token reaches the server as the client sends it (base64 in "authorization", the Connect
+// identifier on later calls), and a wrong one is refused at Open.
+func TestAuthHeader(t *testing.T) {
+	const token = "root:Milvus"
+	srv := fakemilvus.StartWithToken(t, token)
+	full(t, srv.Addr(), token, "chunks")
+	ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Token: token, Collection: "chunks"})
+	if _, err := ix.Search(context.Background(), unit(0), 3, rag.Filter{Tenant: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	md := srv.Metadata("Search")
+	if got, want := md.Get("authorization"), base64.StdEncoding.EncodeToString([]byte(token)); len(got) != 1 || got[0] != want {
+		t.Errorf("authorization = %q, want [%q]", got, want)
+	}
+	if got := md.Get("identifier"); len(got) != 1 || got[0] != "1" {
+		t.Errorf("identifier = %q, want the Connect answer [1]", got)
+	}
+	if got := md.Get("dbname"); len(got) != 0 {
+		t.Errorf("dbname = %q, want none for an address without a database", got)
+	}
+	_, err := milvuslite.Open(context.Background(), milvuslite.Options{Addr: srv.Addr(), Token: "root:wrong", Collection: "chunks", Dim: dim})
+	if err == nil || !strings.Contains(err.Error(), "auth") {
+		t.Errorf("wrong token: %v, want an authentication failure", err)
+	}
+}
+
+// A database named in the address travels in "dbname", as with the client.
+func TestDatabaseHeader(t *testing.T) {
+	srv := fakemilvus.Start(t)
+	full(t, srv.Addr(), "", "chunks")
+	lite(t, milvuslite.Options{Addr: "http://" + srv.Addr() + "/team_db", Collection: "chunks"})
+	if got := srv.Metadata("DescribeCollection").Get("dbname"); len(got) != 1 || got[0] != "team_db" {
+		t.Errorf("dbname = %q, want [team_db]", got)
+	}
+}
+
+// A server that is not there, or that accepts TCP and never answers, gives Unavailable within the
+// dial timeout; a server that dies after Open gives Unavailable within the call timeout.
+func TestUnreachableIsUnavailable(t *testing.T) {
+	refused := closedPort(t)
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // never accepts: the handshake never completes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	const timeout = 300 * time.Millisecond
+	for name, addr := range map[string]string{"refused": refused, "silent": silent.Addr().String()} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			_, err := milvuslite.Open(context.Background(), milvuslite.Options{Addr: addr, Collection: "chunks", Dim: dim, DialTimeout: timeout})
+			took := time.Since(start)
+			if rag.KindOf(err) != rag.KindUnavailable {
+				t.Fatalf("Open: %v (kind %v), want Unavailable", err, rag.KindOf(err))
+			}
+			if took > 10*timeout {
+				t.Errorf("Open took %s, want about the dial timeout %s", took, timeout)
+			}
+		})
+	}
+	t.Run("stopped", func(t *testing.T) {
+		srv := fakemilvus.Start(t)
+		full(t, srv.Addr(), "", "chunks")
+		ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks", CallTimeout: timeout})
+		srv.Stop()
+		start := time.Now()
+		_, err := ix.Search(context.Background(), unit(0), 3, rag.Filter{Tenant: "t1"})
+		if rag.KindOf(err) != rag.KindUnavailable {
+			t.Fatalf("Search: %v, want Unavailable", err)
+		}
+		if took := time.Since(start); took > 10*timeout {
+			t.Errorf("Search took %s, want about the call timeout %s", took, timeout)
+		}
+	})
+}
+
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// Open never creates or loads: a missing collection is NotFound naming it, one that is not loaded is
+// Unavailable (and Open did not load it), a changed dimension is Invalid.
+func TestOpenChecksCollection(t *testing.T) {
+	ctx := context.Background()
+	srv := fakemilvus.Start(t)
+	var loads atomic.Int64
+	srv.Inject = func(method string) *commonpb.Status {
+		if method == "LoadCollection" || method == "CreateCollection" {
+			loads.Add(1)
+		}
+		return nil
+	}
+	_, err := milvuslite.Open(ctx, milvuslite.Options{Addr: srv.Addr(), Collection: "absent", Dim: dim})
+	if rag.KindOf(err) != rag.KindNotFound || !strings.Contains(err.Error(), "collection absent does not exist") {
+		t.Errorf("missing collection: %v, want NotFound naming it", err)
+	}
+	if n := loads.Load(); n != 0 {
+		t.Errorf("Open of a missing collection created or loaded it (%d calls)", n)
+	}
+	createUnloaded(t, srv.Addr(), "cold")
+	loads.Store(0)
+	_, err = milvuslite.Open(ctx, milvuslite.Options{Addr: srv.Addr(), Collection: "cold", Dim: dim})
+	if rag.KindOf(err) != rag.KindUnavailable || !strings.Contains(err.Error(), "not loaded") {
+		t.Errorf("unloaded collection: %v, want Unavailable saying it is not loaded", err)
+	}
+	if n := loads.Load(); n != 0 {
+		t.Errorf("Open of an unloaded collection created or loaded it (%d calls)", n)
+	}
+	srv.Inject = nil
+	full(t, srv.Addr(), "", "chunks")
+	_, err = milvuslite.Open(ctx, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks", Dim: dim * 2})
+	if rag.KindOf(err) != rag.KindInvalid {
+		t.Errorf("dimension mismatch: %v, want Invalid", err)
+	}
+}
+
+// createUnloaded creates a collection with an index but does not load it.
+func createUnloaded(t *testing.T, addr, coll string) {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := milvuspb.NewMilvusServiceClient(conn)
+	sch, _ := proto.Marshal(&schemapb.CollectionSchema{Name: coll, Fields: []*schemapb.FieldSchema{
+		{FieldID: 100, Name: "id", DataType: schemapb.DataType_VarChar, IsPrimaryKey: true, TypeParams: []*commonpb.KeyValuePair{{Key: "max_length", Value: "64"}}},
+		{FieldID: 101, Name: "vector", DataType: schemapb.DataType_FloatVector, TypeParams: []*commonpb.KeyValuePair{{Key: "dim", Value: fmt.Sprint(dim)}}},
+	}})
+	if st, err := c.CreateCollection(context.Background(), &milvuspb.CreateCollectionRequest{CollectionName: coll, Schema: sch}); err != nil || st.GetCode() != 0 {
+		t.Fatalf("create %s: %v %v", coll, st, err)
+	}
+}
+
+// Milvus's rate limiter answers in the status, not in gRPC: Unavailable, so the caller retries later.
+func TestRateLimitIsUnavailable(t *testing.T) {
+	srv := fakemilvus.Start(t)
+	full(t, srv.Addr(), "", "chunks")
+	ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks"})
+	srv.Inject = func(method string) *commonpb.Status {
+		if method == "Search" || method == "Query" {
+			return fakemilvus.RateLimited()
+		}
+		return nil
+	}
+	if _, err := ix.Search(context.Background(), unit(0), 3, rag.Filter{Tenant: "t1"}); rag.KindOf(err) != rag.KindUnavailable {
+		t.Errorf("Search: %v, want Unavailable", err)
+	}
+	if _, err := ix.Count(context.Background(), rag.Filter{Tenant: "t1"}); rag.KindOf(err) != rag.KindUnavailable {
+		t.Errorf("Count: %v, want Unavailable", err)
+	}
+}
+
+func unit(axis int) []float32 {
+	v := make([]float32, dim)
+	v[axis] = 1
+	return v
+}

@@ -1,0 +1,167 @@
+package milvuslite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/milvus-io/milvus-proto/go-api/v2/milvuspb"
+	"github.com/milvus-io/milvus-proto/go-api/v2/schemapb"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/milvus/milvusexpr"
+)
+
+// The writes exist for long-term memory: the query function's chat remembers facts about the user
+// (memory.Store upserts, deletes and flushes its own collection), so a search-only adapter would have
+// brought the official client back into the binary.
+
+// upsertBatch is the rows per Upsert call: 500 x 1024 x 4 B = 2 MiB, far under gRPC's limit.
+const upsertBatch = 500
+
+// flushPoll is the client's FlushTask interval between GetFlushState calls.
+const flushPoll = 200 * time.Millisecond
+
+// Upsert implements store.VectorIndex with the request the client's column-based upsert sends (one
+// column per field, the collection's update timestamp); a batch is validated whole before anything is
+// sent. A schema-mismatch answer (the collection changed since Open) re-reads the collection once and
+// retries, as the client does.
+func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
+	const op = "milvuslite.Upsert"
+	for i, r := range recs {
+		if err := r.Validate(ix.o.Dim); err != nil {
+			return rag.E(op, rag.KindInvalid, fmt.Errorf("record %d: %w", i, err))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	for start := 0; start < len(recs); start += upsertBatch {
+		batch := recs[start:min(start+upsertBatch, len(recs))]
+		err := ix.upsert(ctx, batch)
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == codeSchemaMismatch {
+			if err := ix.describe(ctx); err != nil {
+				return err
+			}
+			err = ix.upsert(ctx, batch)
+		}
+		if err != nil {
+			return classify(op, err)
+		}
+	}
+	return nil
+}
+
+func (ix *Index) upsert(ctx context.Context, batch []rag.VectorRecord) error {
+	ix.mu.Lock()
+	ts := ix.schemaTS
+	ix.mu.Unlock()
+	cctx, cancel := ix.call(ctx)
+	defer cancel()
+	resp, err := ix.svc.Upsert(cctx, &milvuspb.UpsertRequest{CollectionName: ix.o.Collection, FieldsData: columns(batch, ix.o.Dim),
+		NumRows: uint32(len(batch)), SchemaTimestamp: ts})
+	return check(resp, err)
+}
+
+// columns is the batch as column-based field data, the shapes of the client's ColumnVarChar,
+// ColumnVarCharArray and ColumnFloatVector.
+func columns(batch []rag.VectorRecord, dim int) []*schemapb.FieldData {
+	n := len(batch)
+	ids, tenants, kbs, docs, chunks := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	tags := make([]*schemapb.ScalarField, n)
+	vecs := make([]float32, 0, n*dim)
+	for i, r := range batch {
+		ids[i], tenants[i], kbs[i], docs[i], chunks[i] = r.ID, r.Tenant, r.KBID, r.DocumentID, r.ChunkID
+		t := r.Tags
+		if t == nil {
+			t = []string{}
+		}
+		tags[i] = &schemapb.ScalarField{Data: &schemapb.ScalarField_StringData{StringData: &schemapb.StringArray{Data: slices.Clone(t)}}}
+		vecs = append(vecs, r.Vector...)
+	}
+	varchar := func(name string, vals []string) *schemapb.FieldData {
+		return &schemapb.FieldData{Type: schemapb.DataType_VarChar, FieldName: name,
+			Field: &schemapb.FieldData_Scalars{Scalars: &schemapb.ScalarField{Data: &schemapb.ScalarField_StringData{StringData: &schemapb.StringArray{Data: vals}}}}}
+	}
+	return []*schemapb.FieldData{
+		varchar(milvusexpr.FieldID, ids), varchar(milvusexpr.FieldTenant, tenants), varchar(milvusexpr.FieldKB, kbs),
+		varchar(milvusexpr.FieldDoc, docs), varchar(milvusexpr.FieldChunk, chunks),
+		{Type: schemapb.DataType_Array, FieldName: milvusexpr.FieldTags, Field: &schemapb.FieldData_Scalars{Scalars: &schemapb.ScalarField{
+			Data: &schemapb.ScalarField_ArrayData{ArrayData: &schemapb.ArrayArray{Data: tags, ElementType: schemapb.DataType_VarChar}}}}},
+		{Type: schemapb.DataType_FloatVector, FieldName: milvusexpr.FieldVector, Field: &schemapb.FieldData_Vectors{Vectors: &schemapb.VectorField{
+			Dim: int64(dim), Data: &schemapb.VectorField_FloatVector{FloatVector: &schemapb.FloatArray{Data: vecs}}}}},
+	}
+}
+
+// Delete implements store.VectorIndex.
+func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error {
+	const op = "milvuslite.Delete"
+	if err := errors.Join(rag.ValidateID("tenant", tenant), rag.ValidateIDs("id", ids)); err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
+	for start := 0; start < len(ids); start += milvusexpr.MaxFilterIDs {
+		batch := ids[start:min(start+milvusexpr.MaxFilterIDs, len(ids))]
+		expr := milvusexpr.FieldTenant + " == " + milvusexpr.Quote(tenant) + " and " + milvusexpr.FieldID + " in " + milvusexpr.List(batch)
+		if err := ix.delete(ctx, op, expr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteDocument implements store.VectorIndex.
+func (ix *Index) DeleteDocument(ctx context.Context, tenant, kbID, documentID string) error {
+	const op = "milvuslite.DeleteDocument"
+	expr, err := milvusexpr.Expr(rag.Filter{Tenant: tenant, KBIDs: []string{kbID}, DocumentIDs: []string{documentID}})
+	if err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
+	return ix.delete(ctx, op, expr)
+}
+
+func (ix *Index) delete(ctx context.Context, op, expr string) error {
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	cctx, cancel := ix.call(ctx)
+	defer cancel()
+	resp, err := ix.svc.Delete(cctx, &milvuspb.DeleteRequest{CollectionName: ix.o.Collection, Expr: expr})
+	return classify(op, check(resp, err))
+}
+
+// Flush implements store.VectorIndex: Flush, then GetFlushState for the sealed segments until they are
+// persisted, as the client's FlushTask.Await; the first check is immediate (the client's waits one
+// interval), and the whole is bounded by six call timeouts like the full adapter's.
+func (ix *Index) Flush(ctx context.Context) error {
+	const op = "milvuslite.Flush"
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 6*ix.o.CallTimeout)
+	defer cancel()
+	resp, err := ix.svc.Flush(cctx, &milvuspb.FlushRequest{CollectionNames: []string{ix.o.Collection}})
+	if err := check(resp, err); err != nil {
+		return classify(op, err)
+	}
+	req := &milvuspb.GetFlushStateRequest{CollectionName: ix.o.Collection,
+		SegmentIDs: resp.GetCollSegIDs()[ix.o.Collection].GetData(), FlushTs: resp.GetCollFlushTs()[ix.o.Collection]}
+	for {
+		st, err := ix.svc.GetFlushState(cctx, req)
+		if err := check(st, err); err != nil {
+			return classify(op, err)
+		}
+		if st.GetFlushed() {
+			return nil
+		}
+		t := time.NewTimer(flushPoll)
+		select {
+		case <-cctx.Done():
+			t.Stop()
+			return rag.E(op, rag.KindUnavailable, cctx.Err())
+		case <-t.C:
+		}
+	}
+}
