@@ -94,7 +94,11 @@ func lastSentence(s string) string {
 
 func TestChineseSentences(t *testing.T) {
 	p := strings.Repeat("本条款适用于所有被保险人。如有疑问，请联系客服！是否可以退保？可以；但需扣除手续费。", 10)
-	for _, piece := range splitLong(p, 100, 30) {
+	for _, pc := range splitLong(p, 100, 30) {
+		piece := pc.text
+		if utf8.RuneCountInString(piece) != pc.runes {
+			t.Fatalf("piece of %d runes counted %d", utf8.RuneCountInString(piece), pc.runes)
+		}
 		if utf8.RuneCountInString(piece) > 100 {
 			t.Fatalf("piece over 100: %d", utf8.RuneCountInString(piece))
 		}

@@ -46,8 +46,10 @@ func TestSameAsReference(t *testing.T) {
 			"~~~~python\ncode ```\n~~~\n```\n<!-- page 3 -->\n  <!-- page 12 -->  \n<!-- page x -->\n" +
 			"```go\nfunc main() {}\n```` \n\nlast. paragraph! ok? yes\n\n\n" + strings.Repeat("长句子没有标点", 100) +
 			"\n\n" + strings.Repeat("Sentence v1.2.3 here. ", 60) + "\n# \n## Clause 1\n\n" + strings.Repeat("条款内容。", 200),
-		"crlf":        "# A\r\n\r\ntext\r\n| t |\r\n",
-		"frontmatter": "---\ntitle: T\nversion: 2.1\ntags: [a, b]\n---\n# H\n\nbody\n",
+		"crlf": "# A\r\n\r\ntext\r\n| t |\r\n",
+		// invalid UTF-8 in sentences longer than a piece: their parts are cut from runes, as copies
+		"invalid utf-8": "# X\n\n" + strings.Repeat("长句子没有标点\xff", 80) + "\n\n" + strings.Repeat("word\xe4\xb8 ", 150) + ". Short one. " + strings.Repeat("\xe4", 500),
+		"frontmatter":   "---\ntitle: T\nversion: 2.1\ntags: [a, b]\n---\n# H\n\nbody\n",
 	}
 	for _, dir := range []string{"../extract/testdata/golden"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.md"))
