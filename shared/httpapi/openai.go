@@ -142,6 +142,111 @@ func oaiExtensions(d *answer.Done) ([]oaiSource, oaiDocmind) {
 	return src, oaiDocmind{Confidence: d.Confidence.Score, Band: d.Confidence.Band, Path: d.Path, FromCache: d.FromCache, Degraded: deg, Partial: d.Partial}
 }
 
+// The response types. Their fields are in alphabetical order, the order the map-built bodies had, so
+// that the bytes OpenAI clients (and testdata/openai_*.golden) see did not change when they became
+// types.
+
+// oaiErrorBody is OpenAI's error shape ({"error": {"code", "message", "type"}}), which clients parse
+// and raise; Message is public text only.
+type oaiErrorBody struct {
+	Error oaiErrorDetail `json:"error"`
+}
+
+type oaiErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Type    string `json:"type"`
+}
+
+// oaiUsage is the answer's token usage.
+type oaiUsage struct {
+	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int `json:"prompt_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// oaiCompletion is a plain (non-streamed) chat.completion.
+type oaiCompletion struct {
+	Choices []oaiChoice `json:"choices"`
+	Created int64       `json:"created"`
+	Docmind oaiDocmind  `json:"docmind"`
+	ID      string      `json:"id"`
+	Model   string      `json:"model"`
+	Object  string      `json:"object"` // "chat.completion"
+	Sources []oaiSource `json:"sources"`
+	Usage   oaiUsage    `json:"usage"`
+}
+
+type oaiChoice struct {
+	FinishReason string     `json:"finish_reason"`
+	Index        int        `json:"index"`
+	Message      oaiContent `json:"message"`
+}
+
+type oaiContent struct {
+	Content string `json:"content"`
+	Role    string `json:"role"`
+}
+
+// oaiChunk is one chat.completion.chunk of a stream. Only the last carries the finish reason, the
+// usage and the extensions; the others have a null finish_reason and none of those fields.
+type oaiChunk struct {
+	Choices []oaiDeltaChoice `json:"choices"`
+	Created int64            `json:"created"`
+	Docmind *oaiDocmind      `json:"docmind,omitempty"`
+	ID      string           `json:"id"`
+	Model   string           `json:"model"`
+	Object  string           `json:"object"`           // "chat.completion.chunk"
+	Sources []oaiSource      `json:"sources,omitzero"` // nil: not the last chunk; empty: no sources
+	Usage   *oaiUsage        `json:"usage,omitempty"`
+}
+
+type oaiDeltaChoice struct {
+	Delta        oaiDelta `json:"delta"`
+	FinishReason *string  `json:"finish_reason"` // null until the last chunk
+	Index        int      `json:"index"`
+}
+
+// oaiDelta is a chunk's text: the first names the role with empty content, the last is empty.
+type oaiDelta struct {
+	Content *string `json:"content,omitempty"`
+	Role    string  `json:"role,omitempty"`
+}
+
+// oaiCall is what every body of one completion repeats.
+type oaiCall struct {
+	id      string
+	created int64
+	model   string
+}
+
+func newOAICall() oaiCall {
+	return oaiCall{id: "chatcmpl-" + strings.TrimPrefix(rag.NewID("x"), "x_"), created: time.Now().Unix(), model: "docmind"}
+}
+
+// completion is the plain response to a finished answer.
+func (c oaiCall) completion(d *answer.Done) oaiCompletion {
+	src, ext := oaiExtensions(d)
+	return oaiCompletion{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model,
+		Choices: []oaiChoice{{FinishReason: finishReason(d), Message: oaiContent{Role: "assistant", Content: d.Answer}}},
+		Usage:   usage(d), Sources: src, Docmind: ext}
+}
+
+// chunk is one streamed chunk with delta and no finish reason.
+func (c oaiCall) chunk(delta oaiDelta) oaiChunk {
+	return oaiChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
+		Choices: []oaiDeltaChoice{{Delta: delta}}}
+}
+
+// last is the stream's final chunk: the finish reason, the usage and the extensions.
+func (c oaiCall) last(d *answer.Done) oaiChunk {
+	ch := c.chunk(oaiDelta{})
+	reason, u := finishReason(d), usage(d)
+	src, ext := oaiExtensions(d)
+	ch.Choices[0].FinishReason, ch.Usage, ch.Sources, ch.Docmind = &reason, &u, src, &ext
+	return ch
+}
+
 func finishReason(d *answer.Done) string {
 	if d.Truncated || d.Partial {
 		return "length"
@@ -149,49 +254,31 @@ func finishReason(d *answer.Done) string {
 	return "stop"
 }
 
-func usage(d *answer.Done) map[string]int {
-	return map[string]int{"prompt_tokens": d.Usage.PromptTokens, "completion_tokens": d.Usage.CompletionTokens,
-		"total_tokens": d.Usage.PromptTokens + d.Usage.CompletionTokens}
+func usage(d *answer.Done) oaiUsage {
+	return oaiUsage{PromptTokens: d.Usage.PromptTokens, CompletionTokens: d.Usage.CompletionTokens,
+		TotalTokens: d.Usage.PromptTokens + d.Usage.CompletionTokens}
 }
 
-// oaiError writes an error in OpenAI's shape ({"error": {"message", "type", "code"}}), which OpenAI
-// clients parse; the message is public text only.
+// oaiError writes an error in OpenAI's shape; a server-side failure is logged here, at the edge.
 func (l *library) oaiError(w http.ResponseWriter, err error) {
 	var tl errTooLarge
 	if errors.As(err, &tl) {
-		WriteJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": map[string]any{"message": tl.Error(), "type": "invalid_request_error", "code": "TooLarge"}})
+		WriteJSON(w, http.StatusRequestEntityTooLarge, oaiErrorBody{oaiErrorDetail{Message: tl.Error(), Type: "invalid_request_error", Code: "TooLarge"}})
 		return
 	}
 	kind := rag.KindOf(err)
 	code := Status(kind)
-	if code >= 500 {
-		l.h.d.Logger.Error("openai-compatible chat failed", "kind", kind.String(), "err", err)
-	}
 	typ := "invalid_request_error"
 	if code >= 500 {
+		l.h.d.Logger.Error("openai-compatible chat failed", "kind", kind.String(), "err", err)
 		typ = "server_error"
 	}
-	WriteJSON(w, code, map[string]any{"error": map[string]any{"message": publicMessage(err), "type": typ, "code": kind.String()}})
+	WriteJSON(w, code, oaiErrorBody{oaiErrorDetail{Message: publicMessage(err), Type: typ, Code: kind.String()}})
 }
 
+// chatCompletions answers POST /v1/chat/completions: plain, or streamed as chunks when asked.
 func (l *library) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	p, ok := PrincipalFrom(r.Context())
-	if !ok {
-		var err error
-		if p, err = l.h.authenticate(r); err != nil {
-			l.oaiError(w, err)
-			return
-		}
-	}
-	in, question, history, err := parseOpenAI(r)
-	if err != nil {
-		l.oaiError(w, err)
-		return
-	}
-	req, err := l.question(r, p, question, in.KBs, in.Documents)
-	if err == nil {
-		err = l.restrictKBs(r.Context(), p, &req)
-	}
+	p, in, req, err := l.oaiAsk(r)
 	if err != nil {
 		l.oaiError(w, err)
 		return
@@ -199,80 +286,103 @@ func (l *library) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if admitted, _ := l.h.admit(w, r, p); !admitted {
 		return
 	}
-	req.History = history
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
-	id := "chatcmpl-" + strings.TrimPrefix(rag.NewID("x"), "x_")
-	created := time.Now().Unix()
-	model := "docmind"
-	if !in.Stream {
-		done, err := l.run(ctx, req, func(string, any) error { return nil })
-		if done != nil {
-			l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
-		}
-		if err != nil {
-			l.oaiError(w, err)
-			return
-		}
-		src, ext := oaiExtensions(done)
-		WriteJSON(w, http.StatusOK, map[string]any{"id": id, "object": "chat.completion", "created": created, "model": model,
-			"choices": []any{map[string]any{"index": 0, "message": map[string]string{"role": "assistant", "content": done.Answer},
-				"finish_reason": finishReason(done)}},
-			"usage": usage(done), "sources": src, "docmind": ext})
+	if in.Stream {
+		l.streamCompletion(ctx, w, r, p, req)
 		return
 	}
+	done, err := l.run(ctx, req, func(string, any) error { return nil })
+	if done != nil {
+		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
+	}
+	if err != nil {
+		l.oaiError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, newOAICall().completion(done))
+}
+
+// oaiAsk authenticates the caller (unless a middleware did) and turns the body into the question the
+// caller may ask, with its history. Errors: Unauthenticated, Invalid, NotFound, Permission.
+func (l *library) oaiAsk(r *http.Request) (rag.Principal, oaiRequest, answer.Request, error) {
+	p, ok := PrincipalFrom(r.Context())
+	if !ok {
+		var err error
+		if p, err = l.h.authenticate(r); err != nil {
+			return p, oaiRequest{}, answer.Request{}, err
+		}
+	}
+	in, question, history, err := parseOpenAI(r)
+	if err != nil {
+		return p, in, answer.Request{}, err
+	}
+	req, err := l.question(r, p, question, in.KBs, in.Documents)
+	if err == nil {
+		err = l.restrictKBs(r.Context(), p, &req)
+	}
+	req.History = history
+	return p, in, req, err
+}
+
+// streamCompletion streams the answer as chat.completion.chunk events: the role, one chunk per token,
+// the last chunk with the finish reason and the extensions, then [DONE]. A failure after the headers
+// is streamed as an error object, which OpenAI clients raise.
+func (l *library) streamCompletion(ctx context.Context, w http.ResponseWriter, r *http.Request, p rag.Principal, req answer.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	broken := false
-	write := func(v any) error {
-		if broken {
-			return errors.New("httpapi: stream closed")
-		}
-		b, err := sse.Encode(v)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			broken = true
-			return err
-		}
-		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			broken = true
-			return err
-		}
-		return nil
-	}
-	chunk := func(delta map[string]string, finish any) map[string]any {
-		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
-	}
-	if err := write(chunk(map[string]string{"role": "assistant", "content": ""}, nil)); err != nil {
+	s := &oaiStream{w: w, rc: http.NewResponseController(w)}
+	call := newOAICall()
+	empty := ""
+	if err := s.write(call.chunk(oaiDelta{Role: "assistant", Content: &empty})); err != nil {
 		return
 	}
-	done, err := l.run(ctx, req, func(name string, v any) error {
-		t, ok := v.(answer.TokenEvent)
-		if !ok {
-			return nil
+	done, err := l.run(ctx, req, func(_ string, v any) error {
+		if t, ok := v.(answer.TokenEvent); ok {
+			return s.write(call.chunk(oaiDelta{Content: &t.Text}))
 		}
-		return write(chunk(map[string]string{"content": t.Text}, nil))
+		return nil
 	})
 	if done != nil {
 		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
 	}
 	if err != nil {
-		// OpenAI streams a failure as an error object; clients raise it.
-		_ = write(map[string]any{"error": map[string]any{"message": publicMessage(err), "type": "server_error", "code": rag.KindOf(err).String()}})
+		_ = s.write(oaiErrorBody{oaiErrorDetail{Message: publicMessage(err), Type: "server_error", Code: rag.KindOf(err).String()}})
 		return
 	}
-	last := chunk(map[string]string{}, finishReason(done))
-	last["usage"] = usage(done)
-	last["sources"], last["docmind"] = oaiExtensions(done)
-	if write(last) == nil {
+	if s.write(call.last(done)) == nil {
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
-		_ = rc.Flush()
+		_ = s.rc.Flush()
 	}
+}
+
+// oaiStream writes data-only SSE events; after a failed write it refuses the rest, so that a client
+// that went away stops the answer at its next token.
+type oaiStream struct {
+	w      io.Writer
+	rc     *http.ResponseController
+	broken bool
+}
+
+func (s *oaiStream) write(v any) error {
+	if s.broken {
+		return errors.New("httpapi: stream closed")
+	}
+	b, err := sse.Encode(v)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+		s.broken = true
+		return err
+	}
+	// the lambdaurl writer cannot flush: it streams as it goes
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.broken = true
+		return err
+	}
+	return nil
 }

@@ -161,4 +161,3 @@ func TestOpenAIGolden(t *testing.T) {
 		})
 	}
 }
-
