@@ -1,8 +1,9 @@
 // Package lambdafn calls docmind's rerank and grade functions through the Lambda Invoke API, so that a
 // cross-encoder can have the memory it needs without the chat function paying for it. A Reranker here
-// is a rank.Reranker: a failed invoke (throttled, timed out, a function error) returns an error, and the
-// retrieval chain degrades exactly as it does when its in-process reranker fails (lexical scores,
-// "rerank" in degraded).
+// is a rank.Reranker and a Grader a retrieve.Grader: a failed invoke (throttled, timed out, a function
+// error, a reply that does not decode) returns an error, and the retrieval chain degrades exactly as it
+// does when its in-process reranker fails (lexical scores, "rerank" in degraded; the in-process grade,
+// "grade" in degraded).
 package lambdafn
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/rankfn"
+	"github.com/docmind/docmind/shared/retrieve"
 )
 
 // Invoker invokes a function synchronously: the reply's payload, and the function error type when the
@@ -163,14 +165,24 @@ func (r *Reranker) Rerank(ctx context.Context, query string, docs []string) ([]f
 	return out.Scores, nil
 }
 
-// Grader grades evidence through the grade function.
+// Grader is a retrieve.Grader served by the grade function.
 type Grader struct{ Function }
 
-// Grade returns the function's verdict.
-func (g *Grader) Grade(ctx context.Context, in rankfn.GradeIn) (rankfn.GradeOut, error) {
+var _ retrieve.Grader = (*Grader)(nil)
+
+// Grade implements retrieve.Grader with the function's verdict. Errors: as Call's, and Unavailable for a
+// reply without a known tier (a decoded "{}" must not pass for a verdict), so the chain falls back to
+// its in-process grade.
+func (g *Grader) Grade(ctx context.Context, query string, ev []rank.Evidence, rerankKnown bool) (rank.Grade, error) {
 	var out rankfn.GradeOut
-	err := g.Call(ctx, in, &out)
-	return out, err
+	if err := g.Call(ctx, rankfn.GradeIn{Query: query, Evidence: ev, RerankKnown: rerankKnown}, &out); err != nil {
+		return rank.Grade{}, err
+	}
+	switch out.Grade.Tier {
+	case rank.TierHigh, rank.TierAmbiguous, rank.TierLow:
+		return out.Grade, nil
+	}
+	return rank.Grade{}, rag.Errorf("lambdafn.Grade", rag.KindUnavailable, "reply has no known tier (%q)", out.Grade.Tier)
 }
 
 // invokeClient calls the Lambda Invoke API when no client is given: its own client (never the process-wide

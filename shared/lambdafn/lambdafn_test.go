@@ -72,14 +72,6 @@ func TestFailuresDegrade(t *testing.T) {
 	}
 }
 
-func TestGrader(t *testing.T) {
-	f := &fakeLambda{out: Reply{Payload: []byte(`{"grade":{"tier":"HIGH","top_score":0.9},"evidence":[]}`)}}
-	out, err := (&Grader{Function{Client: f, Name: "g"}}).Grade(context.Background(), rankfn.GradeIn{Query: "q"})
-	if err != nil || out.Grade.Tier != "HIGH" {
-		t.Errorf("got %+v %v", out, err)
-	}
-}
-
 // TestHTTPInvoker: the request is the Invoke API's, signed with SigV4 for the lambda service in the
 // configured region; a function error comes back in the reply, a throttle as Unavailable.
 func TestHTTPInvoker(t *testing.T) {
