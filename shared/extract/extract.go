@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,9 @@ type Limits struct {
 	// PDFMemory caps the WebAssembly memory of one PDF parse (default 1 GiB): past it the parse fails
 	// (Terminal) instead of growing the process. It takes effect when the engine starts.
 	PDFMemory int64
+	// Budget, shared by the extractions of a process, bounds the memory they need together: each
+	// reserves its estimate before parsing and waits in line while others use it (nil: no bound).
+	Budget *Budget
 }
 
 func (l Limits) withDefaults() Limits {
@@ -81,6 +85,8 @@ type Result struct {
 	Encoding string `json:"encoding,omitempty"`
 	// EngineStartMS is how long this parse waited for the PDF engine to start (0 when it was running).
 	EngineStartMS int64 `json:"engine_start_ms,omitempty"`
+	// BudgetWaitMS is how long this parse waited for room in the memory budget (0: it did not wait).
+	BudgetWaitMS int64 `json:"budget_wait_ms,omitempty"`
 }
 
 // PageMarker is the line a page-aware extractor puts before each page's text; the chunker reads it to
@@ -137,8 +143,15 @@ func Terminal(format string, args ...any) error {
 // ending is Unavailable. Parsers must check ctx in their loops: a parse that ignores it keeps running
 // in the background after Guard has given up.
 func Guard(ctx context.Context, format string, l Limits, parse func(ctx context.Context) (Result, error)) (Result, error) {
+	return guard(ctx, format, l, parse, func() {})
+}
+
+// guard is Guard calling finished once the parse has returned (or at once when it never starts):
+// what the parse holds is held until then, even after guard has given up waiting for it.
+func guard(ctx context.Context, format string, l Limits, parse func(ctx context.Context) (Result, error), finished func()) (Result, error) {
 	l = l.withDefaults()
 	if err := ctx.Err(); err != nil {
+		finished()
 		return Result{}, rag.E("extract", rag.KindUnavailable, err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, l.Timeout)
@@ -149,6 +162,7 @@ func Guard(ctx context.Context, format string, l Limits, parse func(ctx context.
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		defer finished()
 		defer func() {
 			if r := recover(); r != nil {
 				done <- outcome{err: Terminal("the %s parser crashed on this file (%v); the file is probably damaged", format, r)}
@@ -178,22 +192,45 @@ func Guard(ctx context.Context, format string, l Limits, parse func(ctx context.
 	return o.res, nil
 }
 
-// Extract converts data (the file named name) to markdown within the limits. Errors are Terminal for a
-// bad or unsupported file (including a parser panic, a size limit or the deadline) and Unavailable only
-// when ctx itself ended.
+// Extract converts data (the file named name) to markdown within the limits, first reserving its
+// memory estimate in l.Budget when there is one (waiting in line for it). Errors are Terminal for a bad
+// or unsupported file (including a parser panic, a size limit, the deadline, or an estimate larger than
+// the whole budget) and Unavailable only when ctx itself ended.
 func Extract(ctx context.Context, name string, data []byte, l Limits) (res Result, err error) {
-	l = l.withDefaults()
 	p, format := parserFor(name)
 	if p == nil {
 		return Result{}, Terminal("unsupported file type %q (supported: %s)", filepath.Ext(name), strings.Join(Formats, " "))
 	}
+	return run(ctx, name, format, p, data, l)
+}
+
+// run is Extract with the parser chosen (tests pass their own).
+func run(ctx context.Context, name, format string, p parser, data []byte, l Limits) (res Result, err error) {
+	l = l.withDefaults()
 	if int64(len(data)) > l.MaxFileBytes {
 		return Result{}, Terminal("file is %d bytes, the limit is %d", len(data), l.MaxFileBytes)
 	}
-	res, err = Guard(ctx, format, l, func(ctx context.Context) (Result, error) { return p(ctx, data, l) })
+	release, waited := func() {}, time.Duration(0)
+	if l.Budget != nil {
+		if release, waited, err = l.Budget.ReserveMemory(ctx, name, len(data), EstimateMemory(name, data, l)); err != nil {
+			return Result{}, err
+		}
+	}
+	// The reservation is held by the parse and by this function (cleaning copies the markdown) and
+	// given back when both are done: a parser past its deadline still holds its memory until it notices.
+	var holders atomic.Int32
+	holders.Store(2)
+	done := func() {
+		if holders.Add(-1) == 0 {
+			release()
+		}
+	}
+	defer done()
+	res, err = guard(ctx, format, l, func(ctx context.Context) (Result, error) { return p(ctx, data, l) }, done)
 	if err != nil {
 		return Result{}, err
 	}
+	res.BudgetWaitMS = waited.Milliseconds()
 	res.Format = format
 	md, hidden := Clean(res.Markdown)
 	res.Markdown, res.Hidden = md, res.Hidden+hidden
