@@ -209,15 +209,33 @@ var errTokenCap = errors.New("answer: token cap reached")
 // (HTTP handler, CLI, Lambda) stores the message, then sends the returned Done as the done event, so that
 // the stored trace and the stream end the same way. A short circuit, a cache hit and an out-of-scope
 // question send start and token* only. An error is returned for the caller to send as an error event;
-// the caller owns the meta event. The steps run in the order below over one State.
+// the caller owns the meta event. The steps run over one State in three phases, Begin, Gather and
+// Finish, which the answer workflow (shared/askflow) runs as separate Tasks.
 func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, error) {
-	if err := p.Check(req); err != nil {
-		return nil, err
-	}
-	st := p.newState(req)
-	prepared, err := p.shortCircuit(ctx, st)
+	st, prepared, err := p.Begin(ctx, req, emit)
 	if err != nil {
 		return nil, err
+	}
+	if prepared != nil {
+		return p.Replay(ctx, st, prepared, emit)
+	}
+	if err := p.Gather(ctx, st, emit); err != nil {
+		return nil, err
+	}
+	return p.Finish(ctx, st, emit)
+}
+
+// Begin checks req and runs the steps before retrieval: the short circuits, the cache lookup, the
+// understanding (emitted), the route and HyDE (emitted as routing). A non-nil prepared answer (a short
+// circuit, a cache hit, an out-of-scope question) is to be given to Replay instead of retrieving.
+// Errors: Invalid for a request that fails Check; the catalog's for a KB_META question; emit's.
+func (p *Pipeline) Begin(ctx context.Context, req Request, emit Emit) (st *State, prepared *Done, err error) {
+	if err := p.Check(req); err != nil {
+		return nil, nil, err
+	}
+	st = p.newState(req)
+	if prepared, err = p.shortCircuit(ctx, st); err != nil {
+		return nil, nil, err
 	}
 	if prepared == nil {
 		prepared = p.lookup(ctx, st)
@@ -226,20 +244,31 @@ func (p *Pipeline) Run(ctx context.Context, req Request, emit Emit) (*Done, erro
 		prepared = p.understand(ctx, st)
 	}
 	if prepared != nil {
-		return p.replay(ctx, st, prepared, emit)
+		return st, prepared, nil
 	}
 	if err := emit(EventUnderstanding, UnderstandingEvent{Query: st.Question, Rewritten: st.Understanding.Rewrite != st.Question,
 		Understanding: st.Understanding}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.route(st)
 	p.hyde(ctx, st)
 	if err := emit(EventRouting, st.Route); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := p.retrieve(ctx, st, emit); err != nil {
-		return nil, err
-	}
+	return st, nil, nil
+}
+
+// Gather is the retrieval step over a begun state: st.Result is the evidence, reranked and graded by
+// the retrieval chain (the agent's and each sub-question's on those paths). Errors: the retriever's
+// (Unavailable when both legs fail), the agent's, emit's.
+func (p *Pipeline) Gather(ctx context.Context, st *State, emit Emit) error {
+	return p.retrieve(ctx, st, emit)
+}
+
+// Finish runs the steps after retrieval over a gathered state: web compensation, the prompt, the
+// sources (announced), the answer (streamed), its verification, memory and the cache, and returns
+// the final answer as Run does.
+func (p *Pipeline) Finish(ctx context.Context, st *State, emit Emit) (*Done, error) {
 	p.compensate(ctx, st)
 	if err := p.composePrompt(ctx, st); err != nil {
 		return nil, err

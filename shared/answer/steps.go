@@ -508,9 +508,10 @@ func (p *Pipeline) shortCircuit(ctx context.Context, st *State) (*Done, error) {
 	return &Done{Path: reason, ShortCircuit: reason, Answer: answer, Sources: []Source{}, Answerer: "rules"}, nil
 }
 
-// replay streams a prepared answer (a short circuit's or a cached one) as start and token* (the
-// sequence DESIGN.md section 7 gives both, before the edge's done), flagged with why.
-func (p *Pipeline) replay(ctx context.Context, st *State, done *Done, emit Emit) (*Done, error) {
+// Replay streams a prepared answer (Begin's: a short circuit's, a cached or an out-of-scope one) as
+// start and token* (the sequence DESIGN.md section 7 gives both, before the edge's done), flagged with
+// why, and returns it as the final answer, cut at the token cap. Errors: emit's, the context's.
+func (p *Pipeline) Replay(ctx context.Context, st *State, done *Done, emit Emit) (*Done, error) {
 	if done.StageMS == nil {
 		done.StageMS = map[string]int64{}
 	}
