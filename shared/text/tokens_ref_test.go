@@ -84,3 +84,39 @@ func TestEstimateTokensMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// Runs of ASCII long enough to be read eight bytes at a time agree with the reference: every ASCII
+// byte at every place of a block, after words of every length, between letters, spaces or digits;
+// and random text of all ASCII bytes with some other runes.
+func TestEstimateTokensASCIIBlocksMatchReference(t *testing.T) {
+	for c := range utf8.RuneSelf {
+		for pre := range 9 {
+			for _, fill := range []string{"a", " ", "7", "_"} {
+				for pos := range 17 {
+					b := []byte(strings.Repeat("w", pre) + strings.Repeat(fill, 17))
+					b[pre+pos] = byte(c)
+					if got, want := EstimateTokens(string(b)), estimateTokensRef(string(b)); got != want {
+						t.Fatalf("EstimateTokens(%q) = %d, reference %d", b, got, want)
+					}
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(120) {
+			switch k := rng.IntN(20); {
+			case k == 0:
+				b.WriteString([]string{"保", "é", "\xff", "—", "\u3000"}[rng.IntN(5)])
+			case k < 8:
+				b.WriteByte(byte(rng.IntN(utf8.RuneSelf)))
+			default:
+				b.WriteString("word Text_ ab"[rng.IntN(13):][:1])
+			}
+		}
+		if got, want := EstimateTokens(b.String()), estimateTokensRef(b.String()); got != want {
+			t.Fatalf("EstimateTokens(%q) = %d, reference %d", b.String(), got, want)
+		}
+	}
+}
