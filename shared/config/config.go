@@ -30,6 +30,7 @@ type Config struct {
 	Embeddings Embeddings `json:"embeddings"`
 	Chat       Chat       `json:"chat"`
 	Chunking   Chunking   `json:"chunking"`
+	Ingest     Ingest     `json:"ingest"`
 	Retrieval  Retrieval  `json:"retrieval"`
 	Rerank     Rerank     `json:"rerank"`
 	Auth       Auth       `json:"auth"`
@@ -191,6 +192,18 @@ type Chunking struct {
 	ParentChars int `json:"parent_chars" env:"DOCMIND_CHUNK_PARENT_CHARS" doc:"largest parent chunk"`
 }
 
+// Ingest bounds what ingestion may hold at once.
+type Ingest struct {
+	// ExtractMemory is shared by every extraction of the process (upload queue, watched folder, batch
+	// ingest): each reserves its estimated peak memory before parsing and waits while others use the
+	// budget; a file whose estimate exceeds it fails instead of growing the process.
+	ExtractMemory int64 `json:"extract_memory" env:"DOCMIND_EXTRACT_MEMORY" doc:"bytes of memory the extractions running at once may need together; a file needing more fails"`
+}
+
+// MinExtractMemory is the smallest extraction memory budget: below it not even a small PDF fits (the
+// PDF engine needs about 24 MiB per parse however small the file).
+const MinExtractMemory = 32 << 20
+
 // Default returns the embedded-mode defaults: everything in one process under ./data, offline providers.
 func Default() Config {
 	return Config{
@@ -213,6 +226,7 @@ func Default() Config {
 		Chat: Chat{Provider: "offline", AgentRounds: 4, MemoryEnabled: true, MemoryMax: 200, CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, WebSearchURL: "https://api.tavily.com/search", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
 			"call your local emergency number or the person responsible now. 如遇紧急情况，请立即拨打当地急救电话或联系负责人。"},
 		Chunking: Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
+		Ingest:   Ingest{ExtractMemory: 512 << 20},
 		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,
 			MMRLambda: 0.7, GradeRerankHigh: 0.7, GradeRerankLow: 0.3, GradeCoverHigh: 0.6, GradeCoverLow: 0.2},
 		Rerank: Rerank{Provider: "none", Format: "cohere"},
@@ -379,6 +393,9 @@ func (c Config) Validate() error {
 	}
 	if ch.ParentChars < ch.ChildChars {
 		add("DOCMIND_CHUNK_PARENT_CHARS: must be at least child_chars (%d), got %d", ch.ChildChars, ch.ParentChars)
+	}
+	if c.Ingest.ExtractMemory < MinExtractMemory {
+		add("DOCMIND_EXTRACT_MEMORY: must be at least %d bytes (32 MiB), got %d", int64(MinExtractMemory), c.Ingest.ExtractMemory)
 	}
 
 	if oneOf("DOCMIND_RERANK_PROVIDER", c.Rerank.Provider, "none", "http", "llm") {

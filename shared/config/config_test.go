@@ -173,3 +173,31 @@ func TestValidateAuthSettings(t *testing.T) {
 		t.Fatalf("a Cognito configuration: %v (audiences %v)", err, List(c.Auth.Audience))
 	}
 }
+
+// The extraction memory budget: a byte count from the environment or the file, at least 32 MiB.
+func TestExtractMemory(t *testing.T) {
+	if got := Default().Ingest.ExtractMemory; got != 512<<20 {
+		t.Errorf("default extract memory %d, want 512 MiB", got)
+	}
+	c, err := Load("", env(map[string]string{"DOCMIND_EXTRACT_MEMORY": "1073741824"}))
+	if err != nil || c.Ingest.ExtractMemory != 1<<30 {
+		t.Fatalf("DOCMIND_EXTRACT_MEMORY=1 GiB: %d, %v", c.Ingest.ExtractMemory, err)
+	}
+	file := filepath.Join(t.TempDir(), "c.json")
+	os.WriteFile(file, []byte(`{"ingest":{"extract_memory":268435456}}`), 0o600)
+	if c, err := Load(file, env(nil)); err != nil || c.Ingest.ExtractMemory != 256<<20 {
+		t.Fatalf("ingest.extract_memory in the file: %d, %v", c.Ingest.ExtractMemory, err)
+	}
+	for raw, want := range map[string]string{
+		"512MiB":  `DOCMIND_EXTRACT_MEMORY: "512MiB" is not an integer`,
+		"0":       "DOCMIND_EXTRACT_MEMORY: must be at least 33554432 bytes (32 MiB), got 0",
+		"-5":      "DOCMIND_EXTRACT_MEMORY: must be at least 33554432 bytes (32 MiB), got -5",
+		"1048576": "DOCMIND_EXTRACT_MEMORY: must be at least 33554432 bytes (32 MiB), got 1048576",
+	} {
+		_, err := Load("", env(map[string]string{"DOCMIND_EXTRACT_MEMORY": raw}))
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0] != want {
+			t.Errorf("DOCMIND_EXTRACT_MEMORY=%s: got %v, want the one problem %q", raw, err, want)
+		}
+	}
+}
