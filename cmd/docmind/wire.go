@@ -22,7 +22,8 @@ func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Serv
 		return nil, err
 	}
 	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Staging: memblob.New(), Embedder: emb, Log: log, Keyword: s.Keyword,
-		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes, PDFIdle: cfg.Server.PDFIdle},
+		Limits: extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes, PDFIdle: cfg.Server.PDFIdle,
+			Budget: extract.NewBudget(cfg.Ingest.ExtractMemory)}, // one for the process: queue, watcher and batches share it
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
 	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, Inbox: filepath.Join(cfg.DataDir, "inbox")}, nil
 }
@@ -33,8 +34,8 @@ type uploads struct {
 	s *ingest.Service
 }
 
-func (u uploads) Upload(ctx context.Context, tenant, kb, name string, data []byte) (rag.Document, error) {
-	return u.q.Upload(ctx, tenant, kb, name, data)
+func (u uploads) Upload(ctx context.Context, tenant, kbID, name string, data []byte) (rag.Document, error) {
+	return u.q.Upload(ctx, tenant, kbID, name, data)
 }
 
 func (u uploads) Delete(ctx context.Context, tenant, id string) error {

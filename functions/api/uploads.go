@@ -31,20 +31,22 @@ type uploads struct {
 	execs  ingest.Executions
 }
 
-// Upload creates the document (pending), stores the bytes and starts its ingestion. A failure after the
-// document exists marks it failed with a message the user can act on, and returns Unavailable.
-func (u *uploads) Upload(ctx context.Context, tenant, kbName, fileName string, data []byte) (rag.Document, error) {
+// Upload creates the document (pending) in the knowledge base kbID, stores the bytes and starts its
+// ingestion. NotFound when the knowledge base is gone: the id is the one the uploader's role was checked
+// on, never a name looked up again (a delete and re-create under the same name during the upload must
+// not receive the file). A failure after the document exists marks it failed with a message the user can
+// act on, and returns Unavailable.
+func (u *uploads) Upload(ctx context.Context, tenant, kbID, fileName string, data []byte) (rag.Document, error) {
 	const op = "api.Upload"
 	name := ingest.CleanFileName(fileName)
 	if !extract.Supported(name) {
 		return rag.Document{}, rag.Errorf(op, rag.KindInvalid, "%s: this file type is not supported", name)
 	}
-	kb, err := u.svc.KB(ctx, tenant, kbName, true)
-	if err != nil {
-		return rag.Document{}, err
-	}
-	doc := rag.Document{Tenant: tenant, KBID: kb.ID, SourceURI: "upload/" + rag.NewID("up"), FileName: name, Status: rag.StatusPending}
+	doc := rag.Document{Tenant: tenant, KBID: kbID, SourceURI: "upload/" + rag.NewID("up"), FileName: name, Status: rag.StatusPending}
 	if err := u.svc.Runner.Stages.Records.CreateDocument(ctx, &doc); err != nil {
+		if rag.Is(err, rag.KindNotFound) {
+			err = rag.Errorf(op, rag.KindNotFound, "the knowledge base was deleted during the upload")
+		}
 		return rag.Document{}, err
 	}
 	if err := u.ingest(ctx, doc, data); err != nil {

@@ -25,7 +25,9 @@ type Library interface {
 
 // Ingester accepts uploads and deletes documents and knowledge bases.
 type Ingester interface {
-	Upload(ctx context.Context, tenant, kbName, fileName string, data []byte) (rag.Document, error)
+	// Upload stores the file in the knowledge base kbID, the id the uploader's role was checked on, and
+	// queues its ingestion; NotFound when that knowledge base is gone (never another of the same name).
+	Upload(ctx context.Context, tenant, kbID, fileName string, data []byte) (rag.Document, error)
 	Delete(ctx context.Context, tenant, docID string) error
 	// DeleteKB removes the knowledge base from every store (rows, vectors, keyword index, sources).
 	DeleteKB(ctx context.Context, tenant, kbID string) error
@@ -357,7 +359,9 @@ func (l *library) upload(w http.ResponseWriter, r *http.Request) {
 			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "reading the upload: %v", err))
 			return
 		}
-		doc, err := l.ing.Upload(r.Context(), tenant, kb.Name, part.FileName(), data)
+		// by id: the knowledge base may have been deleted, and another created under its name, while the
+		// file was read; the one the role was checked on is the only one it may go to
+		doc, err := l.ing.Upload(r.Context(), tenant, kb.ID, part.FileName(), data)
 		if err != nil {
 			l.fail(w, r, err)
 			return

@@ -257,7 +257,7 @@ func (s *Service) prepareOne(ctx context.Context, tenant string, src Source) (it
 		return nil, err
 	}
 	st := s.Runner.Stages
-	kb, err := s.KB(ctx, tenant, src.KBName, true)
+	kb, err := s.sourceKB(ctx, tenant, src)
 	if err != nil {
 		return nil, err
 	}
@@ -313,6 +313,9 @@ func (s *Service) prepareOne(ctx context.Context, tenant string, src Source) (it
 	}
 	if ex.EngineStartMS > 0 {
 		it.stageMS["pdf_engine_start"] = ex.EngineStartMS
+	}
+	if ex.BudgetWaitMS > 0 {
+		it.stageMS["extract_wait"] = ex.BudgetWaitMS
 	}
 	start = time.Now()
 	if it.chunks, it.rows, err = st.split(ex, []byte(md)); err != nil {

@@ -73,26 +73,32 @@ func CleanFileName(name string) string {
 	return name
 }
 
-// Upload stores the source, creates the document (status pending) and queues its ingestion.
-// Unavailable when the queue is full (the document is then failed with that reason; its stored source
-// can be re-processed).
-func (q *Queue) Upload(ctx context.Context, tenant, kbName, fileName string, data []byte) (rag.Document, error) {
+// Upload stores the source in the knowledge base kbID, creates the document (status pending) and queues
+// its ingestion. NotFound when the knowledge base is gone; Unavailable when the queue is full (the
+// document is then failed with that reason; its stored source can be re-processed).
+//
+// The knowledge base is the id the caller checked the uploader's role on, carried to the document row,
+// the storage key and the queued job; never a name looked up again. An upload used to be checked by id
+// and stored by name, so deleting the knowledge base and creating another of the same name while the
+// file was sent put it into the new one, whoever owned that (security review). The document row is
+// created only if the knowledge base still exists (sqldb checks it in the insert's transaction), and the
+// worker ingests by the document's own knowledge-base id.
+func (q *Queue) Upload(ctx context.Context, tenant, kbID, fileName string, data []byte) (rag.Document, error) {
 	q.init()
 	const op = "ingest.Upload"
 	name := CleanFileName(fileName)
 	if err := checkSupported(name); err != nil {
 		return rag.Document{}, rag.E(op, rag.KindInvalid, err)
 	}
-	kb, err := q.Service.KB(ctx, tenant, kbName, true)
-	if err != nil {
-		return rag.Document{}, err
-	}
 	st := q.Service.Runner.Stages
-	doc := rag.Document{Tenant: tenant, KBID: kb.ID, SourceURI: "upload/" + rag.NewID("up"), FileName: name, FileType: fileType(name), Status: rag.StatusPending}
+	doc := rag.Document{Tenant: tenant, KBID: kbID, SourceURI: "upload/" + rag.NewID("up"), FileName: name, FileType: fileType(name), Status: rag.StatusPending}
 	if err := st.Records.CreateDocument(ctx, &doc); err != nil {
+		if rag.Is(err, rag.KindNotFound) {
+			err = rag.Errorf(op, rag.KindNotFound, "the knowledge base was deleted during the upload")
+		}
 		return rag.Document{}, err
 	}
-	if _, err := st.Blobs.Put(ctx, sourceKey(tenant, kb.ID, doc.ID, name), bytes.NewReader(data), ""); err != nil {
+	if _, err := st.Blobs.Put(ctx, sourceKey(tenant, doc.KBID, doc.ID, name), bytes.NewReader(data), ""); err != nil {
 		doc.Status, doc.Error = rag.StatusFailed, "the upload could not be stored; upload it again"
 		st.Records.UpdateDocument(ctx, &doc)
 		return doc, fmt.Errorf("store upload: %w", err)

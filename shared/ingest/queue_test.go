@@ -15,9 +15,13 @@ func TestQueueStoresUploadsAndIngestsThemInABatch(t *testing.T) {
 	ctx := context.Background()
 	e, _, cc := batchEnv(t)
 	q := &Queue{Service: e.svc, Size: 8}
+	kb, err := e.svc.KB(ctx, tenant, "kb", true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var docs []rag.Document
 	for i := range 5 {
-		d, err := q.Upload(ctx, tenant, "kb", fmt.Sprintf("u%d.md", i), manual(fmt.Sprintf("Upload %d allows %d seats.", i, i+2)))
+		d, err := q.Upload(ctx, tenant, kb.ID, fmt.Sprintf("u%d.md", i), manual(fmt.Sprintf("Upload %d allows %d seats.", i, i+2)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,10 +32,10 @@ func TestQueueStoresUploadsAndIngestsThemInABatch(t *testing.T) {
 	}
 	// a full queue refuses, and says so on the document
 	small := &Queue{Service: e.svc, Size: 1}
-	if _, err := small.Upload(ctx, tenant, "kb", "a.md", manual("a")); err != nil {
+	if _, err := small.Upload(ctx, tenant, kb.ID, "a.md", manual("a")); err != nil {
 		t.Fatal(err)
 	}
-	d, err := small.Upload(ctx, tenant, "kb", "b.md", manual("b"))
+	d, err := small.Upload(ctx, tenant, kb.ID, "b.md", manual("b"))
 	if !rag.Is(err, rag.KindUnavailable) || d.Status != rag.StatusFailed {
 		t.Errorf("upload into a full queue = %+v, %v; want failed and Unavailable", d, err)
 	}

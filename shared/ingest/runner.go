@@ -111,6 +111,9 @@ func (r *Runner) Run(ctx context.Context, in ExtractIn) (Outcome, error) {
 		if ex.EngineStartMS > 0 { // part of "extract": the first PDF after a start or an idle release waits for the engine
 			out.StageMS["pdf_engine_start"] = ex.EngineStartMS
 		}
+		if ex.BudgetWaitMS > 0 { // part of "extract": other extractions held the memory budget
+			out.StageMS["extract_wait"] = ex.BudgetWaitMS
+		}
 		err = timed("chunk", func() error {
 			ch, n, err = retry(ctx, r.Policy, func() (ChunkOut, error) { return s.Chunk(ctx, ex) })
 			out.Retries += n

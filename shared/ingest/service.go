@@ -30,7 +30,10 @@ type Service struct {
 
 // Source is one file to ingest.
 type Source struct {
-	KBName string // the knowledge base; created on first use
+	// KBID is the knowledge base when the caller resolved it (an upload, a re-processing): NotFound if it is
+	// gone, never another of the same name. Empty: KBName, created on first use.
+	KBID   string
+	KBName string
 	URI    string // stable identity of the source (an inbox path, a file path, an upload id)
 	Name   string // the user's file name: metadata only, never a storage key
 	Data   []byte
@@ -136,7 +139,7 @@ func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report
 		return fail(err)
 	}
 	st := s.Runner.Stages
-	kb, err := s.KB(ctx, tenant, src.KBName, true)
+	kb, err := s.sourceKB(ctx, tenant, src)
 	if err != nil {
 		return fail(err)
 	}
@@ -247,7 +250,7 @@ func (s *Service) Stored(ctx context.Context, tenant, docID string) (rag.Documen
 	if err != nil {
 		return doc, Source{}, rag.E(op, rag.KindUnavailable, err)
 	}
-	return doc, Source{KBName: kb.Name, URI: doc.SourceURI, Name: doc.FileName, Data: data, ETag: doc.SourceETag, Force: true}, nil
+	return doc, Source{KBID: kb.ID, KBName: kb.Name, URI: doc.SourceURI, Name: doc.FileName, Data: data, ETag: doc.SourceETag, Force: true}, nil
 }
 
 // sourceKey is the generated storage key of a source: the user's file name never becomes a path; only

@@ -106,6 +106,8 @@ type ExtractOut struct {
 	Encoding    string `json:"encoding,omitempty"` // text encoding of the source (extract.Result.Encoding)
 	// EngineStartMS is how long the extraction waited for the PDF engine to start (0: it was running).
 	EngineStartMS int64 `json:"engine_start_ms,omitempty"`
+	// BudgetWaitMS is how long the extraction waited for room in the extraction memory budget (0: none).
+	BudgetWaitMS int64 `json:"budget_wait_ms,omitempty"`
 }
 
 // ChunkOut points at the chunk rows.
@@ -216,7 +218,7 @@ func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (Ex
 		return ExtractOut{}, "", err
 	}
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
-		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS}
+		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS}
 	if res.Hidden > 0 && s.Log != nil {
 		s.Log.Warn("hidden text stripped", "document", in.DocumentID, "file", in.FileName, "hidden", res.Hidden)
 	}

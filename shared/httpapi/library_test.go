@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"testing"
+
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/memblob"
+	"github.com/docmind/docmind/shared/store/memvec"
+	"github.com/docmind/docmind/shared/store/sqlite"
+)
+
+// queueIngester is the local server's Ingester (cmd/docmind's uploads): the queue for uploads, the
+// service for deletes.
+type queueIngester struct{ q *ingest.Queue }
+
+func (u queueIngester) Upload(ctx context.Context, tenant, kbID, name string, data []byte) (rag.Document, error) {
+	return u.q.Upload(ctx, tenant, kbID, name, data)
+}
+func (u queueIngester) Delete(ctx context.Context, tenant, id string) error {
+	return u.q.Service.Delete(ctx, tenant, id)
+}
+func (u queueIngester) DeleteKB(ctx context.Context, tenant, kbID string) error {
+	return u.q.Service.DeleteKB(ctx, tenant, kbID)
+}
+func (u queueIngester) Reprocess(ctx context.Context, tenant, id string) (rag.Document, error) {
+	return u.q.Reprocess(ctx, tenant, id)
+}
+
+// hookReader runs hook before its first byte is read: the moment the handler has checked the
+// knowledge base and starts reading the file.
+type hookReader struct {
+	r    io.Reader
+	hook func()
+}
+
+func (h *hookReader) Read(p []byte) (int, error) {
+	if h.hook != nil {
+		h.hook()
+		h.hook = nil
+	}
+	return h.r.Read(p)
+}
+
+// An upload is checked against a knowledge base's id and must be stored under that id. Deleting the
+// knowledge base and creating another of the same name while the file is being sent (a new owner, other
+// readers) must not put the file into the new one: the upload answers 404 and the new knowledge base
+// has neither a document nor a stored source. Before the fix the handler passed the name on, and the
+// queue looked it up again and found the new knowledge base.
+func TestUploadRacingADeleteAndRecreateOfItsKnowledgeBase(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	blobs := memblob.New()
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: db, Vectors: memvec.New(8), Blobs: blobs}}}
+	h := New(Deps{Library: db, Ingester: queueIngester{&ingest.Queue{Service: svc}}, Logger: slog.New(slog.DiscardHandler),
+		Tenant: func(*http.Request) (string, error) { return "acme", nil }})
+
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "salaries.md")
+	fw.Write([]byte("# Salaries\n\nConfidential figures.\n"))
+	mw.Close()
+
+	for _, byID := range []bool{false, true} { // the path may name the knowledge base either way
+		name := map[bool]string{false: "by name", true: "by id"}[byID]
+		t.Run(name, func(t *testing.T) {
+			old := rag.KnowledgeBase{Tenant: "acme", Name: "handbook " + name}
+			if err := db.CreateKB(ctx, &old); err != nil {
+				t.Fatal(err)
+			}
+			key := old.Name
+			if byID {
+				key = old.ID
+			}
+			var recreated rag.KnowledgeBase
+			hook := func() {
+				if err := svc.DeleteKB(ctx, "acme", old.ID); err != nil {
+					t.Errorf("delete during the upload: %v", err)
+				}
+				recreated = rag.KnowledgeBase{Tenant: "acme", Name: old.Name}
+				if err := db.CreateKB(ctx, &recreated); err != nil {
+					t.Errorf("re-create during the upload: %v", err)
+				}
+			}
+			req := httptest.NewRequest(http.MethodPost, "/api/kbs/"+url.PathEscape(key)+"/documents",
+				&hookReader{r: bytes.NewReader(body.Bytes()), hook: hook})
+			req.Header.Set("Content-Type", mw.FormDataContentType())
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+
+			if recreated.ID == "" || recreated.ID == old.ID {
+				t.Fatalf("the hook did not re-create the knowledge base (%q)", recreated.ID)
+			}
+			if rec.Code != http.StatusNotFound {
+				t.Errorf("upload = %d %s, want 404: its knowledge base is gone", rec.Code, rec.Body)
+			}
+			docs, err := db.ListDocuments(ctx, "acme", recreated.ID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(docs) != 0 {
+				t.Errorf("the re-created knowledge base got %d documents (%s), want none", len(docs), docs[0].FileName)
+			}
+			if stored, _ := blobs.List(ctx, ingest.SourcePrefix("acme", recreated.ID, "")); len(stored) != 0 {
+				t.Errorf("the re-created knowledge base holds %d stored sources, want none", len(stored))
+			}
+		})
+	}
+}
