@@ -26,6 +26,7 @@ import (
 	"github.com/docmind/docmind/functions/internal/httpfn"
 	"github.com/docmind/docmind/functions/internal/ingestenv"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
+	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/httpapi"
@@ -76,7 +77,7 @@ func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	hs, err := httpfn.Open(ctx, cfg)
+	hs, err := httpfn.Open(ctx, cfg, stores.Vectors)
 	if err != nil {
 		return nil, err
 	}

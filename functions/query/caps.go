@@ -27,11 +27,16 @@ type caps struct {
 	// RerankFunction names the rerank function (DOCMIND_RERANK_FUNCTION); empty reranks in process.
 	RerankFunction string
 	RerankTimeout  time.Duration // DOCMIND_RERANK_TIMEOUT (default 10 s)
+	// GradeFunction names the grade function (DOCMIND_GRADE_FUNCTION); empty grades in process.
+	GradeFunction string
+	// GradeTimeout bounds one call (DOCMIND_GRADE_TIMEOUT, default 3 s): the fallback computes the same
+	// verdict in microseconds, so waiting longer only delays the answer.
+	GradeTimeout time.Duration
 }
 
 func defaultCaps() caps {
 	return caps{URLAuth: authNone, MaxTokens: 1024, StreamMax: 120 * time.Second, IdleGap: 20 * time.Second,
-		Reserve: 3 * time.Second, RerankTimeout: 10 * time.Second}
+		Reserve: 3 * time.Second, RerankTimeout: 10 * time.Second, GradeTimeout: 3 * time.Second}
 }
 
 // loadCaps overlays the environment on the defaults and reports every bad value at once.
@@ -54,7 +59,8 @@ func loadCaps(getenv func(string) string) (caps, error) {
 	for _, d := range []struct {
 		name string
 		to   *time.Duration
-	}{{"DOCMIND_STREAM_MAX", &c.StreamMax}, {"DOCMIND_STREAM_IDLE", &c.IdleGap}, {"DOCMIND_STREAM_RESERVE", &c.Reserve}, {"DOCMIND_RERANK_TIMEOUT", &c.RerankTimeout}} {
+	}{{"DOCMIND_STREAM_MAX", &c.StreamMax}, {"DOCMIND_STREAM_IDLE", &c.IdleGap}, {"DOCMIND_STREAM_RESERVE", &c.Reserve}, {"DOCMIND_RERANK_TIMEOUT", &c.RerankTimeout},
+		{"DOCMIND_GRADE_TIMEOUT", &c.GradeTimeout}} {
 		v := getenv(d.name)
 		if v == "" {
 			continue
@@ -70,6 +76,7 @@ func loadCaps(getenv func(string) string) (caps, error) {
 		bad = append(bad, "DOCMIND_STREAM_RESERVE must be at least 2s (the terminal event must leave before the deadline)")
 	}
 	c.RerankFunction = getenv("DOCMIND_RERANK_FUNCTION")
+	c.GradeFunction = getenv("DOCMIND_GRADE_FUNCTION")
 	if len(bad) > 0 {
 		return c, &config.ValidationError{Problems: bad}
 	}

@@ -9,24 +9,25 @@ import (
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/identity"
 	"github.com/docmind/docmind/shared/obs"
-	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/streamcap"
 	"github.com/docmind/docmind/shared/wire"
 )
 
 // newHandler wires the chat exactly as `docmind serve` does (cmd/docmind/server.go), with the Lambda's
 // differences: no loopback guard (the Function URL is public or behind CloudFront), the caller's token in
-// X-Docmind-Authorization behind CloudFront OAC, the stream caps, tracing, and rerank through the rerank
-// function when rr is set.
-func newHandler(cfg config.Config, c caps, s httpfn.Stores, rr rank.Reranker, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
+// X-Docmind-Authorization behind CloudFront OAC, the stream caps, tracing, and rerank and grade through
+// their functions when off names them.
+func newHandler(cfg config.Config, c caps, s httpfn.Stores, off offload, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
 	chain, err := wire.Retriever(cfg, s.Keyword, s.Vectors, s.SQL)
 	if err != nil {
 		return nil, err
 	}
-	if rr != nil {
+	if off.Reranker != nil {
 		// a failed invoke is a failed reranker: lexical scores, "rerank" in degraded
-		chain.Reranker = rr
+		chain.Reranker = off.Reranker
 	}
+	// a failed invoke is a failed grader: the in-process grade, "grade" in degraded
+	chain.Grader = off.Grader
 	chat := wire.Chat(cfg, chain, s.SQL, s.KV)
 	chat.MaxTokens = c.MaxTokens
 	if chat.LLM != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/docmind/docmind/shared/lambdafn"
 	"github.com/docmind/docmind/shared/obs"
 	"github.com/docmind/docmind/shared/rank"
+	"github.com/docmind/docmind/shared/retrieve"
 )
 
 var version = "dev"
@@ -62,13 +63,36 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 	if err != nil {
 		return nil, err
 	}
-	var rr rank.Reranker
-	if fn := c.RerankFunction; fn != "" {
-		ac, err := awsenv.AWSConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		rr = &lambdafn.Reranker{Function: lambdafn.Function{Client: &lambdafn.HTTPInvoker{Config: ac}, Name: fn, Timeout: c.RerankTimeout}}
+	off, err := offloaded(ctx, c)
+	if err != nil {
+		return nil, err
 	}
-	return newHandler(cfg, c, s, rr, tr, log)
+	return newHandler(cfg, c, s, off, tr, log)
+}
+
+// offload holds the retrieval steps done by other functions; a nil one runs in process.
+type offload struct {
+	Reranker rank.Reranker
+	Grader   retrieve.Grader
+}
+
+// offloaded builds the rerank and grade functions' clients named by the caps, with one AWS
+// configuration for both (none is loaded when neither is named).
+func offloaded(ctx context.Context, c caps) (offload, error) {
+	var off offload
+	if c.RerankFunction == "" && c.GradeFunction == "" {
+		return off, nil
+	}
+	ac, err := awsenv.AWSConfig(ctx)
+	if err != nil {
+		return off, err
+	}
+	inv := &lambdafn.HTTPInvoker{Config: ac}
+	if fn := c.RerankFunction; fn != "" {
+		off.Reranker = &lambdafn.Reranker{Function: lambdafn.Function{Client: inv, Name: fn, Timeout: c.RerankTimeout}}
+	}
+	if fn := c.GradeFunction; fn != "" {
+		off.Grader = &lambdafn.Grader{Function: lambdafn.Function{Client: inv, Name: fn, Timeout: c.GradeTimeout}}
+	}
+	return off, nil
 }

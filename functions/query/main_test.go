@@ -38,6 +38,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, mode string, c caps, reply llmtest.Reply) *fixture {
 	t.Helper()
+	return newOffloadFixture(t, mode, c, offload{}, reply)
+}
+
+// newOffloadFixture is newFixture with rerank or grade done by the functions off names.
+func newOffloadFixture(t *testing.T, mode string, c caps, off offload, reply llmtest.Reply) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	f := &fixture{log: &bytes.Buffer{}}
 	f.llm = llmtest.New(t, func(call llmtest.Call) llmtest.Reply {
@@ -57,7 +63,7 @@ func newFixture(t *testing.T, mode string, c caps, reply llmtest.Reply) *fixture
 		t.Fatal(err)
 	}
 	log := slog.New(tr.LogHandler(slog.NewJSONHandler(f.log, nil)))
-	h, err := newHandler(cfg, c, httpfn.Stores{SQL: lib.DB, Keyword: lib.Keyword, Vectors: lib.Vectors, KV: memkv.New(nil, 0)}, nil, tr, log)
+	h, err := newHandler(cfg, c, httpfn.Stores{SQL: lib.DB, Keyword: lib.Keyword, Vectors: lib.Vectors, KV: memkv.New(nil, 0)}, off, tr, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,11 +323,12 @@ func TestLoadCaps(t *testing.T) {
 	if err != nil || c != defaultCaps() {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
-	env := map[string]string{"DOCMIND_MAX_TOKENS": "9", "DOCMIND_STREAM_IDLE": "soon", "DOCMIND_STREAM_RESERVE": "1s", "DOCMIND_FUNCTION_URL_AUTH": "OPEN"}
+	env := map[string]string{"DOCMIND_MAX_TOKENS": "9", "DOCMIND_STREAM_IDLE": "soon", "DOCMIND_STREAM_RESERVE": "1s", "DOCMIND_FUNCTION_URL_AUTH": "OPEN",
+		"DOCMIND_GRADE_TIMEOUT": "0s"}
 	_, err = loadCaps(func(k string) string { return env[k] })
 	var ve *config.ValidationError
-	if !errors.As(err, &ve) || len(ve.Problems) != 4 {
-		t.Errorf("got %v, want all four problems reported", err)
+	if !errors.As(err, &ve) || len(ve.Problems) != 5 {
+		t.Errorf("got %v, want all five problems reported", err)
 	}
 }
 

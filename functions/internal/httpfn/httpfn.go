@@ -1,14 +1,15 @@
 // Package httpfn is what the two HTTP functions share: query (the chat behind a Function URL) and api
 // (the management API behind API Gateway) serve shared/httpapi's handler over the same stores, traced
 // the same way, with identity wired as `docmind serve` wires it. Only they import it: it links the HTTP
-// handler, the chat pipeline's wiring and the Redis client.
+// handler, the chat pipeline's wiring and the Redis client, but no Milvus client: each main passes the
+// opener of its collections (VectorOpener).
 package httpfn
 
 import (
 	"context"
 	"log/slog"
 
-	"github.com/docmind/docmind/functions/internal/stores"
+	"github.com/docmind/docmind/functions/internal/stores/aurora"
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/httpapi"
@@ -33,17 +34,26 @@ type Stores struct {
 	KV       store.KV
 }
 
-// Open opens Aurora, Milvus (and the memories' collection when memory is on) and Redis; nothing is
-// opened per invocation.
-func Open(ctx context.Context, cfg config.Config) (Stores, error) {
-	c, err := stores.Open(ctx, cfg)
+// VectorOpener opens one existing Milvus collection by name. The api function passes stores.Vectors
+// (the official client's adapter, which also creates and loads it); the query function passes an opener
+// over milvuslite, so that this package links no Milvus client itself.
+type VectorOpener func(ctx context.Context, cfg config.Config, collection string) (store.VectorIndex, error)
+
+// Open opens Aurora, the chunks' collection (and the memories' collection, "<collection>_memories", when
+// memory is on) with vectors, and Redis; nothing is opened per invocation.
+func Open(ctx context.Context, cfg config.Config, vectors VectorOpener) (Stores, error) {
+	db, err := aurora.Open(ctx, cfg)
 	if err != nil {
 		return Stores{}, err
 	}
-	s := Stores{SQL: c.SQL, Keyword: stores.Keyword(c.SQL, cfg), Vectors: c.Vectors,
+	vec, err := vectors(ctx, cfg, cfg.Vector.Collection)
+	if err != nil {
+		return Stores{}, err
+	}
+	s := Stores{SQL: db, Keyword: aurora.Keyword(db, cfg), Vectors: vec,
 		KV: redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})}
 	if cfg.Chat.MemoryEnabled {
-		mem, err := stores.Memories(ctx, cfg)
+		mem, err := vectors(ctx, cfg, cfg.Vector.Collection+"_memories")
 		if err != nil {
 			return Stores{}, err
 		}

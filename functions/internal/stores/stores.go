@@ -1,15 +1,18 @@
 // Package stores opens the cloud adapters every store-holding Lambda reads, from the configuration
-// awsenv.Load returns: Aurora MySQL (with its keyword index) and Milvus. The documents bucket is
-// package bucket's and Redis httpfn's, so the functions without them (askstep; query has no S3) do not
-// link their adapters; the embedded adapters never reach a binary (deptest). migrate opens its single
-// connection itself.
+// awsenv.Load returns: Aurora MySQL (with its keyword index, package aurora) and Milvus through the
+// official client's adapter, which creates and loads the collections. The documents bucket is package
+// bucket's and Redis httpfn's, so the functions without them (askstep; query has no S3) do not link their
+// adapters; the embedded adapters never reach a binary (deptest). The query function does not import
+// this package: it opens Aurora with package aurora and its collections with shared/store/milvus/milvuslite.
+// migrate opens its single connection itself.
 package stores
 
 import (
 	"context"
 
-	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/functions/internal/stores/aurora"
 	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/store"
 	"github.com/docmind/docmind/shared/store/milvus"
 	"github.com/docmind/docmind/shared/store/mysql"
 	"github.com/docmind/docmind/shared/store/sqldb"
@@ -24,11 +27,11 @@ type Cloud struct {
 // Open opens Aurora MySQL with the configured pool (DOCMIND_SQL_MAX_OPEN_CONNS per instance), then the
 // chunks' Milvus collection, stopping at the first error.
 func Open(ctx context.Context, cfg config.Config) (Cloud, error) {
-	db, err := mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	db, err := aurora.Open(ctx, cfg)
 	if err != nil {
 		return Cloud{}, err
 	}
-	vec, err := milvus.Open(ctx, milvusOptions(cfg))
+	vec, err := milvus.Open(ctx, milvusOptions(cfg, cfg.Vector.Collection))
 	if err != nil {
 		return Cloud{}, err
 	}
@@ -36,19 +39,24 @@ func Open(ctx context.Context, cfg config.Config) (Cloud, error) {
 }
 
 // Keyword is BM25 over the chunk rows in db, with the configured parameters.
-func Keyword(db *sqldb.DB, cfg config.Config) *mysql.Keyword {
-	r := cfg.Retrieval
-	return &mysql.Keyword{DB: db, Params: bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight}}
-}
+func Keyword(db *sqldb.DB, cfg config.Config) *mysql.Keyword { return aurora.Keyword(db, cfg) }
 
 // Memories opens the long-term memories' collection, "<collection>_memories" next to the chunks'.
 func Memories(ctx context.Context, cfg config.Config) (*milvus.Index, error) {
-	o := milvusOptions(cfg)
-	o.Collection += "_memories"
-	return milvus.Open(ctx, o)
+	return milvus.Open(ctx, milvusOptions(cfg, cfg.Vector.Collection+"_memories"))
 }
 
-func milvusOptions(cfg config.Config) milvus.Options {
+// Vectors opens (creating and loading when needed) the named collection: the opener httpfn.Open takes
+// from the api function.
+func Vectors(ctx context.Context, cfg config.Config, collection string) (store.VectorIndex, error) {
+	ix, err := milvus.Open(ctx, milvusOptions(cfg, collection))
+	if err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+func milvusOptions(cfg config.Config, collection string) milvus.Options {
 	v := cfg.Vector
-	return milvus.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: v.Collection, Dim: v.Dim, CallTimeout: v.CallTimeout}
+	return milvus.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: collection, Dim: v.Dim, CallTimeout: v.CallTimeout}
 }

@@ -1,0 +1,24 @@
+// Package aurora opens the Aurora MySQL database and its keyword index from the configuration
+// awsenv.Load returns. It is stores' first half without Milvus: the query function opens its vectors
+// with the search-side adapter (milvuslite), and importing stores would link the official Milvus client.
+package aurora
+
+import (
+	"context"
+
+	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/store/mysql"
+	"github.com/docmind/docmind/shared/store/sqldb"
+)
+
+// Open opens Aurora MySQL with the configured pool (DOCMIND_SQL_MAX_OPEN_CONNS per instance).
+func Open(ctx context.Context, cfg config.Config) (*sqldb.DB, error) {
+	return mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+}
+
+// Keyword is BM25 over the chunk rows in db, with the configured parameters.
+func Keyword(db *sqldb.DB, cfg config.Config) *mysql.Keyword {
+	r := cfg.Retrieval
+	return &mysql.Keyword{DB: db, Params: bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight}}
+}
