@@ -17,10 +17,13 @@ import (
 	"github.com/docmind/docmind/functions/internal/awsenv"
 	"github.com/docmind/docmind/functions/internal/httpfn"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
+	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/lambdafn"
 	"github.com/docmind/docmind/shared/obs"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
+	"github.com/docmind/docmind/shared/store"
+	"github.com/docmind/docmind/shared/store/milvus/milvuslite"
 )
 
 var version = "dev"
@@ -43,7 +46,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 // open reads the configuration (secrets resolved once), checks the caps and the authentication mode
 // before any store is opened, then opens the stores this function reads: no S3 (uploads belong to the
-// api function) and no embedded store.
+// api function), no embedded store, and Milvus through milvuslite (openVectors).
 func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
 	cfg, err := awsenv.Load(ctx, getenv)
 	if err != nil {
@@ -59,7 +62,7 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 	if cfg.KV.Driver != "redis" {
 		return nil, kvError(cfg.KV.Driver)
 	}
-	s, err := httpfn.Open(ctx, cfg)
+	s, err := httpfn.Open(ctx, cfg, openVectors)
 	if err != nil {
 		return nil, err
 	}
@@ -95,4 +98,18 @@ func offloaded(ctx context.Context, c caps) (offload, error) {
 		off.Grader = &lambdafn.Grader{Function: lambdafn.Function{Client: inv, Name: fn, Timeout: c.GradeTimeout}}
 	}
 	return off, nil
+}
+
+// openVectors opens an existing, loaded collection with milvuslite rather than the official client's
+// adapter: the client and milvus/pkg were 26 MB of this binary and part of its cold start (issue #12).
+// The query side never creates or loads a collection: a missing one fails the start with NotFound naming
+// it (the api, ingest and stage functions create both on their first start), one not loaded with
+// Unavailable, so Lambda retries the init on the next request.
+func openVectors(ctx context.Context, cfg config.Config, collection string) (store.VectorIndex, error) {
+	v := cfg.Vector
+	ix, err := milvuslite.Open(ctx, milvuslite.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: collection, Dim: v.Dim, CallTimeout: v.CallTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return ix, nil
 }
