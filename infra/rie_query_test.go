@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/docmind/docmind/shared/answer"
-	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/aslrun"
 	"github.com/docmind/docmind/shared/auth"
 	"github.com/docmind/docmind/shared/chunk"
@@ -180,7 +179,7 @@ func TestRIEQuery(t *testing.T) {
 			Invoke: func(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error) {
 				return fns[resource].invoke(input)
 			}}
-		in, _ := json.Marshal(askflow.State{Tenant: "default", Question: "How long is the refund window for annual plans?"})
+		in, _ := json.Marshal(answer.Request{Tenant: "default", Question: "How long is the refund window for annual plans?"})
 		out, tr, err := runner.Run(ctx, "ask", in)
 		if err != nil {
 			t.Fatalf("execution: %v (states %v)\n%s", err, tr.States, step.logs)

@@ -1,7 +1,8 @@
-// Command askstep is the Lambda behind the answer state machine's Understand, Retrieve and Generate
-// Tasks (infra/statemachines/answer.asl.json). The payload names the stage ({"stage":"Retrieve",
-// "input":{...}}); errors carry their kind as errorType, which the ASL's Retry matches and the API
-// function maps back to a status. Rerank and Grade are their own functions.
+// Command askstep is the Lambda behind the answer state machine's Understand, Retrieve, Evidence and
+// Generate Tasks (infra/statemachines/answer.asl.json), which run the chat pipeline's own steps. The
+// payload names the stage ({"stage":"Retrieve", "input":{...}}); errors carry their kind as errorType,
+// which the ASL's Retry matches and the API function maps back to a status. Rerank and Grade are their
+// own functions.
 package main
 
 import (
@@ -48,19 +49,14 @@ func open(ctx context.Context, getenv func(string) string) (*askflow.Stages, err
 	return stages(cfg, c.SQL, stores.Keyword(c.SQL, cfg), c.Vectors)
 }
 
-// stages wires the stages as the chat wires its pipeline (the same model, prices and retrieval
-// options), without a reranker: that is the Rerank Task's.
+// stages wires the chat's pipeline as the chat function does (the same model, prices, guard, web,
+// agent and retrieval options, the SQL record as the catalog), without the cache and memory: the
+// workflow answers one question, not a conversation. The standard path's rerank is the Rerank Task's;
+// the chain's own reranker (as configured here) serves only the DECOMPOSED and AGENTIC paths.
 func stages(cfg config.Config, db *sqldb.DB, kw retrieve.Keyword, vec retrieve.Vectors) (*askflow.Stages, error) {
 	chain, err := wire.Retriever(cfg, kw, vec, db)
 	if err != nil {
 		return nil, err
 	}
-	chain.Reranker = nil
-	p := wire.Chat(cfg, chain, nil, nil)
-	maxTokens := p.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = 1024
-	}
-	return &askflow.Stages{Understander: p.Understander, Retriever: chain, LLM: p.LLM, Model: p.Model, MaxTokens: maxTokens,
-		PriceIn: p.PriceIn, PriceOut: p.PriceOut, RerankK: chain.Options.RerankK}, nil
+	return &askflow.Stages{Pipeline: wire.Chat(cfg, chain, db, nil), Chain: chain}, nil
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,33 +16,46 @@ import (
 	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/aslrun"
 	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/chunk"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/deptest"
+	"github.com/docmind/docmind/shared/extract"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/llm/llmtest"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/rankfn"
+	"github.com/docmind/docmind/shared/store/memblob"
+	"github.com/docmind/docmind/shared/wire"
 )
 
 const aslFile = "../../infra/statemachines/answer.asl.json"
 
 func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/askstep") }
 
-// flow is the answer state machine run by shared/aslrun against the Go handlers: askstep's stages over
-// the embedded stores with one ingested document, the rerank handler and the grade handler.
+// flow is the answer state machine run by shared/aslrun against the Go handlers: askstep's stages, the
+// rerank handler and the grade handler.
 type flow struct {
 	runner  *aslrun.Runner
 	invoked map[string]int
-	kbID    string
 }
 
-func newFlow(t *testing.T, rerank func(context.Context, rankfn.RerankIn) (rankfn.RerankOut, error)) *flow {
-	t.Helper()
-	cfg := config.Default()
-	lib := kbtest.New(t, cfg)
-	s, err := stages(cfg, lib.DB, lib.Keyword, lib.Vectors)
-	if err != nil {
-		t.Fatal(err)
+type handler func(context.Context, json.RawMessage) (any, error)
+
+// decoded adapts a typed handler to the raw payload the Task sends, counting its calls under name.
+func decoded[In, Out any](f *flow, name string, h func(context.Context, In) (Out, error)) handler {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var in In
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, err
+		}
+		f.invoked[name]++
+		return h(ctx, in)
 	}
+}
+
+func newFlow(t *testing.T, s *askflow.Stages, rerank func(context.Context, rankfn.RerankIn) (rankfn.RerankOut, error), grader *rankfn.Grader) *flow {
+	t.Helper()
 	def, err := os.ReadFile(aslFile)
 	if err != nil {
 		t.Fatal(err)
@@ -51,9 +64,8 @@ func newFlow(t *testing.T, rerank func(context.Context, rankfn.RerankIn) (rankfn
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &flow{invoked: map[string]int{}, kbID: lib.KB.ID}
-	grader := &rankfn.Grader{Options: rank.DefaultGradeOptions()}
-	handlers := map[string]func(context.Context, json.RawMessage) (any, error){
+	f := &flow{invoked: map[string]int{}}
+	handlers := map[string]handler{
 		"${AskStepFunctionArn}": func(ctx context.Context, in json.RawMessage) (any, error) {
 			var env askflow.Envelope
 			if err := json.Unmarshal(in, &env); err != nil {
@@ -62,35 +74,10 @@ func newFlow(t *testing.T, rerank func(context.Context, rankfn.RerankIn) (rankfn
 			f.invoked[env.Stage]++
 			return s.Dispatch(ctx, env)
 		},
-		"${RerankFunctionArn}": func(ctx context.Context, in json.RawMessage) (any, error) {
-			var v rankfn.RerankIn
-			if err := json.Unmarshal(in, &v); err != nil {
-				return nil, err
-			}
-			f.invoked["Rerank"]++
-			return rerank(ctx, v)
-		},
-		"${GradeFunctionArn}": func(ctx context.Context, in json.RawMessage) (any, error) {
-			var v rankfn.GradeIn
-			if err := json.Unmarshal(in, &v); err != nil {
-				return nil, err
-			}
-			f.invoked["Grade"]++
-			return grader.Grade(ctx, v)
-		},
+		"${RerankFunctionArn}": decoded(f, "Rerank", rerank),
+		"${GradeFunctionArn}":  decoded(f, "Grade", grader.Grade),
 	}
-	var resources []string
-	for _, task := range m.Tasks() {
-		if handlers[task.Resource] == nil {
-			t.Errorf("Task resource %s has no handler", task.Resource)
-		}
-		resources = append(resources, task.Resource)
-	}
-	for res := range handlers {
-		if !slices.Contains(resources, res) {
-			t.Errorf("handler %s has no Task", res)
-		}
-	}
+	checkResources(t, m, handlers)
 	f.runner = &aslrun.Runner{Machine: m, ErrorName: awsrt.ErrorType, Rand: func() float64 { return 0.5 },
 		Sleep: func(context.Context, time.Duration) error { return nil },
 		Invoke: func(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error) {
@@ -106,9 +93,26 @@ func newFlow(t *testing.T, rerank func(context.Context, rankfn.RerankIn) (rankfn
 	return f
 }
 
-func (f *flow) ask(t *testing.T, st askflow.State) (answer.Done, *aslrun.Trace, error) {
+// checkResources: every Task's resource has a handler and every handler a Task.
+func checkResources(t *testing.T, m *aslrun.Machine, handlers map[string]handler) {
 	t.Helper()
-	in, _ := json.Marshal(st)
+	var resources []string
+	for _, task := range m.Tasks() {
+		if handlers[task.Resource] == nil {
+			t.Errorf("Task resource %s has no handler", task.Resource)
+		}
+		resources = append(resources, task.Resource)
+	}
+	for res := range handlers {
+		if !slices.Contains(resources, res) {
+			t.Errorf("handler %s has no Task", res)
+		}
+	}
+}
+
+func (f *flow) ask(t *testing.T, req answer.Request) (answer.Done, *aslrun.Trace, error) {
+	t.Helper()
+	in, _ := json.Marshal(req)
 	out, trace, err := f.runner.Run(context.Background(), "ask", in)
 	var done answer.Done
 	if err == nil {
@@ -119,14 +123,26 @@ func (f *flow) ask(t *testing.T, st askflow.State) (answer.Done, *aslrun.Trace, 
 	return done, trace, err
 }
 
-func TestAnswerStateMachine(t *testing.T) {
-	lexical := &rankfn.Reranker{Rank: rank.Lexical{}, Model: "lexical"}
-	f := newFlow(t, lexical.Rerank)
-	done, trace, err := f.ask(t, askflow.State{Tenant: "local", Question: "How long is the refund window for annual plans?", KBIDs: []string{f.kbID}})
+// lexicalFlow is the workflow over the handbook with a rerank function without a model.
+func lexicalFlow(t *testing.T) (*flow, *kbtest.Library) {
+	t.Helper()
+	cfg := config.Default()
+	lib := kbtest.New(t, cfg)
+	s, err := stages(cfg, lib.DB, lib.Keyword, lib.Vectors)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"Understand", "Retrieve", "Rerank", "Grade", "Generate"}; !slices.Equal(trace.States, want) {
+	lexical := &rankfn.Reranker{Rank: rank.Lexical{}, Model: "lexical"}
+	return newFlow(t, s, lexical.Rerank, &rankfn.Grader{Options: s.Chain.Options.Grade}), lib
+}
+
+func TestAnswerStateMachine(t *testing.T) {
+	f, lib := lexicalFlow(t)
+	done, trace, err := f.ask(t, answer.Request{Tenant: "local", Question: "How long is the refund window for annual plans?", KBIDs: []string{lib.KB.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Understand", "IsPrepared", "Retrieve", "IsRanked", "Rerank", "Evidence", "Grade", "Generate"}; !slices.Equal(trace.States, want) {
 		t.Errorf("states %v, want %v", trace.States, want)
 	}
 	if !strings.Contains(done.Answer, "30 days") || len(done.Sources) == 0 || done.Sources[0].FileName != "billing.md" || done.Answerer != "extractive" {
@@ -136,43 +152,229 @@ func TestAnswerStateMachine(t *testing.T) {
 		t.Errorf("confidence %+v claims %v stage_ms %v", done.Confidence, done.Claims, done.StageMS)
 	}
 	if slices.Contains(done.Degraded, "rerank") {
-		t.Errorf("degraded %v: lexical rerank is not a failure", done.Degraded)
+		t.Errorf("degraded %v: a rerank function without a model is not a failure", done.Degraded)
 	}
-	var keys []string
-	for k, n := range f.invoked {
-		if n != 1 {
-			t.Errorf("%s invoked %d times", k, n)
+	for _, k := range []string{"Understand", "Retrieve", "Rerank", "Evidence", "Grade", "Generate"} {
+		if n := f.invoked[k]; n != 1 {
+			t.Errorf("%s invoked %d times, want once", k, n)
 		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if want := []string{"Generate", "Grade", "Rerank", "Retrieve", "Understand"}; !slices.Equal(keys, want) {
-		t.Errorf("invoked %v", keys)
 	}
 }
 
-// TestRerankFailureDegrades: a rerank function that fails does not fail the answer: the fused order is
-// kept and "rerank" is in degraded, as with the chat's failed reranker.
-func TestRerankFailureDegrades(t *testing.T) {
-	f := newFlow(t, func(context.Context, rankfn.RerankIn) (rankfn.RerankOut, error) {
-		return rankfn.RerankOut{}, rag.Errorf("rerank", rag.KindUnavailable, "cross-encoder out of memory")
-	})
-	done, trace, err := f.ask(t, askflow.State{Tenant: "local", Question: "How long is the refund window for annual plans?"})
+// TestShortCircuitSkipsRetrieval: a prepared answer (chitchat) goes from Understand to Generate.
+func TestShortCircuitSkipsRetrieval(t *testing.T) {
+	f, _ := lexicalFlow(t)
+	done, trace, err := f.ask(t, answer.Request{Tenant: "local", Question: "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(trace.States, "RerankFailed") || !slices.Contains(done.Degraded, "rerank") || !strings.Contains(done.Answer, "30 days") {
-		t.Errorf("states %v, degraded %v, answer %q", trace.States, done.Degraded, done.Answer)
+	if want := []string{"Understand", "IsPrepared", "Generate"}; !slices.Equal(trace.States, want) || done.ShortCircuit == "" || done.Answer == "" {
+		t.Errorf("states %v, done %+v; want the chitchat answer straight from Generate", trace.States, done)
+	}
+}
+
+// TestRerankFailureDegrades: a rerank function that fails does not fail the answer: Evidence orders the
+// candidates by lexical scores and "rerank" is in degraded, as with the chat's failed reranker.
+func TestRerankFailureDegrades(t *testing.T) {
+	cfg := config.Default()
+	lib := kbtest.New(t, cfg)
+	s, err := stages(cfg, lib.DB, lib.Keyword, lib.Vectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFlow(t, s, func(context.Context, rankfn.RerankIn) (rankfn.RerankOut, error) {
+		return rankfn.RerankOut{}, rag.Errorf("rerank", rag.KindUnavailable, "cross-encoder out of memory")
+	}, &rankfn.Grader{Options: s.Chain.Options.Grade})
+	done, trace, err := f.ask(t, answer.Request{Tenant: "local", Question: "How long is the refund window for annual plans?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trace.Errors["Rerank"] != "Unavailable" || !slices.Contains(done.Degraded, "rerank") || !strings.Contains(done.Answer, "30 days") {
+		t.Errorf("errors %v, degraded %v, answer %q", trace.Errors, done.Degraded, done.Answer)
 	}
 }
 
 // TestInvalidQuestionFails: an empty question fails the execution with the error name Invalid, which the
 // API function turns into 400.
 func TestInvalidQuestionFails(t *testing.T) {
-	f := newFlow(t, (&rankfn.Reranker{Rank: rank.Lexical{}, Model: "lexical"}).Rerank)
-	_, _, err := f.ask(t, askflow.State{Tenant: "local", Question: "  "})
+	f, _ := lexicalFlow(t)
+	_, _, err := f.ask(t, answer.Request{Tenant: "local", Question: "  "})
 	var ae *aslrun.Error
 	if !errors.As(err, &ae) || ae.Name != "Invalid" || askflow.KindOf(ae.Name) != rag.KindInvalid {
 		t.Errorf("got %v, want the execution to fail with Invalid", err)
 	}
+}
+
+// addDocuments ingests more Markdown documents into the library's knowledge base, as kbtest.New does.
+func addDocuments(t testing.TB, cfg config.Config, lib *kbtest.Library, docs map[string]string) {
+	t.Helper()
+	emb, err := wire.Embedder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &ingest.Stages{Records: lib.DB, Vectors: lib.Vectors, Blobs: memblob.New(), Staging: memblob.New(), Embedder: emb, Keyword: lib.Keyword,
+		Limits: extract.Limits{MaxFileBytes: 4 << 20}, Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
+	for name, text := range docs {
+		rep, err := svc.Ingest(context.Background(), cfg.Tenant, ingest.Source{KBName: lib.KB.Name, URI: "inbox/handbook/" + name, Name: name, Data: []byte(text)})
+		if err != nil || rep.Status != rag.StatusReady {
+			t.Fatalf("ingest %s: %+v %v", name, rep, err)
+		}
+	}
+}
+
+// corpus is a few documents whose sections overlap, so that the rerank cut, the filter, MMR and the
+// parent expansion all have something to do.
+var corpus = map[string]string{
+	"leave.md": `# Annual leave
+
+Full-time employees receive 20 days of paid annual leave per year. Part-time employees receive leave pro rata.
+Unused annual leave can be carried over until the end of March of the following year.
+
+## Requesting leave
+
+Annual leave is requested in the HR portal at least two weeks in advance. Your manager approves annual leave requests.
+
+# Sick leave
+
+Sick leave does not reduce annual leave. A doctor's note is required after three days of sick leave.
+`,
+	"travel.md": `# Travel
+
+Book flights through the travel desk. Economy class is the default for flights under six hours.
+
+## Expenses
+
+Travel expenses are refunded within 30 days of submitting the receipts. Annual plans for travel insurance are paid by the company.
+
+# Refunds of training
+
+Training costs are refunded when the course is passed. Annual training budgets are set in January.
+`,
+}
+
+// ce is a deterministic stand-in for a cross-encoder: lexical overlap, scaled into a cross-encoder's
+// range so that the QAnything filter's floor and drop cut some candidates.
+type ce struct{}
+
+func (ce) Rerank(ctx context.Context, q string, docs []string) ([]float64, error) {
+	s, _ := rank.Lexical{}.Rerank(ctx, q, docs)
+	for i := range s {
+		s[i] = s[i] * 0.9
+	}
+	return s, nil
+}
+
+// down is a cross-encoder that is down.
+type down struct{}
+
+func (down) Rerank(context.Context, string, []string) ([]float64, error) {
+	return nil, rag.Errorf("rerank", rag.KindUnavailable, "connection refused")
+}
+
+// TestWorkflowMatchesPipeline: the workflow's answer (the ASL run over askstep's stages, the rerank and
+// the grade functions) is the in-process pipeline's answer to the same question over the same stores,
+// with a model and without, for a reranker that answers, one that is down, and none: the same text,
+// sources, confidence, claims, path and degraded list (stage_ms aside: timings differ).
+func TestWorkflowMatchesPipeline(t *testing.T) {
+	questions := []string{
+		"How long is the refund window for annual plans?",
+		"How many days of annual leave do part-time employees get?",
+		"Who approves annual leave requests and how early must they be made?",
+		"refunds",
+		"hello",
+		"Which documents do you have?",
+	}
+	rerankers := []struct {
+		name  string
+		model string
+		r     rank.Reranker
+	}{{"cross-encoder", "ce", ce{}}, {"reranker down", "ce", down{}}, {"no reranker", "lexical", nil}}
+	for _, withModel := range []bool{false, true} {
+		for _, rr := range rerankers {
+			t.Run(fmt.Sprintf("model=%v/%s", withModel, rr.name), func(t *testing.T) {
+				cfg := config.Default()
+				if withModel {
+					cfg = withFakeModel(t, cfg)
+				}
+				lib := kbtest.New(t, cfg)
+				addDocuments(t, cfg, lib, corpus)
+				inproc, f := pair(t, cfg, lib, rr.model, rr.r)
+				docs, err := lib.DB.ListDocuments(context.Background(), cfg.Tenant, lib.KB.ID, "")
+				if err != nil || len(docs) == 0 {
+					t.Fatal(docs, err)
+				}
+				reqs := []answer.Request{{Tenant: cfg.Tenant, Question: "annual plans refund", DocumentIDs: []string{docs[0].ID}}}
+				for _, q := range questions {
+					reqs = append(reqs, answer.Request{Tenant: cfg.Tenant, Question: q})
+				}
+				for _, req := range reqs {
+					compare(t, inproc, f, req)
+				}
+			})
+		}
+	}
+}
+
+// pair wires the in-process pipeline with reranker r (nil: none) and the workflow whose rerank
+// function serves r under model (its lexical scores for "lexical", as functions/rerank without a
+// model), over the same stores and configuration.
+func pair(t *testing.T, cfg config.Config, lib *kbtest.Library, model string, r rank.Reranker) (*answer.Pipeline, *flow) {
+	t.Helper()
+	chain, err := wire.Retriever(cfg, lib.Keyword, lib.Vectors, lib.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain.Reranker = r
+	s, err := stages(cfg, lib.DB, lib.Keyword, lib.Vectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := &rankfn.Reranker{Rank: r, Model: model}
+	if r == nil {
+		fn.Rank = rank.Lexical{}
+	}
+	return wire.Chat(cfg, chain, lib.DB, nil), newFlow(t, s, fn.Rerank, &rankfn.Grader{Options: chain.Options.Grade})
+}
+
+// compare asks both and reports where the answers differ.
+func compare(t *testing.T, inproc *answer.Pipeline, f *flow, req answer.Request) {
+	t.Helper()
+	want, err := inproc.Run(context.Background(), req, func(string, any) error { return nil })
+	if err != nil {
+		t.Fatalf("%q in process: %v", req.Question, err)
+	}
+	got, trace, err := f.ask(t, req)
+	if err != nil {
+		t.Fatalf("%q workflow: %v (states %v)", req.Question, err, trace.States)
+	}
+	want.StageMS, got.StageMS = nil, nil
+	if len(want.Sources) == 0 && want.ShortCircuit == "" {
+		t.Errorf("%q: no sources in process: the case tests nothing", req.Question)
+	}
+	if w, g := mustJSON(t, want), mustJSON(t, &got); w != g {
+		t.Errorf("%q: the workflow answers differently (states %v):\n got %s\nwant %s", req.Question, trace.States, g, w)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// withFakeModel points the chat model at a fake OpenAI-compatible server: a fixed understanding, and an
+// answer citing [1].
+func withFakeModel(t *testing.T, cfg config.Config) config.Config {
+	model := llmtest.New(t, func(c llmtest.Call) llmtest.Reply {
+		if !c.Stream {
+			return llmtest.Reply{Content: `{"scope":"KB_QUERY","rewrite":"","intent":"lookup","complexity":"simple","specificity":"precise"}`}
+		}
+		return llmtest.Reply{Content: "According to the handbook, the answer is in the first passage [1]."}
+	})
+	cfg.Chat.Provider, cfg.Chat.BaseURL, cfg.Chat.MainModel = "openai", model.URL+"/v1", "main"
+	return cfg
 }

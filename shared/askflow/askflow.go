@@ -1,206 +1,268 @@
 // Package askflow is the non-streaming answer as a Step Functions Express workflow
-// (infra/statemachines/answer.asl.json): Understand -> Retrieve -> Rerank -> Grade -> Generate over one
-// JSON state. Understand, Retrieve and Generate are the stages here, served by functions/askstep; Rerank
-// and Grade are the rerank and grade functions (shared/rankfn), so each Task can be sized and scaled on
-// its own. The streamed chat does not run through the workflow: a state machine cannot stream, and the
-// chat pipeline (shared/answer) does the same steps in process with its events.
+// (infra/statemachines/answer.asl.json): Understand -> Retrieve -> Rerank -> Evidence -> Grade ->
+// Generate over one JSON state, Flow, which carries the chat pipeline's own answer.State. Understand,
+// Retrieve, Evidence and Generate are the stages here, served by functions/askstep; Rerank and Grade are
+// the rerank and grade functions (shared/rankfn), so each Task can be sized and scaled on its own. The
+// streamed chat does not run through the workflow: a state machine cannot stream.
 //
-// The workflow answers from the same exported pieces the pipeline uses (answer.Understander,
-// retrieve.Retriever, answer.BuildPrompt, answer.Assess, the extractive reader), without the
-// conversation, memory, cache, web and agent paths, which need a stream or a conversation.
+// The stages run the pipeline's own phases (answer.Pipeline Begin, Gather, Replay, Finish) with their
+// events discarded, so a workflow answer and an in-process answer to the same question over the same
+// stores are the same answer (TestWorkflowMatchesPipeline in functions/askstep). The one split the
+// pipeline does not have is the retrieval chain's: on the standard and selected-document paths,
+// Retrieve stops the chain at the fused candidates, the Rerank Task scores them, and Evidence does the
+// rest of the chain (order, cut, filter, MMR, parents, compression) before the Grade Task grades it,
+// as retrieve.Retriever does in process. The DECOMPOSED and AGENTIC paths retrieve several times per
+// question: Retrieve runs them whole in process (Flow.Ranked) and the workflow goes on to Generate.
 package askflow
 
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/docmind/docmind/shared/answer"
-	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/rankfn"
 	"github.com/docmind/docmind/shared/retrieve"
 )
 
-// State is the execution's state: the authorised question (the API function sets tenant, user and
-// knowledge bases after its checks; the state machine is not reachable by users) and what each stage
-// adds. It stays small: evidence is at most FusedK passages.
-type State struct {
-	Tenant      string   `json:"tenant"`
-	User        string   `json:"user,omitempty"`
-	KBIDs       []string `json:"kb_ids,omitempty"`
-	DocumentIDs []string `json:"document_ids,omitempty"`
-	Question    string   `json:"question"`
+// Flow is the execution's state between Tasks: the pipeline's State, and only what the workflow adds
+// (the Rerank and Grade Tasks' requests and results, and which way the Choice states go). The
+// execution's input is an answer.Request: the API function sets tenant, user and knowledge bases after
+// its checks; the state machine is not reachable by users.
+//
+// Its largest point is before Rerank (FusedK candidates and their texts); TestStateSize measures it
+// for a big question against the 256 KiB Step Functions payload limit.
+type Flow struct {
+	State answer.State `json:"state"`
+	// Prepared is Begin's prepared answer (a short circuit, a cached or an out-of-scope one): the
+	// workflow goes straight to Generate, which replays it.
+	Prepared *answer.Done `json:"prepared,omitempty"`
+	// Ranked says Retrieve already ran the whole chain (the DECOMPOSED and AGENTIC paths): the
+	// workflow skips Rerank, Evidence and Grade. Always present, for the Choice state.
+	Ranked bool `json:"ranked"`
 
-	// Understand
-	Query string `json:"query,omitempty"` // the standalone search query
-	Scope string `json:"scope,omitempty"`
-	// Retrieve
+	// Query is what the chain reranks and grades against (the understanding's rewrite).
+	Query string `json:"query"`
+	// Candidates are the fused candidates in fused order, the in-process chain's rerank input; their
+	// Text is dropped when it equals ChildText (as loaded) and restored by Evidence, to keep the state
+	// small. Documents are their child texts, the Rerank Task's documents (always present).
 	Candidates []rank.Evidence `json:"candidates,omitempty"`
-	Degraded   []string        `json:"degraded,omitempty"`
-	RerankK    int             `json:"rerank_k,omitempty"`
-	// Rerank and Grade (their Tasks' ResultPath)
-	Rerank *rankfn.RerankOut `json:"rerank,omitempty"`
-	Graded *rankfn.GradeOut  `json:"graded,omitempty"`
-
-	StageMS map[string]int64 `json:"stage_ms,omitempty"`
+	Documents  []string        `json:"documents"`
+	// Rerank is the Rerank Task's reply (nil when the Task failed: its error is in RerankError).
+	Rerank      *rankfn.RerankOut `json:"rerank,omitempty"`
+	RerankError *TaskError        `json:"rerank_error,omitempty"`
+	// RerankKnown says a rerank model's scores ordered the evidence (the grader's first signal);
+	// Reranker says one was deployed, answering or not (the pipeline's RerankKnown, for confidence).
+	RerankKnown bool `json:"rerank_known"`
+	Reranker    bool `json:"reranker"`
+	// Graded is the Grade Task's verdict on State.Result.Evidence.
+	Graded *Graded `json:"graded,omitempty"`
 }
 
-// Stages holds what Understand, Retrieve and Generate use.
+// TaskError is a caught Task failure as Step Functions records it.
+type TaskError struct {
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
+}
+
+// Graded is the Grade Task's result as the state machine keeps it (its ResultSelector drops the
+// evidence, which the state already holds).
+type Graded struct {
+	Grade rank.Grade `json:"grade"`
+}
+
+// Stages holds what Understand, Retrieve, Evidence and Generate use.
 type Stages struct {
-	Understander *answer.Understander // nil: the rules only
-	// Retriever has no Reranker: Retrieve returns every fused candidate for the Rerank Task.
-	Retriever *retrieve.Retriever
-	// LLM writes the answer; nil uses the extractive reader.
-	LLM               llm.Streamer
-	Model             string
-	MaxTokens         int
-	PriceIn, PriceOut float64
-	RerankK           int // kept after rerank (default 8)
-	Now               func() time.Time
+	// Pipeline is the chat pipeline as the chat function wires it (model, prices, guard, catalog, web,
+	// agent), over Chain. Its cache and memory are nil: the workflow answers one question without a
+	// conversation.
+	Pipeline *answer.Pipeline
+	// Chain is the retrieval chain. Its reranker (nil: the fused order) serves only the DECOMPOSED
+	// and AGENTIC paths; the standard path's rerank is the Rerank Task's.
+	Chain *retrieve.Retriever
 }
 
-func (s *Stages) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+// discard is the events' sink: the workflow returns only the final answer.
+func discard(string, any) error { return nil }
+
+// Understand checks the request and runs the pipeline's Begin: short circuits, understanding, route,
+// HyDE. Errors: Invalid for a bad request; the catalog's for a KB_META question.
+func (s *Stages) Understand(ctx context.Context, req answer.Request) (Flow, error) {
+	st, prepared, err := s.Pipeline.Begin(ctx, req, discard)
+	if err != nil {
+		return Flow{}, err
 	}
-	return time.Now()
+	return Flow{State: *st, Prepared: prepared, Query: st.Understanding.Rewrite, Documents: []string{}}, nil
 }
 
-func (st *State) took(stage string, since time.Time, now time.Time) {
-	if st.StageMS == nil {
-		st.StageMS = map[string]int64{}
+// Retrieve runs the pipeline's Gather. On the standard and selected-document paths the chain stops at
+// the fused candidates, which it hands to the Rerank Task; on the others it runs whole (Ranked).
+// Errors: Unavailable when both legs fail; the agent's.
+func (s *Stages) Retrieve(ctx context.Context, f Flow) (Flow, error) {
+	st := &f.State
+	p := *s.Pipeline
+	f.Ranked = st.Done.Path == answer.PathDecomposed || st.Done.Path == answer.PathAgentic
+	if !f.Ranked {
+		p.Retriever = fusedOnly{s.Chain}
 	}
-	st.StageMS[stage] += now.Sub(since).Milliseconds()
+	if err := p.Gather(ctx, st, discard); err != nil {
+		return f, err
+	}
+	if f.Ranked {
+		return f, nil
+	}
+	f.Candidates, st.Result.Reranked = st.Result.Reranked, nil
+	f.Documents = make([]string, len(f.Candidates))
+	for i, c := range f.Candidates {
+		f.Documents[i] = c.ChildText
+		if c.Text == c.ChildText {
+			f.Candidates[i].Text = ""
+		}
+	}
+	return f, nil
 }
 
-// Understand checks the question and rewrites it as a standalone query. Errors: Invalid.
-func (s *Stages) Understand(ctx context.Context, st State) (State, error) {
-	start := s.now()
-	if err := (&answer.Pipeline{}).Check(answer.Request{Tenant: st.Tenant, KBIDs: st.KBIDs, DocumentIDs: st.DocumentIDs, Question: st.Question}); err != nil {
-		return st, err
-	}
-	u := s.Understander.Understand(ctx, strings.TrimSpace(st.Question), nil)
-	st.Query, st.Scope = u.Rewrite, u.Scope
-	if st.Query == "" {
-		st.Query = strings.TrimSpace(st.Question)
-	}
-	st.took("understanding", start, s.now())
-	return st, nil
-}
+// fusedOnly is the retrieval chain cut before its rerank: both legs, fusion and the loaded candidates.
+type fusedOnly struct{ chain *retrieve.Retriever }
 
-// Retrieve runs both legs, fusion, deduplication and parent expansion, and keeps every candidate for
-// the Rerank Task. Errors: Unavailable when both legs fail.
-func (s *Stages) Retrieve(ctx context.Context, st State) (State, error) {
-	start := s.now()
-	r := *s.Retriever
+// Retrieve returns the loaded fused candidates as Reranked. A nil reranker keeps the fused order
+// (scores scaled by the top one, which a reranker replaces), and RerankK = FusedK cuts nothing; the
+// rest of the chain's result is dropped, and with it the hit lists, which only the discarded
+// retrieval event reads.
+func (f fusedOnly) Retrieve(ctx context.Context, q retrieve.Query) (*retrieve.Result, error) {
+	r := *f.chain
 	r.Reranker = nil
-	r.Options.RerankK = r.Options.FusedK // nothing is cut before the real rerank
-	q := st.Query
-	if q == "" {
-		q = st.Question
-	}
-	res, err := r.Retrieve(ctx, retrieve.Query{Text: q, Filter: rag.Filter{Tenant: st.Tenant, KBIDs: st.KBIDs, DocumentIDs: st.DocumentIDs}})
+	r.Options.RerankK = r.Options.FusedK
+	res, err := r.Retrieve(ctx, q)
 	if err != nil {
-		return st, err
+		return nil, err
 	}
-	st.Candidates, st.Degraded = res.Expanded, res.Degraded
-	if st.Candidates == nil {
-		st.Candidates = []rank.Evidence{}
+	ms := map[string]int64{}
+	for _, k := range []string{"retrieval", "fusion"} {
+		ms[k] = res.StageMS[k]
 	}
-	st.RerankK = s.RerankK
-	if st.RerankK <= 0 {
-		st.RerankK = 8
-	}
-	st.took("retrieval", start, s.now())
-	return st, nil
+	return &retrieve.Result{Profile: res.Profile, Reranked: res.Reranked, Degraded: res.Degraded, LegErrors: res.LegErrors, StageMS: ms}, nil
 }
 
-// Generate writes the answer from the graded evidence and returns the done object, shaped as the chat
-// stream's. A failed model call falls back to the extractive reader (is_fallback, "llm" in degraded),
-// as the chat does.
-func (s *Stages) Generate(ctx context.Context, st State) (answer.Done, error) {
-	start := s.now()
-	var ev []rank.Evidence
-	var g rank.Grade
-	if st.Graded != nil {
-		ev, g = st.Graded.Evidence, st.Graded.Grade
-	}
-	rerankKnown := st.Rerank != nil && !st.Rerank.Degraded && st.Rerank.Model != "lexical"
-	done := answer.Done{Path: answer.PathStandard, Degraded: append([]string{}, st.Degraded...), Claims: []answer.Claim{}, Recommendations: []answer.Recommendation{}}
-	if len(st.DocumentIDs) > 0 {
-		done.Path = answer.PathSelectedDoc
-	}
-	if st.Rerank != nil && st.Rerank.Degraded {
-		done.Degraded = append(done.Degraded, "rerank")
-	}
-	q := st.Query
-	if q == "" {
-		q = st.Question
-	}
-	if s.LLM != nil {
-		var err error
-		if ev, err = s.write(ctx, st.Question, ev, g, &done); err != nil {
-			return done, err
+// Evidence does what the in-process chain does after its reranker: order the candidates by the
+// Rerank Task's scores (lexical scores, degraded, when the Task failed, as a failed reranker in
+// process; the fused order when the rerank function has no model, as with no reranker in process),
+// cut to RerankK, filter, diversify, expand parents and compress, into State.Result. Errors: the chunk
+// store's (parents).
+func (s *Stages) Evidence(ctx context.Context, f Flow) (Flow, error) {
+	start := time.Now()
+	st, o := &f.State, s.Chain.Options
+	for i := range f.Candidates {
+		if f.Candidates[i].Text == "" {
+			f.Candidates[i].Text = f.Candidates[i].ChildText
 		}
-	} else {
-		done.Answerer, done.Answer = "extractive", answer.Extractive{}.Compose(q, ev)
 	}
-	done.Sources = answer.Sources(ev)
-	used, _ := answer.Citations(done.Answer, len(done.Sources))
-	for _, n := range used {
-		done.Sources[n-1].Cited = true
+	ev, degraded := f.rerank(ctx)
+	if len(ev) > o.RerankK {
+		ev = ev[:o.RerankK]
 	}
-	done.Confidence, done.Claims = answer.Assess(q, done.Answer, done.Answerer, ev, g, rerankKnown, answer.ShippedCalibrations())
-	if done.Claims == nil {
-		done.Claims = []answer.Claim{}
+	res := st.Result
+	res.Reranked = ev
+	filtered := rank.Dedupe(ev)
+	if f.Reranker {
+		filtered = rank.Filter(ev, o.Filter)
 	}
-	if rec := answer.Recommend(done.Sources, ev, 3); rec != nil {
-		done.Recommendations = rec
+	diverse := rank.MMR(filtered, len(filtered), o.MMRLambda)
+	parents, err := s.parents(ctx, st.Request.Tenant, diverse)
+	if err != nil {
+		return f, err
 	}
-	done.StageMS = st.StageMS
-	if done.StageMS == nil {
-		done.StageMS = map[string]int64{}
+	// Filtered, Diverse and Expanded stay out of the state: nothing after this stage reads them.
+	res.Evidence = rank.Compress(rank.ExpandParents(diverse, parents), o.Compress)
+	if degraded {
+		res.Degraded = append(res.Degraded, "rerank")
+		st.Done.Degraded = append(st.Done.Degraded, "rerank")
 	}
-	done.StageMS["generation"] = s.now().Sub(start).Milliseconds()
-	return done, nil
+	st.Done.StageMS["retrieval.compress"] = time.Since(start).Milliseconds()
+	f.Candidates, f.Documents, f.Rerank = nil, []string{}, nil
+	return f, nil
 }
 
-// write asks the model under the prompt's token ceiling and returns the evidence the model saw.
-func (s *Stages) write(ctx context.Context, question string, ev []rank.Evidence, g rank.Grade, done *answer.Done) ([]rank.Evidence, error) {
-	mode := answer.ModeStandard
+// rerank orders the candidates as rank.RerankEvidence orders the in-process reranker's scores, and
+// records which reranker that was.
+func (f *Flow) rerank(ctx context.Context) ([]rank.Evidence, bool) {
+	var r rank.Reranker
 	switch {
-	case len(ev) == 0:
-		mode = answer.ModeFallback
-	case g.Tier != rank.TierHigh:
-		mode = answer.ModeLow
+	case f.Rerank == nil: // the Task failed: a model that did not answer (the lexical one cannot fail)
+		r = failed{}
+	case f.Rerank.Model != "lexical":
+		r = scored(f.Rerank.Scores)
 	}
-	prompt, err := answer.BuildPrompt(answer.PromptInput{Question: question, Evidence: ev, Mode: mode})
-	if err != nil {
-		return ev, rag.E("askflow.Generate", rag.KindInternal, err)
+	ev, degraded, _ := rank.RerankEvidence(ctx, r, f.Query, f.Candidates)
+	f.Reranker = r != nil
+	f.RerankKnown = f.Reranker && !degraded
+	return ev, degraded
+}
+
+// scored is a reranker that already answered: the Rerank Task's scores, in document order.
+type scored []float64
+
+func (s scored) Rerank(_ context.Context, _ string, docs []string) ([]float64, error) {
+	if len(s) != len(docs) {
+		return nil, rag.Errorf("askflow.Evidence", rag.KindUnavailable, "the rerank function returned %d scores for %d documents", len(s), len(docs))
 	}
-	ev = ev[:prompt.Used]
-	done.Flagged = prompt.Flagged
-	var b strings.Builder
-	u, err := s.LLM.Stream(ctx, llm.Request{Model: s.Model, Messages: prompt.Messages, MaxTokens: s.MaxTokens}, func(d string) error {
-		b.WriteString(d)
-		return nil
-	})
-	done.Usage = u
-	done.CostUSD = (float64(u.PromptTokens)*s.PriceIn + float64(u.CompletionTokens)*s.PriceOut) / 1e6
-	if err != nil || strings.TrimSpace(b.String()) == "" {
-		reason := "empty reply"
-		if err != nil {
-			reason = rag.KindOf(err).String()
+	return s, nil
+}
+
+// failed is a reranker whose call failed (the Rerank Task's Catch).
+type failed struct{}
+
+func (failed) Rerank(context.Context, string, []string) ([]float64, error) {
+	return nil, rag.Errorf("askflow.Evidence", rag.KindUnavailable, "the rerank function failed")
+}
+
+// parents loads the parent chunks of ev, as the chain does before parent expansion.
+func (s *Stages) parents(ctx context.Context, tenant string, ev []rank.Evidence) (map[string]rag.Chunk, error) {
+	var ids []string
+	for _, e := range ev {
+		if e.ParentID != "" {
+			ids = append(ids, e.ParentID)
 		}
-		done.Answerer, done.Answer, done.IsFallback, done.FallbackReason = "extractive", answer.Extractive{}.Compose(question, ev), true, "model: "+reason
-		done.Degraded = append(done.Degraded, "llm")
-		return ev, nil
 	}
-	done.Answerer, done.Answer = "llm", b.String()
-	return ev, nil
+	rows, err := s.Chain.Chunks.GetChunks(ctx, tenant, ids)
+	if err != nil {
+		return nil, rag.E("askflow.Evidence", rag.KindOf(err), err)
+	}
+	out := make(map[string]rag.Chunk, len(rows))
+	for _, c := range rows {
+		out[c.ID] = c
+	}
+	return out, nil
+}
+
+// Generate replays a prepared answer, or runs the pipeline's Finish over the graded evidence (the
+// prompt, the answer, its verification), and returns the done object, shaped as the chat stream's.
+// A failed model call falls back to the extractive reader ("llm" in degraded), as in the chat.
+func (s *Stages) Generate(ctx context.Context, f Flow) (answer.Done, error) {
+	p := *s.Pipeline
+	st := &f.State
+	var done *answer.Done
+	var err error
+	switch {
+	case f.Prepared != nil:
+		done, err = p.Replay(ctx, st, f.Prepared, discard)
+	case st.Result == nil:
+		err = rag.Errorf("askflow.Generate", rag.KindInvalid, "the state has no retrieval result")
+	default:
+		if !f.Ranked {
+			p.RerankKnown = f.Reranker
+			if f.Graded != nil {
+				st.Result.Grade = f.Graded.Grade
+			}
+		}
+		done, err = p.Finish(ctx, st, discard)
+	}
+	if err != nil {
+		return answer.Done{}, err
+	}
+	return *done, nil
 }
 
 // Envelope is a Task's payload: the stage to run and its input (the ASL's Parameters).
@@ -209,25 +271,30 @@ type Envelope struct {
 	Input json.RawMessage `json:"input"`
 }
 
-// Dispatch runs the named stage. Errors: Invalid for an unknown stage or input that does not decode.
+// Dispatch runs the named stage. Errors: Invalid for an unknown stage or input that does not decode;
+// the stage's.
 func (s *Stages) Dispatch(ctx context.Context, env Envelope) (json.RawMessage, error) {
-	const op = "askflow.Dispatch"
-	var st State
-	if err := json.Unmarshal(env.Input, &st); err != nil {
-		return nil, rag.E(op, rag.KindInvalid, err)
-	}
-	var out any
-	var err error
 	switch env.Stage {
 	case "Understand":
-		out, err = s.Understand(ctx, st)
+		return call(ctx, env.Input, s.Understand)
 	case "Retrieve":
-		out, err = s.Retrieve(ctx, st)
+		return call(ctx, env.Input, s.Retrieve)
+	case "Evidence":
+		return call(ctx, env.Input, s.Evidence)
 	case "Generate":
-		out, err = s.Generate(ctx, st)
-	default:
-		return nil, rag.Errorf(op, rag.KindInvalid, "no stage %q", env.Stage)
+		return call(ctx, env.Input, s.Generate)
 	}
+	return nil, rag.Errorf("askflow.Dispatch", rag.KindInvalid, "no stage %q", env.Stage)
+}
+
+// call decodes a stage's input, runs it and encodes its output.
+func call[In, Out any](ctx context.Context, raw json.RawMessage, stage func(context.Context, In) (Out, error)) (json.RawMessage, error) {
+	const op = "askflow.Dispatch"
+	var in In
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
+	out, err := stage(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -239,4 +306,4 @@ func (s *Stages) Dispatch(ctx context.Context, env Envelope) (json.RawMessage, e
 }
 
 // StageNames are the stages Dispatch serves (the ASL test checks every Task has a handler).
-var StageNames = []string{"Understand", "Retrieve", "Generate"}
+var StageNames = []string{"Understand", "Retrieve", "Evidence", "Generate"}

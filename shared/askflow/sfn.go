@@ -29,7 +29,7 @@ type Asker struct {
 // NotFound, ...), Unavailable for a throttled start, a timeout or a Lambda service error.
 func (a *Asker) Ask(ctx context.Context, req answer.Request) (*answer.Done, error) {
 	const op = "askflow.Ask"
-	in, err := json.Marshal(State{Tenant: req.Tenant, User: req.User, KBIDs: req.KBIDs, DocumentIDs: req.DocumentIDs, Question: req.Question})
+	in, err := json.Marshal(req) // the execution's input is the authorised request (Understand's input)
 	if err != nil {
 		return nil, rag.E(op, rag.KindInternal, err)
 	}

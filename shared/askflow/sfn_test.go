@@ -17,7 +17,7 @@ import (
 type fakeSync struct {
 	out *sfn.StartSyncExecutionOutput
 	err error
-	in  State
+	in  answer.Request
 	arn string
 }
 
