@@ -70,13 +70,20 @@ type heading struct {
 	toks  int    // text.EstimateTokens(line)
 }
 
-func newHeading(level int, t string) heading {
-	line := strings.Repeat("#", level) + " " + t
+// newHeading reads a heading of the given level and text; its line is written into the arena.
+func (s *splitter) newHeading(level int, t string) heading {
+	a := s.arena
+	a.reserve(level + 1 + len(t))
+	m := a.mark()
+	a.b.WriteString("######"[:level])
+	a.b.WriteByte(' ')
+	a.b.WriteString(t)
+	line := a.since(m)
 	return heading{level: level, text: t, tag: cleanTag(t), kind: headingKind(strings.ToLower(t)), line: line, toks: text.EstimateTokens(line)}
 }
 
 // headingKind is the first content type whose words the lower-cased heading contains, or "":
-// contentType's test for one heading.
+// a heading is classified once, when it is read.
 func headingKind(lower string) string {
 	for _, tw := range typeWords {
 		for _, w := range tw.words {
@@ -124,6 +131,11 @@ func parseBlocks(md string) []block {
 			// most lines: a paragraph line, since only white space, "<", "`", "~", "#" or "|" can
 			// start anything else
 			para.add(md, pos, line, strings.TrimRight(line, " \t"))
+			pos = next
+			continue
+		}
+		if line == "" { // half the lines of a typical markdown file: nothing else to test
+			flushPara()
 			pos = next
 			continue
 		}
@@ -400,53 +412,69 @@ func atxHeading(line string) (level int, text string, ok bool) {
 // section is what every chunk under one heading path shares, computed once when the path changes
 // rather than for each chunk: the heading lines, chapter, content type, tags and root identity.
 type section struct {
-	prefix  string   // the heading lines, each ending in "\n"
-	lines   []string // the same lines without "\n" (parents repeat the ones not yet shown)
+	prefix  string    // the heading lines, each ending in "\n"
+	path    []heading // the headings (parents repeat the lines not yet shown)
 	chapter string
 	kind    string
 	tags    []string // shared by the section's pieces; capacity clipped so an append copies
-	root    string   // root heading identity, for parent packing
 	tokens  int      // EstimateTokens(prefix)
-	// lineTokens[i] is EstimateTokens(lines[i])
-	lineTokens []int
 }
 
-func newSection(stack []heading) *section {
-	sec := &section{}
-	names := make([]string, len(stack))
-	var b strings.Builder
+// newSection is the section of the current heading stack; its prefix and chapter are written into
+// the arena.
+func (s *splitter) newSection() *section {
+	stack := s.stack
+	sec := &section{path: slices.Clone(stack), kind: stackContentType(stack), tags: slices.Clip(stackTags(stack))}
+	size := 0
+	for _, h := range stack {
+		size += len(h.line) + 1 + len(h.text) + len(" > ")
+	}
+	a := s.arena
+	a.reserve(size)
+	m := a.mark()
+	for _, h := range stack {
+		a.b.WriteString(h.line)
+		a.b.WriteByte('\n')
+		sec.tokens += h.toks + 1 // each line ends in "\n"
+	}
+	sec.prefix = a.since(m)
+	m = a.mark()
 	for i, h := range stack {
-		names[i] = h.text
-		sec.lines = append(sec.lines, h.line)
-		sec.lineTokens = append(sec.lineTokens, h.toks)
-		b.WriteString(h.line)
-		b.WriteByte('\n')
+		if i > 0 {
+			a.b.WriteString(" > ")
+		}
+		a.b.WriteString(h.text)
 	}
-	sec.prefix = b.String()
-	sec.chapter = strings.Join(names, " > ")
-	sec.kind = stackContentType(stack)
-	sec.tags = slices.Clip(stackTags(stack))
-	if len(stack) > 0 {
-		sec.root = strconv.Itoa(stack[0].level) + " " + stack[0].text
-	}
-	for _, n := range sec.lineTokens {
-		sec.tokens += n + 1 // each line ends in "\n"
-	}
+	sec.chapter = a.since(m)
 	return sec
 }
 
-// stackTags is tags(names of stack) with each heading's tag already cleaned.
+// sameRoot reports whether two sections are under the same root heading (the same level and text),
+// which parents never cross.
+func sameRoot(a, b *section) bool {
+	if len(a.path) == 0 || len(b.path) == 0 {
+		return len(a.path) == len(b.path)
+	}
+	return a.path[0].level == b.path[0].level && a.path[0].text == b.path[0].text
+}
+
+// stackTags are the cleaned heading texts of the stack, outermost first, without repeats, at most 6;
+// nil when there are none.
 func stackTags(stack []heading) []string {
 	var out []string
-	for _, h := range stack {
+	for i, h := range stack {
 		if h.tag != "" && !slices.Contains(out, h.tag) && len(out) < 6 {
+			if out == nil {
+				out = make([]string, 0, min(len(stack)-i, 6))
+			}
 			out = append(out, h.tag)
 		}
 	}
 	return out
 }
 
-// stackContentType is contentType(names of stack): the kind of the innermost heading that names one.
+// stackContentType is the kind of the innermost heading that names one (content type words in
+// typeWords), else general.
 func stackContentType(stack []heading) string {
 	for i := len(stack) - 1; i >= 0; i-- {
 		if stack[i].kind != "" {
@@ -527,7 +555,7 @@ func Split(md string, o Options) Result {
 			for len(s.stack) > 0 && s.stack[len(s.stack)-1].level >= b.level {
 				s.stack = s.stack[:len(s.stack)-1]
 			}
-			s.stack = append(s.stack, newHeading(b.level, b.text))
+			s.stack = append(s.stack, s.newHeading(b.level, b.text))
 			s.sec = nil
 			if res.Title == "" {
 				res.Title = b.text
@@ -592,7 +620,7 @@ func (s *splitter) emit(body, kind string, page int, oversize bool, runes int) {
 // text, whose tail is the body (joining first and then prefixing copied every merged chunk twice).
 func (s *splitter) emitJoined(paras []string, kind string, page int, oversize bool, runes int) {
 	if s.sec == nil {
-		s.sec = newSection(s.stack)
+		s.sec = s.newSection()
 	}
 	sec := s.sec
 	size := len(sec.prefix) + 1
@@ -658,7 +686,7 @@ func (s *splitter) parents() []Piece {
 	}
 	for i := 0; i < len(s.children); {
 		j, size := i, 0
-		for j < len(s.children) && s.secs[j].root == s.secs[i].root {
+		for j < len(s.children) && sameRoot(s.secs[j], s.secs[i]) {
 			n := s.runes[j]
 			if j > i && size+n > s.o.ParentChars {
 				break
@@ -684,14 +712,13 @@ func (s *splitter) parent(from, to, idx int) Piece {
 	// which ends a word, so the estimate of the whole is the sum plus one per line end written, minus
 	// the final one that TrimSpace drops.
 	tokens := -1
-	var prev []string
+	var prev []heading
 	for k := from; k < to; k++ {
 		c := &s.children[k]
 		c.Parent = idx
-		sec := s.secs[k]
-		path := sec.lines
+		path := s.secs[k].path
 		common := 0
-		for common < len(prev) && common < len(path) && prev[common] == path[common] {
+		for common < len(prev) && common < len(path) && prev[common].line == path[common].line {
 			common++
 		}
 		if k > from || len(path) > 0 {
@@ -699,10 +726,10 @@ func (s *splitter) parent(from, to, idx int) Piece {
 				b.WriteString("\n")
 				tokens++
 			}
-			for i, h := range path[common:] {
-				b.WriteString(h)
+			for _, h := range path[common:] {
+				b.WriteString(h.line)
 				b.WriteString("\n")
-				tokens += sec.lineTokens[common+i] + 1
+				tokens += h.toks + 1
 			}
 			if len(path[common:]) > 0 {
 				b.WriteString("\n")

@@ -189,3 +189,23 @@ func TestDeterministicAndHashes(t *testing.T) {
 		}
 	}
 }
+
+// cleanTag's shortcut for plain headings gives what the general path gives: on plain ASCII, near
+// misses (quotes, doubled or outer spaces, controls, non-ASCII) and long headings.
+func TestCleanTagSameAsReference(t *testing.T) {
+	for _, s := range []string{
+		"", " ", "Types", "Method sets", "Go 1.22 (2024)", "a  b", " a", "a ", "a\tb", "say \"hi\"", "it's", "a`b", `a\b`,
+		"x\x7f", "\x01x", "café", "“quoted”", "保险责任", strings.Repeat("word ", 20), strings.Repeat("w", 70), "~!@#$%^&*()_+{}|:<>?",
+	} {
+		if got, want := cleanTag(s), refCleanTag(s); got != want {
+			t.Errorf("cleanTag(%q) = %q, reference %q", s, got, want)
+		}
+	}
+	for c := range 256 {
+		for _, s := range []string{string(rune(c)), "a" + string(rune(c)) + "b", "ab" + string([]byte{byte(c)})} {
+			if got, want := cleanTag(s), refCleanTag(s); got != want {
+				t.Errorf("cleanTag(%q) = %q, reference %q", s, got, want)
+			}
+		}
+	}
+}

@@ -78,14 +78,17 @@ func tagList(v string) []string {
 // cleanTag makes a heading usable as a tag: quote marks and control characters dropped, white space
 // collapsed, at most 64 bytes cut at a character boundary.
 func cleanTag(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.In(r, unicode.Pi, unicode.Pf) || strings.ContainsRune("\"'`\\\uFF02\uFF07\u201E\u201A", r) || unicode.IsControl(r) || r == 0xFFFD {
-			continue
+	t := s
+	if !plainTag(s) {
+		var b strings.Builder
+		for _, r := range s {
+			if unicode.In(r, unicode.Pi, unicode.Pf) || strings.ContainsRune("\"'`\\\uFF02\uFF07\u201E\u201A", r) || unicode.IsControl(r) || r == 0xFFFD {
+				continue
+			}
+			b.WriteRune(r)
 		}
-		b.WriteRune(r)
+		t = strings.Join(strings.Fields(b.String()), " ")
 	}
-	t := strings.Join(strings.Fields(b.String()), " ")
 	if len(t) > 64 {
 		cut := 64
 		for cut > 0 && !utf8.RuneStart(t[cut]) {
@@ -99,17 +102,22 @@ func cleanTag(s string) string {
 	return t
 }
 
-// tags are the cleaned heading texts of the path (at most 6).
-func tags(path []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, h := range path {
-		if t := cleanTag(h); t != "" && !seen[t] && len(out) < 6 {
-			seen[t] = true
-			out = append(out, t)
+// plainTag reports a heading that cleaning leaves as it is (but for its length): printable ASCII
+// without quote marks or backslashes, words separated by single spaces. Most headings are; the
+// general path's rune loop, Fields and Join were most of the cost of reading a heading.
+func plainTag(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c >= 0x7f, c == '"', c == '\'', c == '`', c == '\\':
+			return false
+		case c == ' ' && s[i+1] == ' ': // s does not end in a space
+			return false
 		}
 	}
-	return out
+	return true
 }
 
 var typeWords = []struct {
@@ -120,19 +128,4 @@ var typeWords = []struct {
 	{rag.ContentProcedure, []string{"步骤", "流程", "操作", "安装", "配置", "如何", "办理", "procedure", "steps", "how to", "install", "setup", "set up", "getting started"}},
 	{rag.ContentExample, []string{"示例", "例子", "样例", "案例", "example", "sample", "demo"}},
 	{rag.ContentDefinition, []string{"定义", "术语", "名词解释", "释义", "definition", "glossary", "terminology", "terms"}},
-}
-
-// contentType classifies by the innermost heading that names a kind.
-func contentType(path []string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		h := strings.ToLower(path[i])
-		for _, tw := range typeWords {
-			for _, w := range tw.words {
-				if strings.Contains(h, w) {
-					return tw.kind
-				}
-			}
-		}
-	}
-	return rag.ContentGeneral
 }

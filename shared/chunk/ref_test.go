@@ -222,7 +222,7 @@ func (s *refSplitter) emit(body, kind string, page int, oversize bool) {
 		names[i] = h.text
 	}
 	if kind == "" {
-		kind = contentType(names)
+		kind = refContentType(names)
 	}
 	root := ""
 	if len(s.stack) > 0 {
@@ -230,7 +230,7 @@ func (s *refSplitter) emit(body, kind string, page int, oversize bool) {
 	}
 	s.children = append(s.children, Piece{
 		Level: rag.LevelChild, Index: len(s.children), Text: txt, Body: body, Chapter: strings.Join(names, " > "),
-		ContentType: kind, Tags: tags(names), Page: page, Oversize: oversize, Hash: refHash(txt), Tokens: text.EstimateTokens(txt),
+		ContentType: kind, Tags: refTags(names), Page: page, Oversize: oversize, Hash: refHash(txt), Tokens: text.EstimateTokens(txt),
 	})
 	s.roots = append(s.roots, root)
 }
@@ -404,3 +404,54 @@ func refSplitLong(p string, maxChars, overlap int) []string {
 
 // RefSplit exposes the reference to the external tests (which may import shared/bench for its texts).
 var RefSplit = refSplit
+
+// refCleanTag is cleanTag without its fast path for plain headings.
+func refCleanTag(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.In(r, unicode.Pi, unicode.Pf) || strings.ContainsRune("\"'`\\\uFF02\uFF07\u201E\u201A", r) || unicode.IsControl(r) || r == 0xFFFD {
+			continue
+		}
+		b.WriteRune(r)
+	}
+	t := strings.Join(strings.Fields(b.String()), " ")
+	if len(t) > 64 {
+		cut := 64
+		for cut > 0 && !utf8.RuneStart(t[cut]) {
+			cut--
+		}
+		t = strings.TrimSpace(t[:cut])
+	}
+	if rag.ValidateTag(t) != nil {
+		return ""
+	}
+	return t
+}
+
+// refTags are the cleaned heading texts of the path (at most 6).
+func refTags(path []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range path {
+		if t := refCleanTag(h); t != "" && !seen[t] && len(out) < 6 {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// refContentType classifies by the innermost heading that names a kind.
+func refContentType(path []string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		h := strings.ToLower(path[i])
+		for _, tw := range typeWords {
+			for _, w := range tw.words {
+				if strings.Contains(h, w) {
+					return tw.kind
+				}
+			}
+		}
+	}
+	return rag.ContentGeneral
+}
