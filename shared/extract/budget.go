@@ -146,7 +146,7 @@ var memoryCosts = map[string]memoryCost{
 	"csv":      {Base: 16 << 20, PerByte: 20},
 	"html":     {Base: 12 << 20, PerByte: 42},
 	"docx":     {Base: 8 << 20, PerByte: 18},
-	"xlsx":     {Base: 20 << 20, PerByte: 18},
+	"xlsx":     {Base: 20 << 20, PerByte: 20},
 	"pptx":     {Base: 8 << 20, PerByte: 26},
 	"pdf":      {Base: 24 << 20, PerByte: 20},
 }

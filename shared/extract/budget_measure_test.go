@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docmind/docmind/shared/extract/extracttest"
 )
 
 // heapSampler reports the peak of the Go heap's object bytes (live and not yet collected: what the
@@ -63,7 +65,7 @@ func TestMeasureExtractMemory(t *testing.T) {
 	var files []file
 	for _, ext := range []string{".txt", ".md", ".csv", ".html", ".docx", ".xlsx", ".pptx", ".pdf"} {
 		for _, size := range []int{1 << 20, 4 << 20, 8 << 20} {
-			files = append(files, file{fmt.Sprintf("gen-%dMiB%s", size>>20, ext), bigFile(ext, size)})
+			files = append(files, file{fmt.Sprintf("gen-%dMiB%s", size>>20, ext), extracttest.BigFile(ext, size)})
 		}
 	}
 	paths, _ := filepath.Glob(filepath.Join(corpusDir, "*"))
