@@ -284,6 +284,9 @@ func TestWorkflowMatchesPipeline(t *testing.T) {
 		"refunds",
 		"hello",
 		"Which documents do you have?",
+		"Compare annual leave and sick leave",
+		"A complex one: how do annual leave and sick leave interact?",
+		"stuff about leave",
 	}
 	rerankers := []struct {
 		name  string
@@ -308,8 +311,18 @@ func TestWorkflowMatchesPipeline(t *testing.T) {
 				for _, q := range questions {
 					reqs = append(reqs, answer.Request{Tenant: cfg.Tenant, Question: q})
 				}
+				paths := map[string]bool{}
 				for _, req := range reqs {
-					compare(t, inproc, f, req)
+					paths[compare(t, inproc, f, req)] = true
+				}
+				want := []string{answer.PathStandard, answer.PathSelectedDoc}
+				if withModel {
+					want = append(want, answer.PathDecomposed, answer.PathAgentic)
+				}
+				for _, p := range want {
+					if !paths[p] {
+						t.Errorf("no question took the %s path (paths %v)", p, paths)
+					}
 				}
 			})
 		}
@@ -330,6 +343,8 @@ func pair(t *testing.T, cfg config.Config, lib *kbtest.Library, model string, r 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// askstep's own chain reranks the DECOMPOSED and AGENTIC paths: deployed with the same reranker
+	s.Chain.Reranker, s.Pipeline.RerankKnown = r, r != nil
 	fn := &rankfn.Reranker{Rank: r, Model: model}
 	if r == nil {
 		fn.Rank = rank.Lexical{}
@@ -337,8 +352,8 @@ func pair(t *testing.T, cfg config.Config, lib *kbtest.Library, model string, r 
 	return wire.Chat(cfg, chain, lib.DB, nil), newFlow(t, s, fn.Rerank, &rankfn.Grader{Options: chain.Options.Grade})
 }
 
-// compare asks both and reports where the answers differ.
-func compare(t *testing.T, inproc *answer.Pipeline, f *flow, req answer.Request) {
+// compare asks both, reports where the answers differ and returns the path taken.
+func compare(t *testing.T, inproc *answer.Pipeline, f *flow, req answer.Request) string {
 	t.Helper()
 	want, err := inproc.Run(context.Background(), req, func(string, any) error { return nil })
 	if err != nil {
@@ -355,6 +370,7 @@ func compare(t *testing.T, inproc *answer.Pipeline, f *flow, req answer.Request)
 	if w, g := mustJSON(t, want), mustJSON(t, &got); w != g {
 		t.Errorf("%q: the workflow answers differently (states %v):\n got %s\nwant %s", req.Question, trace.States, g, w)
 	}
+	return want.Path
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -366,15 +382,92 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// withFakeModel points the chat model at a fake OpenAI-compatible server: a fixed understanding, and an
-// answer citing [1].
+// withFakeModel points the chat model at a fake OpenAI-compatible server. Its understanding splits
+// "Compare ..." into two sub-questions (DECOMPOSED), calls "... complex ..." complex (AGENTIC: the agent
+// answers without searching, so the standard chain runs under it), and "stuff ..." fuzzy (HyDE); its
+// answers cite [1].
 func withFakeModel(t *testing.T, cfg config.Config) config.Config {
 	model := llmtest.New(t, func(c llmtest.Call) llmtest.Reply {
-		if !c.Stream {
-			return llmtest.Reply{Content: `{"scope":"KB_QUERY","rewrite":"","intent":"lookup","complexity":"simple","specificity":"precise"}`}
+		switch {
+		case len(c.Tools) > 0:
+			return llmtest.Reply{Content: "I have nothing to search."}
+		case strings.HasPrefix(c.System(), "Write a short passage"):
+			return llmtest.Reply{Content: "Employees receive 20 days of annual leave per year."}
+		case !strings.Contains(c.Last(), "<question>"):
+			return llmtest.Reply{Content: "According to the handbook, the answer is in the first passage [1]."}
 		}
-		return llmtest.Reply{Content: "According to the handbook, the answer is in the first passage [1]."}
+		u := map[string]any{"scope": "KB_QUERY", "intent": "lookup", "complexity": "simple", "specificity": "precise"}
+		switch q := c.Last(); {
+		case strings.Contains(q, "Compare"):
+			u["complexity"], u["decompose"], u["sub_queries"] = "complex", true, []string{"annual leave days", "sick leave doctor's note"}
+		case strings.Contains(q, "complex"):
+			u["complexity"] = "complex"
+		case strings.Contains(q, "stuff"):
+			u["specificity"] = "fuzzy"
+		}
+		b, _ := json.Marshal(u)
+		return llmtest.Reply{Content: string(b)}
 	})
 	cfg.Chat.Provider, cfg.Chat.BaseURL, cfg.Chat.MainModel = "openai", model.URL+"/v1", "main"
 	return cfg
+}
+
+// maxPayload is Step Functions' limit on a state, a Task's input and its output (256 KiB).
+const maxPayload = 256 << 10
+
+// TestStateSize measures the largest state of an execution for a big question (the longest question
+// allowed, against a knowledge base where every fused candidate is a full child chunk under a full
+// parent), with the default chunking and with chunks five times larger, and fails above the Step
+// Functions payload limit. The figures are logged (go test ./functions/askstep -run StateSize -v).
+func TestStateSize(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		child, parent int
+	}{{"default chunking", 0, 0}, {"chunks x5", 2000, 10000}} {
+		cfg := config.Default()
+		if c.child > 0 {
+			cfg.Chunking.ChildChars, cfg.Chunking.ParentChars = c.child, c.parent
+		}
+		lib := kbtest.New(t, cfg)
+		addDocuments(t, cfg, lib, map[string]string{"policies.md": bigDocument(60, 3*cfg.Chunking.ParentChars)})
+		s, err := stages(cfg, lib.DB, lib.Keyword, lib.Vectors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		candidates := 0
+		rerank := func(ctx context.Context, in rankfn.RerankIn) (rankfn.RerankOut, error) {
+			candidates = len(in.Documents)
+			return (&rankfn.Reranker{Rank: ce{}, Model: "ce"}).Rerank(ctx, in)
+		}
+		f := newFlow(t, s, rerank, &rankfn.Grader{Options: s.Chain.Options.Grade})
+		q := strings.Repeat("How many days of annual leave do employees receive, and how is leave carried over? ", 24)[:1990]
+		done, tr, err := f.ask(t, answer.Request{Tenant: cfg.Tenant, Question: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if candidates != s.Chain.Options.FusedK || len(done.Sources) == 0 {
+			t.Errorf("%s: %d candidates reranked, %d sources: want all %d fused candidates, to measure the largest state", c.name, candidates, len(done.Sources), s.Chain.Options.FusedK)
+		}
+		t.Logf("%s (child %d, parent %d chars): largest state %d bytes (%.0f%% of 256 KiB) at %s; %d candidates, %d sources",
+			c.name, cfg.Chunking.ChildChars, cfg.Chunking.ParentChars, tr.MaxStateBytes, 100*float64(tr.MaxStateBytes)/maxPayload, tr.Largest, candidates, len(done.Sources))
+		if tr.MaxStateBytes > maxPayload {
+			t.Errorf("%s: a state of %d bytes is over the Step Functions limit of %d", c.name, tr.MaxStateBytes, maxPayload)
+		}
+	}
+}
+
+// bigDocument is n sections about annual leave, each about size characters of distinct sentences.
+func bigDocument(n, size int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "# Leave policy %d\n\n", i)
+		for j := 0; b.Len() < (i+1)*(size+40); j++ {
+			fmt.Fprintf(&b, "Rule %d.%d: employees of site %d receive %d days of annual leave, carried over until month %d. ", i, j, i, 20+j%7, 1+j%12)
+			if j%5 == 4 {
+				b.WriteString("\n\n")
+			}
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String()
 }
