@@ -10,6 +10,8 @@ import (
 
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
 // ingestSummary is `docmind ingest --json`'s output.
@@ -31,9 +33,10 @@ type ingestFailure struct {
 func cmdIngest(e env, args []string) int {
 	var c common
 	fs := newFlags("ingest", e, &c)
-	kbName := fs.String("kb", "", "knowledge base name (created when missing)")
+	kbName := fs.String("kb", "", "knowledge base name (created when missing; refused when a member owns it)")
+	adopt := fs.Bool("adopt", false, "add to the knowledge base even though a member owns it (its owners will read, share and delete what is added)")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: docmind ingest --kb NAME [--data DIR] [--json] PATH...   (files or folders)")
+		fmt.Fprintln(e.stderr, "usage: docmind ingest --kb NAME [--adopt] [--data DIR] [--json] PATH...   (files or folders)")
 		fs.PrintDefaults()
 	}
 	paths, err := parseInterspersed(fs, args)
@@ -55,6 +58,10 @@ func cmdIngest(e env, args []string) int {
 	}
 	defer s.Close()
 	svc, err := ingestService(cfg, s, nil)
+	if err != nil {
+		return fail(e, err)
+	}
+	kb, err := ingestKB(e, svc, s.SQL, cfg.Tenant, *kbName, *adopt)
 	if err != nil {
 		return fail(e, err)
 	}
@@ -118,7 +125,7 @@ func cmdIngest(e env, args []string) int {
 		if len(batch) > 0 && size+int64(len(data)) > batchBytes {
 			flush()
 		}
-		batch = append(batch, ingest.Source{KBName: *kbName, URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs), Data: data})
+		batch = append(batch, ingest.Source{KBID: kb.ID, KBName: kb.Name, URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs), Data: data})
 		names = append(names, f)
 		size += int64(len(data))
 		if len(batch) >= ingest.DefaultBatch {
@@ -151,6 +158,34 @@ func cmdIngest(e env, args []string) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// ingestKB resolves --kb once, before any file is read, as the operator channel it is: found or created,
+// and refused when a member owns it (ingest.OperatorKB, which audits the refusal). With --adopt it is
+// added to as it is: the owners are named on stderr and the adoption is audited. The sources then carry
+// its id, so a delete and re-create of the name during a long run cannot redirect them.
+func ingestKB(e env, svc *ingest.Service, db *sqldb.DB, tenant, name string, adopt bool) (rag.KnowledgeBase, error) {
+	if !adopt {
+		kb, err := svc.OperatorKB(e.ctx, tenant, name, "cli")
+		if mo := ingest.AsMemberOwned(err); mo != nil {
+			return kb, rag.Errorf("ingest", rag.KindPermission, "%v; or pass --adopt to add to it as it is", mo)
+		}
+		return kb, err
+	}
+	kb, err := svc.KB(e.ctx, tenant, name, true)
+	if err != nil {
+		return kb, err
+	}
+	owners, err := svc.MemberOwners(e.ctx, kb)
+	if err != nil {
+		return kb, err
+	}
+	if len(owners) > 0 {
+		fmt.Fprintf(e.stderr, "docmind: adding to knowledge base %q, owned by %s (--adopt): they can read, share and delete what is ingested\n",
+			kb.Name, strings.Join(owners, ", "))
+		audit(e, db, tenant, "ingest.adopt", kb.ID, "owned by "+strings.Join(owners, ", "))
+	}
+	return kb, nil
 }
 
 // collect expands folders into their supported files (hidden files and folders skipped); a named file

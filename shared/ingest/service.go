@@ -31,7 +31,8 @@ type Service struct {
 // Source is one file to ingest.
 type Source struct {
 	// KBID is the knowledge base when the caller resolved it (an upload, a re-processing): NotFound if it is
-	// gone, never another of the same name. Empty: KBName, created on first use.
+	// gone, never another of the same name. Empty: KBName, resolved as an operator channel (OperatorKB:
+	// created on first use, refused when a member owns it).
 	KBID   string
 	KBName string
 	URI    string // stable identity of the source (an inbox path, a file path, an upload id)

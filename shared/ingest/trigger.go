@@ -82,8 +82,9 @@ func SplitInboxKey(key string) (kb, rel string, ok bool) {
 }
 
 // Handle applies one event. Errors are classified: Invalid for an event that can never succeed (the
-// message belongs in the dead-letter queue), Conflict while another ingestion holds the source (retry
-// later), Unavailable for a dependency that is down.
+// message belongs in the dead-letter queue), Permission for a put into a knowledge base a member owns
+// (OperatorKB: refused, audited, and dead-lettered after the queue's retries), Conflict while another
+// ingestion holds the source (retry later), Unavailable for a dependency that is down.
 func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, error) {
 	const op = "ingest.Trigger"
 	kbName, rel, ok := SplitInboxKey(ch.Key)
@@ -95,7 +96,7 @@ func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, e
 	}
 	uri := SourceURI(kbName, rel)
 	res := TriggerResult{KB: kbName}
-	kb, err := t.Service.KB(ctx, t.Tenant, kbName, !ch.Removed)
+	kb, err := t.kb(ctx, kbName, ch.Removed)
 	if err != nil && !(ch.Removed && rag.Is(err, rag.KindNotFound)) {
 		return res, err
 	}
@@ -136,6 +137,17 @@ func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, e
 		res.Action = ActionStarted
 	}
 	return res, nil
+}
+
+// kb is the event's knowledge base: for a put, an operator channel's (created when missing, Permission
+// when a member owns it: the message ends in the dead-letter queue, to be redriven once the knowledge
+// base is the operator's); a removal only looks it up, so the operator's own earlier documents can still
+// be removed.
+func (t *Trigger) kb(ctx context.Context, name string, removed bool) (rag.KnowledgeBase, error) {
+	if removed {
+		return t.Service.KB(ctx, t.Tenant, name, false)
+	}
+	return t.Service.OperatorKB(ctx, t.Tenant, name, "s3")
 }
 
 // document finds or creates the source's document row (pending until its execution prepares it).

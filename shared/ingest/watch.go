@@ -19,7 +19,8 @@ import (
 
 // Watcher keeps knowledge bases in step with a drop folder: <root>/<kb-name>/<any path>. A new or
 // changed file is ingested, a removed file's document is deleted everywhere, and a knowledge base is
-// created when its folder first holds a file. Events are debounced per file, because editors and copies
+// created when its folder first holds a file. A folder whose knowledge base a member owns is refused file
+// by file, logged and audited (OperatorKB), never ingested. Events are debounced per file, because editors and copies
 // write a file in several steps.
 type Watcher struct {
 	Service  *Service
@@ -65,6 +66,7 @@ func (w *Watcher) split(path string) (kb, rel string, ok bool) {
 // start; it is also the repair for events missed while docmind was not running.
 func (w *Watcher) Sync(ctx context.Context) error {
 	present := map[string]map[string]bool{} // kb -> uri -> true
+	kbs := map[string]resolved{}            // each folder's knowledge base, checked once per sync
 	// files found are ingested in batches (a first sync of a full inbox is a bulk load)
 	var batch []Source
 	var rels []string
@@ -101,7 +103,7 @@ func (w *Watcher) Sync(ctx context.Context) error {
 			present[kb] = map[string]bool{}
 		}
 		present[kb][SourceURI(kb, rel)] = true
-		if src, ok := w.read(path); ok {
+		if src, ok := w.read(path); ok && w.resolve(ctx, &src, rel, kbs) {
 			if len(batch) > 0 && size+int64(len(src.Data)) > queueBatchBytes {
 				flush()
 			}
@@ -122,16 +124,16 @@ func (w *Watcher) Sync(ctx context.Context) error {
 	// documents whose inbox file disappeared while we were not watching
 	recs := w.Service.Runner.Stages.Records
 	entries, _ := os.ReadDir(w.Root)
-	kbs := map[string]bool{}
+	folders := map[string]bool{}
 	for _, e := range entries {
 		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			kbs[e.Name()] = true
+			folders[e.Name()] = true
 		}
 	}
 	for name := range present {
-		kbs[name] = true
+		folders[name] = true
 	}
-	for name := range kbs {
+	for name := range folders {
 		kb, err := recs.GetKBByName(ctx, w.Tenant, name)
 		if err != nil {
 			continue
@@ -161,8 +163,42 @@ func (w *Watcher) ingest(ctx context.Context, path string) {
 		return
 	}
 	_, rel, _ := w.split(path)
+	if !w.resolve(ctx, &src, rel, nil) {
+		return
+	}
 	rep, _ := w.Service.Ingest(ctx, w.Tenant, src)
 	w.done(src.KBName, rel, rep)
+}
+
+// resolved is a folder's knowledge base, or why the folder cannot be ingested.
+type resolved struct {
+	kb  rag.KnowledgeBase
+	err error
+}
+
+// resolve sets the source's knowledge base: its folder's, found or created as an operator channel
+// (OperatorKB). false, with the reason logged and reported, when that fails: a knowledge base a member
+// owns refuses the file (OperatorKB has audited it), so nothing of it reaches that member. cache, when
+// not nil, keeps each folder's answer for one sync.
+func (w *Watcher) resolve(ctx context.Context, src *Source, rel string, cache map[string]resolved) bool {
+	r, ok := cache[src.KBName]
+	if !ok {
+		r.kb, r.err = w.Service.OperatorKB(ctx, w.Tenant, src.KBName, "inbox")
+		if cache != nil {
+			cache[src.KBName] = r
+		}
+	}
+	if r.err != nil {
+		if AsMemberOwned(r.err) != nil {
+			w.log().Warn("inbox file refused", "kb", src.KBName, "file", rel, "err", r.err)
+		} else {
+			w.log().Warn("ingest failed", "kb", src.KBName, "file", rel, "err", r.err)
+		}
+		w.report(Report{File: src.Name, Status: rag.StatusFailed, Error: r.err.Error()})
+		return false
+	}
+	src.KBID = r.kb.ID
+	return true
 }
 
 // read loads an inbox file as a source; false (with the reason logged and reported) when it cannot be
