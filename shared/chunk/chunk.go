@@ -15,6 +15,7 @@
 package chunk
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -759,6 +760,53 @@ func sentenceEnd(r, next rune) bool {
 	return false
 }
 
+const (
+	highBits = 0x8080808080808080
+	lowBits  = 0x0101010101010101
+)
+
+// quietPrefix is the length of the longest prefix of s that holds no sentence end: ASCII other than
+// ". ! ?" and line ends, read eight bytes at a time, and ideographs (U+4000-U+9FFF, three bytes, none
+// of them an end). Byte by byte, this scan was most of the cost of cutting long paragraphs.
+func quietPrefix(s string) int {
+	i := 0
+	for i < len(s) {
+		for ; i+8 <= len(s); i += 8 {
+			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if w&highBits != 0 {
+				break
+			}
+			if m := asciiEnders(w); m != 0 {
+				return i + bits.TrailingZeros64(m)/8
+			}
+		}
+		if i == len(s) {
+			break
+		}
+		switch c := s[i]; {
+		case c < utf8.RuneSelf:
+			if c == '.' || c == '!' || c == '?' || c == '\n' {
+				return i
+			}
+			i++
+		case c >= 0xE4 && c <= 0xE9 && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80:
+			i += 3
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// asciiEnders marks (high bit of each byte) the bytes of w, eight ASCII bytes, that are ". ! ?" or a
+// line end. No byte exceeds 0x7F, so adding 0x7F to a byte never carries: it sets the high bit of
+// every byte but a zero one.
+func asciiEnders(w uint64) uint64 {
+	eq := func(c uint64) uint64 { return ^((w ^ c*lowBits) + 0x7F*lowBits) }
+	return (eq('.') | eq('!') | eq('?') | eq('\n')) & highBits
+}
+
 // closers may follow a sentence end and belong to the sentence.
 const closers = `"'”’」』）)]】》`
 
@@ -768,17 +816,17 @@ func sentences(s string) []string {
 	out := make([]string, 0, len(s)/48+1) // a sentence per 50-100 bytes is typical
 	start := 0
 	for i := 0; i < len(s); {
-		r, size := rune(s[i]), 1
-		if r < utf8.RuneSelf && r != '.' && r != '!' && r != '?' && r != '\n' {
-			i++ // the common case: an ASCII byte that ends nothing
-			continue
+		i += quietPrefix(s[i:])
+		if i == len(s) {
+			break
 		}
+		r, size := rune(s[i]), 1
 		if r >= utf8.RuneSelf {
 			r, size = utf8.DecodeRuneInString(s[i:])
 		}
 		j := i + size
 		next := rune(-1)
-		if j < len(s) {
+		if j < len(s) && r < utf8.RuneSelf { // only ". ! ?" look at the next rune
 			next, _ = utf8.DecodeRuneInString(s[j:])
 		}
 		if !sentenceEnd(r, next) {

@@ -1,6 +1,8 @@
 package chunk
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -206,6 +208,24 @@ func TestCleanTagSameAsReference(t *testing.T) {
 			if got, want := cleanTag(s), refCleanTag(s); got != want {
 				t.Errorf("cleanTag(%q) = %q, reference %q", s, got, want)
 			}
+		}
+	}
+}
+
+// sentences, which skips eight ASCII bytes or an ideograph at a time, cuts valid text where the
+// rune-by-rune reference does: random text of sentence ends, closers, spaces, words and CJK.
+func TestSentencesSameAsReference(t *testing.T) {
+	pool := []string{".", "!", "?", "\n", "。", "！", "？", "；", "…", "”", ")", "」", " ", "\t", "\u3000", "v1.2.3", "word", "longer words here",
+		"保险", "条款", "a", "ñ", "—", "\U0001F600", "x.y", "丂", "鿿"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 30000 {
+		var b strings.Builder
+		for range rng.IntN(60) {
+			b.WriteString(pool[rng.IntN(len(pool))])
+		}
+		s := b.String()
+		if got, want := sentences(s), refSentences(s); !slices.Equal(got, want) {
+			t.Fatalf("sentences(%q) = %q, reference %q", s, got, want)
 		}
 	}
 }
