@@ -30,7 +30,8 @@ type caps struct {
 	// GradeFunction names the grade function (DOCMIND_GRADE_FUNCTION); empty grades in process.
 	GradeFunction string
 	// GradeTimeout bounds one call (DOCMIND_GRADE_TIMEOUT, default 3 s): the fallback computes the same
-	// verdict in microseconds, so waiting longer only delays the answer.
+	// verdict in process in under a millisecond (lambdafn's BenchmarkGrade), so waiting longer only
+	// delays the answer.
 	GradeTimeout time.Duration
 }
 
