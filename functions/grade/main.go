@@ -1,7 +1,9 @@
 // Command grade is the grade function: {"query", "evidence", "rerank_known"} -> {"grade", "evidence"},
 // the CRAG verdict of shared/rank (and, with "diversify", MMR and compression first: the answer state
-// machine's Grade Task). Grading is pure computation over the evidence it is sent: the function holds
-// no store and no model client, and links neither the Milvus client nor the chat model's (TestDeps).
+// machine's Grade Task, and the chat's grade when the query function's DOCMIND_GRADE_FUNCTION names
+// it). Grading is pure computation over the evidence it is sent: the function holds no store and no
+// model client, and lists neither the Milvus client nor the chat model's among its dependencies
+// (TestDeps).
 package main
 
 import (

@@ -2,7 +2,7 @@
 // {"query", "evidence", "k"} -> the reranked, cut and filtered evidence (the answer state machine's
 // Rerank Task). It holds the reranker the chat function would otherwise hold in process (the rerank API
 // of DOCMIND_RERANK_PROVIDER=http, or lexical scores), so it can be sized for a cross-encoder on its
-// own. It links neither the Milvus client nor the chat model's client (TestDeps).
+// own. It lists neither the Milvus client nor the chat model's client among its dependencies (TestDeps).
 package main
 
 import (
