@@ -100,14 +100,17 @@ func offloaded(ctx context.Context, c caps) (offload, error) {
 	return off, nil
 }
 
-// openVectors opens an existing, loaded collection with milvuslite rather than the official client's
-// adapter: the client and milvus/pkg were 26 MB of this binary and part of its cold start (issue #12).
-// The query side never creates or loads a collection: a missing one fails the start with NotFound naming
-// it (the api, ingest and stage functions create both on their first start), one not loaded with
-// Unavailable, so Lambda retries the init on the next request.
+// openVectors opens a collection with milvuslite rather than the official client's adapter: the client
+// and milvus/pkg were 26 MB of this binary and part of its cold start (issue #12). The query side never
+// creates or loads a collection, and opens it Late: on a fresh stack the api, ingest and stage functions
+// create the collections on their first start, which may come after this function's (the page is served
+// here), so until then a search fails NotFound (the chat answers from the keyword leg with "vector" in
+// degraded, memory is skipped, the health check names the cause) instead of the whole function failing
+// its start.
 func openVectors(ctx context.Context, cfg config.Config, collection string) (store.VectorIndex, error) {
 	v := cfg.Vector
-	ix, err := milvuslite.Open(ctx, milvuslite.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: collection, Dim: v.Dim, CallTimeout: v.CallTimeout})
+	ix, err := milvuslite.Open(ctx, milvuslite.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: collection, Dim: v.Dim,
+		CallTimeout: v.CallTimeout, Late: true})
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,9 @@
 // It opens an existing collection and never creates or loads one: Open fails with NotFound when the
 // collection does not exist and Unavailable when it is not loaded, because creating and loading belong
 // to the ingest side's shared/store/milvus.Open, and a load task waits at least one 200 ms poll that a
-// cold start should not pay. Every request carries what the official client (v2.6.2) sends for the same
+// cold start should not pay. With Options.Late the absence is not fatal at Open but reported by every
+// call until the collection appears (a fresh stack, where only the api, ingest and stage functions
+// create the collections). Every request carries what the official client (v2.6.2) sends for the same
 // call: the same search parameters, consistency level and output fields, the base64 "authorization"
 // header, "dbname" when the address names a database, and the identifier from the Connect handshake.
 // Every call is bounded by CallTimeout; transport failures are retried inside it, as the client's retry
@@ -26,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/milvus-io/milvus-proto/go-api/v2/commonpb"
@@ -58,7 +61,15 @@ type Options struct {
 	DialTimeout time.Duration
 	// SearchConsistency is the level of Search (default Bounded); Count is always Strong.
 	SearchConsistency commonpb.ConsistencyLevel
+	// Late accepts a collection that does not exist or is not loaded yet: Open still fails for an
+	// unreachable server, a refused token or a wrong dimension, but not for the collection's absence.
+	// Until the collection is there every call fails with the error Open would have returned (NotFound,
+	// Unavailable), and the next call at least AttachEvery later looks again.
+	Late bool
 }
+
+// AttachEvery is how often a Late index looks for its collection again.
+const AttachEvery = 5 * time.Second
 
 // Index is a store.VectorIndex over one existing, loaded Milvus collection.
 type Index struct {
@@ -69,6 +80,12 @@ type Index struct {
 
 	mu       sync.Mutex
 	schemaTS uint64 // the collection's update timestamp, sent with upserts as the client does
+
+	attached   atomic.Bool
+	attachMu   sync.Mutex
+	lastLook   time.Time
+	lastAbsent error // why the collection was not attached at lastLook
+	now        func() time.Time
 }
 
 // Open connects, checks that the collection exists with the configured dimension and is loaded, and
@@ -84,19 +101,66 @@ func Open(ctx context.Context, o Options) (*Index, error) {
 	if err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
 	}
-	ix := &Index{o: o, hdr: newHeaders(o.Token, a.db)}
+	ix := &Index{o: o, hdr: newHeaders(o.Token, a.db), now: time.Now}
 	conn, err := grpc.NewClient("passthrough:///"+a.host, ix.dialOptions(a.tls)...)
 	if err != nil {
 		return nil, rag.E(op, rag.KindInvalid, fmt.Errorf("milvus address %s: %w", o.Addr, err))
 	}
 	ix.conn, ix.svc = conn, milvuspb.NewMilvusServiceClient(conn)
-	for _, step := range []func(context.Context) error{ix.handshake, ix.describe, ix.requireLoaded} {
-		if err := step(ctx); err != nil {
-			conn.Close()
-			return nil, err
-		}
+	if err := ix.handshake(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := ix.attach(ctx); err != nil && !(o.Late && absent(err)) {
+		conn.Close()
+		return nil, err
 	}
 	return ix, nil
+}
+
+// attach checks the collection exists with the configured dimension and is loaded.
+func (ix *Index) attach(ctx context.Context) error {
+	ix.attachMu.Lock()
+	defer ix.attachMu.Unlock()
+	ix.lastLook = ix.now()
+	err := ix.describe(ctx)
+	if err == nil {
+		err = ix.requireLoaded(ctx)
+	}
+	ix.lastAbsent = err
+	ix.attached.Store(err == nil)
+	return err
+}
+
+// errNotLoaded marks the load-state failure, which Late tolerates like a missing collection.
+var errNotLoaded = errors.New("collection not loaded")
+
+// absent reports whether err says the collection is missing or not loaded (not a transport failure, a
+// refused token or a wrong dimension).
+func absent(err error) bool {
+	return rag.KindOf(err) == rag.KindNotFound || errors.Is(err, errNotLoaded)
+}
+
+// ready returns nil once the collection is attached; before that, it looks again at most every
+// AttachEvery and otherwise returns the last reason, so a missing collection costs a chat two calls to
+// Milvus every few seconds, not on every question.
+func (ix *Index) ready(ctx context.Context, op string) error {
+	if ix.attached.Load() {
+		return nil
+	}
+	ix.attachMu.Lock()
+	last, why := ix.lastLook, ix.lastAbsent
+	ix.attachMu.Unlock()
+	if ix.attached.Load() {
+		return nil
+	}
+	if ix.now().Sub(last) < AttachEvery && why != nil {
+		return rag.E(op, rag.KindOf(why), why)
+	}
+	if err := ix.attach(ctx); err != nil {
+		return rag.E(op, rag.KindOf(err), err)
+	}
+	return nil
 }
 
 func withDefaults(o Options) (Options, error) {
@@ -296,7 +360,7 @@ func (ix *Index) requireLoaded(ctx context.Context) error {
 		return classify(op, err)
 	}
 	if st := resp.GetState(); st != commonpb.LoadState_LoadStateLoaded {
-		return rag.Errorf(op, rag.KindUnavailable, "collection %s is not loaded (%s): the query side never loads it; the ingest side's open does", ix.o.Collection, st)
+		return rag.E(op, rag.KindUnavailable, fmt.Errorf("collection %s is not loaded (%s): the query side never loads it; the ingest side's open does: %w", ix.o.Collection, st, errNotLoaded))
 	}
 	return nil
 }

@@ -315,3 +315,49 @@ func unit(axis int) []float32 {
 	v[axis] = 1
 	return v
 }
+
+// A Late index opens before its collection exists (a fresh stack: the query function starts before any
+// function that creates collections) and reports the absence on every call, looking again at most every
+// AttachEvery; once the ingest side has created and loaded the collection, the next look attaches.
+func TestLateCollection(t *testing.T) {
+	ctx := context.Background()
+	srv := fakemilvus.Start(t)
+	var describes atomic.Int64
+	srv.Inject = func(method string) *commonpb.Status {
+		if method == "DescribeCollection" {
+			describes.Add(1)
+		}
+		return nil
+	}
+	ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks", Late: true})
+	now := time.Now() // Open looked with the real clock just before
+	milvuslite.SetClock(ix, func() time.Time { return now })
+	if _, err := ix.Search(ctx, unit(0), 3, rag.Filter{Tenant: "t1"}); rag.KindOf(err) != rag.KindNotFound || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("Search before the collection exists: %v, want NotFound saying so", err)
+	}
+	if _, err := ix.Count(ctx, rag.Filter{Tenant: "t1"}); rag.KindOf(err) != rag.KindNotFound {
+		t.Errorf("Count before the collection exists: %v, want NotFound", err)
+	}
+	if err := ix.Upsert(ctx, []rag.VectorRecord{{ID: "a", Tenant: "t1", KBID: "kb", DocumentID: "d", ChunkID: "c", Vector: unit(0)}}); rag.KindOf(err) != rag.KindNotFound {
+		t.Errorf("Upsert before the collection exists: %v, want NotFound", err)
+	}
+	if n := describes.Load(); n != 1 {
+		t.Errorf("%d DescribeCollection calls within AttachEvery of Open, want 1 (Open's)", n)
+	}
+	ref := full(t, srv.Addr(), "", "chunks")
+	if err := ref.Upsert(ctx, []rag.VectorRecord{{ID: "a", Tenant: "t1", KBID: "kb", DocumentID: "d", ChunkID: "c", Vector: unit(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Search(ctx, unit(0), 3, rag.Filter{Tenant: "t1"}); rag.KindOf(err) != rag.KindNotFound {
+		t.Errorf("Search within AttachEvery of the last look: %v, want the remembered NotFound", err)
+	}
+	now = now.Add(milvuslite.AttachEvery)
+	hits, err := ix.Search(ctx, unit(0), 3, rag.Filter{Tenant: "t1"})
+	if err != nil || len(hits) != 1 || hits[0].ID != "a" {
+		t.Fatalf("Search after the collection appeared: %v, %v; want hit a", hits, err)
+	}
+	// a Late index still refuses a collection of another dimension at Open
+	if _, err := milvuslite.Open(ctx, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks", Dim: 2 * dim, Late: true}); rag.KindOf(err) != rag.KindInvalid {
+		t.Errorf("Late open with a wrong dimension: %v, want Invalid", err)
+	}
+}

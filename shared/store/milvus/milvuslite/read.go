@@ -39,6 +39,9 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	if err := ctx.Err(); err != nil {
 		return nil, rag.E(op, rag.KindUnavailable, err)
 	}
+	if err := ix.ready(ctx, op); err != nil {
+		return nil, err
+	}
 	req, err := searchRequest(ix.o.Collection, query, k, expr, ix.o.SearchConsistency)
 	if err != nil {
 		return nil, rag.E(op, rag.KindInternal, err)
@@ -174,6 +177,9 @@ func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, rag.E(op, rag.KindUnavailable, err)
+	}
+	if err := ix.ready(ctx, op); err != nil {
+		return 0, err
 	}
 	cctx, cancel := ix.call(ctx)
 	defer cancel()

@@ -38,6 +38,9 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	if err := ctx.Err(); err != nil {
 		return rag.E(op, rag.KindUnavailable, err)
 	}
+	if err := ix.ready(ctx, op); err != nil {
+		return err
+	}
 	for start := 0; start < len(recs); start += upsertBatch {
 		batch := recs[start:min(start+upsertBatch, len(recs))]
 		err := ix.upsert(ctx, batch)
@@ -126,6 +129,9 @@ func (ix *Index) delete(ctx context.Context, op, expr string) error {
 	if err := ctx.Err(); err != nil {
 		return rag.E(op, rag.KindUnavailable, err)
 	}
+	if err := ix.ready(ctx, op); err != nil {
+		return err
+	}
 	cctx, cancel := ix.call(ctx)
 	defer cancel()
 	resp, err := ix.svc.Delete(cctx, &milvuspb.DeleteRequest{CollectionName: ix.o.Collection, Expr: expr})
@@ -139,6 +145,9 @@ func (ix *Index) Flush(ctx context.Context) error {
 	const op = "milvuslite.Flush"
 	if err := ctx.Err(); err != nil {
 		return rag.E(op, rag.KindUnavailable, err)
+	}
+	if err := ix.ready(ctx, op); err != nil {
+		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 6*ix.o.CallTimeout)
 	defer cancel()
