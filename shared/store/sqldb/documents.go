@@ -59,18 +59,26 @@ func (s *DB) CreateDocument(ctx context.Context, d *rag.Document) error {
 	}
 	now := ms(s.now())
 	d.CreatedAt, d.UpdatedAt = fromMS(now), fromMS(now)
-	return s.inTx(ctx, op, func(tx *sql.Tx) error {
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM knowledge_bases WHERE tenant_id = ? AND id = ?`, d.Tenant, d.KBID).Scan(&one); err != nil {
-			return s.classify(op, err)
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO documents (id, tenant_id, kb_id, source_uri, source_hash, source_etag, source_sequencer,
-			file_name, file_type, content_hash, status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			d.ID, d.Tenant, d.KBID, d.SourceURI, sourceHash(d.SourceURI), d.SourceETag, d.SourceSequencer,
-			d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, now, now)
-		return err
-	})
+	// One statement inserts the row only if the knowledge base exists: InnoDB's INSERT ... SELECT reads the
+	// knowledge_bases row with a shared lock, so a concurrent DeleteKB either waits for this insert (and
+	// then deletes the row with the rest) or has committed first (and nothing is inserted). A separate
+	// SELECT read a snapshot, and a delete committing between the two left a document of a deleted
+	// knowledge base (an upload checked by id racing a delete of that knowledge base).
+	res, err := s.db.ExecContext(ctx, `INSERT INTO documents (id, tenant_id, kb_id, source_uri, source_hash, source_etag, source_sequencer,
+		file_name, file_type, content_hash, status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, created_at, updated_at)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM knowledge_bases WHERE tenant_id = ? AND id = ?`,
+		d.ID, d.Tenant, d.KBID, d.SourceURI, sourceHash(d.SourceURI), d.SourceETag, d.SourceSequencer,
+		d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, now, now,
+		d.Tenant, d.KBID)
+	if err != nil {
+		return s.classify(op, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.classify(op, err)
+	} else if n == 0 {
+		return rag.E(op, rag.KindNotFound, nil)
+	}
+	return nil
 }
 
 // GetDocument returns one document of the tenant; NotFound when missing or owned by another tenant.
