@@ -54,7 +54,8 @@ func decoded[In, Out any](f *flow, name string, h func(context.Context, In) (Out
 	}
 }
 
-func newFlow(t *testing.T, s *askflow.Stages, rerank func(context.Context, rankfn.RerankIn) (rankfn.RerankOut, error), grader *rankfn.Grader) *flow {
+func newFlow(t *testing.T, s *askflow.Stages, rerank func(context.Context, rankfn.RerankIn) (rankfn.RerankOut, error),
+	grade func(context.Context, rankfn.GradeIn) (rankfn.GradeOut, error)) *flow {
 	t.Helper()
 	def, err := os.ReadFile(aslFile)
 	if err != nil {
@@ -75,7 +76,7 @@ func newFlow(t *testing.T, s *askflow.Stages, rerank func(context.Context, rankf
 			return s.Dispatch(ctx, env)
 		},
 		"${RerankFunctionArn}": decoded(f, "Rerank", rerank),
-		"${GradeFunctionArn}":  decoded(f, "Grade", grader.Grade),
+		"${GradeFunctionArn}":  decoded(f, "Grade", grade),
 	}
 	checkResources(t, m, handlers)
 	f.runner = &aslrun.Runner{Machine: m, ErrorName: awsrt.ErrorType, Rand: func() float64 { return 0.5 },
@@ -133,7 +134,7 @@ func lexicalFlow(t *testing.T) (*flow, *kbtest.Library) {
 		t.Fatal(err)
 	}
 	lexical := &rankfn.Reranker{Rank: rank.Lexical{}, Model: "lexical"}
-	return newFlow(t, s, lexical.Rerank, &rankfn.Grader{Options: s.Chain.Options.Grade}), lib
+	return newFlow(t, s, lexical.Rerank, (&rankfn.Grader{Options: s.Chain.Options.Grade}).Grade), lib
 }
 
 func TestAnswerStateMachine(t *testing.T) {
@@ -184,7 +185,7 @@ func TestRerankFailureDegrades(t *testing.T) {
 	}
 	f := newFlow(t, s, func(context.Context, rankfn.RerankIn) (rankfn.RerankOut, error) {
 		return rankfn.RerankOut{}, rag.Errorf("rerank", rag.KindUnavailable, "cross-encoder out of memory")
-	}, &rankfn.Grader{Options: s.Chain.Options.Grade})
+	}, (&rankfn.Grader{Options: s.Chain.Options.Grade}).Grade)
 	done, trace, err := f.ask(t, answer.Request{Tenant: "local", Question: "How long is the refund window for annual plans?"})
 	if err != nil {
 		t.Fatal(err)
@@ -289,10 +290,12 @@ func TestWorkflowMatchesPipeline(t *testing.T) {
 		"stuff about leave",
 	}
 	rerankers := []struct {
-		name  string
-		model string
-		r     rank.Reranker
-	}{{"cross-encoder", "ce", ce{}}, {"reranker down", "ce", down{}}, {"no reranker", "lexical", nil}}
+		name      string
+		model     string
+		r         rank.Reranker
+		gradeDown bool
+	}{{"cross-encoder", "ce", ce{}, false}, {"reranker down", "ce", down{}, false}, {"no reranker", "lexical", nil, false},
+		{"grader down", "ce", ce{}, true}}
 	for _, withModel := range []bool{false, true} {
 		for _, rr := range rerankers {
 			t.Run(fmt.Sprintf("model=%v/%s", withModel, rr.name), func(t *testing.T) {
@@ -302,7 +305,7 @@ func TestWorkflowMatchesPipeline(t *testing.T) {
 				}
 				lib := kbtest.New(t, cfg)
 				addDocuments(t, cfg, lib, corpus)
-				inproc, f := pair(t, cfg, lib, rr.model, rr.r)
+				inproc, f := pair(t, cfg, lib, rr.model, rr.r, rr.gradeDown)
 				docs, err := lib.DB.ListDocuments(context.Background(), cfg.Tenant, lib.KB.ID, "")
 				if err != nil || len(docs) == 0 {
 					t.Fatal(docs, err)
@@ -311,9 +314,16 @@ func TestWorkflowMatchesPipeline(t *testing.T) {
 				for _, q := range questions {
 					reqs = append(reqs, answer.Request{Tenant: cfg.Tenant, Question: q})
 				}
-				paths := map[string]bool{}
+				paths, degraded := map[string]bool{}, map[string]bool{}
 				for _, req := range reqs {
-					paths[compare(t, inproc, f, req)] = true
+					done := compare(t, inproc, f, req)
+					paths[done.Path] = true
+					for _, d := range done.Degraded {
+						degraded[d] = true
+					}
+				}
+				if rr.r == (down{}) && !degraded["rerank"] || rr.gradeDown && !degraded["grade"] {
+					t.Errorf("degraded %v: the failure was not exercised", degraded)
 				}
 				want := []string{answer.PathStandard, answer.PathSelectedDoc}
 				if withModel {
@@ -331,8 +341,9 @@ func TestWorkflowMatchesPipeline(t *testing.T) {
 
 // pair wires the in-process pipeline with reranker r (nil: none) and the workflow whose rerank
 // function serves r under model (its lexical scores for "lexical", as functions/rerank without a
-// model), over the same stores and configuration.
-func pair(t *testing.T, cfg config.Config, lib *kbtest.Library, model string, r rank.Reranker) (*answer.Pipeline, *flow) {
+// model), over the same stores and configuration; with gradeDown, the chain's grade function and the
+// workflow's Grade Task fail.
+func pair(t *testing.T, cfg config.Config, lib *kbtest.Library, model string, r rank.Reranker, gradeDown bool) (*answer.Pipeline, *flow) {
 	t.Helper()
 	chain, err := wire.Retriever(cfg, lib.Keyword, lib.Vectors, lib.DB)
 	if err != nil {
@@ -343,17 +354,33 @@ func pair(t *testing.T, cfg config.Config, lib *kbtest.Library, model string, r 
 	if err != nil {
 		t.Fatal(err)
 	}
-	// askstep's own chain reranks the DECOMPOSED and AGENTIC paths: deployed with the same reranker
+	// askstep's own chain ranks the DECOMPOSED and AGENTIC paths: deployed with the same reranker (and
+	// grader, below)
 	s.Chain.Reranker, s.Pipeline.RerankKnown = r, r != nil
 	fn := &rankfn.Reranker{Rank: r, Model: model}
 	if r == nil {
 		fn.Rank = rank.Lexical{}
 	}
-	return wire.Chat(cfg, chain, lib.DB, nil), newFlow(t, s, fn.Rerank, &rankfn.Grader{Options: chain.Options.Grade})
+	grader := &rankfn.Grader{Options: chain.Options.Grade}
+	grade := grader.Grade
+	if gradeDown {
+		chain.Grader, grade = gradeFails{}, func(context.Context, rankfn.GradeIn) (rankfn.GradeOut, error) {
+			return rankfn.GradeOut{}, rag.Errorf("grade", rag.KindUnavailable, "throttled")
+		}
+	}
+	s.Chain.Grader = chain.Grader
+	return wire.Chat(cfg, chain, lib.DB, nil), newFlow(t, s, fn.Rerank, grade)
 }
 
-// compare asks both, reports where the answers differ and returns the path taken.
-func compare(t *testing.T, inproc *answer.Pipeline, f *flow, req answer.Request) string {
+// gradeFails is a grade function that cannot be reached, as the chain sees it.
+type gradeFails struct{}
+
+func (gradeFails) Grade(context.Context, string, []rank.Evidence, bool) (rank.Grade, error) {
+	return rank.Grade{}, rag.Errorf("grade", rag.KindUnavailable, "throttled")
+}
+
+// compare asks both, reports where the answers differ and returns the in-process answer.
+func compare(t *testing.T, inproc *answer.Pipeline, f *flow, req answer.Request) answer.Done {
 	t.Helper()
 	want, err := inproc.Run(context.Background(), req, func(string, any) error { return nil })
 	if err != nil {
@@ -370,7 +397,7 @@ func compare(t *testing.T, inproc *answer.Pipeline, f *flow, req answer.Request)
 	if w, g := mustJSON(t, want), mustJSON(t, &got); w != g {
 		t.Errorf("%q: the workflow answers differently (states %v):\n got %s\nwant %s", req.Question, trace.States, g, w)
 	}
-	return want.Path
+	return *want
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -439,7 +466,7 @@ func TestStateSize(t *testing.T) {
 			candidates = len(in.Documents)
 			return (&rankfn.Reranker{Rank: ce{}, Model: "ce"}).Rerank(ctx, in)
 		}
-		f := newFlow(t, s, rerank, &rankfn.Grader{Options: s.Chain.Options.Grade})
+		f := newFlow(t, s, rerank, (&rankfn.Grader{Options: s.Chain.Options.Grade}).Grade)
 		q := strings.Repeat("How many days of annual leave do employees receive, and how is leave carried over? ", 24)[:1990]
 		done, tr, err := f.ask(t, answer.Request{Tenant: cfg.Tenant, Question: q})
 		if err != nil {

@@ -57,8 +57,10 @@ type Flow struct {
 	// Reranker says one was deployed, answering or not (the pipeline's RerankKnown, for confidence).
 	RerankKnown bool `json:"rerank_known"`
 	Reranker    bool `json:"reranker"`
-	// Graded is the Grade Task's verdict on State.Result.Evidence.
-	Graded *Graded `json:"graded,omitempty"`
+	// Graded is the Grade Task's verdict on State.Result.Evidence (nil when the Task failed: its error
+	// is in GradeError, and Generate grades in process, as the chain does when its grader fails).
+	Graded     *Graded    `json:"graded,omitempty"`
+	GradeError *TaskError `json:"grade_error,omitempty"`
 }
 
 // TaskError is a caught Task failure as Step Functions records it.
@@ -133,7 +135,7 @@ type fusedOnly struct{ chain *retrieve.Retriever }
 // retrieval event reads.
 func (f fusedOnly) Retrieve(ctx context.Context, q retrieve.Query) (*retrieve.Result, error) {
 	r := *f.chain
-	r.Reranker = nil
+	r.Reranker, r.Grader = nil, nil // the grade of every candidate would be thrown away
 	r.Options.RerankK = r.Options.FusedK
 	res, err := r.Retrieve(ctx, q)
 	if err != nil {
@@ -253,9 +255,7 @@ func (s *Stages) Generate(ctx context.Context, f Flow) (answer.Done, error) {
 	default:
 		if !f.Ranked {
 			p.RerankKnown = f.Reranker
-			if f.Graded != nil {
-				st.Result.Grade = f.Graded.Grade
-			}
+			s.grade(&f)
 		}
 		done, err = p.Finish(ctx, st, discard)
 	}
@@ -263,6 +263,21 @@ func (s *Stages) Generate(ctx context.Context, f Flow) (answer.Done, error) {
 		return answer.Done{}, err
 	}
 	return *done, nil
+}
+
+// grade puts the Grade Task's verdict in the result; when the Task failed, the in-process grade with
+// the same thresholds stands in, "grade" in degraded, as the chain's failed grader does.
+func (s *Stages) grade(f *Flow) {
+	res, done := f.State.Result, f.State.Done
+	if f.Graded != nil {
+		res.Grade = f.Graded.Grade
+		return
+	}
+	res.Grade = rank.GradeEvidence(f.Query, res.Evidence, s.Chain.Options.Grade, f.RerankKnown)
+	if len(res.Evidence) > 0 { // the chain does not call its grader for nothing, so nothing failed there
+		res.Degraded = append(res.Degraded, "grade")
+		done.Degraded = append(done.Degraded, "grade")
+	}
 }
 
 // Envelope is a Task's payload: the stage to run and its input (the ASL's Parameters).
