@@ -112,17 +112,17 @@ type block struct {
 	page  int
 }
 
-// parseBlocks reads markdown into blocks in one pass over its lines, tracking page markers. Each line
+// parseBlocks reads markdown into blocks in one pass over its lines, tracking page markers, and hands
+// each to use in order (no slice of blocks is built: appending them was a tenth of parsing). Each line
 // is classified by its first non-blank byte (a page marker, a code fence, a heading, a table row, a
 // blank line or paragraph text), with no regular expressions: they were a fifth of chunking time. A
 // paragraph, table or code block whose lines need no trimming is a substring of md, not a copy.
-func parseBlocks(md string) []block {
-	out := make([]block, 0, len(md)/256+8) // a block per 100-300 bytes is typical: grown once or twice
+func parseBlocks(md string, use func(block)) {
 	page := 0
 	var para lineRun
 	flushPara := func() {
 		if para.n > 0 {
-			out = append(out, block{kind: bParagraph, text: para.text(md, "\n"), page: page})
+			use(block{kind: bParagraph, text: para.text(md, "\n"), page: page})
 			para = lineRun{}
 		}
 	}
@@ -131,7 +131,7 @@ func parseBlocks(md string) []block {
 		if len(line) > 0 && plainStart[line[0]] {
 			// most lines: a paragraph line, since only white space, "<", "`", "~", "#" or "|" can
 			// start anything else
-			para.add(md, pos, line, strings.TrimRight(line, " \t"))
+			para.add(md, pos, line, trimBlanksRight(line))
 			pos = next
 			continue
 		}
@@ -149,22 +149,18 @@ func parseBlocks(md string) []block {
 		}
 		if fence := codeFence(line); fence != "" {
 			flushPara()
-			start := pos
-			end := pos + len(line)
-			for pos = next; pos <= len(md); {
-				l, nx := nextLine(md, pos)
-				end, pos = pos+len(l), nx
-				if mayClose(l, fence[0]) && closesFence(l, fence) {
-					break
-				}
+			end := len(md) // an unclosed block runs to the end
+			if next <= len(md) {
+				end, next = closingFence(md, next, fence)
 			}
-			out = append(out, block{kind: bCode, text: md[start:end], page: page})
+			use(block{kind: bCode, text: md[pos:end], page: page})
+			pos = next
 			continue
 		}
 		if level, text, ok := atxHeading(line); ok {
 			flushPara()
 			if text != "" {
-				out = append(out, block{kind: bHeading, level: level, text: text, page: page})
+				use(block{kind: bHeading, level: level, text: text, page: page})
 			}
 			pos = next
 			continue
@@ -182,18 +178,47 @@ func parseBlocks(md string) []block {
 				tbl.add(md, pos, l, t)
 				pos = nx
 			}
-			out = append(out, block{kind: bTable, text: tbl.text(md, "\n"), page: page})
+			use(block{kind: bTable, text: tbl.text(md, "\n"), page: page})
 			continue
 		}
 		if trimmed == "" {
 			flushPara()
 		} else {
-			para.add(md, pos, line, strings.TrimRight(line, " \t"))
+			para.add(md, pos, line, trimBlanksRight(line))
 		}
 		pos = next
 	}
 	flushPara()
-	return out
+}
+
+// closingFence finds the line that closes a code block opened by fence, searching the lines from
+// from (a line start): it returns where that line ends and where the line after it starts (as
+// nextLine does), or len(md) and past the end when no line closes the block. Only lines whose first
+// non-blank character is the fence's are tested, found by searching for that character rather than
+// reading every line of code.
+func closingFence(md string, from int, fence string) (end, next int) {
+	for from <= len(md) {
+		h := strings.IndexByte(md[from:], fence[0])
+		if h < 0 {
+			break
+		}
+		h += from
+		start := strings.LastIndexByte(md[:h], '\n') + 1 // from is a line start, so start >= from
+		line, nx := nextLine(md, start)
+		if strings.TrimSpace(md[start:h]) == "" && closesFence(line, fence) {
+			return start + len(line), nx
+		}
+		from = nx // the line's first non-blank character is not the fence's, or it does not close
+	}
+	return len(md), len(md) + 1
+}
+
+// trimBlanksRight is strings.TrimRight(s, " \t") without building a cutset per call.
+func trimBlanksRight(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // mayHaveVersion is versionRe's cheap first test on lower-cased text, false only when the pattern
@@ -284,21 +309,6 @@ func runeCount(s string) int {
 func closesFence(line, fence string) bool {
 	t := strings.TrimSpace(line)
 	return strings.HasPrefix(t, fence[:3]) && strings.Trim(t, fence[:1]) == ""
-}
-
-// mayClose is closesFence's cheap first test, false only when it is sure: the first byte after
-// leading spaces and tabs is neither the fence character nor something TrimSpace might also trim
-// (other ASCII white space, or the start of a non-ASCII space). Most code lines fail it.
-func mayClose(line string, c byte) bool {
-	i := 0
-	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-		i++
-	}
-	if i == len(line) {
-		return true
-	}
-	b := line[i]
-	return b == c || b >= utf8.RuneSelf || b == '\n' || b == '\v' || b == '\f' || b == '\r'
 }
 
 // plainStart marks the bytes a line can start with only as paragraph text: ASCII other than white
@@ -549,7 +559,7 @@ func Split(md string, o Options) Result {
 	// Children and parents each repeat the text once, plus heading paths and hashes: about 2.1 (Chinese)
 	// to 2.4 (English) times the document. Blocks are capped so a large document is not one huge buffer.
 	s.arena = newArena(min(len(md)*5/2+1024, 4<<20))
-	for _, b := range parseBlocks(md) {
+	parseBlocks(md, func(b block) {
 		switch b.kind {
 		case bHeading:
 			s.flush()
@@ -576,7 +586,7 @@ func Split(md string, o Options) Result {
 				for _, piece := range splitLong(b.text, o.ChildChars, o.Overlap) {
 					s.emit(piece.text, "", b.page, false, piece.runes)
 				}
-				continue
+				return
 			}
 			if s.bufLen > 0 && s.bufLen+2+n > o.ChildChars {
 				s.flush()
@@ -589,7 +599,7 @@ func Split(md string, o Options) Result {
 			s.buf = append(s.buf, b.text)
 			s.bufLen += n
 		}
-	}
+	})
 	s.flush()
 	if len(s.children) > 0 { // an empty document keeps nil children ("children": null), as it always has
 		res.Children = s.children

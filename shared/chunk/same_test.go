@@ -47,6 +47,12 @@ func TestSameAsReference(t *testing.T) {
 			"```go\nfunc main() {}\n```` \n\nlast. paragraph! ok? yes\n\n\n" + strings.Repeat("长句子没有标点", 100) +
 			"\n\n" + strings.Repeat("Sentence v1.2.3 here. ", 60) + "\n# \n## Clause 1\n\n" + strings.Repeat("条款内容。", 200),
 		"crlf": "# A\r\n\r\ntext\r\n| t |\r\n",
+		// lines that almost close a code block: text before the fence, a shorter fence, the other
+		// character, a non-ASCII space before it, a fence with text after it; and blocks that end the file
+		"fences": "```go\ncode `x` here\nx ```\n``\n~~~\n \u3000```\n\n" + "~~~~\n```\n~~~ x\n\t~~~~~\nafter\n\n```\n```y\n   ```\n" +
+			"para\n```\nnever closed ``` \n",
+		"fence at the end":  "# A\n\n```",
+		"fence then a line": "# A\n\n```\n",
 		// invalid UTF-8 in sentences longer than a piece: their parts are cut from runes, as copies
 		"invalid utf-8": "# X\n\n" + strings.Repeat("长句子没有标点\xff", 80) + "\n\n" + strings.Repeat("word\xe4\xb8 ", 150) + ". Short one. " + strings.Repeat("\xe4", 500),
 		"frontmatter":   "---\ntitle: T\nversion: 2.1\ntags: [a, b]\n---\n# H\n\nbody\n",
