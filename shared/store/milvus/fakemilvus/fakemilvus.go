@@ -45,7 +45,8 @@ type Server struct {
 
 	token string // when set, every call must carry authorization = base64(token)
 	mdMu  sync.Mutex
-	md    map[string]metadata.MD // the last call's metadata by method name
+	md    map[string]metadata.MD   // the last call's metadata by method name
+	reqs  map[string]proto.Message // the last call's request by method name
 }
 
 type row struct {
@@ -76,7 +77,7 @@ func Start(t testing.TB) *Server {
 // "authorization" header is not base64(token) fails with Unauthenticated.
 func StartWithToken(t testing.TB, token string) *Server {
 	t.Helper()
-	s := &Server{colls: map[string]*collection{}, nextID: 1000, token: token, md: map[string]metadata.MD{}}
+	s := &Server{colls: map[string]*collection{}, nextID: 1000, token: token, md: map[string]metadata.MD{}, reqs: map[string]proto.Message{}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +96,9 @@ func (s *Server) authenticate(ctx context.Context, req any, info *grpc.UnaryServ
 	method := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
 	s.mdMu.Lock()
 	s.md[method] = md.Copy()
+	if m, ok := req.(proto.Message); ok {
+		s.reqs[method] = proto.Clone(m)
+	}
 	s.mdMu.Unlock()
 	if s.token != "" {
 		if got := md.Get("authorization"); len(got) != 1 || got[0] != base64.StdEncoding.EncodeToString([]byte(s.token)) {
@@ -109,6 +113,14 @@ func (s *Server) Metadata(method string) metadata.MD {
 	s.mdMu.Lock()
 	defer s.mdMu.Unlock()
 	return s.md[method]
+}
+
+// Request returns the request of the last call of method (e.g. "Search"), nil before any: tests
+// compare what two clients send for the same operation.
+func (s *Server) Request(method string) proto.Message {
+	s.mdMu.Lock()
+	defer s.mdMu.Unlock()
+	return s.reqs[method]
 }
 
 // Addr is the server's host:port.

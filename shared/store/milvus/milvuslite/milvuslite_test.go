@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -157,12 +158,24 @@ func sameHits(t *testing.T, what string, got, want []rag.Hit) {
 func TestAuthHeader(t *testing.T) {
 	const token = "root:Milvus"
 	srv := fakemilvus.StartWithToken(t, token)
-	full(t, srv.Addr(), token, "chunks")
+	ref := full(t, srv.Addr(), token, "chunks")
+	if _, err := ref.Search(context.Background(), unit(0), 3, rag.Filter{Tenant: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	refMD := srv.Metadata("Search")
 	ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Token: token, Collection: "chunks"})
 	if _, err := ix.Search(context.Background(), unit(0), 3, rag.Filter{Tenant: "t1"}); err != nil {
 		t.Fatal(err)
 	}
 	md := srv.Metadata("Search")
+	for _, k := range []string{"authorization", "identifier", "dbname"} {
+		if got, want := md.Get(k), refMD.Get(k); !slices.Equal(got, want) {
+			t.Errorf("%s = %q, the official client sends %q", k, got, want)
+		}
+	}
+	if got := md.Get("client-request-unixmsec"); len(got) != 1 || len(refMD.Get("client-request-unixmsec")) != 1 {
+		t.Errorf("client-request-unixmsec = %q, the official client sends one (%q)", got, refMD.Get("client-request-unixmsec"))
+	}
 	if got, want := md.Get("authorization"), base64.StdEncoding.EncodeToString([]byte(token)); len(got) != 1 || got[0] != want {
 		t.Errorf("authorization = %q, want [%q]", got, want)
 	}
@@ -360,4 +373,74 @@ func TestLateCollection(t *testing.T) {
 	if _, err := milvuslite.Open(ctx, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks", Dim: 2 * dim, Late: true}); rag.KindOf(err) != rag.KindInvalid {
 		t.Errorf("Late open with a wrong dimension: %v, want Invalid", err)
 	}
+}
+
+// Every request the reader sends is the one the official client sends for the same operation (compared
+// as protobuf messages, with the parameter and column lists in one order: the client builds them from
+// maps).
+func TestSameRequestsAsOfficialClient(t *testing.T) {
+	ctx := context.Background()
+	srv := fakemilvus.Start(t)
+	ref := full(t, srv.Addr(), "", "chunks")
+	ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks"})
+	recs := []rag.VectorRecord{
+		{ID: "a", Tenant: "t1", KBID: "kb1", DocumentID: "d1", ChunkID: "c1", Tags: []string{"red", "blue"}, Vector: unit(0)},
+		{ID: "b", Tenant: "t1", KBID: "kb2", DocumentID: "d2", ChunkID: "c2", Vector: unit(1)},
+	}
+	f := rag.Filter{Tenant: "t1", KBIDs: []string{"kb1", "kb2"}, Tags: []string{"red"}}
+	ops := []struct {
+		method    string
+		ref, lite func() error
+	}{
+		{"GetLoadState", func() error {
+			_, err := milvus.Open(ctx, milvus.Options{Addr: srv.Addr(), Collection: "chunks", Dim: dim})
+			return err
+		},
+			func() error {
+				_, err := milvuslite.Open(ctx, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks", Dim: dim})
+				return err
+			}},
+		{"Upsert", func() error { return ref.Upsert(ctx, recs) }, func() error { return ix.Upsert(ctx, recs) }},
+		{"Flush", func() error { return ref.Flush(ctx) }, func() error { return ix.Flush(ctx) }},
+		{"GetFlushState", func() error { return ref.Flush(ctx) }, func() error { return ix.Flush(ctx) }},
+		{"Search", func() error { _, err := ref.Search(ctx, unit(0), 7, f); return err },
+			func() error { _, err := ix.Search(ctx, unit(0), 7, f); return err }},
+		{"Query", func() error { _, err := ref.Count(ctx, f); return err }, func() error { _, err := ix.Count(ctx, f); return err }},
+		{"Delete", func() error { return ref.Delete(ctx, "t1", []string{"a", "b"}) }, func() error { return ix.Delete(ctx, "t1", []string{"a", "b"}) }},
+	}
+	for _, op := range ops {
+		t.Run(op.method, func(t *testing.T) {
+			if err := op.ref(); err != nil {
+				t.Fatal(err)
+			}
+			want := normalize(srv.Request(op.method))
+			if err := op.lite(); err != nil {
+				t.Fatal(err)
+			}
+			got := normalize(srv.Request(op.method))
+			if want == nil || !proto.Equal(got, want) {
+				t.Errorf("reader sent\n%v\nthe official client\n%v", got, want)
+			}
+		})
+	}
+}
+
+// normalize orders the lists the client fills from maps.
+func normalize(m proto.Message) proto.Message {
+	if m == nil {
+		return nil
+	}
+	m = proto.Clone(m)
+	byKey := func(kvs []*commonpb.KeyValuePair) {
+		slices.SortFunc(kvs, func(a, b *commonpb.KeyValuePair) int { return strings.Compare(a.GetKey(), b.GetKey()) })
+	}
+	switch r := m.(type) {
+	case *milvuspb.SearchRequest:
+		byKey(r.SearchParams)
+	case *milvuspb.QueryRequest:
+		byKey(r.QueryParams)
+	case *milvuspb.UpsertRequest:
+		slices.SortFunc(r.FieldsData, func(a, b *schemapb.FieldData) int { return strings.Compare(a.GetFieldName(), b.GetFieldName()) })
+	}
+	return m
 }
