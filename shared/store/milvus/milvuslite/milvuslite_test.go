@@ -444,3 +444,15 @@ func normalize(m proto.Message) proto.Message {
 	}
 	return m
 }
+
+// An https:// address speaks TLS: against the plaintext fake the handshake fails, Unavailable.
+func TestHTTPSUsesTLS(t *testing.T) {
+	srv := fakemilvus.Start(t)
+	full(t, srv.Addr(), "", "chunks")
+	_, err := milvuslite.Open(context.Background(), milvuslite.Options{Addr: "https://" + srv.Addr(), Collection: "chunks", Dim: dim, DialTimeout: time.Second})
+	if rag.KindOf(err) != rag.KindUnavailable {
+		t.Errorf("https:// to a plaintext server: %v, want Unavailable (a failed TLS handshake)", err)
+	}
+	// the control: the same server over http:// opens
+	lite(t, milvuslite.Options{Addr: "http://" + srv.Addr(), Collection: "chunks"})
+}
