@@ -679,10 +679,9 @@ func (s *splitter) emitJoined(paras []string, kind string, page int, oversize bo
 	if kind == "" {
 		kind = sec.kind
 	}
-	s.children = append(s.children, Piece{
-		Level: rag.LevelChild, Index: len(s.children), Text: txt, Body: body, Chapter: sec.chapter,
-		ContentType: kind, Tags: sec.tags, Page: page, Oversize: oversize, Hash: a.hash(txt), Tokens: tokens,
-	})
+	c := nextPiece(&s.children)
+	c.Level, c.Index, c.Text, c.Body, c.Chapter = rag.LevelChild, len(s.children)-1, txt, body, sec.chapter
+	c.ContentType, c.Tags, c.Page, c.Oversize, c.Hash, c.Tokens = kind, sec.tags, page, oversize, a.hash(txt), tokens
 	s.secs = append(s.secs, sec)
 	s.runes = append(s.runes, runes)
 	s.bodyTokens = append(s.bodyTokens, bodyTokens)
@@ -705,13 +704,24 @@ func (s *splitter) parents() []Piece {
 			size += n
 			j++
 		}
-		out = append(out, s.parent(i, j, len(out)))
+		s.parent(i, j, len(out), nextPiece(&out))
 		i = j
 	}
 	return out
 }
 
-func (s *splitter) parent(from, to, idx int) Piece {
+// nextPiece adds a zero piece to the end of ps for the caller to fill in place: appending a whole
+// Piece copied it with a write barrier over all its pointers whenever the collector was running.
+func nextPiece(ps *[]Piece) *Piece {
+	if len(*ps) == cap(*ps) {
+		*ps = slices.Grow(*ps, 1)
+	}
+	*ps = (*ps)[:len(*ps)+1]
+	return &(*ps)[len(*ps)-1]
+}
+
+// parent fills p, the parent at index idx, with children from up to to.
+func (s *splitter) parent(from, to, idx int, p *Piece) {
 	size := 0
 	for k := from; k < to; k++ {
 		size += len(s.secs[k].prefix) + len(s.children[k].Body) + 3 // blank line, path, blank line, body, line end
@@ -753,9 +763,9 @@ func (s *splitter) parent(from, to, idx int) Piece {
 		prev = path
 	}
 	txt := strings.TrimSpace(s.arena.since(m))
-	first := s.children[from]
-	return Piece{Level: rag.LevelParent, Index: idx, Text: txt, Body: txt, Chapter: first.Chapter, ContentType: first.ContentType,
-		Tags: first.Tags, Page: first.Page, Hash: s.arena.hash(txt), Tokens: tokens, Parent: -1}
+	first := &s.children[from]
+	p.Level, p.Index, p.Text, p.Body, p.Chapter, p.ContentType = rag.LevelParent, idx, txt, txt, first.Chapter, first.ContentType
+	p.Tags, p.Page, p.Hash, p.Tokens, p.Parent = first.Tags, first.Page, s.arena.hash(txt), tokens, -1
 }
 
 // sentenceEnd reports whether r ends a sentence: CJK ends always, ASCII ends only before white space
