@@ -242,25 +242,36 @@ func (l *library) createKB(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kb := rag.KnowledgeBase{Tenant: tenant, Name: in.Name, Description: in.Description}
-	if err := l.lib.CreateKB(r.Context(), &kb); err != nil {
+	if err := l.create(r.Context(), p, &kb); err != nil {
 		if rag.Is(err, rag.KindConflict) {
 			err = rag.Errorf("httpapi", rag.KindConflict, "a knowledge base named %q exists", in.Name)
 		}
 		l.fail(w, r, err)
 		return
 	}
-	if owners, ok := l.h.d.Admin.(interface {
-		SetMember(ctx context.Context, tenant, kbID, userID string, role rag.KBRole) error
-	}); ok && p.Method != "none" {
-		// whoever creates a knowledge base owns it (an admin owns every one already, but may lose the
-		// admin role later)
-		if err := owners.SetMember(r.Context(), tenant, kb.ID, p.UserID, rag.KBOwner); err != nil {
-			l.fail(w, r, err)
-			return
-		}
-	}
 	l.h.audit(r.Context(), p, "kb.create", kb.ID, kb.Name)
 	WriteJSON(w, http.StatusCreated, kbView{KnowledgeBase: kb, Role: rag.KBOwner.String()})
+}
+
+// ownedCreator creates a knowledge base with its owner in one transaction (sqldb.DB).
+type ownedCreator interface {
+	CreateKBOwnedBy(ctx context.Context, kb *rag.KnowledgeBase, owner string) error
+}
+
+// create makes kb with the caller as its owner: whoever creates a knowledge base owns it (an admin owns
+// every one already, but may lose the admin role later). The local single user (auth mode none) has no
+// user row, and its knowledge bases none. Row and owner are written together: operator channels judge a
+// knowledge base by its owners (ingest.OperatorKB), and a member's knowledge base without its owner for a
+// moment looked like an operator's and could take what an operator ingested under its name.
+func (l *library) create(ctx context.Context, p rag.Principal, kb *rag.KnowledgeBase) error {
+	if p.Method == "none" {
+		return l.lib.CreateKB(ctx, kb)
+	}
+	if c, ok := l.h.d.Admin.(ownedCreator); ok {
+		return c.CreateKBOwnedBy(ctx, kb, p.UserID)
+	}
+	// no identity store (Deps.Admin): no members to write the owner to
+	return l.lib.CreateKB(ctx, kb)
 }
 
 // deleteKB removes a knowledge base from every store (owners): 204.

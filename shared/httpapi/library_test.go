@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/memblob"
 	"github.com/docmind/docmind/shared/store/memvec"
+	"github.com/docmind/docmind/shared/store/sqldb"
 	"github.com/docmind/docmind/shared/store/sqlite"
 )
 
@@ -121,5 +123,70 @@ func TestUploadRacingADeleteAndRecreateOfItsKnowledgeBase(t *testing.T) {
 				t.Errorf("the re-created knowledge base holds %d stored sources, want none", len(stored))
 			}
 		})
+	}
+}
+
+var _ ownedCreator = (*sqldb.DB)(nil) // the production identity store writes a knowledge base with its owner
+
+// creatingLibrary runs hook right after a knowledge base's row is written by CreateKB.
+type creatingLibrary struct {
+	*sqldb.DB
+	hook func(rag.KnowledgeBase)
+}
+
+func (c creatingLibrary) CreateKB(ctx context.Context, kb *rag.KnowledgeBase) error {
+	if err := c.DB.CreateKB(ctx, kb); err != nil {
+		return err
+	}
+	c.hook(*kb)
+	return nil
+}
+
+type principalAuth struct{ p rag.Principal }
+
+func (a principalAuth) Authenticate(context.Context, string) (rag.Principal, error) { return a.p, nil }
+
+// A member's new knowledge base is never, not even for a moment, one an operator channel would feed:
+// its row and its owner are written together. Before, the row came first and the owner a statement
+// later, and an operator ingestion by that name in between found no owner and took it for its own.
+func TestCreatedKnowledgeBaseIsOwnedFromItsFirstMoment(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ben := rag.User{Tenant: "acme", Email: "ben@example.com", Role: rag.RoleMember}
+	if err := db.CreateUser(ctx, &ben); err != nil {
+		t.Fatal(err)
+	}
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: db}}}
+	var during []error
+	lib := creatingLibrary{DB: db, hook: func(kb rag.KnowledgeBase) {
+		_, err := svc.OperatorKB(ctx, "acme", kb.Name, "inbox") // the drop folder, at the worst moment
+		during = append(during, err)
+	}}
+	h := New(Deps{Library: lib, Admin: db, Members: db, Logger: slog.New(slog.DiscardHandler),
+		Auth: principalAuth{rag.Principal{Tenant: "acme", UserID: ben.ID, Role: rag.RoleMember, Method: "key"}}})
+
+	req := httptest.NewRequest(http.MethodPost, "/api/kbs", strings.NewReader(`{"name":"handbook"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer dm_test")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create = %d %s", rec.Code, rec.Body)
+	}
+	for _, err := range during {
+		if ingest.AsMemberOwned(err) == nil {
+			t.Errorf("an operator channel during the creation got %v, want the member-owned refusal", err)
+		}
+	}
+	_, err = svc.OperatorKB(ctx, "acme", "handbook", "inbox")
+	if mo := ingest.AsMemberOwned(err); mo == nil || len(mo.Owners) != 1 || mo.Owners[0] != "ben@example.com" {
+		t.Errorf("an operator channel after the creation got %v, want refused as ben's", err)
 	}
 }

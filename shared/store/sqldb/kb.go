@@ -56,6 +56,39 @@ func (s *DB) CreateKB(ctx context.Context, kb *rag.KnowledgeBase) error {
 	return s.classify(op, err)
 }
 
+// CreateKBOwnedBy inserts a knowledge base and makes owner (a user of its tenant) its owner in one
+// transaction, as CreateKB otherwise (Conflict for a name in use; NotFound for no such user, and then
+// nothing is created). One transaction because operator channels judge a knowledge base by its owners
+// (ingest.OperatorKB): created first and owned a moment later, a member's new knowledge base looked like
+// an operator's in between and could take what an operator ingested under its name.
+func (s *DB) CreateKBOwnedBy(ctx context.Context, kb *rag.KnowledgeBase, owner string) error {
+	const op = "sqldb.CreateKBOwnedBy"
+	if kb.ID == "" {
+		kb.ID = rag.NewID("kb")
+	}
+	if err := validIDs(op, "tenant", kb.Tenant, "kb id", kb.ID, "user id", owner); err != nil {
+		return err
+	}
+	if err := ValidateKBName(kb.Name); err != nil {
+		return err
+	}
+	now := s.now()
+	kb.CreatedAt, kb.Version = fromMS(ms(now)), 0
+	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE tenant_id = ? AND id = ?`, kb.Tenant, owner).Scan(&one); err != nil {
+			return s.classify(op, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_bases (id, tenant_id, name, description, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 0, ?, ?)`, kb.ID, kb.Tenant, kb.Name, kb.Description, ms(now), ms(now)); err != nil {
+			return s.classify(op, err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO kb_members (kb_id, user_id, tenant_id, role, created_at) VALUES (?, ?, ?, ?, ?)`,
+			kb.ID, owner, kb.Tenant, rag.KBOwner.String(), ms(now))
+		return err
+	})
+}
+
 // GetKB returns one knowledge base of the tenant; NotFound when it does not exist or belongs to another tenant.
 func (s *DB) GetKB(ctx context.Context, tenant, id string) (rag.KnowledgeBase, error) {
 	const op = "sqldb.GetKB"

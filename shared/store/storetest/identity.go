@@ -116,6 +116,30 @@ func TestIdentity(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		}
 	})
 
+	t.Run("CreateKBOwnedBy", func(t *testing.T) {
+		db := migrated(t)
+		ctx := ctxT(t)
+		u := rag.User{Tenant: "t1", Email: "a@x.io"}
+		must(t, db.CreateUser(ctx, &u))
+		stranger := rag.User{Tenant: "t2", Email: "s@x.io"}
+		must(t, db.CreateUser(ctx, &stranger))
+		kb := rag.KnowledgeBase{Tenant: "t1", Name: "handbook", Description: "d"}
+		must(t, db.CreateKBOwnedBy(ctx, &kb, u.ID))
+		if got, err := db.GetKBByName(ctx, "t1", "handbook"); err != nil || got.ID != kb.ID || got.Description != "d" {
+			t.Fatalf("GetKBByName = %+v, %v; want %s", got, err, kb.ID)
+		}
+		if members, err := db.ListMembers(ctx, "t1", kb.ID); err != nil || len(members) != 1 || members[0].UserID != u.ID || members[0].Role != "owner" {
+			t.Fatalf("ListMembers = %+v, %v; want the creator as owner", members, err)
+		}
+		same := rag.KnowledgeBase{Tenant: "t1", Name: "handbook"}
+		checkKind(t, "a name in use", rag.KindConflict, db.CreateKBOwnedBy(ctx, &same, u.ID))
+		foreign := rag.KnowledgeBase{Tenant: "t1", Name: "guide"}
+		checkKind(t, "an owner of another tenant", rag.KindNotFound, db.CreateKBOwnedBy(ctx, &foreign, stranger.ID))
+		checkKind(t, "nothing created without its owner", rag.KindNotFound, second(db.GetKBByName(ctx, "t1", "guide")))
+		bad := rag.KnowledgeBase{Tenant: "t1", Name: "a/b"}
+		checkKind(t, "a bad name", rag.KindInvalid, db.CreateKBOwnedBy(ctx, &bad, u.ID))
+	})
+
 	t.Run("Audit", func(t *testing.T) {
 		db := migrated(t)
 		ctx := ctxT(t)
