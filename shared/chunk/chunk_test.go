@@ -229,3 +229,33 @@ func TestSentencesSameAsReference(t *testing.T) {
 		}
 	}
 }
+
+// runeCount counts as utf8.RuneCountInString on every string of up to three bytes (valid or not),
+// after ASCII, and on random mixes of ASCII runs, multi-byte runes and stray bytes.
+func TestRuneCountSameAsUTF8(t *testing.T) {
+	b := make([]byte, 0, 16)
+	for x := range 1 << 24 {
+		b = append(b[:0], "abcdefgh"...)
+		b = append(b, byte(x), byte(x>>8), byte(x>>16))
+		ss := []string{string(b[8:]), string(b)}
+		if x < 1<<16 { // every one- and two-byte string once
+			ss = append(ss, string(b[8:9]), string(b[8:10]))
+		}
+		for _, s := range ss {
+			if got, want := runeCount(s), utf8.RuneCountInString(s); got != want {
+				t.Fatalf("runeCount(%q) = %d, want %d", s, got, want)
+			}
+		}
+	}
+	pool := []string{"a", "abcdefghij", "保", "é", "😀", "\xff", "\xe4\xb8", "\xed\xa0\x80", "\xe0\x80\x80", "\xc0\xaf", "\xf4\x90\x80\x80", "。"}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		var sb strings.Builder
+		for range rng.IntN(30) {
+			sb.WriteString(pool[rng.IntN(len(pool))])
+		}
+		if got, want := runeCount(sb.String()), utf8.RuneCountInString(sb.String()); got != want {
+			t.Fatalf("runeCount(%q) = %d, want %d", sb.String(), got, want)
+		}
+	}
+}

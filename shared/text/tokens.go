@@ -124,23 +124,25 @@ func EstimateTokens(s string) int {
 	// the cost); other runes take the decoding path.
 	n, run := 0, 0
 	for i := 0; i < len(s); {
-		for ; i+8 <= len(s); i += 8 {
-			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-			if w&highBits != 0 {
+		if s[i] < utf8.RuneSelf { // a run of ASCII (not tried between CJK characters)
+			for ; i+8 <= len(s); i += 8 {
+				w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+					uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+				if w&highBits != 0 {
+					break
+				}
+				var t int
+				t, run = asciiWord(w, run)
+				n += t
+			}
+			for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
+				c := s[i]
+				run = (run + 1) * letterByte[c]
+				n += startsToken[run&3] + tokenByte[c]
+			}
+			if i == len(s) {
 				break
 			}
-			var t int
-			t, run = asciiWord(w, run)
-			n += t
-		}
-		for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
-			c := s[i]
-			run = (run + 1) * letterByte[c]
-			n += startsToken[run&3] + tokenByte[c]
-		}
-		if i == len(s) {
-			break
 		}
 		c := s[i]
 		// The URO (U+4E00-U+9FFF) is three bytes led by 0xE4-0xE9: decoded inline, as most of a
