@@ -59,8 +59,10 @@ type Options struct {
 	CallTimeout time.Duration
 	// DialTimeout bounds the handshake at start-up (default 3 s, LAM-01).
 	DialTimeout time.Duration
-	// SearchConsistency is the level of Search (default Bounded); Count is always Strong.
-	SearchConsistency commonpb.ConsistencyLevel
+	// StrongSearch searches at Strong consistency instead of Bounded (fresh within Milvus's graceful
+	// time); Count is always Strong. A bool rather than a level: Strong is the protocol's zero value, so
+	// an "unset means Bounded" level could never ask for Strong.
+	StrongSearch bool
 	// Late accepts a collection that does not exist or is not loaded yet: Open still fails for an
 	// unreachable server, a refused token or a wrong dimension, but not for the collection's absence.
 	// Until the collection is there every call fails with the error Open would have returned (NotFound,
@@ -70,6 +72,14 @@ type Options struct {
 
 // AttachEvery is how often a Late index looks for its collection again.
 const AttachEvery = 5 * time.Second
+
+// searchLevel is the consistency level of Search.
+func (o Options) searchLevel() commonpb.ConsistencyLevel {
+	if o.StrongSearch {
+		return commonpb.ConsistencyLevel_Strong
+	}
+	return commonpb.ConsistencyLevel_Bounded
+}
 
 // Index is a store.VectorIndex over one existing, loaded Milvus collection.
 type Index struct {
@@ -175,10 +185,6 @@ func withDefaults(o Options) (Options, error) {
 	}
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = 3 * time.Second
-	}
-	if o.SearchConsistency == 0 {
-		// 0 is Strong in the protocol, but an unset option means the adapter's default, as in milvus.Open
-		o.SearchConsistency = commonpb.ConsistencyLevel_Bounded
 	}
 	return o, nil
 }

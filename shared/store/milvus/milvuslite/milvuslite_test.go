@@ -52,7 +52,6 @@ func lite(t *testing.T, o milvuslite.Options) *milvuslite.Index {
 	if o.CallTimeout == 0 {
 		o.CallTimeout = 5 * time.Second
 	}
-	o.SearchConsistency = commonpb.ConsistencyLevel_Strong
 	ix, err := milvuslite.Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -455,4 +454,23 @@ func TestHTTPSUsesTLS(t *testing.T) {
 	}
 	// the control: the same server over http:// opens
 	lite(t, milvuslite.Options{Addr: "http://" + srv.Addr(), Collection: "chunks"})
+}
+
+// Search is Bounded unless StrongSearch asks for Strong (the protocol's zero value).
+func TestSearchConsistency(t *testing.T) {
+	srv := fakemilvus.Start(t)
+	full(t, srv.Addr(), "", "chunks")
+	for _, c := range []struct {
+		strong bool
+		want   commonpb.ConsistencyLevel
+	}{{false, commonpb.ConsistencyLevel_Bounded}, {true, commonpb.ConsistencyLevel_Strong}} {
+		ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks", StrongSearch: c.strong})
+		if _, err := ix.Search(context.Background(), unit(0), 3, rag.Filter{Tenant: "t1"}); err != nil {
+			t.Fatal(err)
+		}
+		req := srv.Request("Search").(*milvuspb.SearchRequest)
+		if req.GetConsistencyLevel() != c.want || req.GetUseDefaultConsistency() {
+			t.Errorf("StrongSearch=%v: level %v (use default %v), want %v", c.strong, req.GetConsistencyLevel(), req.GetUseDefaultConsistency(), c.want)
+		}
+	}
 }
