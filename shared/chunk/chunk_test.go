@@ -197,10 +197,16 @@ func TestDeterministicAndHashes(t *testing.T) {
 func TestCleanTagSameAsReference(t *testing.T) {
 	for _, s := range []string{
 		"", " ", "Types", "Method sets", "Go 1.22 (2024)", "a  b", " a", "a ", "a\tb", "say \"hi\"", "it's", "a`b", `a\b`,
-		"x\x7f", "\x01x", "café", "“quoted”", "保险责任", strings.Repeat("word ", 20), strings.Repeat("w", 70), "~!@#$%^&*()_+{}|:<>?",
+		"x\x7f", "\x01x", "café", "“quoted”", "保险责任", "第 1 章 总则", "第一章　总则", "保\xe4\xb8", "\xe4\xb8保", "䀀䷿", "保险“责任”",
+		strings.Repeat("保险责任", 10), strings.Repeat("a保", 30), strings.Repeat("word ", 20), strings.Repeat("w", 70), "~!@#$%^&*()_+{}|:<>?",
 	} {
 		if got, want := cleanTag(s), refCleanTag(s); got != want {
 			t.Errorf("cleanTag(%q) = %q, reference %q", s, got, want)
+		}
+	}
+	for r := range rune(0x10000) { // every character of the Basic Multilingual Plane between two others
+		if s := "a" + string(r) + "保"; cleanTag(s) != refCleanTag(s) {
+			t.Errorf("cleanTag(%q) = %q, reference %q", s, cleanTag(s), refCleanTag(s))
 		}
 	}
 	for c := range 256 {

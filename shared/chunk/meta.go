@@ -103,14 +103,17 @@ func cleanTag(s string) string {
 }
 
 // plainTag reports a heading that cleaning leaves as it is (but for its length): printable ASCII
-// without quote marks or backslashes, words separated by single spaces. Most headings are; the
-// general path's rune loop, Fields and Join were most of the cost of reading a heading.
+// without quote marks or backslashes and CJK ideographs (U+4000-U+9FFF: no quote, control or space
+// among them), words separated by single spaces. Most headings are; the general path's rune loop,
+// Fields and Join were most of the cost of reading a heading.
 func plainTag(s string) bool {
 	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
+		case c >= 0xE4 && c <= 0xE9 && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80:
+			i += 2
 		case c < 0x20, c >= 0x7f, c == '"', c == '\'', c == '`', c == '\\':
 			return false
 		case c == ' ' && s[i+1] == ' ': // s does not end in a space
