@@ -20,7 +20,8 @@ import (
 // kb_members records, so no new column is needed and knowledge bases created before this rule are
 // judged by the same facts: a knowledge base created by an operator channel, `docmind kb create`, the
 // demo or the local single-user server has no owner row; one created through the API by a tenant admin
-// has that admin as owner; one created by a member has that member as owner. Owners who are tenant
+// has that admin as owner; one created by a member has that member as owner (written with the row in one
+// transaction, sqldb.CreateKBOwnedBy, so it is never seen without its owner). Owners who are tenant
 // admins are accepted (an admin owns every knowledge base anyway); an owner who is a member, or whose
 // user row is gone, refuses the channel (Permission, with a *MemberOwnedError naming the owners).
 // Readers and editors do not: granting them is an owner's or admin's deliberate act, and they cannot
@@ -29,7 +30,8 @@ import (
 // To proceed, the operator picks another name, or makes the knowledge base the operator's by demoting
 // or revoking its member owners (`docmind kb grant NAME EMAIL --role editor`, `docmind kb revoke NAME
 // EMAIL`), which is durable and also unblocks the drop folders; `docmind ingest --adopt` adds to it once,
-// as it is. Every refusal is logged by the channel and written to the audit log (action ingest.refused).
+// as it is. Every refusal is reported by the channel (logged, or printed by the CLI) and written to the
+// audit log (action ingest.refused).
 
 // KBMembers reads a knowledge base's members and whether a user is a tenant admin (sqldb.DB).
 type KBMembers interface {
