@@ -521,7 +521,7 @@ type splitter struct {
 	stack      []heading
 	sec        *section // of the current stack; nil after a heading until the next chunk needs it
 	buf        []string
-	bufLen     int
+	bufSize    measure // of the paragraphs in buf joined by blank lines
 	bufPage    int
 	children   []Piece
 	secs       []*section // each child's section
@@ -597,27 +597,30 @@ func Split(md string, o Options) Result {
 			if b.kind == bCode {
 				kind = rag.ContentCode
 			}
-			n := runeCount(b.text)
-			s.emit(b.text, kind, b.page, n > o.ChildChars, n)
+			m := measureOf(b.text)
+			s.emit(b.text, kind, b.page, m.runes > o.ChildChars, m)
 		case bParagraph:
-			n := runeCount(b.text)
-			if n > o.ChildChars {
+			m := measureOf(b.text)
+			if m.runes > o.ChildChars {
 				s.flush()
 				for _, piece := range splitLong(b.text, o.ChildChars, o.Overlap) {
-					s.emit(piece.text, "", b.page, false, piece.runes)
+					s.emit(piece.text, "", b.page, false, measure{runes: piece.runes, tokens: -1})
 				}
 				return
 			}
-			if s.bufLen > 0 && s.bufLen+2+n > o.ChildChars {
+			if s.bufSize.runes > 0 && s.bufSize.runes+2+m.runes > o.ChildChars {
 				s.flush()
 			}
 			if len(s.buf) == 0 {
 				s.bufPage = b.page
 			} else {
-				s.bufLen += 2
+				// a blank line: two characters, and two tokens that end the words on either side
+				s.bufSize.runes += 2
+				s.bufSize.tokens += 2
 			}
 			s.buf = append(s.buf, b.text)
-			s.bufLen += n
+			s.bufSize.runes += m.runes
+			s.bufSize.tokens += m.tokens
 		}
 	})
 	s.flush()
@@ -633,33 +636,41 @@ func (s *splitter) flush() {
 		return
 	}
 	if len(s.buf) == 1 {
-		s.emit(s.buf[0], "", s.bufPage, false, s.bufLen)
+		s.emit(s.buf[0], "", s.bufPage, false, s.bufSize)
 	} else {
-		s.emitJoined(s.buf, "", s.bufPage, false, s.bufLen)
+		s.emitJoined(s.buf, "", s.bufPage, false, s.bufSize)
 	}
-	s.buf, s.bufLen = s.buf[:0], 0
+	s.buf, s.bufSize = s.buf[:0], measure{}
+}
+
+// measure is a text's length in runes and its token estimate, each -1 when not yet known.
+type measure struct{ runes, tokens int }
+
+func measureOf(s string) measure {
+	tokens, runes := text.EstimateTokensAndRunes(s)
+	return measure{runes: runes, tokens: tokens}
 }
 
 // emit adds one child. Its text is the section's heading lines, a blank line and the body; the hash
 // and token estimate are computed here, once, and the section's fields are shared.
-// runes is the body's length in runes when the caller knows it, else -1.
-func (s *splitter) emit(body, kind string, page int, oversize bool, runes int) {
-	s.emitJoined([]string{body}, kind, page, oversize, runes)
+// size is the body's measure as far as the caller knows it.
+func (s *splitter) emit(body, kind string, page int, oversize bool, size measure) {
+	s.emitJoined([]string{body}, kind, page, oversize, size)
 }
 
 // emitJoined is emit of the paragraphs joined by blank lines, written once: straight into the child's
 // text, whose tail is the body (joining first and then prefixing copied every merged chunk twice).
-func (s *splitter) emitJoined(paras []string, kind string, page int, oversize bool, runes int) {
+func (s *splitter) emitJoined(paras []string, kind string, page int, oversize bool, bodySize measure) {
 	if s.sec == nil {
 		s.sec = s.newSection()
 	}
 	sec := s.sec
-	size := len(sec.prefix) + 1
+	n := len(sec.prefix) + 1
 	for _, p := range paras {
-		size += len(p) + 2
+		n += len(p) + 2
 	}
 	a := s.arena
-	a.reserve(size)
+	a.reserve(n)
 	m := a.mark()
 	if sec.prefix != "" {
 		a.b.WriteString(sec.prefix)
@@ -679,7 +690,7 @@ func (s *splitter) emitJoined(paras []string, kind string, page int, oversize bo
 			return
 		}
 		// rare: white space at either end of the body; the text is rebuilt around the trimmed body
-		body, runes, txt = t, -1, t
+		body, bodySize, txt = t, measure{-1, -1}, t
 		if sec.prefix != "" {
 			txt = sec.prefix + "\n" + t
 			body = txt[len(sec.prefix)+1:]
@@ -688,10 +699,13 @@ func (s *splitter) emitJoined(paras []string, kind string, page int, oversize bo
 	if body == "" {
 		return
 	}
+	runes, bodyTokens := bodySize.runes, bodySize.tokens
 	if runes < 0 {
 		runes = runeCount(body)
 	}
-	bodyTokens := text.EstimateTokens(body)
+	if bodyTokens < 0 {
+		bodyTokens = text.EstimateTokens(body)
+	}
 	tokens := bodyTokens
 	if sec.prefix != "" {
 		tokens += sec.tokens + 1 // the estimate is additive across a line end, which always ends a word

@@ -120,3 +120,30 @@ func TestEstimateTokensASCIIBlocksMatchReference(t *testing.T) {
 		}
 	}
 }
+
+// EstimateTokensAndRunes gives EstimateTokens and utf8.RuneCountInString: on every code point between
+// letters and random mixed strings with invalid bytes.
+func TestEstimateTokensAndRunes(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		tok, runes := EstimateTokensAndRunes(s)
+		if want := estimateTokensRef(s); tok != want {
+			t.Fatalf("EstimateTokensAndRunes(%q) tokens = %d, reference %d", s, tok, want)
+		}
+		if want := utf8.RuneCountInString(s); runes != want {
+			t.Fatalf("EstimateTokensAndRunes(%q) runes = %d, want %d", s, runes, want)
+		}
+	}
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		check("ab" + string(r) + "cd efghijkl")
+	}
+	pool := []string{"a", "word ", "long words, here. ", "7", "\n", "é", "保", "险", "。", "，", "😀", "\xff", "\xe4\xb8", "\xed\xa0\x80", "\u3000"}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			b.WriteString(pool[rng.IntN(len(pool))])
+		}
+		check(b.String())
+	}
+}
