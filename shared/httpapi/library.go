@@ -165,6 +165,15 @@ func (l *library) require(ctx context.Context, p rag.Principal, kb rag.Knowledge
 	return requireKB(roles, kb, need)
 }
 
+// recheck requires the role again with the principal's roles read afresh, not the request's memo.
+func (l *library) recheck(ctx context.Context, p rag.Principal, kb rag.KnowledgeBase, need rag.KBRole) error {
+	roles, err := l.h.roles(context.WithValue(ctx, rolesKey{}, (*rolesMemo)(nil)), p)
+	if err != nil {
+		return err
+	}
+	return requireKB(roles, kb, need)
+}
+
 // docAccess loads the path's {id} document of the caller's tenant and requires the role on its knowledge
 // base: a document the caller may not read is NotFound, like a missing one.
 func (l *library) docAccess(w http.ResponseWriter, r *http.Request, need rag.KBRole) (rag.Principal, rag.Document, bool) {
@@ -368,6 +377,12 @@ func (l *library) upload(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "reading the upload: %v", err))
+			return
+		}
+		// the role again, read afresh: sending a large file takes minutes, and a role revoked meanwhile
+		// must not let it in
+		if err := l.recheck(r.Context(), p, kb, rag.KBEditor); err != nil {
+			l.fail(w, r, err)
 			return
 		}
 		// by id: the knowledge base may have been deleted, and another created under its name, while the

@@ -190,3 +190,60 @@ func TestCreatedKnowledgeBaseIsOwnedFromItsFirstMoment(t *testing.T) {
 		t.Errorf("an operator channel after the creation got %v, want refused as ben's", err)
 	}
 }
+
+// The uploader's role is checked again once the file is read: an editor whose role is revoked while the
+// file is being sent does not get it in (404, as for a knowledge base the caller cannot read).
+func TestUploadByAnEditorRevokedDuringTheUpload(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ben := rag.User{Tenant: "acme", Email: "ben@example.com", Role: rag.RoleMember}
+	if err := db.CreateUser(ctx, &ben); err != nil {
+		t.Fatal(err)
+	}
+	kb := rag.KnowledgeBase{Tenant: "acme", Name: "handbook"}
+	if err := db.CreateKB(ctx, &kb); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetMember(ctx, "acme", kb.ID, ben.ID, rag.KBEditor); err != nil {
+		t.Fatal(err)
+	}
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: db, Vectors: memvec.New(8), Blobs: memblob.New()}}}
+	h := New(Deps{Library: db, Ingester: queueIngester{&ingest.Queue{Service: svc}}, Admin: db, Members: db, Logger: slog.New(slog.DiscardHandler),
+		Auth: principalAuth{rag.Principal{Tenant: "acme", UserID: ben.ID, Role: rag.RoleMember, Method: "key"}}})
+
+	upload := func(hook func()) int {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		fw, _ := mw.CreateFormFile("file", "notes.md")
+		fw.Write([]byte("# Notes\n\nText.\n"))
+		mw.Close()
+		req := httptest.NewRequest(http.MethodPost, "/api/kbs/handbook/documents", &hookReader{r: &body, hook: hook})
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Authorization", "Bearer dm_test")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if code := upload(nil); code != http.StatusAccepted {
+		t.Fatalf("an editor's upload = %d, want 202", code)
+	}
+	code := upload(func() {
+		if err := db.RemoveMember(ctx, "acme", kb.ID, ben.ID); err != nil {
+			t.Errorf("revoke: %v", err)
+		}
+	})
+	if code != http.StatusNotFound {
+		t.Errorf("upload by an editor revoked during it = %d, want 404", code)
+	}
+	if docs, err := db.ListDocuments(ctx, "acme", kb.ID, ""); err != nil || len(docs) != 1 {
+		t.Errorf("documents = %d, %v; want only the first upload's", len(docs), err)
+	}
+}
