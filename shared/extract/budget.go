@@ -122,33 +122,40 @@ func (b *Budget) grant() {
 // before.
 type Estimate struct {
 	Format string
-	Input  int64 // bytes the format's factor applies to (see memoryInput)
-	Bytes  int64 // the estimate: Base + Input x PerByte of the format
+	Input  int64 // bytes the format's PerByte factor applies to (see memoryInput)
+	Bytes  int64 // the estimate: Base + file size x PerFileByte + Input x PerByte of the format
 }
 
-// memoryCost is one format's cost model: a fixed part and a part proportional to its input.
+// memoryCost is one format's cost model: a fixed part, a part proportional to the file and a part
+// proportional to its input (the text it parses).
 type memoryCost struct {
-	Base    int64
-	PerByte int64
+	Base        int64
+	PerFileByte int64 // PDF only: the file's copies (ours and PDFium's); its content is the input
+	PerByte     int64
 }
 
 // memoryCosts were measured with TestMeasureExtractMemory (docs/bench/extract-memory.md has the
-// method and the figures): the peak Go heap growth while extracting generated files of 1, 4 and 8 MiB
-// of each format and real files, fitted as Base + Input x PerByte so that every measured file lies
-// under its estimate. The text formats decode, clean and build markdown, each a copy of the input; CSV
-// and HTML build rows and a DOM; the OOXML formats build an element tree of their XML; PDFium copies
-// the file into its WebAssembly memory and lays out every page (about 19 MB per parse however small
-// the file). The PDF engine's compiled runtime (about 200 MB, outside the Go heap, released when idle:
-// Limits.PDFIdle) is a cost of the process, not of a document, and is not in any estimate.
+// method and the figures): the peak Go heap growth (live and not yet collected: what the process
+// holds) while extracting generated files of 1, 4 and 8 MiB of each format and real files, fitted as
+// Base + Input x PerByte (+ file x PerFileByte) over the highest of several runs, with 10-30%
+// headroom: the same file peaks up to 1.5x higher from run to run as the collector's pace changes
+// with the machine's load. The text formats decode, clean and build markdown, each a copy of the
+// input; CSV and HTML build rows and a DOM; the OOXML formats build an element tree of their XML.
+// PDFium copies the file into its WebAssembly memory (on the Go heap: wazero allocates it there) and
+// lays out every page, about 19 MB per parse however small the file, the memory growing by doubling;
+// a PDF's input is its content streams inflated, images left out (pdfContentBytes), and its file
+// bytes count on their own (32 MiB of JPEG pages peaked at 204 MiB). The PDF engine's compiled
+// runtime (outside the Go heap, released when idle: Limits.PDFIdle) is a cost of the process, not of
+// a document, and is in no estimate.
 var memoryCosts = map[string]memoryCost{
 	"text":     {Base: 1 << 20, PerByte: 12},
 	"markdown": {Base: 1 << 20, PerByte: 12},
-	"csv":      {Base: 16 << 20, PerByte: 20},
-	"html":     {Base: 12 << 20, PerByte: 42},
-	"docx":     {Base: 8 << 20, PerByte: 18},
-	"xlsx":     {Base: 20 << 20, PerByte: 20},
-	"pptx":     {Base: 8 << 20, PerByte: 26},
-	"pdf":      {Base: 24 << 20, PerByte: 20},
+	"csv":      {Base: 16 << 20, PerByte: 24},
+	"html":     {Base: 16 << 20, PerByte: 44},
+	"docx":     {Base: 8 << 20, PerByte: 24},
+	"xlsx":     {Base: 24 << 20, PerByte: 30},
+	"pptx":     {Base: 8 << 20, PerByte: 30},
+	"pdf":      {Base: 40 << 20, PerFileByte: 7, PerByte: 20},
 }
 
 // EstimateMemory estimates what extracting data (the file named name) needs at its peak. An
@@ -161,17 +168,20 @@ func EstimateMemory(name string, data []byte, l Limits) Estimate {
 	}
 	c := memoryCosts[format]
 	in := memoryInput(format, data, l)
-	return Estimate{Format: format, Input: in, Bytes: c.Base + in*c.PerByte}
+	return Estimate{Format: format, Input: in, Bytes: c.Base + int64(len(data))*c.PerFileByte + in*c.PerByte}
 }
 
 // memoryInput is the size an extraction's memory grows with: the file's bytes, except for the OOXML
 // formats, whose parsers inflate XML parts, so it is the declared uncompressed size of the .xml and
-// .rels entries (at most MaxTotalBytes, which the parser enforces). A declared size can be trusted:
-// the archive reader refuses an entry that inflates past it. An unreadable zip is estimated by its
-// file size; the parser refuses it at once.
+// .rels entries (at most MaxTotalBytes, which the parser enforces), and PDFs, whose content streams
+// are inflated and laid out (pdfContentBytes, at most MaxTotalBytes). A declared zip size can be
+// trusted: the archive reader refuses an entry that inflates past it. An unreadable zip is estimated
+// by its file size; the parser refuses it at once.
 func memoryInput(format string, data []byte, l Limits) int64 {
 	switch format {
 	case "docx", "xlsx", "pptx":
+	case "pdf":
+		return pdfContentBytes(data, l.MaxTotalBytes)
 	default:
 		return int64(len(data))
 	}

@@ -68,6 +68,12 @@ func TestMeasureExtractMemory(t *testing.T) {
 			files = append(files, file{fmt.Sprintf("gen-%dMiB%s", size>>20, ext), extracttest.BigFile(ext, size)})
 		}
 	}
+	for _, size := range []int{256 << 10, 1 << 20, 2 << 20} {
+		files = append(files, file{fmt.Sprintf("gen-flate-%dKiB.pdf", size>>10), extracttest.FlatePDFOfSize(size)})
+	}
+	for _, n := range []int{8, 32} { // 1 MiB images
+		files = append(files, file{fmt.Sprintf("gen-images-%d.pdf", n), extracttest.ImagePDF(n, 1<<20)})
+	}
 	paths, _ := filepath.Glob(filepath.Join(corpusDir, "*"))
 	if extra := os.Getenv("DOCMIND_MEASURE_FILES"); extra != "" {
 		paths = append(paths, strings.Split(extra, ":")...)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docmind/docmind/shared/extract/extracttest"
 	"github.com/docmind/docmind/shared/extract/ooxmltest"
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -233,7 +234,35 @@ func TestEstimateUsesInflatedXMLForOfficeFiles(t *testing.T) {
 	if got := EstimateMemory("broken.docx", []byte("not a zip"), Limits{}); got.Input != 9 {
 		t.Errorf("unreadable zip: input %d, want its file size 9", got.Input)
 	}
-	if got := EstimateMemory("x.pdf", make([]byte, 1000), Limits{}); got.Bytes != memoryCosts["pdf"].Base+1000*memoryCosts["pdf"].PerByte {
-		t.Errorf("pdf estimate %+v", got)
+	pdf := extracttest.PDF([]string{"one page of text"})
+	c := memoryCosts["pdf"]
+	if got := EstimateMemory("x.pdf", pdf, Limits{}); got.Input != pdfContentBytes(pdf, 1<<30) || got.Input == 0 ||
+		got.Bytes != c.Base+int64(len(pdf))*c.PerFileByte+got.Input*c.PerByte {
+		t.Errorf("pdf estimate %+v for %d bytes", got, len(pdf))
+	}
+}
+
+// A PDF's content is its non-image streams, inflated when compressed: a compressed PDF counts the text
+// PDFium will lay out, a photo-heavy one little beyond its file.
+func TestPDFContentBytes(t *testing.T) {
+	pages := []string{strings.Repeat("Refunds within thirty days. ", 200), strings.Repeat("Shipping is free. ", 300)}
+	plain := pdfContentBytes(extracttest.PDF(pages), 1<<30)
+	flate := extracttest.FlatePDF(pages)
+	// the uncompressed streams end with the line break before "endstream": a byte a page
+	if got := pdfContentBytes(flate, 1<<30); got < plain-int64(len(pages)) || got > plain || int64(len(flate)) >= plain {
+		t.Errorf("compressed PDF of %d bytes: content %d, want the uncompressed one's %d", len(flate), got, plain)
+	}
+	if want := int64(len(pages[0]) + len(pages[1])); plain < want {
+		t.Errorf("content %d bytes, less than the pages' text (%d)", plain, want)
+	}
+	photos := extracttest.ImagePDF(3, 100_000)
+	if got := pdfContentBytes(photos, 1<<30); got > 1000 {
+		t.Errorf("3 pages of 100 kB images: content %d bytes, want only the pages' text streams", got)
+	}
+	if got := pdfContentBytes(flate, 100); got != 100 {
+		t.Errorf("limit 100: %d", got)
+	}
+	if got := pdfContentBytes([]byte("%PDF-1.4 garbage stream\nno end"), 1<<30); got != int64(len("no end")) {
+		t.Errorf("unterminated stream: %d", got)
 	}
 }

@@ -5,6 +5,7 @@ package extracttest
 
 import (
 	"bytes"
+	"compress/zlib"
 	"fmt"
 	"strings"
 
@@ -87,11 +88,7 @@ func BigFile(ext string, size int) []byte {
 	case ".pdf":
 		var pages []string
 		for n := 0; n < size; n += 5000 {
-			var p strings.Builder
-			for j := range 45 {
-				fmt.Fprintf(&p, "Clause %d.%d: the customer may return goods within 30 days of delivery. ", len(pages), j)
-			}
-			pages = append(pages, p.String())
+			pages = append(pages, pageText(len(pages)))
 		}
 		return PDF(pages)
 	default:
@@ -131,7 +128,30 @@ func xlsx(size int) []byte {
 
 // PDF writes a minimal valid PDF, one page per entry, each showing its text in Helvetica (uncompressed
 // content streams: the text PDFium lays out is the file's bulk).
-func PDF(pages []string) []byte {
+func PDF(pages []string) []byte { return pdf(pages, false) }
+
+// FlatePDF is PDF with every content stream compressed (/FlateDecode), as producers write them: the
+// file is several times smaller than the text PDFium inflates and lays out.
+func FlatePDF(pages []string) []byte { return pdf(pages, true) }
+
+// FlatePDFOfSize is a compressed PDF of about size bytes, text pages like BigFile's.
+func FlatePDFOfSize(size int) []byte {
+	var pages []string
+	for n := 0; n < size; n += 1400 { // a page's 5 KB of text compresses to about 1.4 KB
+		pages = append(pages, pageText(len(pages)))
+	}
+	return FlatePDF(pages)
+}
+
+func pageText(n int) string {
+	var p strings.Builder
+	for j := range 45 {
+		fmt.Fprintf(&p, "Clause %d.%d: the customer may return goods within 30 days of delivery. ", n, j)
+	}
+	return p.String()
+}
+
+func pdf(pages []string, flate bool) []byte {
 	var b bytes.Buffer
 	var offsets []int
 	obj := func(body string) int {
@@ -147,12 +167,63 @@ func PDF(pages []string) []byte {
 	esc := strings.NewReplacer("(", "\\(", ")", "\\)", "\\", "\\\\")
 	for _, text := range pages {
 		content := fmt.Sprintf("BT /F1 12 Tf 72 720 Td (%s) Tj ET", esc.Replace(text))
-		c := obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
+		filter := ""
+		if flate {
+			var z bytes.Buffer
+			zw := zlib.NewWriter(&z)
+			zw.Write([]byte(content))
+			zw.Close()
+			content, filter = z.String(), " /Filter /FlateDecode"
+		}
+		c := obj(fmt.Sprintf("<< /Length %d%s >>\nstream\n%s\nendstream", len(content), filter, content))
 		p := obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>", font, c))
 		kids = append(kids, fmt.Sprintf("%d 0 R", p))
 	}
 	offsets[1] = b.Len()
 	fmt.Fprintf(&b, "2 0 obj\n<< /Type /Pages /Kids [%s] /Count %d >>\nendobj\n", strings.Join(kids, " "), len(pages))
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
+	for _, o := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
+	return b.Bytes()
+}
+
+// ImagePDF is a PDF of pages with a line of text and a JPEG-filtered image of imageBytes (random
+// bytes: extracting text never decodes an image), as in scanned or photo-heavy documents.
+func ImagePDF(pages, imageBytes int) []byte {
+	var b bytes.Buffer
+	var offsets []int
+	obj := func(dict string, stream []byte) int {
+		offsets = append(offsets, b.Len())
+		fmt.Fprintf(&b, "%d 0 obj\n%s\n", len(offsets), dict)
+		if stream != nil {
+			b.WriteString("stream\n")
+			b.Write(stream)
+			b.WriteString("\nendstream\n")
+		}
+		b.WriteString("endobj\n")
+		return len(offsets)
+	}
+	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+	obj("<< /Type /Catalog /Pages 2 0 R >>", nil)
+	offsets = append(offsets, 0) // the page tree (object 2), written last
+	font := obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>", nil)
+	img := make([]byte, imageBytes)
+	var kids []string
+	for i := range pages {
+		for j := range img {
+			img[j] = byte(i*131 + j*7 + j>>8)
+		}
+		im := obj(fmt.Sprintf("<< /Type /XObject /Subtype /Image /Width 1000 /Height 1000 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length %d >>", len(img)), img)
+		content := fmt.Sprintf("q 400 0 0 400 100 300 cm /Im1 Do Q BT /F1 12 Tf 72 720 Td (Photo page %d: the product from the front.) Tj ET", i+1)
+		c := obj(fmt.Sprintf("<< /Length %d >>", len(content)), []byte(content))
+		p := obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> /XObject << /Im1 %d 0 R >> >> /Contents %d 0 R >>", font, im, c), nil)
+		kids = append(kids, fmt.Sprintf("%d 0 R", p))
+	}
+	offsets[1] = b.Len()
+	fmt.Fprintf(&b, "2 0 obj\n<< /Type /Pages /Kids [%s] /Count %d >>\nendobj\n", strings.Join(kids, " "), pages)
 	xref := b.Len()
 	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
 	for _, o := range offsets {
