@@ -63,9 +63,18 @@ type Options struct {
 	CallTimeout time.Duration
 	// DialTimeout bounds connecting at start-up (default 3 s, LAM-01).
 	DialTimeout time.Duration
-	// SearchConsistency is the level of Search (default Bounded: fresh within Milvus's graceful time);
-	// Count is always Strong.
-	SearchConsistency entity.ConsistencyLevel
+	// StrongSearch searches at Strong consistency instead of Bounded (fresh within Milvus's graceful
+	// time); Count is always Strong. A bool rather than a level: entity.ClStrong is the zero value, so an
+	// "unset means Bounded" level could never ask for Strong (it did not, until this was a bool).
+	StrongSearch bool
+}
+
+// searchLevel is the consistency level of Search.
+func (o Options) searchLevel() entity.ConsistencyLevel {
+	if o.StrongSearch {
+		return entity.ClStrong
+	}
+	return entity.ClBounded
 }
 
 // Index is a store.VectorIndex over one Milvus collection.
@@ -89,9 +98,6 @@ func Open(ctx context.Context, o Options) (*Index, error) {
 	}
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = 3 * time.Second
-	}
-	if o.SearchConsistency == 0 {
-		o.SearchConsistency = entity.ClBounded
 	}
 	cfg := &milvusclient.ClientConfig{
 		Address: o.Addr,
@@ -262,7 +268,7 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	defer cancel()
 	opt := milvusclient.NewSearchOption(ix.coll, k, []entity.Vector{entity.FloatVector(query)}).
 		WithANNSField(FieldVector).WithFilter(expr).WithOutputFields(FieldKB, FieldDoc, FieldChunk).
-		WithConsistencyLevel(ix.o.SearchConsistency)
+		WithConsistencyLevel(ix.o.searchLevel())
 	rs, err := ix.c.Search(cctx, opt)
 	if err != nil {
 		return nil, classify(op, err)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/milvus-io/milvus-proto/go-api/v2/commonpb"
+	"github.com/milvus-io/milvus-proto/go-api/v2/milvuspb"
 	"github.com/milvus-io/milvus/client/v2/column"
-	"github.com/milvus-io/milvus/client/v2/entity"
 	"github.com/milvus-io/milvus/client/v2/milvusclient"
 
 	"github.com/docmind/docmind/shared/rag"
@@ -24,7 +24,7 @@ const EnvAddr = "DOCMIND_TEST_MILVUS_ADDR"
 func open(t *testing.T, addr, coll string) *Index {
 	t.Helper()
 	ix, err := Open(context.Background(), Options{Addr: addr, Collection: coll, Dim: storetest.VectorDim,
-		SearchConsistency: entity.ClStrong, CallTimeout: 5 * time.Second})
+		StrongSearch: true, CallTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,5 +169,31 @@ func TestUnavailable(t *testing.T) {
 	_, err := Open(context.Background(), Options{Addr: proxy.Addr(), Collection: "c", Dim: 8, DialTimeout: time.Second})
 	if rag.KindOf(err) != rag.KindUnavailable || time.Since(start) > 5*time.Second {
 		t.Fatalf("Open against a stopped server: %v after %v", err, time.Since(start))
+	}
+}
+
+// Search is Bounded unless StrongSearch asks for Strong. Strong is the protocol's zero value: with a
+// level option defaulted when zero, Strong could not be asked for (it was silently Bounded).
+func TestSearchConsistency(t *testing.T) {
+	srv := fakemilvus.Start(t)
+	for _, c := range []struct {
+		strong bool
+		want   commonpb.ConsistencyLevel
+	}{{false, commonpb.ConsistencyLevel_Bounded}, {true, commonpb.ConsistencyLevel_Strong}} {
+		ix, err := Open(context.Background(), Options{Addr: srv.Addr(), Collection: "chunks", Dim: storetest.VectorDim,
+			StrongSearch: c.strong, CallTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := make([]float32, storetest.VectorDim)
+		q[0] = 1
+		if _, err := ix.Search(context.Background(), q, 3, rag.Filter{Tenant: "t1"}); err != nil {
+			t.Fatal(err)
+		}
+		req, ok := srv.Request("Search").(*milvuspb.SearchRequest)
+		if !ok || req.GetConsistencyLevel() != c.want {
+			t.Errorf("StrongSearch=%v: request %v, want level %v", c.strong, req, c.want)
+		}
+		_ = ix.Close()
 	}
 }
