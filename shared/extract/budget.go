@@ -150,7 +150,7 @@ type memoryCost struct {
 var memoryCosts = map[string]memoryCost{
 	"text":     {Base: 1 << 20, PerByte: 12},
 	"markdown": {Base: 1 << 20, PerByte: 12},
-	"csv":      {Base: 16 << 20, PerByte: 24},
+	"csv":      {Base: 16 << 20, PerByte: 28},
 	"html":     {Base: 16 << 20, PerByte: 44},
 	"docx":     {Base: 8 << 20, PerByte: 24},
 	"xlsx":     {Base: 24 << 20, PerByte: 30},
