@@ -205,8 +205,8 @@ func memoryInput(format string, data []byte, l Limits) int64 {
 // message says what to raise. ctx ending while waiting is Unavailable, with nothing taken.
 func (b *Budget) ReserveMemory(ctx context.Context, name string, size int, est Estimate) (release func(), waited time.Duration, err error) {
 	if est.Bytes > b.size {
-		return nil, 0, Terminal("%s is %s; extracting a %s file of this size needs about %s of memory, more than the "+
-			"extraction memory budget of %s: raise DOCMIND_EXTRACT_MEMORY (ingest.extract_memory) to at least %d to ingest it",
+		return nil, 0, Terminal("%s is %s; extracting it (%s) needs about %s of memory, more than the extraction memory "+
+			"budget of %s: raise DOCMIND_EXTRACT_MEMORY (ingest.extract_memory) to at least %d to ingest it",
 			name, mib(int64(size)), est.Format, mib(est.Bytes), mib(b.size), est.Bytes)
 	}
 	start := time.Now()
