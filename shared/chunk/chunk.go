@@ -597,14 +597,14 @@ func Split(md string, o Options) Result {
 			if b.kind == bCode {
 				kind = rag.ContentCode
 			}
-			m := measureOf(b.text)
+			m := measureOf(b.text, len(b.text))
 			s.emit(b.text, kind, b.page, m.runes > o.ChildChars, m)
 		case bParagraph:
-			m := measureOf(b.text)
+			m := measureOf(b.text, o.ChildChars) // a longer one is cut at its sentences, measured there
 			if m.runes > o.ChildChars {
 				s.flush()
 				for _, piece := range splitLong(b.text, o.ChildChars, o.Overlap) {
-					s.emit(piece.text, "", b.page, false, measure{runes: piece.runes, tokens: -1})
+					s.emit(piece.text, "", b.page, false, measure{runes: piece.runes, tokens: piece.tokens})
 				}
 				return
 			}
@@ -646,8 +646,13 @@ func (s *splitter) flush() {
 // measure is a text's length in runes and its token estimate, each -1 when not yet known.
 type measure struct{ runes, tokens int }
 
-func measureOf(s string) measure {
-	tokens, runes := text.EstimateTokensAndRunes(s)
+// measureOf measures s up to maxRunes runes: past them, the runes are more than maxRunes and the
+// tokens unknown.
+func measureOf(s string, maxRunes int) measure {
+	tokens, runes := text.EstimateTokensAndRunes(s, maxRunes)
+	if runes > maxRunes {
+		tokens = -1
+	}
 	return measure{runes: runes, tokens: tokens}
 }
 
@@ -910,24 +915,28 @@ func sentences(s string) []string {
 	return out
 }
 
-// piece is a cut of a long paragraph with its length in runes.
+// piece is a cut of a long paragraph with its length in runes and its token estimate (-1: unknown).
 type piece struct {
-	text  string
-	runes int
+	text   string
+	runes  int
+	tokens int
 }
 
 // sentence is a sentence of a long paragraph (or a part of one longer than the pieces): the substring
-// of the paragraph at off, or, cut from text that is not valid UTF-8, a copy (off -1).
+// of the paragraph at off, or, cut from text that is not valid UTF-8, a copy (off -1). Its token
+// estimate adds up with its neighbours' (a sentence ends in white space or punctuation, which ends a
+// word), except for the parts of a sentence cut inside a word: theirs is -1.
 type sentence struct {
-	text  string
-	off   int
-	runes int
+	text   string
+	off    int
+	runes  int
+	tokens int
 }
 
 // splitLong cuts a paragraph longer than max into pieces of at most max characters at sentence ends,
 // each starting with the previous piece's trailing sentences up to overlap characters. A sentence
 // longer than max is cut at max (preferring a space). Pieces are substrings of p, not copies, and
-// each sentence's length is counted once.
+// each sentence is measured once: a piece's length and estimate are its sentences' sums.
 func splitLong(p string, maxChars, overlap int) []piece {
 	sents := boundedSentences(p, maxChars)
 	pieces := make([]piece, 0, len(p)/max(maxChars-overlap, 1)+1) // at least a rune per byte: enough for English
@@ -984,12 +993,23 @@ func joinPiece(p string, cur []sentence, runes int) piece {
 		}
 		joined = strings.Join(parts, "")
 	}
+	tokens := 0
+	for _, s := range cur {
+		if s.tokens < 0 {
+			tokens = -1
+			break
+		}
+		tokens += s.tokens
+	}
 	t := strings.TrimSpace(joined)
 	if len(t) != len(joined) {
 		lead := len(joined) - len(strings.TrimLeftFunc(joined, unicode.IsSpace))
 		runes -= runeCount(joined[:lead]) + runeCount(joined[lead+len(t):])
+		if tokens >= 0 { // white space ends a word: the estimate is additive across it
+			tokens -= text.EstimateTokens(joined[:lead]) + text.EstimateTokens(joined[lead+len(t):])
+		}
 	}
-	return piece{text: t, runes: runes}
+	return piece{text: t, runes: runes, tokens: tokens}
 }
 
 // boundedSentences is sentences(p) with their offsets and lengths, each sentence longer than
@@ -1000,10 +1020,10 @@ func boundedSentences(p string, maxChars int) []sentence {
 	out := make([]sentence, 0, len(all))
 	off := 0
 	for _, s := range all {
-		n := runeCount(s)
+		tokens, n := text.EstimateTokensAndRunes(s, len(s))
 		switch {
 		case n <= maxChars:
-			out = append(out, sentence{text: s, off: off, runes: n})
+			out = append(out, sentence{text: s, off: off, runes: n, tokens: tokens})
 		case utf8.ValidString(s):
 			out = cutValid(out, s, off, n, maxChars)
 		default:
@@ -1032,11 +1052,11 @@ func cutValid(out []sentence, s string, off, n, maxChars int) []sentence {
 				break
 			}
 		}
-		out = append(out, sentence{text: s[:pos[cut]], off: off, runes: cut})
+		out = append(out, sentence{text: s[:pos[cut]], off: off, runes: cut, tokens: -1})
 		s, off, n = s[pos[cut]:], off+pos[cut], n-cut
 	}
 	if n > 0 {
-		out = append(out, sentence{text: s, off: off, runes: n})
+		out = append(out, sentence{text: s, off: off, runes: n, tokens: -1})
 	}
 	return out
 }
@@ -1053,11 +1073,11 @@ func cutRunes(out []sentence, s string, maxChars int) []sentence {
 				break
 			}
 		}
-		out = append(out, sentence{text: string(rs[:cut]), off: -1, runes: cut})
+		out = append(out, sentence{text: string(rs[:cut]), off: -1, runes: cut, tokens: -1})
 		rs = rs[cut:]
 	}
 	if len(rs) > 0 {
-		out = append(out, sentence{text: string(rs), off: -1, runes: len(rs)})
+		out = append(out, sentence{text: string(rs), off: -1, runes: len(rs), tokens: -1})
 	}
 	return out
 }

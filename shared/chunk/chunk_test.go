@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/text"
 )
 
 // Seed #37: two products under different top headings. Every child names its product first; no parent
@@ -98,8 +99,8 @@ func TestChineseSentences(t *testing.T) {
 	p := strings.Repeat("本条款适用于所有被保险人。如有疑问，请联系客服！是否可以退保？可以；但需扣除手续费。", 10)
 	for _, pc := range splitLong(p, 100, 30) {
 		piece := pc.text
-		if utf8.RuneCountInString(piece) != pc.runes {
-			t.Fatalf("piece of %d runes counted %d", utf8.RuneCountInString(piece), pc.runes)
+		if utf8.RuneCountInString(piece) != pc.runes || text.EstimateTokens(piece) != pc.tokens {
+			t.Fatalf("piece of %d runes and %d tokens measured %d and %d", utf8.RuneCountInString(piece), text.EstimateTokens(piece), pc.runes, pc.tokens)
 		}
 		if utf8.RuneCountInString(piece) > 100 {
 			t.Fatalf("piece over 100: %d", utf8.RuneCountInString(piece))
@@ -262,6 +263,29 @@ func TestRuneCountSameAsUTF8(t *testing.T) {
 		}
 		if got, want := runeCount(sb.String()), utf8.RuneCountInString(sb.String()); got != want {
 			t.Fatalf("runeCount(%q) = %d, want %d", sb.String(), got, want)
+		}
+	}
+}
+
+// A long paragraph's pieces carry their length and token estimate summed from their sentences: equal
+// to measuring each piece, whatever white space the sentences end in or the piece is trimmed of.
+func TestSplitLongMeasures(t *testing.T) {
+	pool := []string{"Words and more words. ", "v1.2.3 ships.\t", "Line end.\n", "Tabs!\t\t", "CR?\r\n", "条款内容。", "问？”",
+		"全角　", "nel.\u0085", "nbsp.\u00a0", "unterminated words here", " lead", "x", strings.Repeat("long", 40) + ". "}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 3000 {
+		var b strings.Builder
+		for range 5 + rng.IntN(40) {
+			b.WriteString(pool[rng.IntN(len(pool))])
+		}
+		p := b.String()
+		for _, pc := range splitLong(p, 60, 15) {
+			if runes := utf8.RuneCountInString(pc.text); runes != pc.runes {
+				t.Fatalf("piece %q: %d runes, counted %d", pc.text, runes, pc.runes)
+			}
+			if tokens := text.EstimateTokens(pc.text); pc.tokens >= 0 && tokens != pc.tokens {
+				t.Fatalf("piece %q of %q: %d tokens, summed %d", pc.text, p, tokens, pc.tokens)
+			}
 		}
 	}
 }

@@ -119,25 +119,30 @@ var startsToken = [4]int{0, 1, 0, 0}
 // Chinese, tables and Go code. It runs over bytes and decodes only non-ASCII runes: the chunker calls it
 // on every chunk and parent, which made it a third of chunking time.
 func EstimateTokens(s string) int {
-	n, _ := estimate(s)
+	n, _ := estimate(s, len(s)) // a string has no more runes than bytes: read to the end
 	return n
 }
 
 // EstimateTokensAndRunes is EstimateTokens(s) and utf8.RuneCountInString(s) from one pass over s
 // (an invalid byte counts as one rune): the chunker needs both for every paragraph, and counting
-// characters separately was a tenth of chunking Chinese.
-func EstimateTokensAndRunes(s string) (tokens, runes int) { return estimate(s) }
+// characters separately was a tenth of chunking Chinese. It stops early once it has read more than
+// maxRunes runes: then runes > maxRunes and tokens are those of what was read. A caller that only
+// needs to know a text is too long reads a little more than the limit, not the whole text.
+func EstimateTokensAndRunes(s string, maxRunes int) (tokens, runes int) { return estimate(s, maxRunes) }
 
-// estimate is EstimateTokens and the rune count.
-func estimate(s string) (tokens, runes int) {
+// estimate is EstimateTokensAndRunes.
+func estimate(s string, maxRunes int) (tokens, runes int) {
 	// run is the length in bytes of the word being read (0 between words). ASCII is counted without
 	// branches (a word's end is data, not control flow: branch mispredictions at word ends were most of
 	// the cost); other runes take the decoding path.
 	// extra counts the bytes of multi-byte characters beyond their first: runes is len(s) - extra.
 	n, run, extra := 0, 0, 0
 	for i := 0; i < len(s); {
+		if i-extra > maxRunes {
+			return n, i - extra
+		}
 		if s[i] < utf8.RuneSelf { // a run of ASCII (not tried between CJK characters)
-			for ; i+8 <= len(s); i += 8 {
+			for ; i+8 <= len(s) && i-extra <= maxRunes; i += 8 {
 				w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 					uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 				if w&highBits != 0 {
@@ -147,13 +152,13 @@ func estimate(s string) (tokens, runes int) {
 				t, run = asciiWord(w, run)
 				n += t
 			}
-			for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
+			for ; i < len(s) && s[i] < utf8.RuneSelf && i-extra <= maxRunes; i++ {
 				c := s[i]
 				run = (run + 1) * letterByte[c]
 				n += startsToken[run&3] + tokenByte[c]
 			}
-			if i == len(s) {
-				break
+			if i == len(s) || s[i] < utf8.RuneSelf { // the end, or the limit
+				continue
 			}
 		}
 		c := s[i]

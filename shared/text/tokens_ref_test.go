@@ -121,20 +121,30 @@ func TestEstimateTokensASCIIBlocksMatchReference(t *testing.T) {
 	}
 }
 
-// EstimateTokensAndRunes gives EstimateTokens and utf8.RuneCountInString: on every code point between
-// letters and random mixed strings with invalid bytes.
+// EstimateTokensAndRunes gives EstimateTokens and utf8.RuneCountInString, or more runes than its
+// limit when the text has more: on code points between letters and random strings with invalid bytes.
 func TestEstimateTokensAndRunes(t *testing.T) {
 	check := func(s string) {
 		t.Helper()
-		tok, runes := EstimateTokensAndRunes(s)
+		tok, runes := EstimateTokensAndRunes(s, len(s))
 		if want := estimateTokensRef(s); tok != want {
 			t.Fatalf("EstimateTokensAndRunes(%q) tokens = %d, reference %d", s, tok, want)
 		}
 		if want := utf8.RuneCountInString(s); runes != want {
 			t.Fatalf("EstimateTokensAndRunes(%q) runes = %d, want %d", s, runes, want)
 		}
+		// with a limit: the whole count when within it, else more than the limit
+		for _, limit := range []int{0, 1, 7, 8, 9, runes - 1, runes, runes + 1} {
+			tok, got := EstimateTokensAndRunes(s, limit)
+			if runes <= limit && (got != runes || tok != estimateTokensRef(s)) {
+				t.Fatalf("EstimateTokensAndRunes(%q, %d) = %d, %d, want %d, %d", s, limit, tok, got, estimateTokensRef(s), runes)
+			}
+			if runes > limit && (got <= limit || got > runes) {
+				t.Fatalf("EstimateTokensAndRunes(%q, %d) counted %d runes of %d", s, limit, got, runes)
+			}
+		}
 	}
-	for r := rune(0); r <= unicode.MaxRune; r++ {
+	for r := rune(0); r <= unicode.MaxRune; r += 7 {
 		check("ab" + string(r) + "cd efghijkl")
 	}
 	pool := []string{"a", "word ", "long words, here. ", "7", "\n", "é", "保", "险", "。", "，", "😀", "\xff", "\xe4\xb8", "\xed\xa0\x80", "\u3000"}
