@@ -528,10 +528,30 @@ type splitter struct {
 	runes      []int      // each child's body length in runes
 	bodyTokens []int      // each child's EstimateTokens(body)
 	arena      *arena     // the pieces' texts and hashes
+	// firstHeading is the document's title when the front matter gives none
+	firstHeading string
 }
 
 // Split chunks md. It is deterministic and never returns a child with empty body.
 func Split(md string, o Options) Result {
+	o = o.normalized()
+	md, res := documentMeta(md)
+	s := newSplitter(md, o)
+	parseBlocks(md, s.add)
+	s.flush()
+	if res.Title == "" {
+		res.Title = s.firstHeading
+	}
+	if len(s.children) > 0 { // an empty document keeps nil children ("children": null), as it always has
+		res.Children = s.children
+	}
+	res.Parents = s.parents()
+	return res
+}
+
+// normalized replaces sizes that cannot work: no child size (the defaults), an overlap as long as a
+// child, parents smaller than a child.
+func (o Options) normalized() Options {
 	if o.ChildChars <= 0 {
 		o = DefaultOptions()
 	}
@@ -541,6 +561,12 @@ func Split(md string, o Options) Result {
 	if o.ParentChars < o.ChildChars {
 		o.ParentChars = o.ChildChars
 	}
+	return o
+}
+
+// documentMeta reads the front matter (returning md without it) and, when the front matter does not
+// give them, the version and effective date from the first 2000 bytes.
+func documentMeta(md string) (string, Result) {
 	var res Result
 	md, fm := frontMatter(md)
 	res.DocVersion, res.EffectiveDate, res.Tags = fm["version"], fm["effective_date"], tagList(fm["tags"])
@@ -563,7 +589,11 @@ func Split(md string, o Options) Result {
 			res.EffectiveDate = normDate(m[3])
 		}
 	}
+	return md, res
+}
 
+// newSplitter sizes a splitter's slices and arena for md.
+func newSplitter(md string, o Options) *splitter {
 	s := &splitter{o: o}
 	// Room for the children a text of this size usually yields (about one per 260-300 characters with
 	// the default sizes, in English and Chinese alike), so the slices of large pieces are not regrown
@@ -579,56 +609,59 @@ func Split(md string, o Options) Result {
 	// Children and parents each repeat the text once, plus heading paths and hashes: about 2.1 (Chinese)
 	// to 2.4 (English) times the document. Blocks are capped so a large document is not one huge buffer.
 	s.arena = newArena(min(len(md)*5/2+1024, 4<<20))
-	parseBlocks(md, func(b block) {
-		switch b.kind {
-		case bHeading:
-			s.flush()
-			for len(s.stack) > 0 && s.stack[len(s.stack)-1].level >= b.level {
-				s.stack = s.stack[:len(s.stack)-1]
-			}
-			s.stack = append(s.stack, s.newHeading(b.level, b.text))
-			s.sec = nil
-			if res.Title == "" {
-				res.Title = b.text
-			}
-		case bTable, bCode:
-			s.flush()
-			kind := rag.ContentTable
-			if b.kind == bCode {
-				kind = rag.ContentCode
-			}
-			m := measureOf(b.text, len(b.text))
-			s.emit(b.text, kind, b.page, m.runes > o.ChildChars, m)
-		case bParagraph:
-			m := measureOf(b.text, o.ChildChars) // a longer one is cut at its sentences, measured there
-			if m.runes > o.ChildChars {
-				s.flush()
-				for _, piece := range splitLong(b.text, o.ChildChars, o.Overlap) {
-					s.emit(piece.text, "", b.page, false, measure{runes: piece.runes, tokens: piece.tokens})
-				}
-				return
-			}
-			if s.bufSize.runes > 0 && s.bufSize.runes+2+m.runes > o.ChildChars {
-				s.flush()
-			}
-			if len(s.buf) == 0 {
-				s.bufPage = b.page
-			} else {
-				// a blank line: two characters, and two tokens that end the words on either side
-				s.bufSize.runes += 2
-				s.bufSize.tokens += 2
-			}
-			s.buf = append(s.buf, b.text)
-			s.bufSize.runes += m.runes
-			s.bufSize.tokens += m.tokens
+	return s
+}
+
+// add takes the next block of the document: a heading starts a section, a table or code block is a
+// child of its own, a paragraph joins the buffer of short ones or, when long, is cut at its sentences.
+func (s *splitter) add(b block) {
+	switch b.kind {
+	case bHeading:
+		s.flush()
+		for len(s.stack) > 0 && s.stack[len(s.stack)-1].level >= b.level {
+			s.stack = s.stack[:len(s.stack)-1]
 		}
-	})
-	s.flush()
-	if len(s.children) > 0 { // an empty document keeps nil children ("children": null), as it always has
-		res.Children = s.children
+		s.stack = append(s.stack, s.newHeading(b.level, b.text))
+		s.sec = nil
+		if s.firstHeading == "" {
+			s.firstHeading = b.text
+		}
+	case bTable, bCode:
+		s.flush()
+		kind := rag.ContentTable
+		if b.kind == bCode {
+			kind = rag.ContentCode
+		}
+		m := measureOf(b.text, len(b.text))
+		s.emit(b.text, kind, b.page, m.runes > s.o.ChildChars, m)
+	case bParagraph:
+		s.addParagraph(b)
 	}
-	res.Parents = s.parents()
-	return res
+}
+
+func (s *splitter) addParagraph(b block) {
+	o := s.o
+	m := measureOf(b.text, o.ChildChars) // a longer one is cut at its sentences, measured there
+	if m.runes > o.ChildChars {
+		s.flush()
+		for _, piece := range splitLong(b.text, o.ChildChars, o.Overlap) {
+			s.emit(piece.text, "", b.page, false, measure{runes: piece.runes, tokens: piece.tokens})
+		}
+		return
+	}
+	if s.bufSize.runes > 0 && s.bufSize.runes+2+m.runes > o.ChildChars {
+		s.flush()
+	}
+	if len(s.buf) == 0 {
+		s.bufPage = b.page
+	} else {
+		// a blank line: two characters, and two tokens that end the words on either side
+		s.bufSize.runes += 2
+		s.bufSize.tokens += 2
+	}
+	s.buf = append(s.buf, b.text)
+	s.bufSize.runes += m.runes
+	s.bufSize.tokens += m.tokens
 }
 
 func (s *splitter) flush() {
@@ -939,7 +972,7 @@ type sentence struct {
 // each sentence is measured once: a piece's length and estimate are its sentences' sums.
 func splitLong(p string, maxChars, overlap int) []piece {
 	sents := boundedSentences(p, maxChars)
-	pieces := make([]piece, 0, len(p)/max(maxChars-overlap, 1)+1) // at least a rune per byte: enough for English
+	pieces := make([]piece, 0, len(p)/max(maxChars-overlap, 1)+1) // a piece adds about maxChars-overlap characters
 	cur := make([]sentence, 0, 16)
 	curLen := 0
 	fresh := 0 // sentences in cur that are not overlap
