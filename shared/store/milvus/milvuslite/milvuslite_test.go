@@ -16,7 +16,6 @@ import (
 	"github.com/milvus-io/milvus-proto/go-api/v2/commonpb"
 	"github.com/milvus-io/milvus-proto/go-api/v2/milvuspb"
 	"github.com/milvus-io/milvus-proto/go-api/v2/schemapb"
-	"github.com/milvus-io/milvus/client/v2/entity"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
@@ -36,7 +35,7 @@ const dim = storetest.VectorDim
 func full(t *testing.T, addr, token, coll string) *milvus.Index {
 	t.Helper()
 	ix, err := milvus.Open(context.Background(), milvus.Options{Addr: addr, Token: token, Collection: coll, Dim: dim,
-		SearchConsistency: entity.ClStrong, CallTimeout: 5 * time.Second})
+		CallTimeout: 5 * time.Second}) // Search at Bounded, as the reader does by default
 	if err != nil {
 		t.Fatal(err)
 	}
