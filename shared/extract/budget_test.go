@@ -14,15 +14,14 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 )
 
-// until polls cond (the test's own timeout bounds it): for states another goroutine reaches, such as
-// a reservation queued, with no assumption about how long it takes.
+// until polls cond, for states another goroutine reaches (a reservation queued), which take
+// microseconds; a minute without it means the state is never reached.
 func until(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for i := 0; !cond(); i++ {
-		if i%5000 == 4999 {
-			t.Logf("still waiting for %s", what)
+	for start := time.Now(); !cond(); time.Sleep(200 * time.Microsecond) {
+		if time.Since(start) > time.Minute {
+			t.Fatalf("gave up waiting for %s", what)
 		}
-		time.Sleep(200 * time.Microsecond)
 	}
 }
 
