@@ -36,7 +36,9 @@ type Stores struct {
 // follows the chunk rows).
 func Stages(cfg config.Config, s Stores, emb ingest.Embedder, log *slog.Logger) *ingest.Stages {
 	return &ingest.Stages{Records: s.Records, Vectors: s.Vectors, Blobs: s.Blobs, Embedder: emb, Log: log,
-		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes},
+		// the budget refuses a file whose extraction alone would need more memory than configured,
+		// before the instance runs out of it (one document per instance: nothing else waits on it)
+		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes, Budget: extract.NewBudget(cfg.Ingest.ExtractMemory)},
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
 }
 
