@@ -399,6 +399,14 @@ func (ix *Index) Len() int {
 	return ix.live
 }
 
+// scratch is a search's reusable memory: a score per entry (all zero between searches) and the entries
+// touched. A common term touches most of the index, and allocating both per search made the
+// collector's work land in the latency tail.
+type scratch struct {
+	acc     []float32
+	touched []int32
+}
+
 type scored struct {
 	at    int32
 	score float32
@@ -424,12 +432,16 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 	if ix.live == 0 || len(terms) == 0 {
 		return []rag.Hit{}, nil
 	}
-	acc, _ := ix.pool.Get().([]float32)
-	if len(acc) < len(ix.entries) {
-		acc = make([]float32, len(ix.entries))
+	sc, _ := ix.pool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
 	}
-	defer ix.pool.Put(acc)
-	var touched []int32
+	if len(sc.acc) < len(ix.entries) {
+		sc.acc = make([]float32, len(ix.entries))
+	}
+	defer ix.pool.Put(sc)
+	acc, touched := sc.acc, sc.touched[:0]
+	defer func() { sc.touched = touched[:0] }() // keep the grown list for the next search
 	n := float64(ix.live)
 	avg := ix.totalLen / n
 	k1, b := ix.p.K1, ix.p.B
