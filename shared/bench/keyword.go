@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -199,26 +200,40 @@ func Keyword(ctx context.Context, o Options) ([]Row, error) {
 		// queries
 		f := rag.Filter{Tenant: "t"}
 		ref := exhaustive(texts, params)
+		// the exhaustive answers first: computing one allocates a score per chunk, and that garbage
+		// collected during a timed search made the tail (p99 of a few hundred queries) measure the
+		// reference rather than the index
+		wants := make([][]string, len(queries))
+		for i, q := range queries {
+			wants[i] = ref(q)
+		}
+		runtime.GC()
 		lat := make([][]time.Duration, 1+len(peers))
 		ov := make([]float64, 1+len(peers))
-		for _, q := range queries {
-			want := ref(q)
-			start := time.Now()
-			hits, _ := ours.Search(ctx, q, 10, f)
-			lat[0] = append(lat[0], time.Since(start))
-			got := make([]string, len(hits))
-			for i, h := range hits {
-				got[i] = h.ID
-			}
-			ov[0] += overlap(got, want)
-			for i, p := range peers {
+		rounds := max(1, min(reps, 3))
+		for round := range rounds {
+			for qi, q := range queries {
 				start := time.Now()
-				res, err := p.search(q)
-				lat[i+1] = append(lat[i+1], time.Since(start))
-				if err != nil {
-					return rows, fmt.Errorf("%s: %w", p.name, err)
+				hits, _ := ours.Search(ctx, q, 10, f)
+				lat[0] = append(lat[0], time.Since(start))
+				got := make([]string, len(hits))
+				for i, h := range hits {
+					got[i] = h.ID
 				}
-				ov[i+1] += overlap(res, want)
+				if round == 0 {
+					ov[0] += overlap(got, wants[qi])
+				}
+				for i, p := range peers {
+					start := time.Now()
+					res, err := p.search(q)
+					lat[i+1] = append(lat[i+1], time.Since(start))
+					if err != nil {
+						return rows, fmt.Errorf("%s: %w", p.name, err)
+					}
+					if round == 0 {
+						ov[i+1] += overlap(res, wants[qi])
+					}
+				}
 			}
 		}
 		for i := range ov {
