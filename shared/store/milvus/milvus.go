@@ -53,24 +53,11 @@ const (
 	maxFilterIDs = milvusexpr.MaxFilterIDs
 )
 
-// Options configure the index.
-type Options struct {
-	Addr       string // host:port, or an https:// URL for Zilliz Cloud
-	Token      string // "user:password" or an API key; empty for an unauthenticated Milvus
-	Collection string
-	Dim        int
-	// CallTimeout bounds every call (default 5 s); a dead server gives Unavailable after it.
-	CallTimeout time.Duration
-	// DialTimeout bounds connecting at start-up (default 3 s, LAM-01).
-	DialTimeout time.Duration
-	// StrongSearch searches at Strong consistency instead of Bounded (fresh within Milvus's graceful
-	// time); Count is always Strong. A bool rather than a level: entity.ClStrong is the zero value, so an
-	// "unset means Bounded" level could never ask for Strong (it did not, until this was a bool).
-	StrongSearch bool
-}
+// Options configure the index (shared with milvuslite; Late is ignored: Open creates and loads).
+type Options = milvusexpr.Options
 
 // searchLevel is the consistency level of Search.
-func (o Options) searchLevel() entity.ConsistencyLevel {
+func searchLevel(o Options) entity.ConsistencyLevel {
 	if o.StrongSearch {
 		return entity.ClStrong
 	}
@@ -87,17 +74,9 @@ type Index struct {
 // Open connects, creates the collection (schema, COSINE index) when it does not exist, and loads it.
 func Open(ctx context.Context, o Options) (*Index, error) {
 	const op = "milvus.Open"
-	if o.Dim < 2 {
-		return nil, rag.Errorf(op, rag.KindInvalid, "dimension must be at least 2, got %d", o.Dim)
-	}
-	if o.Collection == "" {
-		return nil, rag.Errorf(op, rag.KindInvalid, "collection name is required")
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = 5 * time.Second
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = 3 * time.Second
+	o, err := o.WithDefaults(op)
+	if err != nil {
+		return nil, err
 	}
 	cfg := &milvusclient.ClientConfig{
 		Address: o.Addr,
@@ -213,13 +192,8 @@ func Expr(f rag.Filter) (string, error) { return milvusexpr.Expr(f) }
 // Upsert implements store.VectorIndex. A batch is validated whole before anything is sent.
 func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	const op = "milvus.Upsert"
-	for i, r := range recs {
-		if err := r.Validate(ix.o.Dim); err != nil {
-			return rag.E(op, rag.KindInvalid, fmt.Errorf("record %d: %w", i, err))
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return rag.E(op, rag.KindUnavailable, err)
+	if err := milvusexpr.CheckUpsert(ctx, op, ix.o.Dim, recs); err != nil {
+		return err
 	}
 	for start := 0; start < len(recs); start += upsertBatch {
 		batch := recs[start:min(start+upsertBatch, len(recs))]
@@ -268,7 +242,7 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	defer cancel()
 	opt := milvusclient.NewSearchOption(ix.coll, k, []entity.Vector{entity.FloatVector(query)}).
 		WithANNSField(FieldVector).WithFilter(expr).WithOutputFields(FieldKB, FieldDoc, FieldChunk).
-		WithConsistencyLevel(ix.o.searchLevel())
+		WithConsistencyLevel(searchLevel(ix.o))
 	rs, err := ix.c.Search(cctx, opt)
 	if err != nil {
 		return nil, classify(op, err)
@@ -328,8 +302,7 @@ func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error 
 // DeleteDocument implements store.VectorIndex.
 func (ix *Index) DeleteDocument(ctx context.Context, tenant, kbID, documentID string) error {
 	const op = "milvus.DeleteDocument"
-	f := rag.Filter{Tenant: tenant, KBIDs: []string{kbID}, DocumentIDs: []string{documentID}}
-	expr, err := Expr(f)
+	expr, err := milvusexpr.DocumentExpr(tenant, kbID, documentID)
 	if err != nil {
 		return rag.E(op, rag.KindInvalid, err)
 	}

@@ -7,7 +7,9 @@ package milvusexpr
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -96,4 +98,65 @@ func Classify(op string, err error) error {
 		return rag.E(op, rag.KindNotFound, err)
 	}
 	return rag.E(op, rag.KindInternal, err)
+}
+
+// CheckUpsert validates a whole batch of records before anything is sent (Invalid names the first bad
+// record) and refuses a cancelled context (Unavailable), as both adapters' Upsert must.
+func CheckUpsert(ctx context.Context, op string, dim int, recs []rag.VectorRecord) error {
+	for i, r := range recs {
+		if err := r.Validate(dim); err != nil {
+			return rag.E(op, rag.KindInvalid, fmt.Errorf("record %d: %w", i, err))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	return nil
+}
+
+// Options configure either adapter's connection to one collection (both packages alias this type).
+type Options struct {
+	// Addr is host:port, or an https:// URL for Zilliz Cloud (TLS, port 443 unless given; a path names
+	// the database). Without https:// the connection is plain TCP.
+	Addr       string
+	Token      string // "user:password" or an API key; empty for an unauthenticated Milvus
+	Collection string
+	Dim        int
+	// CallTimeout bounds every call (default 5 s); a dead server gives Unavailable after it.
+	CallTimeout time.Duration
+	// DialTimeout bounds connecting at start-up (default 3 s, LAM-01).
+	DialTimeout time.Duration
+	// StrongSearch searches at Strong consistency instead of Bounded (fresh within Milvus's graceful
+	// time); Count is always Strong. A bool rather than a level: Strong is the protocol's zero value, so
+	// an "unset means Bounded" level could never ask for Strong (the full adapter's could not, until
+	// this was a bool).
+	StrongSearch bool
+	// Late is for the search-side adapter (milvuslite), which never creates a collection: it accepts one
+	// that does not exist or is not loaded yet. Open still fails for an unreachable server, a refused
+	// token or a wrong dimension; until the collection is there every call fails with the error Open
+	// would have returned (NotFound, Unavailable) and a later call looks again. The full adapter creates
+	// and loads the collection, so it ignores Late.
+	Late bool
+}
+
+// WithDefaults checks the dimension and the collection name (Invalid) and fills the timeouts.
+func (o Options) WithDefaults(op string) (Options, error) {
+	if o.Dim < 2 {
+		return o, rag.Errorf(op, rag.KindInvalid, "dimension must be at least 2, got %d", o.Dim)
+	}
+	if o.Collection == "" {
+		return o, rag.Errorf(op, rag.KindInvalid, "collection name is required")
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 5 * time.Second
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 3 * time.Second
+	}
+	return o, nil
+}
+
+// DocumentExpr is the expression of one document's rows (DeleteDocument in both adapters).
+func DocumentExpr(tenant, kbID, documentID string) (string, error) {
+	return Expr(rag.Filter{Tenant: tenant, KBIDs: []string{kbID}, DocumentIDs: []string{documentID}})
 }

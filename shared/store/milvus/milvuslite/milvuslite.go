@@ -49,32 +49,14 @@ import (
 
 var _ store.VectorIndex = (*Index)(nil)
 
-// Options configure the index; they mean what shared/store/milvus.Options mean.
-type Options struct {
-	Addr       string // host:port, or an https:// URL for Zilliz Cloud (TLS, port 443 unless given; a path names the database)
-	Token      string // "user:password" or an API key; empty for an unauthenticated Milvus
-	Collection string
-	Dim        int
-	// CallTimeout bounds every call (default 5 s); a dead server gives Unavailable after it.
-	CallTimeout time.Duration
-	// DialTimeout bounds the handshake at start-up (default 3 s, LAM-01).
-	DialTimeout time.Duration
-	// StrongSearch searches at Strong consistency instead of Bounded (fresh within Milvus's graceful
-	// time); Count is always Strong. A bool rather than a level: Strong is the protocol's zero value, so
-	// an "unset means Bounded" level could never ask for Strong.
-	StrongSearch bool
-	// Late accepts a collection that does not exist or is not loaded yet: Open still fails for an
-	// unreachable server, a refused token or a wrong dimension, but not for the collection's absence.
-	// Until the collection is there every call fails with the error Open would have returned (NotFound,
-	// Unavailable), and the next call at least AttachEvery later looks again.
-	Late bool
-}
+// Options configure the index: the same options as the full adapter's (Late is for this one).
+type Options = milvusexpr.Options
 
 // AttachEvery is how often a Late index looks for its collection again.
 const AttachEvery = 5 * time.Second
 
 // searchLevel is the consistency level of Search.
-func (o Options) searchLevel() commonpb.ConsistencyLevel {
+func searchLevel(o Options) commonpb.ConsistencyLevel {
 	if o.StrongSearch {
 		return commonpb.ConsistencyLevel_Strong
 	}
@@ -103,9 +85,9 @@ type Index struct {
 // Unavailable (unreachable within DialTimeout, collection not loaded).
 func Open(ctx context.Context, o Options) (*Index, error) {
 	const op = "milvuslite.Open"
-	o, err := withDefaults(o)
+	o, err := o.WithDefaults(op)
 	if err != nil {
-		return nil, rag.E(op, rag.KindInvalid, err)
+		return nil, err
 	}
 	a, err := parseAddr(o.Addr)
 	if err != nil {
@@ -171,22 +153,6 @@ func (ix *Index) ready(ctx context.Context, op string) error {
 		return rag.E(op, rag.KindOf(err), err)
 	}
 	return nil
-}
-
-func withDefaults(o Options) (Options, error) {
-	if o.Dim < 2 {
-		return o, fmt.Errorf("dimension must be at least 2, got %d", o.Dim)
-	}
-	if o.Collection == "" {
-		return o, errors.New("collection name is required")
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = 5 * time.Second
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = 3 * time.Second
-	}
-	return o, nil
 }
 
 // addr is a parsed Milvus address.

@@ -42,7 +42,7 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	if err := ix.ready(ctx, op); err != nil {
 		return nil, err
 	}
-	req, err := searchRequest(ix.o.Collection, query, k, expr, ix.o.searchLevel())
+	req, err := searchRequest(ix.o.Collection, query, k, expr, searchLevel(ix.o))
 	if err != nil {
 		return nil, rag.E(op, rag.KindInternal, err)
 	}

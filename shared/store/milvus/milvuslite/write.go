@@ -3,7 +3,6 @@ package milvuslite
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -30,13 +29,8 @@ const flushPoll = 200 * time.Millisecond
 // retries, as the client does.
 func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	const op = "milvuslite.Upsert"
-	for i, r := range recs {
-		if err := r.Validate(ix.o.Dim); err != nil {
-			return rag.E(op, rag.KindInvalid, fmt.Errorf("record %d: %w", i, err))
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return rag.E(op, rag.KindUnavailable, err)
+	if err := milvusexpr.CheckUpsert(ctx, op, ix.o.Dim, recs); err != nil {
+		return err
 	}
 	if err := ix.ready(ctx, op); err != nil {
 		return err
@@ -118,7 +112,7 @@ func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error 
 // DeleteDocument implements store.VectorIndex.
 func (ix *Index) DeleteDocument(ctx context.Context, tenant, kbID, documentID string) error {
 	const op = "milvuslite.DeleteDocument"
-	expr, err := milvusexpr.Expr(rag.Filter{Tenant: tenant, KBIDs: []string{kbID}, DocumentIDs: []string{documentID}})
+	expr, err := milvusexpr.DocumentExpr(tenant, kbID, documentID)
 	if err != nil {
 		return rag.E(op, rag.KindInvalid, err)
 	}
