@@ -56,11 +56,13 @@ func (s *DB) CreateKB(ctx context.Context, kb *rag.KnowledgeBase) error {
 	return s.classify(op, err)
 }
 
-// CreateKBOwnedBy inserts a knowledge base and makes owner (a user of its tenant) its owner in one
-// transaction, as CreateKB otherwise (Conflict for a name in use; NotFound for no such user, and then
-// nothing is created). One transaction because operator channels judge a knowledge base by its owners
-// (ingest.OperatorKB): created first and owned a moment later, a member's new knowledge base looked like
-// an operator's in between and could take what an operator ingested under its name.
+// CreateKBOwnedBy inserts a knowledge base created by owner, a member of its tenant who is not a tenant
+// admin: owner is recorded as its creator (KBCreator) and made its owner, in one transaction, as CreateKB
+// otherwise (Conflict for a name in use; NotFound for no such user, and then nothing is created). A
+// tenant admin's knowledge base is a plain CreateKB: operator channels refuse a knowledge base a member
+// created (ingest.OperatorKB), and an admin's must not look like one. One transaction because,
+// created first and owned a moment later, a member's new knowledge base looked like an operator's in
+// between and could take what an operator ingested under its name.
 func (s *DB) CreateKBOwnedBy(ctx context.Context, kb *rag.KnowledgeBase, owner string) error {
 	const op = "sqldb.CreateKBOwnedBy"
 	if kb.ID == "" {
@@ -79,14 +81,27 @@ func (s *DB) CreateKBOwnedBy(ctx context.Context, kb *rag.KnowledgeBase, owner s
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE tenant_id = ? AND id = ?`, kb.Tenant, owner).Scan(&one); err != nil {
 			return s.classify(op, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_bases (id, tenant_id, name, description, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 0, ?, ?)`, kb.ID, kb.Tenant, kb.Name, kb.Description, ms(now), ms(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_bases (id, tenant_id, name, description, version, created_by, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 0, ?, ?, ?)`, kb.ID, kb.Tenant, kb.Name, kb.Description, owner, ms(now), ms(now)); err != nil {
 			return s.classify(op, err)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO kb_members (kb_id, user_id, tenant_id, role, created_at) VALUES (?, ?, ?, ?, ?)`,
 			kb.ID, owner, kb.Tenant, rag.KBOwner.String(), ms(now))
 		return err
 	})
+}
+
+// KBCreator returns the member who created the tenant's knowledge base kbID (CreateKBOwnedBy), whatever
+// their role now; "" when no member did (CreateKB: an admin, the CLI, an operator channel) or it was
+// created before migration 0009. NotFound when there is no such knowledge base.
+func (s *DB) KBCreator(ctx context.Context, tenant, kbID string) (string, error) {
+	const op = "sqldb.KBCreator"
+	if err := validIDs(op, "tenant", tenant, "kb id", kbID); err != nil {
+		return "", err
+	}
+	var by string
+	err := s.db.QueryRowContext(ctx, `SELECT created_by FROM knowledge_bases WHERE tenant_id = ? AND id = ?`, tenant, kbID).Scan(&by)
+	return by, s.classify(op, err)
 }
 
 // GetKB returns one knowledge base of the tenant; NotFound when it does not exist or belongs to another tenant.

@@ -131,6 +131,19 @@ func TestIdentity(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		if members, err := db.ListMembers(ctx, "t1", kb.ID); err != nil || len(members) != 1 || members[0].UserID != u.ID || members[0].Role != "owner" {
 			t.Fatalf("ListMembers = %+v, %v; want the creator as owner", members, err)
 		}
+		if by, err := db.KBCreator(ctx, "t1", kb.ID); err != nil || by != u.ID {
+			t.Fatalf("KBCreator = %q, %v; want the member who created it, %s", by, err, u.ID)
+		}
+		plain := rag.KnowledgeBase{Tenant: "t1", Name: "operator's"}
+		must(t, db.CreateKB(ctx, &plain))
+		if by, err := db.KBCreator(ctx, "t1", plain.ID); err != nil || by != "" {
+			t.Fatalf("KBCreator of CreateKB's = %q, %v; want empty (no member created it)", by, err)
+		}
+		checkKind(t, "KBCreator of another tenant's", rag.KindNotFound, second(db.KBCreator(ctx, "t2", kb.ID)))
+		must(t, db.SetMember(ctx, "t1", kb.ID, u.ID, rag.KBEditor))
+		if by, err := db.KBCreator(ctx, "t1", kb.ID); err != nil || by != u.ID {
+			t.Fatalf("KBCreator after the creator is demoted = %q, %v; want still %s", by, err, u.ID)
+		}
 		same := rag.KnowledgeBase{Tenant: "t1", Name: "handbook"}
 		checkKind(t, "a name in use", rag.KindConflict, db.CreateKBOwnedBy(ctx, &same, u.ID))
 		foreign := rag.KnowledgeBase{Tenant: "t1", Name: "guide"}
