@@ -129,6 +129,22 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 // Stop ends the server immediately (in-flight calls fail): a crashed Milvus.
 func (s *Server) Stop() { s.srv.Stop() }
 
+// ReleaseCollection unloads a collection, as an operator's release does: searches and queries then
+// fail with "collection not loaded" (code 101) until it is loaded again.
+func (s *Server) ReleaseCollection(ctx context.Context, req *milvuspb.ReleaseCollectionRequest) (*commonpb.Status, error) {
+	if st := s.inject("ReleaseCollection"); st != nil {
+		return st, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, st := s.get(req.GetCollectionName())
+	if st != nil {
+		return st, nil
+	}
+	c.loaded = false
+	return ok(), nil
+}
+
 // Rows returns how many rows (duplicates included) a collection holds.
 func (s *Server) Rows(coll string) int {
 	s.mu.Lock()

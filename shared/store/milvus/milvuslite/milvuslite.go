@@ -111,16 +111,38 @@ func Open(ctx context.Context, o Options) (*Index, error) {
 }
 
 // attach checks the collection exists with the configured dimension and is loaded.
+//
+// Concurrent callers serialise on attachMu and the ones that waited return at once when another
+// attached meanwhile (a second look must not undo the first). The look runs without the caller's
+// cancellation (each call is still bounded by CallTimeout), so one cancelled request cannot become the
+// reason every other request is refused for AttachEvery.
 func (ix *Index) attach(ctx context.Context) error {
 	ix.attachMu.Lock()
 	defer ix.attachMu.Unlock()
+	if ix.attached.Load() {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
 	ix.lastLook = ix.now()
 	err := ix.describe(ctx)
 	if err == nil {
 		err = ix.requireLoaded(ctx)
 	}
 	ix.lastAbsent = err
-	ix.attached.Store(err == nil)
+	if err == nil {
+		ix.attached.Store(true)
+	}
+	return err
+}
+
+// classify is classifyErr, and a reply saying the collection is gone or no longer loaded (dropped or
+// released after Open) detaches the index, so the next call looks for it again instead of failing the
+// same way until a cold start.
+func (ix *Index) classify(op string, err error) error {
+	err = classifyErr(op, err)
+	if absent(err) {
+		ix.attached.Store(false)
+	}
 	return err
 }
 
@@ -286,7 +308,7 @@ func (ix *Index) handshake(ctx context.Context) error {
 		return nil
 	}
 	if err := check(resp, err); err != nil {
-		return classify(op, fmt.Errorf("connect to %s: %w", ix.o.Addr, err))
+		return ix.classify(op, fmt.Errorf("connect to %s: %w", ix.o.Addr, err))
 	}
 	ix.hdr.setIdentifier(strconv.FormatInt(resp.GetIdentifier(), 10))
 	return nil
@@ -299,7 +321,7 @@ func (ix *Index) describe(ctx context.Context) error {
 	defer cancel()
 	resp, err := ix.svc.DescribeCollection(cctx, &milvuspb.DescribeCollectionRequest{CollectionName: ix.o.Collection})
 	if err := check(resp, err); err != nil {
-		err = classify(op, err)
+		err = ix.classify(op, err)
 		if rag.KindOf(err) == rag.KindNotFound {
 			return rag.E(op, rag.KindNotFound, fmt.Errorf("collection %s does not exist: the ingest side creates it (the api, ingest or stage function, or docmind serve): %w", ix.o.Collection, err))
 		}
@@ -329,7 +351,7 @@ func (ix *Index) requireLoaded(ctx context.Context) error {
 	defer cancel()
 	resp, err := ix.svc.GetLoadState(cctx, &milvuspb.GetLoadStateRequest{CollectionName: ix.o.Collection})
 	if err := check(resp, err); err != nil {
-		return classify(op, err)
+		return ix.classify(op, err)
 	}
 	if st := resp.GetState(); st != commonpb.LoadState_LoadStateLoaded {
 		return rag.E(op, rag.KindUnavailable, fmt.Errorf("collection %s is not loaded (%s): the query side never loads it; the ingest side's open does: %w", ix.o.Collection, st, errNotLoaded))
@@ -354,9 +376,10 @@ func (e *StatusError) Error() string {
 
 // Milvus error codes this package acts on (pkg/util/merr).
 const (
-	codeRateLimit          = 8
-	codeCollectionNotFound = 100
-	codeSchemaMismatch     = 109
+	codeRateLimit           = 8
+	codeCollectionNotFound  = 100
+	codeCollectionNotLoaded = 101
+	codeSchemaMismatch      = 109
 )
 
 // check turns a transport error or a failed status into an error, as the client's merr.CheckRPCCall.
@@ -374,14 +397,16 @@ func statusErr(st *commonpb.Status) error {
 	return &StatusError{Code: st.GetCode(), ErrorCode: st.GetErrorCode(), Reason: st.GetReason(), Retriable: st.GetRetriable()}
 }
 
-// classify is milvusexpr.Classify with the status codes read first: a missing collection is NotFound
+// classifyErr is milvusexpr.Classify with the status codes read first: a missing collection is NotFound
 // and a retriable status (rate limit, service not ready) Unavailable whatever the reason's wording.
-func classify(op string, err error) error {
+func classifyErr(op string, err error) error {
 	var se *StatusError
 	if errors.As(err, &se) {
 		switch {
 		case se.Code == codeCollectionNotFound || se.ErrorCode == commonpb.ErrorCode_CollectionNotExists:
 			return rag.E(op, rag.KindNotFound, err)
+		case se.Code == codeCollectionNotLoaded:
+			return rag.E(op, rag.KindUnavailable, fmt.Errorf("%w: %w", errNotLoaded, err))
 		case se.Retriable || se.Code == codeRateLimit || se.ErrorCode == commonpb.ErrorCode_RateLimit:
 			return rag.E(op, rag.KindUnavailable, err)
 		}

@@ -373,6 +373,59 @@ func TestLateCollection(t *testing.T) {
 	}
 }
 
+// A collection released after Open fails searches as Unavailable (not Internal), and the index looks
+// for it again: once it is loaded again, searches work without reopening.
+func TestReleasedCollectionIsLookedForAgain(t *testing.T) {
+	ctx := context.Background()
+	srv := fakemilvus.Start(t)
+	ref := full(t, srv.Addr(), "", "chunks")
+	if err := ref.Upsert(ctx, []rag.VectorRecord{{ID: "a", Tenant: "t1", KBID: "kb", DocumentID: "d", ChunkID: "c", Vector: unit(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks", Late: true})
+	now := time.Now()
+	milvuslite.SetClock(ix, func() time.Time { return now })
+	if _, err := srv.ReleaseCollection(ctx, &milvuspb.ReleaseCollectionRequest{CollectionName: "chunks"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Search(ctx, unit(0), 3, rag.Filter{Tenant: "t1"}); rag.KindOf(err) != rag.KindUnavailable || !strings.Contains(err.Error(), "not loaded") {
+		t.Fatalf("Search of a released collection: %v, want Unavailable saying it is not loaded", err)
+	}
+	if _, err := srv.LoadCollection(ctx, &milvuspb.LoadCollectionRequest{CollectionName: "chunks"}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(milvuslite.AttachEvery)
+	if hits, err := ix.Search(ctx, unit(0), 3, rag.Filter{Tenant: "t1"}); err != nil || len(hits) != 1 {
+		t.Fatalf("Search once loaded again: %v, %v; want one hit", hits, err)
+	}
+}
+
+// A cancelled caller does not become the reason the collection is absent for everyone: the look runs
+// without the caller's cancellation.
+func TestCancelledCallerDoesNotPoisonAttach(t *testing.T) {
+	ctx := context.Background()
+	srv := fakemilvus.Start(t)
+	ix := lite(t, milvuslite.Options{Addr: srv.Addr(), Collection: "chunks", Late: true})
+	now := time.Now().Add(milvuslite.AttachEvery)
+	milvuslite.SetClock(ix, func() time.Time { return now })
+	full(t, srv.Addr(), "", "chunks") // creates and loads it
+	// the caller gives up while the index is looking for its collection
+	cancelled, cancel := context.WithCancel(ctx)
+	var armed atomic.Bool
+	armed.Store(true)
+	srv.Inject = func(method string) *commonpb.Status {
+		if method == "DescribeCollection" && armed.CompareAndSwap(true, false) {
+			cancel()
+			time.Sleep(300 * time.Millisecond) // let the client see the cancellation before the reply
+		}
+		return nil
+	}
+	_, _ = ix.Search(cancelled, unit(0), 3, rag.Filter{Tenant: "t1"})
+	if _, err := ix.Search(ctx, unit(0), 3, rag.Filter{Tenant: "t1"}); err != nil {
+		t.Fatalf("Search after a cancelled caller's look: %v, want it attached", err)
+	}
+}
+
 // Every request the reader sends is the one the official client sends for the same operation (compared
 // as protobuf messages, with the parameter and column lists in one order: the client builds them from
 // maps).

@@ -50,7 +50,7 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	defer cancel()
 	resp, err := ix.svc.Search(cctx, req)
 	if err := check(resp, err); err != nil {
-		return nil, classify(op, err)
+		return nil, ix.classify(op, err)
 	}
 	hits, err := parseHits(resp.GetResults())
 	if err != nil {
@@ -187,7 +187,7 @@ func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
 		OutputFields: []string{"count(*)"}, QueryParams: []*commonpb.KeyValuePair{},
 		ConsistencyLevel: commonpb.ConsistencyLevel_Strong, ExprTemplateValues: map[string]*schemapb.TemplateValue{}})
 	if err := check(resp, err); err != nil {
-		return 0, classify(op, err)
+		return 0, ix.classify(op, err)
 	}
 	for _, fd := range resp.GetFieldsData() {
 		if fd.GetFieldName() == "count(*)" {

@@ -46,7 +46,7 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 			err = ix.upsert(ctx, batch)
 		}
 		if err != nil {
-			return classify(op, err)
+			return ix.classify(op, err)
 		}
 	}
 	return nil
@@ -129,7 +129,7 @@ func (ix *Index) delete(ctx context.Context, op, expr string) error {
 	cctx, cancel := ix.call(ctx)
 	defer cancel()
 	resp, err := ix.svc.Delete(cctx, &milvuspb.DeleteRequest{CollectionName: ix.o.Collection, Expr: expr})
-	return classify(op, check(resp, err))
+	return ix.classify(op, check(resp, err))
 }
 
 // Flush implements store.VectorIndex: Flush, then GetFlushState for the sealed segments until they are
@@ -147,14 +147,14 @@ func (ix *Index) Flush(ctx context.Context) error {
 	defer cancel()
 	resp, err := ix.svc.Flush(cctx, &milvuspb.FlushRequest{CollectionNames: []string{ix.o.Collection}})
 	if err := check(resp, err); err != nil {
-		return classify(op, err)
+		return ix.classify(op, err)
 	}
 	req := &milvuspb.GetFlushStateRequest{CollectionName: ix.o.Collection,
 		SegmentIDs: resp.GetCollSegIDs()[ix.o.Collection].GetData(), FlushTs: resp.GetCollFlushTs()[ix.o.Collection]}
 	for {
 		st, err := ix.svc.GetFlushState(cctx, req)
 		if err := check(st, err); err != nil {
-			return classify(op, err)
+			return ix.classify(op, err)
 		}
 		if st.GetFlushed() {
 			return nil
