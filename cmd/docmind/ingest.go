@@ -33,8 +33,8 @@ type ingestFailure struct {
 func cmdIngest(e env, args []string) int {
 	var c common
 	fs := newFlags("ingest", e, &c)
-	kbName := fs.String("kb", "", "knowledge base name (created when missing; refused when a member owns it)")
-	adopt := fs.Bool("adopt", false, "add to the knowledge base even though a member owns it (its owners will read, share and delete what is added)")
+	kbName := fs.String("kb", "", "knowledge base name (created when missing; refused when a member created or owns it)")
+	adopt := fs.Bool("adopt", false, "add to the knowledge base even though a member created or owns it (its members will read what is added, its owners share and delete it; review them and kb revoke first)")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: docmind ingest --kb NAME [--adopt] [--data DIR] [--json] PATH...   (files or folders)")
 		fs.PrintDefaults()
@@ -161,29 +161,30 @@ func cmdIngest(e env, args []string) int {
 }
 
 // ingestKB resolves --kb once, before any file is read, as the operator channel it is: found or created,
-// and refused when a member owns it (ingest.OperatorKB, which audits the refusal). With --adopt it is
-// added to as it is: the owners are named on stderr and the adoption is audited. The sources then carry
-// its id, so a delete and re-create of the name during a long run cannot redirect them.
+// and refused when a member created or owns it (ingest.OperatorKB, which audits the refusal). With --adopt
+// it is added to as it is: every member is named with its role on stderr and the adoption is audited.
+// The sources then carry its id, so a delete and re-create of the name during a long run cannot
+// redirect them.
 func ingestKB(e env, svc *ingest.Service, db *sqldb.DB, tenant, name string, adopt bool) (rag.KnowledgeBase, error) {
 	if !adopt {
-		kb, err := svc.OperatorKB(e.ctx, tenant, name, "cli")
-		if mo := ingest.AsMemberOwned(err); mo != nil {
-			return kb, rag.Errorf("ingest", rag.KindPermission, "%v; or pass --adopt to add to it as it is", mo)
-		}
-		return kb, err
+		return svc.OperatorKB(e.ctx, tenant, name, "cli")
 	}
 	kb, err := svc.KB(e.ctx, tenant, name, true)
 	if err != nil {
 		return kb, err
 	}
-	owners, err := svc.MemberOwners(e.ctx, kb)
+	refusal, err := svc.Refusal(e.ctx, kb)
 	if err != nil {
 		return kb, err
 	}
-	if len(owners) > 0 {
-		fmt.Fprintf(e.stderr, "docmind: adding to knowledge base %q, owned by %s (--adopt): they can read, share and delete what is ingested\n",
-			kb.Name, strings.Join(owners, ", "))
-		audit(e, db, tenant, "ingest.adopt", kb.ID, "owned by "+strings.Join(owners, ", "))
+	if refusal != nil {
+		who := "owned by " + strings.Join(refusal.Owners, ", ")
+		if refusal.Creator != "" {
+			who = "created by " + refusal.Creator + ", a member"
+		}
+		fmt.Fprintf(e.stderr, "docmind: adding to knowledge base %q, %s (--adopt); its members can read what is ingested, "+
+			"its owners share and delete it: %s\n", kb.Name, who, refusal.MemberList())
+		audit(e, db, tenant, "ingest.adopt", kb.ID, refusal.Detail())
 	}
 	return kb, nil
 }

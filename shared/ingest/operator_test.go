@@ -107,7 +107,7 @@ func TestOperatorKBRefusesAKnowledgeBaseAMemberOwns(t *testing.T) {
 			if len(mo.Owners) != 1 || mo.Owners[0] != "ben@example.com" || mo.KB.ID != f.kb.ID {
 				t.Errorf("refusal names %v of %s, want ben@example.com (the member owner, not the admin) of %s", mo.Owners, mo.KB.ID, f.kb.ID)
 			}
-			for _, want := range []string{`"handbook"`, "ben@example.com", "another name", "docmind kb grant handbook"} {
+			for _, want := range []string{`"handbook"`, "ben@example.com (owner)", "another name", "--adopt", "docmind kb revoke handbook"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("message %q lacks %q", err, want)
 				}
@@ -137,8 +137,64 @@ func TestOperatorKBRefusesAKnowledgeBaseAMemberOwns(t *testing.T) {
 	}
 }
 
-// Making the knowledge base the operator's (demoting its member owner) is durable: the channels feed
-// it again.
+// A knowledge base a member created through the API stays refused after that member is demoted or
+// revoked (security review: a demoted creator is still an editor, and whoever they granted while owner
+// stays), until the creator becomes a tenant admin. The refusal lists every member with its role.
+func TestOperatorKBRefusesAKnowledgeBaseAMemberCreated(t *testing.T) {
+	ctx := context.Background()
+	f := newOperatorFixture(t, nil)
+	if err := f.db.DeleteKB(ctx, tenant, f.kb.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.kb = rag.KnowledgeBase{Tenant: tenant, Name: "handbook"}
+	if err := f.db.CreateKBOwnedBy(ctx, &f.kb, f.ben.ID); err != nil {
+		t.Fatal(err)
+	}
+	cy := rag.User{Tenant: tenant, Email: "cy@example.com", Role: rag.RoleMember}
+	if err := f.db.CreateUser(ctx, &cy); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.SetMember(ctx, tenant, f.kb.ID, cy.ID, rag.KBReader); err != nil { // ben's grant while owner
+		t.Fatal(err)
+	}
+	refused := func(step string, members ...string) {
+		t.Helper()
+		kb, err := f.svc.OperatorKB(ctx, tenant, "handbook", "cli")
+		mo := AsMemberOwned(err)
+		if !rag.Is(err, rag.KindPermission) || mo == nil || kb.ID != "" {
+			t.Fatalf("%s: OperatorKB = %q, %v; want refused", step, kb.ID, err)
+		}
+		if mo.Creator != "ben@example.com" {
+			t.Errorf("%s: refusal names creator %q, want ben@example.com", step, mo.Creator)
+		}
+		for _, want := range append(members, "created by ben@example.com", "another name", "--adopt", "docmind kb revoke handbook") {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: message %q lacks %q", step, err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "--role editor") {
+			t.Errorf("%s: message %q still recommends demoting", step, err)
+		}
+	}
+	refused("created by ben", "ben@example.com (owner)", "cy@example.com (reader)")
+	if err := f.db.SetMember(ctx, tenant, f.kb.ID, f.ben.ID, rag.KBEditor); err != nil {
+		t.Fatal(err)
+	}
+	refused("ben demoted to editor", "ben@example.com (editor)", "cy@example.com (reader)")
+	if err := f.db.RemoveMember(ctx, tenant, f.kb.ID, f.ben.ID); err != nil {
+		t.Fatal(err)
+	}
+	refused("ben revoked", "cy@example.com (reader)")
+	if _, err := f.db.SQL().ExecContext(ctx, `UPDATE users SET role = 'admin' WHERE id = ?`, f.ben.ID); err != nil {
+		t.Skipf("cannot promote in place: %v", err)
+	}
+	if kb, err := f.svc.OperatorKB(ctx, tenant, "handbook", "cli"); err != nil || kb.ID != f.kb.ID {
+		t.Errorf("creator promoted to tenant admin: %s, %v; want accepted", kb.ID, err)
+	}
+}
+
+// A knowledge base from before migration 0009 (no creator recorded) is judged by its owners: demoting
+// its member owner makes it the operator's, and the channels feed it again.
 func TestOperatorKBAcceptsOnceTheMemberOwnerIsDemoted(t *testing.T) {
 	ctx := context.Background()
 	f := newOperatorFixture(t, map[string]rag.KBRole{"ben@example.com": rag.KBOwner})
