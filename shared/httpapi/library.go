@@ -262,18 +262,21 @@ func (l *library) createKB(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusCreated, kbView{KnowledgeBase: kb, Role: rag.KBOwner.String()})
 }
 
-// ownedCreator creates a knowledge base with its owner in one transaction (sqldb.DB).
+// ownedCreator creates a member's knowledge base with its owner and creator in one transaction (sqldb.DB).
 type ownedCreator interface {
 	CreateKBOwnedBy(ctx context.Context, kb *rag.KnowledgeBase, owner string) error
 }
 
-// create makes kb with the caller as its owner: whoever creates a knowledge base owns it (an admin owns
-// every one already, but may lose the admin role later). The local single user (auth mode none) has no
-// user row, and its knowledge bases none. Row and owner are written together: operator channels judge a
-// knowledge base by its owners (ingest.OperatorKB), and a member's knowledge base without its owner for a
-// moment looked like an operator's and could take what an operator ingested under its name.
+// create makes kb. A member's is written with the member as its owner and recorded creator, in one
+// transaction (sqldb.CreateKBOwnedBy): operator channels refuse a knowledge base a member created
+// (ingest.OperatorKB), and a member's new knowledge base without its owner for a moment looked like an
+// operator's and could take what an operator ingested under its name. A tenant admin's, a JWT group
+// admin's included (the token makes them admin; their SQL row may say member), records neither: an admin
+// owns every knowledge base already, and an owner row whose SQL role is member made the S3 inbox refuse
+// the admin's knowledge base (security review). An admin who later loses the role keeps no access to it
+// unless granted. The local single user (auth mode none) has no user row either.
 func (l *library) create(ctx context.Context, p rag.Principal, kb *rag.KnowledgeBase) error {
-	if p.Method == "none" {
+	if p.Method == "none" || p.IsAdmin() {
 		return l.lib.CreateKB(ctx, kb)
 	}
 	if c, ok := l.h.d.Admin.(ownedCreator); ok {

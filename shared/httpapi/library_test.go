@@ -191,6 +191,71 @@ func TestCreatedKnowledgeBaseIsOwnedFromItsFirstMoment(t *testing.T) {
 	}
 }
 
+// Whoever is an admin when creating a knowledge base through the API, a JWT group admin included (whose
+// SQL row says member), makes it the operator's: no creator is recorded and no owner row written, so
+// the S3 inbox and the drop folder feed it. A member's records the member as creator and owner.
+func TestCreatedKnowledgeBaseRecordsAMemberCreatorOnly(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: db}}}
+	for _, tc := range []struct {
+		name, kb  string
+		principal rag.Principal // UserID filled in below
+		creator   bool          // recorded as creator and owner, and refused by operator channels
+	}{
+		{"a JWT group admin (SQL role member)", "group-admin's", rag.Principal{Tenant: "acme", Role: rag.RoleAdmin, Method: "jwt"}, false},
+		{"a tenant admin by API key", "admin's", rag.Principal{Tenant: "acme", Role: rag.RoleAdmin, Method: "key"}, false},
+		{"a member", "member's", rag.Principal{Tenant: "acme", Role: rag.RoleMember, Method: "key"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := rag.User{Tenant: "acme", Email: strings.ReplaceAll(tc.kb, "'", "") + "@example.com", Role: rag.RoleMember}
+			if tc.principal.Method == "key" { // a key's role is its user's SQL role; a group admin's comes from the token
+				u.Role = tc.principal.Role
+			}
+			if err := db.CreateUser(ctx, &u); err != nil {
+				t.Fatal(err)
+			}
+			p := tc.principal
+			p.UserID = u.ID
+			h := New(Deps{Library: db, Admin: db, Members: db, Logger: slog.New(slog.DiscardHandler), Auth: principalAuth{p}})
+			req := httptest.NewRequest(http.MethodPost, "/api/kbs", strings.NewReader(`{"name":"`+tc.kb+`"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer dm_test")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusCreated {
+				t.Fatalf("create = %d %s", rec.Code, rec.Body)
+			}
+			kb, err := db.GetKBByName(ctx, "acme", tc.kb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			by, err := db.KBCreator(ctx, "acme", kb.ID)
+			members, merr := db.ListMembers(ctx, "acme", kb.ID)
+			if err != nil || merr != nil {
+				t.Fatal(err, merr)
+			}
+			_, operr := svc.OperatorKB(ctx, "acme", tc.kb, "s3")
+			if tc.creator {
+				if by != u.ID || len(members) != 1 || members[0].Role != "owner" || ingest.AsMemberOwned(operr) == nil {
+					t.Errorf("creator %q, members %+v, operator channel %v; want %s as creator and owner, refused", by, members, operr, u.ID)
+				}
+				return
+			}
+			if by != "" || len(members) != 0 || operr != nil {
+				t.Errorf("creator %q, members %+v, operator channel %v; want no creator, no owner row, accepted", by, members, operr)
+			}
+		})
+	}
+}
+
 // The uploader's role is checked again once the file is read: an editor whose role is revoked while the
 // file is being sent does not get it in (404, as for a knowledge base the caller cannot read).
 func TestUploadByAnEditorRevokedDuringTheUpload(t *testing.T) {
