@@ -347,17 +347,16 @@ func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
 	return int(n), nil
 }
 
-// Flush implements store.VectorIndex: it seals the growing segments and waits until they are persisted.
+// Flush implements store.VectorIndex without a call to Milvus. Milvus acknowledges an upsert or a
+// delete only once it is in its write-ahead log (the message storage), so an acknowledged write is
+// already durable, and a Count at Strong consistency already sees it. Milvus's own flush only seals
+// growing segments, which it does by itself, and it is rate-limited per collection (by default 0.1 per
+// second, quotaAndLimits.flushRate.collection.max): a flush per ingested document or per chat memory
+// came back rate-limited (Unavailable) past one write every ten seconds, and an unlimited one could
+// block for several call timeouts while segments sealed.
 func (ix *Index) Flush(ctx context.Context) error {
-	const op = "milvus.Flush"
 	if err := ctx.Err(); err != nil {
-		return rag.E(op, rag.KindUnavailable, err)
+		return rag.E("milvus.Flush", rag.KindUnavailable, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 6*ix.o.CallTimeout) // a flush legitimately takes longer than a call
-	defer cancel()
-	task, err := ix.c.Flush(cctx, milvusclient.NewFlushOption(ix.coll))
-	if err != nil {
-		return classify(op, err)
-	}
-	return classify(op, task.Await(cctx))
+	return nil
 }

@@ -162,7 +162,7 @@ func TestUnavailable(t *testing.T) {
 			return ix.Upsert(ctx, []rag.VectorRecord{{ID: "b", Tenant: "t", KBID: "k", DocumentID: "d", Vector: q}})
 		},
 		"Delete": func(ctx context.Context) error { return ix.Delete(ctx, "t", []string{"a"}) },
-		"Flush":  ix.Flush,
+		// Flush makes no call (an acknowledged write is already durable in Milvus)
 	})
 	// and a server that is not there at all: Open fails within the dial timeout
 	start := time.Now()
@@ -195,5 +195,25 @@ func TestSearchConsistency(t *testing.T) {
 			t.Errorf("StrongSearch=%v: request %v, want level %v", c.strong, req, c.want)
 		}
 		_ = ix.Close()
+	}
+}
+
+// Flush sends nothing: Milvus rate-limits flushes per collection (0.1/s by default), and an
+// acknowledged write is durable without one. Counts at Strong consistency see the write.
+func TestFlushCallsNothing(t *testing.T) {
+	srv := fakemilvus.Start(t)
+	ix := open(t, srv.Addr(), "chunks")
+	ctx := context.Background()
+	if err := ix.Upsert(ctx, []rag.VectorRecord{{ID: "a", Tenant: "t", KBID: "k", DocumentID: "d", Vector: []float32{1, 2, 3, 4, 5, 6, 7, 8}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if req := srv.Request("Flush"); req != nil {
+		t.Errorf("Flush sent %v", req)
+	}
+	if n, err := ix.Count(ctx, rag.Filter{Tenant: "t"}); err != nil || n != 1 {
+		t.Errorf("Count after the upsert = %d, %v; want 1", n, err)
 	}
 }

@@ -452,8 +452,6 @@ func TestSameRequestsAsOfficialClient(t *testing.T) {
 				return err
 			}},
 		{"Upsert", func() error { return ref.Upsert(ctx, recs) }, func() error { return ix.Upsert(ctx, recs) }},
-		{"Flush", func() error { return ref.Flush(ctx) }, func() error { return ix.Flush(ctx) }},
-		{"GetFlushState", func() error { return ref.Flush(ctx) }, func() error { return ix.Flush(ctx) }},
 		{"Search", func() error { _, err := ref.Search(ctx, unit(0), 7, f); return err },
 			func() error { _, err := ix.Search(ctx, unit(0), 7, f); return err }},
 		{"Query", func() error { _, err := ref.Count(ctx, f); return err }, func() error { _, err := ix.Count(ctx, f); return err }},

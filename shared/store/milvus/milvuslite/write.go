@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/milvus-io/milvus-proto/go-api/v2/milvuspb"
 	"github.com/milvus-io/milvus-proto/go-api/v2/schemapb"
@@ -19,9 +18,6 @@ import (
 
 // upsertBatch is the rows per Upsert call: 500 x 1024 x 4 B = 2 MiB, far under gRPC's limit.
 const upsertBatch = 500
-
-// flushPoll is the client's FlushTask interval between GetFlushState calls.
-const flushPoll = 200 * time.Millisecond
 
 // Upsert implements store.VectorIndex with the request the client's column-based upsert sends (one
 // column per field, the collection's update timestamp); a batch is validated whole before anything is
@@ -132,39 +128,17 @@ func (ix *Index) delete(ctx context.Context, op, expr string) error {
 	return ix.classify(op, check(resp, err))
 }
 
-// Flush implements store.VectorIndex: Flush, then GetFlushState for the sealed segments until they are
-// persisted, as the client's FlushTask.Await; the first check is immediate (the client's waits one
-// interval), and the whole is bounded by six call timeouts like the full adapter's.
+// Flush implements store.VectorIndex without a call to Milvus (as the full adapter). Milvus acknowledges an upsert or a
+// delete only once it is in its write-ahead log (the message storage), so an acknowledged write is
+// already durable, and a Count at Strong consistency already sees it. Milvus's own flush only seals
+// growing segments, which it does by itself, and it is rate-limited per collection (by default 0.1 per
+// second, quotaAndLimits.flushRate.collection.max): a flush per ingested document or per chat memory
+// came back rate-limited (Unavailable) past one write every ten seconds, and an unlimited one could
+// block for several call timeouts while segments sealed.
 func (ix *Index) Flush(ctx context.Context) error {
 	const op = "milvuslite.Flush"
 	if err := ctx.Err(); err != nil {
 		return rag.E(op, rag.KindUnavailable, err)
 	}
-	if err := ix.ready(ctx, op); err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, 6*ix.o.CallTimeout)
-	defer cancel()
-	resp, err := ix.svc.Flush(cctx, &milvuspb.FlushRequest{CollectionNames: []string{ix.o.Collection}})
-	if err := check(resp, err); err != nil {
-		return ix.classify(op, err)
-	}
-	req := &milvuspb.GetFlushStateRequest{CollectionName: ix.o.Collection,
-		SegmentIDs: resp.GetCollSegIDs()[ix.o.Collection].GetData(), FlushTs: resp.GetCollFlushTs()[ix.o.Collection]}
-	for {
-		st, err := ix.svc.GetFlushState(cctx, req)
-		if err := check(st, err); err != nil {
-			return ix.classify(op, err)
-		}
-		if st.GetFlushed() {
-			return nil
-		}
-		t := time.NewTimer(flushPoll)
-		select {
-		case <-cctx.Done():
-			t.Stop()
-			return rag.E(op, rag.KindUnavailable, cctx.Err())
-		case <-t.C:
-		}
-	}
+	return ix.ready(ctx, op)
 }
