@@ -30,12 +30,15 @@ type sourceRestore struct {
 // restoreService is what the restore calls on ingest.Service.
 type restoreService interface {
 	KB(ctx context.Context, tenant, name string, create bool) (rag.KnowledgeBase, error)
+	CheckOperator(ctx context.Context, kb rag.KnowledgeBase, channel string) error
 	Ingest(ctx context.Context, tenant string, src ingest.Source) (ingest.Report, error)
 }
 
 // Restore reports false, with a nil error, unless the source's document is ready: the trigger path
 // creates a missing one, runs a failed one again and meets a pending one's execution (a replay). Otherwise it reads ch's object version and ingests it with Force, which stores the
-// source again; Conflict while another ingestion of the source holds the lease.
+// source again; Conflict while another ingestion of the source holds the lease; Permission when a member
+// created or owns the knowledge base (ingest.CheckOperator: the restore is an operator channel, and it
+// ingests by the id it leased, which skips the service's own check).
 func (r *sourceRestore) Restore(ctx context.Context, tenant string, ch ingest.SourceChange) (bool, error) {
 	const op = "consistency.restore"
 	kbName, rel, ok := ingest.SplitInboxKey(ch.Key)
@@ -78,6 +81,11 @@ func (r *sourceRestore) Restore(ctx context.Context, tenant string, ch ingest.So
 	if err != nil {
 		return true, err
 	}
-	_, err = r.Service.Ingest(ctx, tenant, ingest.Source{KBName: kbName, URI: uri, Name: path.Base(rel), Data: data, Force: true})
+	if err := r.Service.CheckOperator(ctx, kb, "restore"); err != nil {
+		return true, err
+	}
+	// by id: looked up by name again, a delete and re-create of the name since the lease was taken would
+	// send the object into the new knowledge base
+	_, err = r.Service.Ingest(ctx, tenant, ingest.Source{KBID: kb.ID, KBName: kbName, URI: uri, Name: path.Base(rel), Data: data, Force: true})
 	return true, err
 }

@@ -31,8 +31,10 @@ type Service struct {
 // Source is one file to ingest.
 type Source struct {
 	// KBID is the knowledge base when the caller resolved it (an upload, a re-processing): NotFound if it is
-	// gone, never another of the same name. Empty: KBName, resolved as an operator channel (OperatorKB:
-	// created on first use, refused when a member owns it).
+	// gone, never another of the same name. Setting it skips the operator rule (OperatorKB): only trusted
+	// callers set it, having checked the caller's role on that id (an upload) or applied the rule
+	// themselves (CheckOperator: the CLI, the restore). Empty: KBName, resolved as an operator channel
+	// (OperatorKB: created on first use, refused when a member created or owns it).
 	KBID   string
 	KBName string
 	URI    string // stable identity of the source (an inbox path, a file path, an upload id)
