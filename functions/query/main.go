@@ -68,9 +68,14 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 	}
 	off, err := offloaded(ctx, c)
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
-	return newHandler(cfg, c, s, off, tr, log)
+	h, err := newHandler(cfg, c, s, off, tr, log)
+	if err != nil {
+		s.Close()
+	}
+	return h, err
 }
 
 // offload holds the retrieval steps done by other functions; a nil one runs in process.

@@ -7,6 +7,7 @@ package httpfn
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/docmind/docmind/functions/internal/stores/aurora"
@@ -48,18 +49,35 @@ func Open(ctx context.Context, cfg config.Config, vectors VectorOpener) (Stores,
 	}
 	vec, err := vectors(ctx, cfg, cfg.Vector.Collection)
 	if err != nil {
+		db.Close()
 		return Stores{}, err
 	}
-	s := Stores{SQL: db, Keyword: aurora.Keyword(db, cfg), Vectors: vec,
-		KV: redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})}
+	s := Stores{SQL: db, Keyword: aurora.Keyword(db, cfg), Vectors: vec}
 	if cfg.Chat.MemoryEnabled {
 		mem, err := vectors(ctx, cfg, cfg.Vector.Collection+"_memories")
 		if err != nil {
+			s.Close()
 			return Stores{}, err
 		}
 		s.Memories = mem
 	}
+	s.KV = redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})
 	return s, nil
+}
+
+// Close closes what Open opened (a later start-up step failing closes them rather than leaving
+// connections to Aurora and Milvus behind).
+func (s Stores) Close() error {
+	var errs []error
+	for _, c := range []interface{ Close() error }{s.KV, s.Memories, s.Vectors} {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	if s.SQL != nil {
+		errs = append(errs, s.SQL.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Trace sets up tracing for service (exported over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set) and
