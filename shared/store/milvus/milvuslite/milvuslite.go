@@ -274,11 +274,17 @@ func retryTransient(ctx context.Context, method string, req, reply any, cc *grpc
 	var err error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if attempt > 0 {
-			t := time.NewTimer(60 * time.Millisecond * time.Duration(math.Pow(3, float64(attempt))))
+			wait := 60 * time.Millisecond * time.Duration(math.Pow(3, float64(attempt)))
+			if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+				// the next attempt could not start in time: say what failed now, not "deadline exceeded"
+				// after sleeping into it
+				return err
+			}
+			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return status.FromContextError(ctx.Err()).Err()
+				return status.Errorf(status.FromContextError(ctx.Err()).Code(), "%v (last attempt: %v)", ctx.Err(), err)
 			case <-t.C:
 			}
 		}
