@@ -59,14 +59,16 @@ func (s *DB) CreateDocument(ctx context.Context, d *rag.Document) error {
 	}
 	now := ms(s.now())
 	d.CreatedAt, d.UpdatedAt = fromMS(now), fromMS(now)
-	// One statement inserts the row only if the knowledge base exists: InnoDB's INSERT ... SELECT reads the
-	// knowledge_bases row with a shared lock, so a concurrent DeleteKB either waits for this insert (and
-	// then deletes the row with the rest) or has committed first (and nothing is inserted). A separate
-	// SELECT read a snapshot, and a delete committing between the two left a document of a deleted
-	// knowledge base (an upload checked by id racing a delete of that knowledge base).
+	// One statement inserts the row only if the knowledge base exists, reading the knowledge_bases row with
+	// a shared lock, so a concurrent DeleteKB either waits for this insert (and then deletes the row with
+	// the rest) or has committed first (and nothing is inserted). A separate SELECT read a snapshot, and a
+	// delete committing between the two left a document of a deleted knowledge base (an upload checked by
+	// id racing a delete of that knowledge base). InnoDB's INSERT ... SELECT locks the row by itself only
+	// under REPEATABLE READ; under READ COMMITTED (a DSN's transaction_isolation) it reads a snapshot, so
+	// the lock is asked for (shareLock). SQLite writes one transaction at a time.
 	res, err := s.db.ExecContext(ctx, `INSERT INTO documents (id, tenant_id, kb_id, source_uri, source_hash, source_etag, source_sequencer,
 		file_name, file_type, content_hash, status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, created_at, updated_at)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM knowledge_bases WHERE tenant_id = ? AND id = ?`,
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM knowledge_bases WHERE tenant_id = ? AND id = ?`+s.shareLock(),
 		d.ID, d.Tenant, d.KBID, d.SourceURI, sourceHash(d.SourceURI), d.SourceETag, d.SourceSequencer,
 		d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, now, now,
 		d.Tenant, d.KBID)
@@ -175,4 +177,14 @@ func (s *DB) DeleteDocument(ctx context.Context, tenant, id string) error {
 		_, err = tx.ExecContext(ctx, `DELETE FROM chunks WHERE tenant_id = ? AND document_id = ?`, tenant, id)
 		return err
 	})
+}
+
+// shareLock is the clause that makes a SELECT a locking read of its rows in shared mode on MySQL: LOCK IN
+// SHARE MODE, which MySQL 8, MariaDB and go-mysql-server all accept (FOR SHARE is MySQL 8 only).
+// Empty on SQLite, which has no row locks and serialises writers.
+func (s *DB) shareLock() string {
+	if s.dialect.Name == "mysql" {
+		return " LOCK IN SHARE MODE"
+	}
+	return ""
 }
