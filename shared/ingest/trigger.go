@@ -82,7 +82,7 @@ func SplitInboxKey(key string) (kb, rel string, ok bool) {
 }
 
 // Handle applies one event. Errors are classified: Invalid for an event that can never succeed (the
-// message belongs in the dead-letter queue), Permission for a put into a knowledge base a member owns
+// message belongs in the dead-letter queue), Permission for a put into a knowledge base a member created or owns
 // (OperatorKB: refused, audited, and dead-lettered after the queue's retries), Conflict while another
 // ingestion holds the source (retry later), Unavailable for a dependency that is down.
 func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, error) {
@@ -140,7 +140,7 @@ func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, e
 }
 
 // kb is the event's knowledge base: for a put, an operator channel's (created when missing, Permission
-// when a member owns it: the message ends in the dead-letter queue, to be redriven once the knowledge
+// when a member created or owns it: the message ends in the dead-letter queue; redriving it helps only once the knowledge
 // base is the operator's); a removal only looks it up, so the operator's own earlier documents can still
 // be removed.
 func (t *Trigger) kb(ctx context.Context, name string, removed bool) (rag.KnowledgeBase, error) {

@@ -19,7 +19,7 @@ import (
 
 // Watcher keeps knowledge bases in step with a drop folder: <root>/<kb-name>/<any path>. A new or
 // changed file is ingested, a removed file's document is deleted everywhere, and a knowledge base is
-// created when its folder first holds a file. A folder whose knowledge base a member owns is refused file
+// created when its folder first holds a file. A folder whose knowledge base a member created or owns is refused file
 // by file, logged and audited (OperatorKB), never ingested. Events are debounced per file, because editors and copies
 // write a file in several steps.
 type Watcher struct {
