@@ -12,7 +12,6 @@ package milvus
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,17 +39,16 @@ var quietClientLog sync.Once
 
 // Field names of the collection (milvusexpr holds them for both adapters).
 const (
-	FieldID      = milvusexpr.FieldID
-	FieldTenant  = milvusexpr.FieldTenant
-	FieldKB      = milvusexpr.FieldKB
-	FieldDoc     = milvusexpr.FieldDoc
-	FieldChunk   = milvusexpr.FieldChunk
-	FieldTags    = milvusexpr.FieldTags
-	FieldVector  = milvusexpr.FieldVector
-	maxTags      = rag.MaxTags
-	maxIDLen     = 64
-	upsertBatch  = 500 // rows per Upsert call: 500 x 1024 x 4 B = 2 MiB, far under gRPC's limit
-	maxFilterIDs = milvusexpr.MaxFilterIDs
+	FieldID     = milvusexpr.FieldID
+	FieldTenant = milvusexpr.FieldTenant
+	FieldKB     = milvusexpr.FieldKB
+	FieldDoc    = milvusexpr.FieldDoc
+	FieldChunk  = milvusexpr.FieldChunk
+	FieldTags   = milvusexpr.FieldTags
+	FieldVector = milvusexpr.FieldVector
+	maxTags     = rag.MaxTags
+	maxIDLen    = 64
+	upsertBatch = 500 // rows per Upsert call: 500 x 1024 x 4 B = 2 MiB, far under gRPC's limit
 )
 
 // Options configure the index (shared with milvuslite; Late is ignored: Open creates and loads).
@@ -184,8 +182,6 @@ func classify(op string, err error) error { return milvusexpr.Classify(op, err) 
 
 func quote(s string) string { return milvusexpr.Quote(s) }
 
-func list(vals []string) string { return milvusexpr.List(vals) }
-
 // Expr builds the filter expression for f. The tenant clause is always first and always present.
 func Expr(f rag.Filter) (string, error) { return milvusexpr.Expr(f) }
 
@@ -286,12 +282,11 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 // Delete implements store.VectorIndex.
 func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error {
 	const op = "milvus.Delete"
-	if err := errors.Join(rag.ValidateID("tenant", tenant), rag.ValidateIDs("id", ids)); err != nil {
+	exprs, err := milvusexpr.DeleteExprs(tenant, ids)
+	if err != nil {
 		return rag.E(op, rag.KindInvalid, err)
 	}
-	for start := 0; start < len(ids); start += maxFilterIDs {
-		batch := ids[start:min(start+maxFilterIDs, len(ids))]
-		expr := FieldTenant + " == " + quote(tenant) + " and " + FieldID + " in " + list(batch)
+	for _, expr := range exprs {
 		if err := ix.delete(ctx, op, expr); err != nil {
 			return err
 		}

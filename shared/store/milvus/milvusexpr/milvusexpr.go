@@ -160,3 +160,17 @@ func (o Options) WithDefaults(op string) (Options, error) {
 func DocumentExpr(tenant, kbID, documentID string) (string, error) {
 	return Expr(rag.Filter{Tenant: tenant, KBIDs: []string{kbID}, DocumentIDs: []string{documentID}})
 }
+
+// DeleteExprs are the expressions deleting ids of one tenant, at most MaxFilterIDs ids each (Delete in
+// both adapters); Invalid for a bad tenant or id.
+func DeleteExprs(tenant string, ids []string) ([]string, error) {
+	if err := errors.Join(rag.ValidateID("tenant", tenant), rag.ValidateIDs("id", ids)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for start := 0; start < len(ids); start += MaxFilterIDs {
+		batch := ids[start:min(start+MaxFilterIDs, len(ids))]
+		out = append(out, FieldTenant+" == "+Quote(tenant)+" and "+FieldID+" in "+List(batch))
+	}
+	return out, nil
+}

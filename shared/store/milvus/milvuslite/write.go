@@ -92,12 +92,11 @@ func columns(batch []rag.VectorRecord, dim int) []*schemapb.FieldData {
 // Delete implements store.VectorIndex.
 func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error {
 	const op = "milvuslite.Delete"
-	if err := errors.Join(rag.ValidateID("tenant", tenant), rag.ValidateIDs("id", ids)); err != nil {
+	exprs, err := milvusexpr.DeleteExprs(tenant, ids)
+	if err != nil {
 		return rag.E(op, rag.KindInvalid, err)
 	}
-	for start := 0; start < len(ids); start += milvusexpr.MaxFilterIDs {
-		batch := ids[start:min(start+milvusexpr.MaxFilterIDs, len(ids))]
-		expr := milvusexpr.FieldTenant + " == " + milvusexpr.Quote(tenant) + " and " + milvusexpr.FieldID + " in " + milvusexpr.List(batch)
+	for _, expr := range exprs {
 		if err := ix.delete(ctx, op, expr); err != nil {
 			return err
 		}
