@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,6 +43,36 @@ const DefaultBatch = 32
 // processing (with, at most, vectors no row points at, which the next ingest overwrites by their
 // deterministic ids, or the consistency check removes).
 func (s *Service) IngestBatch(ctx context.Context, tenant string, srcs []Source) []Report {
+	srcs, refused := s.resolveNames(ctx, tenant, srcs)
+	if len(refused) == 0 {
+		return s.ingestBatch(ctx, tenant, srcs)
+	}
+	reps := make([]Report, len(srcs))
+	var rest []Source
+	var at []int
+	for i, src := range srcs {
+		if err, ok := refused[i]; ok {
+			reps[i] = refusedReport(src, err)
+			continue
+		}
+		rest, at = append(rest, src), append(at, i)
+	}
+	for j, rep := range s.ingestBatch(ctx, tenant, rest) {
+		reps[at[j]] = rep
+	}
+	return reps
+}
+
+// refusedReport is the report Ingest gives a source whose knowledge base the operator rule refused.
+func refusedReport(src Source, err error) Report {
+	if e := checkSupported(src.Name); e != nil {
+		err = e // Ingest checks the file type first
+	}
+	return Report{File: src.Name, Status: rag.StatusFailed, Outcome: Outcome{StageMS: map[string]int64{}}, Error: err.Error()}
+}
+
+// ingestBatch is IngestBatch once every source's knowledge base is known to be acceptable.
+func (s *Service) ingestBatch(ctx context.Context, tenant string, srcs []Source) []Report {
 	reps := make([]Report, len(srcs))
 	br, ok := s.Runner.Stages.Records.(BatchRecords)
 	slow := make([]bool, len(srcs))
@@ -426,4 +457,46 @@ func (s *Service) indexKeywords(tenant string, items []*batchItem) (wait func())
 		})
 	}
 	return wg.Wait
+}
+
+// resolveNames checks each knowledge-base name the batch's sources give (operator channels) once, not
+// once per file (the check reads the knowledge base, its creator and its members, and audits a
+// refusal), and returns a copy of srcs carrying the ids of the names that passed and, by index, the
+// refusal of each source whose name did not.
+func (s *Service) resolveNames(ctx context.Context, tenant string, srcs []Source) ([]Source, map[int]error) {
+	type verdict struct {
+		id  string
+		err error
+	}
+	var (
+		out     []Source
+		refused map[int]error
+		seen    = map[string]verdict{}
+	)
+	for i, src := range srcs {
+		if src.KBID != "" || src.KBName == "" {
+			continue
+		}
+		v, ok := seen[src.KBName]
+		if !ok {
+			kb, err := s.OperatorKB(ctx, tenant, src.KBName, "ingest")
+			v = verdict{kb.ID, err}
+			seen[src.KBName] = v
+		}
+		if v.err != nil {
+			if refused == nil {
+				refused = map[int]error{}
+			}
+			refused[i] = v.err
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(srcs)
+		}
+		out[i].KBID = v.id
+	}
+	if out == nil {
+		out = srcs
+	}
+	return out, refused
 }
