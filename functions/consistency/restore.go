@@ -73,15 +73,16 @@ func (r *sourceRestore) Restore(ctx context.Context, tenant string, ch ingest.So
 		return true, rag.Errorf(op, rag.KindConflict, "an ingestion of %s holds its lease", uri)
 	}
 	defer r.Leases.ReleaseLease(context.WithoutCancel(ctx), lease, holder)
+	// the rule before the download: a refused knowledge base costs a few queries, not the object
+	if err := r.Service.CheckOperator(ctx, kb, "restore"); err != nil {
+		return true, err
+	}
 	limit := r.MaxBytes
 	if limit <= 0 {
 		limit = 64 << 20
 	}
 	data, err := r.Objects.GetObject(ctx, ch.Bucket, ch.Key, ch.VersionID, limit)
 	if err != nil {
-		return true, err
-	}
-	if err := r.Service.CheckOperator(ctx, kb, "restore"); err != nil {
 		return true, err
 	}
 	// by id: looked up by name again, a delete and re-create of the name since the lease was taken would
