@@ -23,6 +23,7 @@ var (
 // terms; the WebAssembly memory cap (Limits.PDFMemory) still bounds the parse.
 func pdfContentBytes(data []byte, limit int64) int64 {
 	var total int64
+	var inf inflater
 	for pos := 0; total < limit; {
 		i := bytes.Index(data[pos:], kwStream)
 		if i < 0 {
@@ -53,9 +54,7 @@ func pdfContentBytes(data []byte, limit int64) int64 {
 			continue
 		}
 		if bytes.Contains(dict, kwFlate) {
-			if zr, err := zlib.NewReader(bytes.NewReader(raw)); err == nil {
-				n, _ := io.Copy(io.Discard, io.LimitReader(zr, limit-total))
-				zr.Close()
+			if n, ok := inf.inflated(raw, limit-total); ok {
 				total += n
 				continue
 			}
@@ -72,4 +71,26 @@ func isImageDict(dict []byte) bool {
 		}
 	}
 	return false
+}
+
+// inflater counts a stream's inflated bytes with one decompressor reset per stream: a PDF has thousands
+// of streams, and a new zlib reader each (its window and tables) was churn before the budget's reservation.
+type inflater struct {
+	src bytes.Reader
+	zr  io.ReadCloser
+}
+
+func (f *inflater) inflated(raw []byte, limit int64) (int64, bool) {
+	f.src.Reset(raw)
+	if f.zr == nil {
+		zr, err := zlib.NewReader(&f.src)
+		if err != nil {
+			return 0, false
+		}
+		f.zr = zr
+	} else if err := f.zr.(zlib.Resetter).Reset(&f.src, nil); err != nil {
+		return 0, false
+	}
+	n, _ := io.Copy(io.Discard, io.LimitReader(f.zr, limit))
+	return n, true
 }
