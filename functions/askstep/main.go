@@ -15,6 +15,7 @@ import (
 	"github.com/docmind/docmind/functions/internal/awsenv"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
 	"github.com/docmind/docmind/functions/internal/stores"
+	"github.com/docmind/docmind/functions/internal/stores/aurora"
 	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/config"
@@ -46,7 +47,7 @@ func open(ctx context.Context, getenv func(string) string) (*askflow.Stages, err
 	if err != nil {
 		return nil, err
 	}
-	return stages(cfg, c.SQL, stores.Keyword(c.SQL, cfg), c.Vectors)
+	return stages(cfg, c.SQL, aurora.Keyword(c.SQL, cfg), c.Vectors)
 }
 
 // stages wires the chat's pipeline as the chat function does (the same model, prices, guard, web,

@@ -174,7 +174,9 @@ var _ retrieve.Grader = (*Grader)(nil)
 // reply without a known tier (a decoded "{}" must not pass for a verdict), so the chain falls back to
 // its in-process grade.
 func (g *Grader) Grade(ctx context.Context, query string, ev []rank.Evidence, rerankKnown bool) (rank.Grade, error) {
-	var out rankfn.GradeOut
+	var out struct { // the reply's evidence (sent back for other callers) is not decoded
+		Grade rank.Grade `json:"grade"`
+	}
 	if err := g.Call(ctx, rankfn.GradeIn{Query: query, Evidence: ev, RerankKnown: rerankKnown}, &out); err != nil {
 		return rank.Grade{}, err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/store"
 	"github.com/docmind/docmind/shared/store/milvus"
-	"github.com/docmind/docmind/shared/store/mysql"
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
@@ -36,14 +35,6 @@ func Open(ctx context.Context, cfg config.Config) (Cloud, error) {
 		return Cloud{}, err
 	}
 	return Cloud{SQL: db, Vectors: vec}, nil
-}
-
-// Keyword is BM25 over the chunk rows in db, with the configured parameters.
-func Keyword(db *sqldb.DB, cfg config.Config) *mysql.Keyword { return aurora.Keyword(db, cfg) }
-
-// Memories opens the long-term memories' collection, "<collection>_memories" next to the chunks'.
-func Memories(ctx context.Context, cfg config.Config) (*milvus.Index, error) {
-	return milvus.Open(ctx, milvusOptions(cfg, cfg.Vector.Collection+"_memories"))
 }
 
 // Vectors opens (creating and loading when needed) the named collection: the opener httpfn.Open takes

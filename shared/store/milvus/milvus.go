@@ -225,8 +225,8 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	if err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
 	}
-	if k < 1 || k > 16384 {
-		return nil, rag.Errorf(op, rag.KindInvalid, "k must be within 1..16384, got %d", k)
+	if k < 1 || k > milvusexpr.MaxTopK {
+		return nil, rag.Errorf(op, rag.KindInvalid, "k must be within 1..%d, got %d", milvusexpr.MaxTopK, k)
 	}
 	if err := rag.ValidateVector(query, ix.o.Dim); err != nil {
 		return nil, rag.E(op, rag.KindInvalid, fmt.Errorf("query: %w", err))
