@@ -129,23 +129,16 @@ func (s *Stages) Retrieve(ctx context.Context, f Flow) (Flow, error) {
 // fusedOnly is the retrieval chain cut before its rerank: both legs, fusion and the loaded candidates.
 type fusedOnly struct{ chain *retrieve.Retriever }
 
-// Retrieve returns the loaded fused candidates as Reranked. A nil reranker keeps the fused order
-// (scores scaled by the top one, which a reranker replaces), and RerankK = FusedK cuts nothing; the
-// rest of the chain's result is dropped, and with it the hit lists, which only the discarded
-// retrieval event reads.
+// Retrieve returns the chain's loaded fused candidates as Reranked, in the order and with the scores a
+// chain without a reranker gives them (the fused order, scaled by the top score, which the Rerank
+// Task's scores replace). The hit lists are dropped: only the discarded retrieval event reads them.
 func (f fusedOnly) Retrieve(ctx context.Context, q retrieve.Query) (*retrieve.Result, error) {
-	r := *f.chain
-	r.Reranker, r.Grader = nil, nil // the grade of every candidate would be thrown away
-	r.Options.RerankK = r.Options.FusedK
-	res, err := r.Retrieve(ctx, q)
+	res, ev, err := f.chain.Candidates(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	ms := map[string]int64{}
-	for _, k := range []string{"retrieval", "fusion"} {
-		ms[k] = res.StageMS[k]
-	}
-	return &retrieve.Result{Profile: res.Profile, Reranked: res.Reranked, Degraded: res.Degraded, LegErrors: res.LegErrors, StageMS: ms}, nil
+	reranked, _, _ := rank.RerankEvidence(ctx, nil, q.Text, ev)
+	return &retrieve.Result{Profile: res.Profile, Reranked: reranked, Degraded: res.Degraded, LegErrors: res.LegErrors, StageMS: res.StageMS}, nil
 }
 
 // Evidence does what the in-process chain does after its reranker: order the candidates by the
@@ -165,19 +158,14 @@ func (s *Stages) Evidence(ctx context.Context, f Flow) (Flow, error) {
 	if len(ev) > o.RerankK {
 		ev = ev[:o.RerankK]
 	}
+	// the chain's own tail, into a result of its own: Filtered, Diverse and Expanded stay out of the
+	// state (nothing after this stage reads them), and so do its stage times (this stage has one)
+	tail := &retrieve.Result{StageMS: map[string]int64{}}
+	if err := s.Chain.Narrow(ctx, st.Request.Tenant, tail, ev, f.Reranker); err != nil {
+		return f, rag.E("askflow.Evidence", rag.KindOf(err), err)
+	}
 	res := st.Result
-	res.Reranked = ev
-	filtered := rank.Dedupe(ev)
-	if f.Reranker {
-		filtered = rank.Filter(ev, o.Filter)
-	}
-	diverse := rank.MMR(filtered, len(filtered), o.MMRLambda)
-	parents, err := s.parents(ctx, st.Request.Tenant, diverse)
-	if err != nil {
-		return f, err
-	}
-	// Filtered, Diverse and Expanded stay out of the state: nothing after this stage reads them.
-	res.Evidence = rank.Compress(rank.ExpandParents(diverse, parents), o.Compress)
+	res.Reranked, res.Evidence = ev, tail.Evidence
 	if degraded {
 		res.Degraded = append(res.Degraded, "rerank")
 		st.Done.Degraded = append(st.Done.Degraded, "rerank")
@@ -218,25 +206,6 @@ type failed struct{}
 
 func (failed) Rerank(context.Context, string, []string) ([]float64, error) {
 	return nil, rag.Errorf("askflow.Evidence", rag.KindUnavailable, "the rerank function failed")
-}
-
-// parents loads the parent chunks of ev, as the chain does before parent expansion.
-func (s *Stages) parents(ctx context.Context, tenant string, ev []rank.Evidence) (map[string]rag.Chunk, error) {
-	var ids []string
-	for _, e := range ev {
-		if e.ParentID != "" {
-			ids = append(ids, e.ParentID)
-		}
-	}
-	rows, err := s.Chain.Chunks.GetChunks(ctx, tenant, ids)
-	if err != nil {
-		return nil, rag.E("askflow.Evidence", rag.KindOf(err), err)
-	}
-	out := make(map[string]rag.Chunk, len(rows))
-	for _, c := range rows {
-		out[c.ID] = c
-	}
-	return out, nil
 }
 
 // Generate replays a prepared answer, or runs the pipeline's Finish over the graded evidence (the

@@ -105,9 +105,41 @@ type Result struct {
 
 // Retrieve runs the chain. A failing leg degrades (the other leg still answers); both failing is an error.
 func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
+	res, ev, err := r.Candidates(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	o := r.Options
+	start := time.Now()
+	reranked, degraded, _ := rank.RerankEvidence(ctx, r.Reranker, q.Text, ev)
+	if degraded {
+		res.Degraded = append(res.Degraded, "rerank")
+	}
+	if len(reranked) > o.RerankK {
+		reranked = reranked[:o.RerankK]
+	}
+	res.StageMS["rerank"] += time.Since(start).Milliseconds()
+	if err := r.Narrow(ctx, q.Filter.Tenant, res, reranked, r.Reranker != nil); err != nil {
+		return nil, err
+	}
+
+	start = time.Now()
+	var gradeFailed bool
+	res.Grade, gradeFailed = r.grade(ctx, q.Text, res.Evidence, r.Reranker != nil && !degraded)
+	if gradeFailed {
+		res.Degraded = append(res.Degraded, "grade")
+	}
+	res.StageMS["grade"] += time.Since(start).Milliseconds()
+	return res, nil
+}
+
+// Candidates is the chain up to its rerank: both legs, their fusion cut to FusedK and the loaded fused
+// candidates, with the result's profile, hit lists, degraded legs and stage times. The answer workflow
+// reranks these in another function, then hands them to Narrow.
+func (r *Retriever) Candidates(ctx context.Context, q Query) (*Result, []rank.Evidence, error) {
 	const op = "retrieve"
 	if err := q.Filter.Validate(); err != nil {
-		return nil, rag.E(op, rag.KindInvalid, err)
+		return nil, nil, rag.E(op, rag.KindInvalid, err)
 	}
 	o := r.Options
 	res := &Result{StageMS: map[string]int64{}}
@@ -139,7 +171,7 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 	stage("retrieval", start)
 	switch {
 	case kerr != nil && verr != nil:
-		return nil, fmt.Errorf("both retrieval legs failed: keyword: %w; vector: %v", kerr, verr)
+		return nil, nil, fmt.Errorf("both retrieval legs failed: keyword: %w; vector: %v", kerr, verr)
 	case kerr != nil:
 		res.Degraded = append(res.Degraded, "keyword")
 		res.LegErrors = append(res.LegErrors, "keyword: "+rag.KindOf(kerr).String())
@@ -156,45 +188,37 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 	}
 	ev, err := r.load(ctx, q.Filter.Tenant, res.Fused)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stage("fusion", start)
+	return res, ev, nil
+}
 
-	start = time.Now()
-	reranked, degraded, _ := rank.RerankEvidence(ctx, r.Reranker, q.Text, ev)
-	if degraded {
-		res.Degraded = append(res.Degraded, "rerank")
-	}
-	if len(reranked) > o.RerankK {
-		reranked = reranked[:o.RerankK]
-	}
+// Narrow is the chain after its rerank, over reranked (already cut to RerankK), into res: the filter
+// (a dedupe when no model scored them: QAnything's thresholds are calibrated for cross-encoder scores,
+// relative fused scores only dedupe), diversity (MMR), parent expansion and compression. Errors: the
+// chunk store's (parents).
+func (r *Retriever) Narrow(ctx context.Context, tenant string, res *Result, reranked []rank.Evidence, modelScored bool) error {
+	o := r.Options
+	start := time.Now()
 	res.Reranked = reranked
-	if r.Reranker != nil {
+	if modelScored {
 		res.Filtered = rank.Filter(reranked, o.Filter)
 	} else {
-		// QAnything's thresholds are calibrated for cross-encoder scores; relative fused scores only dedupe
 		res.Filtered = rank.Dedupe(reranked)
 	}
-	stage("rerank", start)
+	res.StageMS["rerank"] += time.Since(start).Milliseconds()
 
 	start = time.Now()
 	res.Diverse = rank.MMR(res.Filtered, len(res.Filtered), o.MMRLambda)
-	parents, err := r.parents(ctx, q.Filter.Tenant, res.Diverse)
+	parents, err := r.parents(ctx, tenant, res.Diverse)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.Expanded = rank.ExpandParents(res.Diverse, parents)
 	res.Evidence = rank.Compress(res.Expanded, o.Compress)
-	stage("compress", start)
-
-	start = time.Now()
-	var gradeFailed bool
-	res.Grade, gradeFailed = r.grade(ctx, q.Text, res.Evidence, r.Reranker != nil && !degraded)
-	if gradeFailed {
-		res.Degraded = append(res.Degraded, "grade")
-	}
-	stage("grade", start)
-	return res, nil
+	res.StageMS["compress"] += time.Since(start).Milliseconds()
+	return nil
 }
 
 // grade judges the evidence with the Grader when there is one, and in process when there is none, when
