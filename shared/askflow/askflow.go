@@ -118,10 +118,12 @@ func (s *Stages) Retrieve(ctx context.Context, f Flow) (Flow, error) {
 	f.Candidates, st.Result.Reranked = st.Result.Reranked, nil
 	f.Documents = make([]string, len(f.Candidates))
 	for i, c := range f.Candidates {
+		// each text travels once, in Documents (the Rerank Task's input); Evidence puts it back
 		f.Documents[i] = c.ChildText
 		if c.Text == c.ChildText {
 			f.Candidates[i].Text = ""
 		}
+		f.Candidates[i].ChildText = ""
 	}
 	return f, nil
 }
@@ -149,9 +151,13 @@ func (f fusedOnly) Retrieve(ctx context.Context, q retrieve.Query) (*retrieve.Re
 func (s *Stages) Evidence(ctx context.Context, f Flow) (Flow, error) {
 	start := time.Now()
 	st, o := &f.State, s.Chain.Options
+	if len(f.Documents) != len(f.Candidates) {
+		return f, rag.Errorf("askflow.Evidence", rag.KindInvalid, "%d documents for %d candidates", len(f.Documents), len(f.Candidates))
+	}
 	for i := range f.Candidates {
+		f.Candidates[i].ChildText = f.Documents[i]
 		if f.Candidates[i].Text == "" {
-			f.Candidates[i].Text = f.Candidates[i].ChildText
+			f.Candidates[i].Text = f.Documents[i]
 		}
 	}
 	ev, degraded := f.rerank(ctx)

@@ -2,10 +2,13 @@ package askflow
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/rankfn"
+	"github.com/docmind/docmind/shared/retrieve"
 )
 
 // TestFlowRerank: the Rerank Task's reply decides the order, and which reranker the answer says it had,
@@ -32,5 +35,16 @@ func TestFlowRerank(t *testing.T) {
 			t.Errorf("%s: first %s degraded %v reranker %v known %v; want %s %v %v %v", c.name, ev[0].ChunkID, degraded, f.Reranker, f.RerankKnown,
 				c.first, c.degraded, c.reranker, c.known)
 		}
+	}
+}
+
+// An Evidence payload whose candidates and texts disagree in number (a hand-edited or truncated state)
+// is refused as Invalid, not answered from misplaced texts.
+func TestEvidenceRefusesMismatchedTexts(t *testing.T) {
+	s := &Stages{Chain: &retrieve.Retriever{Options: retrieve.DefaultOptions()}}
+	f := Flow{Candidates: []rank.Evidence{{ChunkID: "a"}, {ChunkID: "b"}}, Documents: []string{"only one"}}
+	_, err := s.Evidence(context.Background(), f)
+	if rag.KindOf(err) != rag.KindInvalid || !strings.Contains(err.Error(), "1 documents for 2 candidates") {
+		t.Fatalf("Evidence with 1 text for 2 candidates: %v, want Invalid naming both counts", err)
 	}
 }
