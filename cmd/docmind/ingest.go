@@ -178,12 +178,8 @@ func ingestKB(e env, svc *ingest.Service, db *sqldb.DB, tenant, name string, ado
 		return kb, err
 	}
 	if refusal != nil {
-		who := "owned by " + strings.Join(refusal.Owners, ", ")
-		if refusal.Creator != "" {
-			who = "created by " + refusal.Creator + ", a member"
-		}
 		fmt.Fprintf(e.stderr, "docmind: adding to knowledge base %q, %s (--adopt); its members can read what is ingested, "+
-			"its owners share and delete it: %s\n", kb.Name, who, refusal.MemberList())
+			"its owners share and delete it: %s\n", kb.Name, refusal.Why(), refusal.MemberList())
 		audit(e, db, tenant, "ingest.adopt", kb.ID, refusal.Detail())
 	}
 	return kb, nil

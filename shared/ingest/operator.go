@@ -67,10 +67,25 @@ type MemberOwnedError struct {
 	Members []MemberRole // every member with its role, in ListMembers order
 }
 
-func (e *MemberOwnedError) Error() string {
-	why := "is owned by " + strings.Join(e.Owners, ", ")
+// Why says who stands in the way: "created by EMAIL, a member" or "owned by EMAIL, ...".
+func (e *MemberOwnedError) Why() string {
 	if e.Creator != "" {
-		why = "was created by " + e.Creator + ", a member"
+		return e.who() + ", a member"
+	}
+	return e.who()
+}
+
+func (e *MemberOwnedError) who() string {
+	if e.Creator != "" {
+		return "created by " + e.Creator
+	}
+	return "owned by " + strings.Join(e.Owners, ", ")
+}
+
+func (e *MemberOwnedError) Error() string {
+	why := "is " + e.Why()
+	if e.Creator != "" {
+		why = "was " + e.Why()
 	}
 	return fmt.Sprintf("knowledge base %q (%s) %s, not by the operator: operator ingestion does not add to a "+
 		"knowledge base a member created or owns (its members could read what is added, its owners share and delete it); "+
@@ -132,11 +147,7 @@ func (s *Service) CheckOperator(ctx context.Context, kb rag.KnowledgeBase, chann
 
 // Detail is the refusal as the audit log records it.
 func (e *MemberOwnedError) Detail() string {
-	d := "members: " + e.MemberList()
-	if e.Creator != "" {
-		return "created by " + e.Creator + "; " + d
-	}
-	return "owned by " + strings.Join(e.Owners, ", ") + "; " + d
+	return e.who() + "; members: " + e.MemberList()
 }
 
 // Refusal returns why an operator channel may not add to kb (see the rule above), or nil when it may.
