@@ -40,20 +40,39 @@ func ValidateKBName(name string) error {
 // Conflict when the tenant already has a knowledge base with that name.
 func (s *DB) CreateKB(ctx context.Context, kb *rag.KnowledgeBase) error {
 	const op = "sqldb.CreateKB"
+	if err := s.prepareKB(op, kb, ""); err != nil {
+		return err
+	}
+	return s.classify(op, insertKB(ctx, s.db, kb, ""))
+}
+
+// prepareKB gives kb an id when it has none, checks its ids and name, and sets CreatedAt and Version.
+func (s *DB) prepareKB(op string, kb *rag.KnowledgeBase, creator string) error {
 	if kb.ID == "" {
 		kb.ID = rag.NewID("kb")
 	}
-	if err := validIDs(op, "tenant", kb.Tenant, "kb id", kb.ID); err != nil {
+	ids := []string{"tenant", kb.Tenant, "kb id", kb.ID}
+	if creator != "" {
+		ids = append(ids, "user id", creator)
+	}
+	if err := validIDs(op, ids...); err != nil {
 		return err
 	}
 	if err := ValidateKBName(kb.Name); err != nil {
 		return err
 	}
-	now := s.now()
-	kb.CreatedAt, kb.Version = fromMS(ms(now)), 0
-	_, err := s.db.ExecContext(ctx, `INSERT INTO knowledge_bases (id, tenant_id, name, description, version, created_at, updated_at)
-		VALUES (?, ?, ?, ?, 0, ?, ?)`, kb.ID, kb.Tenant, kb.Name, kb.Description, ms(now), ms(now))
-	return s.classify(op, err)
+	kb.CreatedAt, kb.Version = fromMS(ms(s.now())), 0
+	return nil
+}
+
+// insertKB is the one INSERT of a knowledge base ("" creator: none recorded).
+func insertKB(ctx context.Context, x interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, kb *rag.KnowledgeBase, creator string) error {
+	at := ms(kb.CreatedAt)
+	_, err := x.ExecContext(ctx, `INSERT INTO knowledge_bases (id, tenant_id, name, description, version, created_by, created_at, updated_at)
+		VALUES (?, ?, ?, ?, 0, ?, ?, ?)`, kb.ID, kb.Tenant, kb.Name, kb.Description, creator, at, at)
+	return err
 }
 
 // CreateKBOwnedBy inserts a knowledge base created by owner, a member of its tenant who is not a tenant
@@ -65,28 +84,19 @@ func (s *DB) CreateKB(ctx context.Context, kb *rag.KnowledgeBase) error {
 // between and could take what an operator ingested under its name.
 func (s *DB) CreateKBOwnedBy(ctx context.Context, kb *rag.KnowledgeBase, owner string) error {
 	const op = "sqldb.CreateKBOwnedBy"
-	if kb.ID == "" {
-		kb.ID = rag.NewID("kb")
-	}
-	if err := validIDs(op, "tenant", kb.Tenant, "kb id", kb.ID, "user id", owner); err != nil {
+	if err := s.prepareKB(op, kb, owner); err != nil {
 		return err
 	}
-	if err := ValidateKBName(kb.Name); err != nil {
-		return err
-	}
-	now := s.now()
-	kb.CreatedAt, kb.Version = fromMS(ms(now)), 0
 	return s.inTx(ctx, op, func(tx *sql.Tx) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE tenant_id = ? AND id = ?`, kb.Tenant, owner).Scan(&one); err != nil {
 			return s.classify(op, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_bases (id, tenant_id, name, description, version, created_by, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 0, ?, ?, ?)`, kb.ID, kb.Tenant, kb.Name, kb.Description, owner, ms(now), ms(now)); err != nil {
+		if err := insertKB(ctx, tx, kb, owner); err != nil {
 			return s.classify(op, err)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO kb_members (kb_id, user_id, tenant_id, role, created_at) VALUES (?, ?, ?, ?, ?)`,
-			kb.ID, owner, kb.Tenant, rag.KBOwner.String(), ms(now))
+			kb.ID, owner, kb.Tenant, rag.KBOwner.String(), ms(kb.CreatedAt))
 		return err
 	})
 }
