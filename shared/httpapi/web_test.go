@@ -4,10 +4,29 @@ import (
 	"bytes"
 	"encoding/binary"
 	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 )
+
+// GET /favicon.ico answers the icon itself (it was a 404), with the page's headers, so browsers stop
+// logging a failed request on every visit.
+func TestFaviconIsServed(t *testing.T) {
+	mux := http.NewServeMux()
+	serveWeb(mux)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/favicon.ico", nil))
+	body, _ := io.ReadAll(rec.Body)
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "image/x-icon" || !bytes.Equal(body, favicon()) {
+		t.Fatalf("GET /favicon.ico = %d %q, %d bytes", rec.Code, rec.Header().Get("Content-Type"), len(body))
+	}
+	if rec.Header().Get("X-Content-Type-Options") != "nosniff" || rec.Header().Get("Content-Security-Policy") != webCSP {
+		t.Fatalf("headers: %v", rec.Header())
+	}
+}
 
 func TestFaviconIsAnICOHoldingA32PixelPNG(t *testing.T) {
 	ico := favicon()
