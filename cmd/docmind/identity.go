@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/sqldb"
@@ -44,6 +45,18 @@ func audit(e env, db *sqldb.DB, tenant, action, target, detail string) {
 	if err := db.AppendAudit(e.ctx, &rag.AuditEntry{Tenant: tenant, Actor: cliActor(), Action: action, Target: target, Detail: detail}); err != nil {
 		fmt.Fprintf(e.stderr, "docmind: warning: the audit log was not written: %v\n", err)
 	}
+}
+
+// auditOpening writes one audit entry for a command that no longer holds the relational store (kb delete
+// closes it before the other stores open): it opens the store again for the entry alone.
+func auditOpening(e env, cfg config.Config, action, target, detail string) {
+	db, err := openSQL(e.ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "docmind: warning: the audit log was not written: %v\n", err)
+		return
+	}
+	defer db.Close()
+	audit(e, db, cfg.Tenant, action, target, detail)
 }
 
 // cmdUser: user create EMAIL [--role admin|member] [--name N] | user list.

@@ -75,6 +75,10 @@ func TestIdentityCommands(t *testing.T) {
 	if code, out, _ := cli("key", "list", "--tenant", "team", "--json"); code != 0 || !strings.Contains(out, "revoked_at") {
 		t.Fatalf("key list after revoke: %s", out)
 	}
+	// deleting the knowledge base from the command line is audited like the API's delete
+	if code, _, errOut := cli("kb", "delete", "handbook", "--tenant", "team"); code != 0 {
+		t.Fatalf("kb delete --tenant: %d %s", code, errOut)
+	}
 	db, _ = openSQL(context.Background(), cfg)
 	defer db.Close()
 	a.Store = db
@@ -82,7 +86,19 @@ func TestIdentityCommands(t *testing.T) {
 		t.Fatal("a revoked key still authenticates")
 	}
 	entries, err := db.ListAudit(context.Background(), "team", 100)
-	if err != nil || len(entries) < 6 {
-		t.Fatalf("audit entries for the tenant: %d, %v; want the user, key, grant and revoke lines", len(entries), err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]int{}
+	for _, en := range entries {
+		actions[en.Action]++
+		if !strings.HasPrefix(en.Actor, "cli:") {
+			t.Errorf("audit entry %s names actor %q, want cli:<os user>", en.Action, en.Actor)
+		}
+	}
+	for _, want := range []string{"user.create", "key.create", "key.revoke", "kb.create", "kb.grant", "kb.revoke", "kb.delete"} {
+		if actions[want] == 0 {
+			t.Errorf("the audit log lacks %s: %v", want, actions)
+		}
 	}
 }

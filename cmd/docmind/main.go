@@ -335,6 +335,7 @@ func cmdKB(e env, args []string) int {
 			}
 			return fail(e, err)
 		}
+		audit(e, db, cfg.Tenant, "kb.create", kb.ID, kb.Name)
 		if c.json {
 			printJSON(e.stdout, kb)
 		} else {
@@ -352,6 +353,7 @@ func cmdKB(e env, args []string) int {
 		if err := deleteKB(e.ctx, cfg, kb); err != nil {
 			return fail(e, err)
 		}
+		auditOpening(e, cfg, "kb.delete", kb.ID, kb.Name)
 		if c.json {
 			printJSON(e.stdout, map[string]any{"deleted": kb.ID, "name": kb.Name})
 		} else {
