@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -89,5 +94,137 @@ func TestTrustModelClaims(t *testing.T) {
 		if !c.supported && done.Confidence.Band == answer.BandHigh {
 			t.Fatalf("%s: HIGH with an unsupported number: %+v", c.name, done.Confidence)
 		}
+	}
+}
+
+// evalDataset writes a BEIR folder of n English questions, one document each, whose gold answer is
+// in its document except for every third question (so that both outcomes are fitted).
+func evalDataset(t *testing.T, n int) string {
+	dir := t.TempDir()
+	var corpus, queries, qrels, answers strings.Builder
+	qrels.WriteString("query-id\tcorpus-id\tscore\n")
+	for i := range n {
+		city := fmt.Sprintf("Town%c%c", 'A'+i%26, 'a'+i/26)
+		fmt.Fprintf(&corpus, `{"_id":"d%d","title":"%s","text":"%s is a harbour town. The population of %s is %d inhabitants. Its mayor is Mayor%c."}`+"\n", i, city, city, city, 1000+37*i, 'A'+i%26)
+		fmt.Fprintf(&queries, `{"_id":"q%d","text":"What is the population of %s?"}`+"\n", i, city)
+		fmt.Fprintf(&qrels, "q%d\td%d\t1\n", i, i)
+		gold := fmt.Sprint(1000 + 37*i)
+		if i%3 == 0 {
+			gold = "Atlantis" // not in the document: the answer cannot hold it
+		}
+		fmt.Fprintf(&answers, `{"_id":"q%d","answers":[%q]}`+"\n", i, gold)
+	}
+	os.MkdirAll(filepath.Join(dir, "qrels"), 0o755)
+	for name, b := range map[string]*strings.Builder{"corpus.jsonl": &corpus, "queries.jsonl": &queries, "qrels/train.tsv": &qrels, "answers.jsonl": &answers} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// Issue #13, item 4 and the calibration command: --out writes one line per question with the fields
+// the issue names, --json adds each band's size and precision and the calibration error, and
+// --calibrate writes a calibration per answerer and language that a second run reproduces byte for
+// byte (the shipped file is checked the same way).
+func TestEvalAnswerOutAndCalibrate(t *testing.T) {
+	const n = 30
+	dir, data := evalDataset(t, n), t.TempDir()
+	lines := filepath.Join(t.TempDir(), "answers.lines")
+	code, out, errOut := runCLI(t, nil, "eval", "--data", data, "--dataset", dir, "--variant", "answer", "--json", "--out", lines)
+	var rep struct {
+		Queries      int     `json:"queries"`
+		AnswerRecall float64 `json:"answer_recall"`
+		BandStats    map[string]struct {
+			N            int
+			AnswerRecall float64 `json:"answer_recall"`
+		} `json:"band_stats"`
+		ECE         *float64          `json:"ece"`
+		Reliability []struct{ N int } `json:"reliability"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("eval: exit %d %s %s", code, out, errOut)
+	}
+	if rep.Queries != n || rep.ECE == nil || len(rep.Reliability) != 10 || len(rep.BandStats) == 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	inBands := 0
+	for _, b := range rep.BandStats {
+		inBands += b.N
+	}
+	if inBands != n {
+		t.Fatalf("band sizes add to %d of %d: %+v", inBands, n, rep.BandStats)
+	}
+	type line struct {
+		ID              string   `json:"id"`
+		Answer          string   `json:"answer"`
+		Band            string   `json:"band"`
+		Confidence      *float64 `json:"confidence"`
+		Correct         *bool    `json:"correct"`
+		ClaimsSupported *float64 `json:"claims_supported"`
+	}
+	read := func() map[string]line {
+		b, err := os.ReadFile(lines)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]line{}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var l line
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Confidence == nil || l.Correct == nil || l.ClaimsSupported == nil || l.Band == "" || l.Answer == "" {
+				t.Fatalf("line %s: %v", sc.Text(), err)
+			}
+			got[l.ID] = l
+		}
+		return got
+	}
+	got := read()
+	if len(got) != n {
+		t.Fatalf("%d lines, want %d", len(got), n)
+	}
+	right := 0
+	for i := range n {
+		l := got[fmt.Sprintf("q%d", i)]
+		want := i%3 != 0 && strings.Contains(l.Answer, fmt.Sprint(1000+37*i))
+		if *l.Correct != want {
+			t.Errorf("q%d: correct %v, want %v: %s", i, *l.Correct, want, l.Answer)
+		}
+		if *l.Correct {
+			right++
+		}
+	}
+	if right < n/2 || rep.AnswerRecall != float64(right)/n {
+		t.Fatalf("answer recall %v, %d of %d lines correct", rep.AnswerRecall, right, n)
+	}
+
+	// --calibrate fits extractive/en on these answers, twice to the same bytes, and the lines then
+	// carry the held-out (cross-fitted) confidences.
+	cal1, cal2 := filepath.Join(t.TempDir(), "a.json"), filepath.Join(t.TempDir(), "b.json")
+	for _, f := range []string{cal1, cal2} {
+		if code, _, errOut := runCLI(t, nil, "eval", "--data", data, "--dataset", dir, "--variant", "answer", "--json", "--calibrate", "--calibration", f, "--out", lines); code != 0 {
+			t.Fatalf("calibrate: exit %d %s", code, errOut)
+		}
+	}
+	b1, _ := os.ReadFile(cal1)
+	b2, _ := os.ReadFile(cal2)
+	var cals answer.Calibrations
+	if err := json.Unmarshal(b1, &cals); err != nil || !bytes.Equal(b1, b2) {
+		t.Fatalf("calibration not reproducible or unreadable (%v):\n%s", err, b1)
+	}
+	k := cals["extractive/en"]
+	if len(cals) != 1 || k == nil || k.N != n || len(k.Weights) != len(answer.FeatureNames) || k.Positive != float64(right)/n {
+		t.Fatalf("calibration %s", b1)
+	}
+	if got := read(); len(got) != n {
+		t.Fatalf("calibrated run wrote %d lines", len(got))
+	}
+	// a second dataset is refused without --calibrate; --out needs the answer variant
+	if code, _, _ := runCLI(t, nil, "eval", "--data", data, "--dataset", dir+","+dir, "--variant", "answer"); code != exitConfig {
+		t.Fatalf("two datasets without --calibrate: exit %d", code)
+	}
+	if code, _, _ := runCLI(t, nil, "eval", "--data", data, "--dataset", dir, "--variant", "bm25", "--out", lines); code != exitConfig {
+		t.Fatalf("--out with bm25: exit %d", code)
 	}
 }
