@@ -223,7 +223,9 @@ func newAuthWorld(t *testing.T, mod func(*Main)) *authWorld {
 // memoryOf returns the id of the caller's memory that contains text, "" when none does.
 func (w *authWorld) memoryOf(t *testing.T, c client, text string) string {
 	t.Helper()
-	var mems struct{ Memories []struct{ ID, Content string } }
+	var mems struct {
+		Memories []struct{ ID, Content string }
+	}
 	code, body := c.json(t, http.MethodGet, "/api/memories", nil)
 	if code != 200 || json.Unmarshal(body, &mems) != nil {
 		t.Fatalf("memories: %d %s", code, body)
