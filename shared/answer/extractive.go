@@ -84,6 +84,9 @@ type tableRow struct {
 	header, cells []string
 	keyCols       []int // columns whose cell matches the question (the row's keys)
 	col           int   // the column the question names (-1: none)
+	// keyCover is the largest share of a key cell's terms the question holds: "Business" is named by
+	// "the Business plan" (1), "email within 2 business days" only brushed by it (1/5).
+	keyCover float64
 }
 
 // Compose returns the answer for query over ev (ev[i] is source i+1).
@@ -515,6 +518,7 @@ func tableUnits(src, pos int, lines []string, qterms []string) []unit {
 			for _, t := range ct {
 				if q[t] && !colTerm[t] {
 					tr.keyCols = append(tr.keyCols, c)
+					tr.keyCover = max(tr.keyCover, cellCover(ct, q))
 					break
 				}
 			}
@@ -543,6 +547,21 @@ func tableUnits(src, pos int, lines []string, qterms []string) []unit {
 		out = append(out, unit{src: src, pos: pos + len(out), show: tr.String(), terms: terms, row: tr})
 	}
 	return out
+}
+
+// cellCover is the share of a cell's distinct terms that the question holds.
+func cellCover(cellTerms []string, q map[string]bool) float64 {
+	seen := map[string]bool{}
+	in := 0
+	for _, t := range cellTerms {
+		if !seen[t] {
+			seen[t] = true
+			if q[t] {
+				in++
+			}
+		}
+	}
+	return float64(in) / float64(max(1, len(seen)))
 }
 
 // String renders the row: the named cell ("revenue (kUSD) for North, 2026-Q2: 515"), or every
@@ -714,6 +733,10 @@ func scoreUnits(units []unit, qterms []string, idf map[string]float64, total flo
 		}
 		if u.row != nil && u.row.col >= 0 {
 			s *= 1.1 // a question naming a column and a row: the cell is the answer
+		}
+		if u.row != nil {
+			// the row the question names outranks a row one of whose long cells shares a word with it
+			s *= 0.7 + 0.3*u.row.keyCover
 		}
 		u.score = s * (1 - 0.06*float64(min(u.src, 5)))
 	}

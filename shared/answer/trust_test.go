@@ -48,6 +48,9 @@ func TestReaderTables(t *testing.T) {
 		{"What was the North region revenue in 2026-Q2?", "revenue (kUSD) for North, 2026-Q2: 515 [1]", []rank.Evidence{ev("sales.xlsx", sales, 1), ev("notes.md", prose, 0.9)}},
 		{"How many sick leave days per year?", "Days per year for Sick leave: 10 [1]", []rank.Evidence{ev("handbook.docx", handbook, 1), ev("notes.md", prose, 0.9)}},
 		{"What is the monthly price of the Team plan?", "monthly price (USD) for Team: 49 [1]", []rank.Evidence{ev("price-list.csv", prices, 1), ev("notes.md", prose, 0.9)}},
+		// "business" is also a word of the Team row's support cell: the row the question names wins
+		{"What does the Business plan include?", "plan: Business; monthly price (USD): 199; support: email and chat within 4 hours [1]",
+			[]rank.Evidence{ev("price-list.csv", "| plan | monthly price (USD) | support |\n| --- | --- | --- |\n| Team | 49 | email within 2 business days |\n| Business | 199 | email and chat within 4 hours |", 1)}},
 		// no column named: the whole row as header: value pairs
 		{"Tell me about the Business plan", "plan: Business; monthly price (USD): 199; documents: 200000; users: 200 [1]", []rank.Evidence{ev("price-list.csv", prices, 1)}},
 	} {
