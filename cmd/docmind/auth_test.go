@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -612,12 +613,7 @@ func TestBrowserOriginSafety(t *testing.T) {
 // STR-08: a burst at 10x a user's rate is answered 429 before any model call; the fake model's call
 // count proves it. The token budget refuses once spent.
 func TestRateLimitBeforeAnyModelCall(t *testing.T) {
-	fake := llmtest.New(t, func(c llmtest.Call) llmtest.Reply {
-		if strings.Contains(c.System(), "You analyse one question") {
-			return llmtest.Reply{Content: `{"scope":"KB_QUERY","rewrite":"","intent":"x","complexity":"simple","specificity":"precise","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`}
-		}
-		return llmtest.Reply{Content: "Project Falcon's launch code word is " + canaryA + " [1]."}
-	})
+	fake := fakeModel(t)
 	const rate = 5
 	w := newAuthWorld(t, func(m *Main) {
 		c := &m.Config.Chat
@@ -669,4 +665,72 @@ func TestRateLimitBeforeAnyModelCall(t *testing.T) {
 		t.Fatalf("another user after carol's burst: %d", code)
 	}
 	t.Logf("STR-08: %d requests at 10x the rate: %v; model answer calls %d", 10*rate, codes, answers)
+}
+
+// fakeModel answers the understanding step and the answer with the canary, counting every call.
+func fakeModel(t *testing.T) *llmtest.Server {
+	return llmtest.New(t, func(c llmtest.Call) llmtest.Reply {
+		if strings.Contains(c.System(), "You analyse one question") {
+			return llmtest.Reply{Content: `{"scope":"KB_QUERY","rewrite":"","intent":"x","complexity":"simple","specificity":"precise","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`}
+		}
+		return llmtest.Reply{Content: "Project Falcon's launch code word is " + canaryA + " [1]."}
+	})
+}
+
+// STR-08's budget half: once a user's daily token budget is spent, chat, ask, search and the
+// OpenAI-compatible endpoint answer 429 naming daily_tokens before any model call, with a Retry-After
+// that ends at the next UTC midnight (when the per-day counter starts again; the reset itself is
+// shared/limits' TestDailyTokenBudget on a fake clock); another user's budget is untouched.
+func TestDailyTokenBudgetBeforeAnyModelCall(t *testing.T) {
+	fake := fakeModel(t)
+	w := newAuthWorld(t, func(m *Main) {
+		c := &m.Config.Chat
+		c.Provider, c.BaseURL, c.APIKey, c.MainModel, c.SmallModel = "openai", fake.URL, "sk-test", "main", "small"
+		c.CacheEnabled = false
+		m.Config.Auth.DailyTokens = 100 // one answer of the fake model spends more
+	})
+	fake.Calls()
+	code, body := w.carol.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "What is the launch code word of Project Falcon?"})
+	if code != 200 || !strings.Contains(string(body), canaryA) {
+		t.Fatalf("the first question within the budget: %d %s", code, body)
+	}
+	if n := len(fake.Calls()); n == 0 {
+		t.Fatal("the first question made no model call: the budget was never spent")
+	}
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/api/chat", map[string]any{"question": "And again: the launch code word?"}},
+		{"/api/ask", map[string]any{"question": "And again: the launch code word?"}},
+		{"/api/search", map[string]any{"query": "launch code word"}},
+		{"/v1/chat/completions", map[string]any{"model": "docmind", "messages": []map[string]string{{"role": "user", "content": "launch code word?"}}}},
+	} {
+		b, _ := json.Marshal(c.body)
+		req, _ := http.NewRequest(http.MethodPost, w.base+c.path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+w.carol.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 429 || !strings.Contains(string(body), `"limit":"daily_tokens"`) {
+			t.Errorf("%s after the budget is spent: %d %s, want 429 naming daily_tokens", c.path, resp.StatusCode, body)
+			continue
+		}
+		now := time.Now().UTC()
+		untilMidnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour).Sub(now).Seconds()
+		ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || float64(ra) < untilMidnight-30 || float64(ra) > untilMidnight+30 {
+			t.Errorf("%s: Retry-After %q, want about %.0f s (the next UTC midnight, when the budget resets)", c.path, resp.Header.Get("Retry-After"), untilMidnight)
+		}
+	}
+	if n := len(fake.Calls()); n != 0 {
+		t.Fatalf("%d model calls after the budget was spent: refused requests reached the model", n)
+	}
+	if code, body := w.dave.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "What is the launch code word of Project Falcon?"}); code != 200 {
+		t.Fatalf("another user after carol's budget is spent: %d %s", code, body)
+	}
 }
