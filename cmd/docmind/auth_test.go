@@ -360,8 +360,13 @@ func TestKnowledgeBaseRoles(t *testing.T) {
 	if code := status(w.carol, http.MethodPost, "/api/keys", map[string]string{"name": "persist"}); code != 403 {
 		t.Errorf("a member's key creating a key: %d, want 403", code)
 	}
-	if code := status(w.alice, http.MethodPost, "/api/keys", map[string]string{"name": "ci", "user": "dave@a.example"}); code != 201 {
-		t.Errorf("an admin creating a key for dave: %d, want 201", code)
+	code, body = w.alice.json(t, http.MethodPost, "/api/keys", map[string]string{"name": "ci", "user": "dave@a.example"})
+	var ciKey struct{ ID string }
+	if code != 201 || json.Unmarshal(body, &ciKey) != nil {
+		t.Errorf("an admin creating a key for dave: %d %s, want 201", code, body)
+	}
+	if code := status(w.alice, http.MethodDelete, "/api/keys/"+ciKey.ID, nil); code != 204 {
+		t.Errorf("an admin revoking dave's key: %d, want 204", code)
 	}
 	if code, body := w.eve.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "launch code word?"}); code != 404 || strings.Contains(string(body), canaryA) {
 		t.Errorf("eve asking with no grant: %d %s, want 404", code, body)
@@ -374,17 +379,31 @@ func TestKnowledgeBaseRoles(t *testing.T) {
 		t.Errorf("member reading the audit log: %d, want 403", code)
 	}
 	_, body = w.alice.json(t, http.MethodGet, "/api/audit", nil)
-	for _, action := range []string{"kb.create", "kb.grant", "document.upload", "document.delete", "key.create"} {
-		if action == "key.create" {
-			continue // keys of this test were created by the store directly
-		}
+	for _, action := range []string{"kb.create", "kb.grant", "document.upload", "document.delete", "key.create", "key.revoke"} {
 		if !strings.Contains(string(body), `"action":"`+action+`"`) {
 			t.Errorf("audit log lacks %s: %s", action, body)
 		}
 	}
-	// the owner deletes the knowledge base; it is gone for everyone
+	// the owner deletes the knowledge base; it is gone for everyone, and the audit log says who did it
 	if code := status(w.alice, http.MethodDelete, "/api/kbs/"+w.kbA, nil); code != 204 {
 		t.Fatalf("owner deleting the knowledge base: %d", code)
+	}
+	var audit struct {
+		Entries []struct {
+			Actor, Action, Target string
+			CreatedAt             time.Time `json:"created_at"`
+		}
+	}
+	_, body = w.alice.json(t, http.MethodGet, "/api/audit", nil)
+	if err := json.Unmarshal(body, &audit); err != nil {
+		t.Fatalf("audit: %v %s", err, body)
+	}
+	deleted := false
+	for _, e := range audit.Entries {
+		deleted = deleted || (e.Action == "kb.delete" && e.Target == w.kbA && e.Actor != "" && time.Since(e.CreatedAt) < time.Hour)
+	}
+	if !deleted {
+		t.Errorf("the audit log has no kb.delete of %s with its actor: %s", w.kbA, body)
 	}
 	if code := status(w.carol, http.MethodGet, "/api/kbs/"+w.kbA, nil); code != 404 {
 		t.Errorf("deleted knowledge base: %d, want 404", code)
