@@ -82,7 +82,8 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  for (const p of procs) if (p.exitCode === null) p.kill("SIGTERM");
+  // wait for each server to exit before removing its data directory (it may still be writing to it)
+  await Promise.all(procs.filter(p => p.exitCode === null && p.signalCode === null).map(p => new Promise(resolve => { p.once("exit", resolve); p.kill("SIGTERM"); })));
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
