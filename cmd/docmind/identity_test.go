@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,5 +102,62 @@ func TestIdentityCommands(t *testing.T) {
 		if actions[want] == 0 {
 			t.Errorf("the audit log lacks %s: %v", want, actions)
 		}
+	}
+}
+
+// docmind search and ask with --tenant and --user see only what that user may read, as the server's
+// requests of that user do; the operator (no --user) sees the whole tenant.
+func TestSearchAskAsUser(t *testing.T) {
+	data, docs := t.TempDir(), t.TempDir()
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, nil, append(args, "--data", data)...)
+	}
+	for name, text := range map[string]string{
+		"open.md":   "# Open handbook\n\nThe cafeteria opens at eight. Its password is zqxopenword.\n",
+		"secret.md": "# Board minutes\n\nThe acquisition code word is zqxsecretword. Board members only.\n",
+	} {
+		if err := os.WriteFile(filepath.Join(docs, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for kb, file := range map[string]string{"handbook": "open.md", "board": "secret.md"} {
+		if code, _, errOut := cli("ingest", "--tenant", "team", "--kb", kb, filepath.Join(docs, file)); code != 0 {
+			t.Fatalf("ingest %s: %d %s", kb, code, errOut)
+		}
+	}
+	cli("user", "create", "ben@team.example", "--tenant", "team")
+	cli("user", "create", "nobody@team.example", "--tenant", "team")
+	if code, _, errOut := cli("kb", "grant", "handbook", "ben@team.example", "--tenant", "team", "--role", "reader"); code != 0 {
+		t.Fatalf("grant: %d %s", code, errOut)
+	}
+	// the operator finds the board's word: the checks below could fail
+	if code, out, errOut := cli("search", "--tenant", "team", "--json", "acquisition code word zqxsecretword"); code != 0 || !strings.Contains(out, "zqxsecretword") {
+		t.Fatalf("operator search: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := cli("ask", "--tenant", "team", "--json", "What is the acquisition code word?"); code != 0 || !strings.Contains(out, "zqxsecretword") {
+		t.Fatalf("operator ask: %d %.300s %s", code, out, errOut)
+	}
+	// ben reads the handbook only
+	if code, out, errOut := cli("search", "--tenant", "team", "--user", "ben@team.example", "--json", "acquisition code word zqxsecretword"); code != 0 || strings.Contains(out, "zqxsecretword") {
+		t.Fatalf("ben's search shows the board's document: %d %.300s %s", code, out, errOut)
+	}
+	if code, out, errOut := cli("search", "--tenant", "team", "--user", "ben@team.example", "--json", "cafeteria password zqxopenword"); code != 0 || !strings.Contains(out, "zqxopenword") {
+		t.Fatalf("ben's search misses his own handbook: %d %.300s %s", code, out, errOut)
+	}
+	if code, out, errOut := cli("ask", "--tenant", "team", "--user", "ben@team.example", "--json", "What is the acquisition code word?"); code != 0 || strings.Contains(out, "zqxsecretword") {
+		t.Fatalf("ben's ask shows the board's document: %d %.300s %s", code, out, errOut)
+	}
+	if code, _, errOut := cli("search", "--tenant", "team", "--user", "ben@team.example", "--kb", "board", "code word"); code == 0 {
+		t.Fatalf("ben searching the board by name: exit 0 %s, want refused", errOut)
+	}
+	// a user with no grant, and one who does not exist, are refused; another tenant's user is unknown here
+	for _, u := range []string{"nobody@team.example", "ghost@team.example"} {
+		if code, out, _ := cli("search", "--tenant", "team", "--user", u, "code word"); code == 0 {
+			t.Errorf("search --user %s: exit 0 %s, want refused", u, out)
+		}
+	}
+	if code, out, _ := cli("search", "--user", "ben@team.example", "code word"); code == 0 {
+		t.Errorf("ben searched the local tenant: exit 0 %s", out)
 	}
 }
