@@ -155,6 +155,7 @@ test("an answer streams with its timeline, a citation opens and highlights its s
   const answer = await turn.locator(".a").textContent();
   const badge = await turn.locator(".meta .badge").first().textContent();
   const warnings = await turn.locator(".warn").allTextContents();
+  assert.ok(warnings.length >= 1, "the fake's answer cites one sentence of six: a low-confidence warning shows");
   const metaText = await turn.locator(".meta").textContent();
   if (SHOTS) await p.screenshot({ path: join(SHOTS, "chat-1400x900.png") });
 
@@ -177,6 +178,27 @@ test("an answer streams with its timeline, a citation opens and highlights its s
   assert.equal(await again.locator(".meta .badge").first().textContent(), badge);
   assert.deepEqual(await again.locator(".warn").allTextContents(), warnings, "the reopened warnings are the streamed ones");
   assert.equal(await again.locator(".meta").textContent(), metaText.replace("Copied", "Copy"), "badges, reason and degraded parts come back");
+  assert.deepEqual(p.errors, []);
+});
+
+test("a degraded answer's badge, warning, timeline and sources come back when its conversation is reopened", async (t) => {
+  const p = await page(t);
+  // the fake model fails every call for this question: docmind answers extractively, degraded: llm
+  const turn = await askAndWait(p, "zzdegraded: how many days of annual leave do full-time employees get?");
+  await turn.locator(".meta .badge", { hasText: "degraded: llm" }).waitFor();
+  const warnings = await turn.locator(".warn").allTextContents();
+  assert.ok(warnings.length >= 1, "a low-confidence warning is shown");
+  const steps = await stepsOf(turn), sources = await sourcesOf(turn);
+  const meta = await turn.locator(".meta").textContent();
+  assert.ok(steps.length >= 4 && sources.length >= 1, `${steps.length} steps, ${sources.length} sources`);
+  await p.click("#new");
+  await p.locator("#conversations li", { hasText: "zzdegraded" }).locator("button").first().click();
+  const again = p.locator(".turn").last();
+  await again.locator(".meta .badge").first().waitFor();
+  assert.equal(await again.locator(".meta").textContent(), meta, "the degraded badge, band and reason come back");
+  assert.deepEqual(await again.locator(".warn").allTextContents(), warnings, "the warning comes back");
+  assert.deepEqual(await stepsOf(again), steps);
+  assert.deepEqual(await sourcesOf(again), sources);
   assert.deepEqual(p.errors, []);
 });
 

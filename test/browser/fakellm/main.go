@@ -4,6 +4,7 @@
 //
 //   - "zzslow": a long answer, one word every 150 ms (the page's stop button aborts it);
 //   - "zzxss": an answer made of the XSS payloads in the file named by -xss (one per line), each cited;
+//   - "zzdegraded": every call fails with 503 (docmind answers extractively, marked degraded: llm);
 //   - anything else: a short markdown answer citing [1] (bold, a list and a table).
 //
 // Calls that are not streamed (understanding, summaries, agent rounds) get "{}", which the pipeline
@@ -76,16 +77,20 @@ func (m model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
 	}
+	last := ""
+	if n := len(req.Messages); n > 0 {
+		last = strings.ToLower(req.Messages[n-1].Content)
+	}
+	if strings.Contains(last, "zzdegraded") {
+		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+		return
+	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": "fake", "object": "chat.completion",
 			"choices": []any{map[string]any{"index": 0, "message": map[string]string{"role": "assistant", "content": "{}"}, "finish_reason": "stop"}},
 			"usage":   map[string]int{"prompt_tokens": 50, "completion_tokens": 2, "total_tokens": 52}})
 		return
-	}
-	last := ""
-	if n := len(req.Messages); n > 0 {
-		last = strings.ToLower(req.Messages[n-1].Content)
 	}
 	answer, gap := plainAnswer, 20*time.Millisecond
 	switch {
