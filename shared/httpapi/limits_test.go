@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,6 +59,26 @@ func TestLimitsStoreDownFailsOpenAndSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(f.logs.String(), "limits store failed") {
 		t.Fatalf("no log line for the failing limits store: %s", f.logs.String())
+	}
+	// the other limited endpoints say so too: ask, search and the OpenAI-compatible endpoint (its docmind
+	// extension), streamed or not
+	for _, c := range []struct{ path, body string }{
+		{"/api/ask", `{"question":"How many days of leave?"}`},
+		{"/api/search", `{"query":"days of leave"}`},
+		{"/v1/chat/completions", `{"model":"docmind","messages":[{"role":"user","content":"How many days of leave?"}]}`},
+		{"/v1/chat/completions", `{"model":"docmind","stream":true,"messages":[{"role":"user","content":"How many days of leave?"}]}`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !regexp.MustCompile(`"degraded":\[[^\]]*"limits"`).Match(body) {
+			t.Errorf("%s %s with the limits store down: %d; degraded must name limits: %.400s", c.path, c.body, resp.StatusCode, body)
+		}
 	}
 }
 

@@ -283,18 +283,22 @@ func (l *library) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		l.oaiError(w, err)
 		return
 	}
-	if admitted, _ := l.h.admit(w, r, p); !admitted {
+	admitted, limitsDown := l.h.admit(w, r, p)
+	if !admitted {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
 	if in.Stream {
-		l.streamCompletion(ctx, w, r, p, req)
+		l.streamCompletion(ctx, w, r, p, req, limitsDown)
 		return
 	}
 	done, err := l.run(ctx, req, func(string, any) error { return nil })
 	if done != nil {
 		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
+		if limitsDown {
+			addDegraded(done, "limits") // limits failed open: the docmind extension says so
+		}
 	}
 	if err != nil {
 		l.oaiError(w, err)
@@ -328,7 +332,7 @@ func (l *library) oaiAsk(r *http.Request) (rag.Principal, oaiRequest, answer.Req
 // streamCompletion streams the answer as chat.completion.chunk events: the role, one chunk per token,
 // the last chunk with the finish reason and the extensions, then [DONE]. A failure after the headers
 // is streamed as an error object, which OpenAI clients raise.
-func (l *library) streamCompletion(ctx context.Context, w http.ResponseWriter, r *http.Request, p rag.Principal, req answer.Request) {
+func (l *library) streamCompletion(ctx context.Context, w http.ResponseWriter, r *http.Request, p rag.Principal, req answer.Request, limitsDown bool) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
@@ -348,6 +352,9 @@ func (l *library) streamCompletion(ctx context.Context, w http.ResponseWriter, r
 	})
 	if done != nil {
 		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
+		if limitsDown {
+			addDegraded(done, "limits")
+		}
 	}
 	if err != nil {
 		_ = s.write(oaiErrorBody{oaiErrorDetail{Message: publicMessage(err), Type: "server_error", Code: rag.KindOf(err).String()}})

@@ -44,13 +44,17 @@ func (l *library) search(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	if admitted, _ := l.h.admit(w, r, p); !admitted {
+	admitted, limitsDown := l.h.admit(w, r, p)
+	if !admitted {
 		return
 	}
 	res, err := l.h.d.Search.Retrieve(r.Context(), q)
 	if err != nil {
 		l.fail(w, r, err)
 		return
+	}
+	if limitsDown {
+		res.Degraded = append(res.Degraded, "limits") // limits failed open: the result says so
 	}
 	WriteJSON(w, http.StatusOK, res)
 }
