@@ -235,7 +235,7 @@ const sse = (events) => events.map(([name, data]) => `event: ${name}\ndata: ${JS
 
 test("claim checks mark unsupported sentences; an error mid-stream offers retry with the question kept", async (t) => {
   const p = await page(t);
-  const source = { n: 1, document_id: "doc_1", file_name: "handbook.md", chapter: "Leave", snippet: "## Leave | Type | Days | | --- | --- | | Annual | 20 |", score: 0.9 };
+  const source = { n: 1, document_id: "doc_1", file_name: "handbook.pdf", chapter: "Handbook > Leave", page: 4, snippet: "## Leave | Type | Days | | --- | --- | | Annual | 20 |", score: 0.9 };
   const answerText = "Employees get 20 days of leave [1]. Managers get 40 days.";
   let calls = 0;
   await p.route("**/api/chat", (route) => {
@@ -256,6 +256,9 @@ test("claim checks mark unsupported sentences; an error mid-stream offers retry 
   assert.match(await mark.getAttribute("title"), /no source mentions managers/);
   assert.match(await turn.locator(".claims").textContent(), /“Managers get 40 days\.” — no source mentions managers/);
   assert.equal(await turn.locator(".sources .snippet").textContent(), "Leave · Type · Days; Annual · 20");
+  // the source names its file, heading path and page
+  assert.equal(await turn.locator(".sources .where").textContent(), "handbook.pdf");
+  assert.equal(await turn.locator(".sources .path").textContent(), " › Handbook > Leave · page 4");
   // the second answer breaks off with an error event
   const q = "And parental leave?";
   await p.fill("#question", q);
