@@ -247,8 +247,14 @@ func TestAuthRequiresACredential(t *testing.T) {
 	if code != 401 || !strings.Contains(string(body), "Unauthenticated") {
 		t.Fatalf("no credential: %d %s", code, body)
 	}
-	if code, _ := anon.json(t, http.MethodGet, "/healthz", nil); code != 200 {
+	code, body = anon.json(t, http.MethodGet, "/healthz", nil)
+	if code != 200 {
 		t.Fatalf("/healthz must stay public, got %d", code)
+	}
+	for _, private := range []string{"tenant-a", "secrets-a", w.kbA, w.docA, "alice@", canaryA, w.m.Config.DataDir} {
+		if strings.Contains(string(body), private) {
+			t.Errorf("the public /healthz says %q: %s", private, body)
+		}
 	}
 	cases := map[string]string{
 		"unknown key":     "dm_" + strings.Repeat("A", 43),
