@@ -498,6 +498,38 @@ test("contrast of text is at least 4.5:1 in both themes, and every control and i
   assert.ok(pageLum.light > 0.8 && pageLum.dark < 0.1, `page background luminance ${JSON.stringify(pageLum)}`);
 });
 
+test("the unsupported-claim marks, the failure box and the sign-in dialog's refusal keep 4.5:1 contrast in both themes", async (t) => {
+  const source = { n: 1, document_id: "doc_1", file_name: "handbook.md", chapter: "Leave", snippet: "Annual leave is 20 days.", score: 0.9 };
+  const answerText = "Employees get 20 days of leave [1]. Managers get 40 days.";
+  for (const colorScheme of ["light", "dark"]) {
+    const p = await page(t, { colorScheme });
+    let calls = 0;
+    await p.route("**/api/chat", (route) => route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body: ++calls === 1
+      ? sse([["start", { sources: [source], path: "STANDARD" }], ["token", { text: answerText }],
+        ["done", { answer: answerText, sources: [source], path: "STANDARD", confidence: { score: 0.3, band: "LOW", citation_coverage: 0.5, retrieval_signal: 0.4 },
+          degraded: ["rerank"], claims: [{ sentence: "Managers get 40 days.", citations: [], supported: false, reason: "no source mentions managers" }] }]])
+      : sse([["token", { text: "Half" }], ["error", { code: "Unavailable", message: "the model stopped answering" }]]) }));
+    await askAndWait(p, "How much leave do managers get?");
+    await p.fill("#question", "And parental leave?");
+    await p.press("#question", "Enter");
+    await p.locator(".failbox").waitFor();
+    let r = await p.evaluate(contrastInPage);
+    assert.ok((await p.locator("mark.unsupported").count()) === 1 && r.checked > 20, `${r.checked} text elements`);
+    assert.deepEqual(r.bad, [], `${colorScheme} claim marks and failure box`);
+    console.log(`# contrast ${colorScheme} error states: ${r.checked} text elements, min ${r.min.ratio.toFixed(2)}:1 (${r.min.what})`);
+    // every API call refused: the sign-in dialog, then its refusal message
+    await p.route("**/api/**", (route) => route.fulfill({ status: 401, contentType: "application/json", body: JSON.stringify({ error: { code: "Unauthenticated", message: "an API key is needed" } }) }));
+    await p.reload();
+    await p.locator("#dlg-key[open]").waitFor();
+    await p.fill("#key", "dm_wrong");
+    await p.click("#key-form button[type=submit]");
+    await p.locator("#key-msg", { hasText: "refused" }).waitFor();
+    r = await p.evaluate(contrastInPage);
+    assert.deepEqual(r.bad, [], `${colorScheme} sign-in dialog`);
+    console.log(`# contrast ${colorScheme} sign-in dialog: ${r.checked} text elements, min ${r.min.ratio.toFixed(2)}:1 (${r.min.what})`);
+  }
+});
+
 test("keyboard: Tab reaches the question box, Enter asks, focus order follows the page", async (t) => {
   const p = await page(t);
   const order = [];
