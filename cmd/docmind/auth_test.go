@@ -380,6 +380,34 @@ func TestKnowledgeBaseRoles(t *testing.T) {
 	if _, body := w.eve.json(t, http.MethodGet, "/api/conversations", nil); strings.Contains(string(body), "launch code") {
 		t.Errorf("a refused question was stored as a conversation: %s", body)
 	}
+	// whoever creates a knowledge base owns it: eve, a member with no grants, creates one and grants it;
+	// a tenant admin owns it too without any grant
+	code, body = w.eve.json(t, http.MethodPost, "/api/kbs", map[string]string{"name": "eve-notes"})
+	var eveKB struct{ ID string }
+	if code != 201 || json.Unmarshal(body, &eveKB) != nil {
+		t.Fatalf("a member creating a knowledge base: %d %s", code, body)
+	}
+	if code, body := w.eve.json(t, http.MethodGet, "/api/kbs/"+eveKB.ID+"/members", nil); code != 200 || !strings.Contains(string(body), `"owner"`) {
+		t.Errorf("the creator's role: %d %s, want owner", code, body)
+	}
+	if code := status(w.eve, http.MethodPut, "/api/kbs/"+eveKB.ID+"/members", map[string]string{"user": "carol@a.example", "role": "reader"}); code != 200 {
+		t.Errorf("the creator granting: %d, want 200", code)
+	}
+	if code := status(w.carol, http.MethodGet, "/api/kbs/"+eveKB.ID, nil); code != 200 {
+		t.Errorf("carol reading eve's knowledge base after the grant: %d", code)
+	}
+	if code := status(w.carol, http.MethodDelete, "/api/kbs/"+eveKB.ID+"/members/eve@a.example", nil); code != 403 {
+		t.Errorf("a reader revoking the owner: %d, want 403", code)
+	}
+	if code := status(w.alice, http.MethodDelete, "/api/kbs/"+eveKB.ID+"/members/carol@a.example", nil); code != 204 {
+		t.Errorf("the tenant admin revoking on a knowledge base it was never granted: %d, want 204", code)
+	}
+	if code := status(w.carol, http.MethodGet, "/api/kbs/"+eveKB.ID, nil); code != 404 {
+		t.Errorf("carol after the revoke: %d, want 404", code)
+	}
+	if code := status(w.eve, http.MethodDelete, "/api/kbs/"+eveKB.ID, nil); code != 204 {
+		t.Errorf("the creator deleting its knowledge base: %d, want 204", code)
+	}
 	// only admins read the audit log; it holds the grants, the upload and the deletion
 	if code := status(w.carol, http.MethodGet, "/api/audit", nil); code != 403 {
 		t.Errorf("member reading the audit log: %d, want 403", code)
