@@ -380,6 +380,24 @@ func TestKnowledgeBaseRoles(t *testing.T) {
 	if _, body := w.eve.json(t, http.MethodGet, "/api/conversations", nil); strings.Contains(string(body), "launch code") {
 		t.Errorf("a refused question was stored as a conversation: %s", body)
 	}
+	// conversations and memories are per user: carol reads kbA but not alice's conversation or memory
+	for _, p := range []struct{ method, path string }{
+		{"GET", "/api/conversations/" + w.convA + "/messages"}, {"DELETE", "/api/conversations/" + w.convA},
+		{"DELETE", "/api/memories/" + w.memA},
+	} {
+		if code, body := w.carol.json(t, p.method, p.path, nil); code != 404 || strings.Contains(string(body), canaryA) {
+			t.Errorf("carol %s %s (alice's): %d %s, want 404", p.method, p.path, code, body)
+		}
+	}
+	if code, body := w.carol.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "Go on.", "conversation_id": w.convA}); code != 404 {
+		t.Errorf("carol continuing alice's conversation: %d %.300s, want 404", code, body)
+	}
+	if _, body := w.carol.json(t, http.MethodGet, "/api/memories", nil); strings.Contains(string(body), w.memA) || strings.Contains(string(body), "vault phrase") {
+		t.Errorf("carol lists alice's memory: %s", body)
+	}
+	if w.memoryOf(t, w.alice, canaryA) != w.memA {
+		t.Errorf("carol's probes removed alice's memory")
+	}
 	// whoever creates a knowledge base owns it: eve, a member with no grants, creates one and grants it;
 	// a tenant admin owns it too without any grant
 	code, body = w.eve.json(t, http.MethodPost, "/api/kbs", map[string]string{"name": "eve-notes"})
