@@ -211,21 +211,32 @@ func samplesByAnswerer(results []eval.AnswerResult, keep func(i int) bool) map[s
 	return out
 }
 
+// fitCalibrations fits one calibration per answerer and language over every answered question; each
+// names the datasets whose answers it was fitted on ("hotpotqa (train, 250 answers)": the English map
+// has seen none of CMRC's Chinese answers, and the badge's reason says so).
 func fitCalibrations(results []eval.AnswerResult, dirs []string) (answer.Calibrations, error) {
-	var names []string
-	for i, d := range dirs {
-		names = append(names, fmt.Sprintf("%s (%s, %d questions)", filepath.Base(d), results[i].Split, results[i].Queries))
-	}
 	out := answer.Calibrations{}
 	for name, samples := range samplesByAnswerer(results, func(int) bool { return true }) {
 		c, err := answer.Fit(name, samples)
 		if err != nil {
 			return nil, fmt.Errorf("answerer %s: %w", name, err)
 		}
-		c.FittedOn = strings.Join(names, ", ")
+		c.FittedOn = fittedOn(results, dirs, name)
 		out[name] = c
 	}
 	return out, nil
+}
+
+// fittedOn names the datasets that gave calibration key its answers, with how many each gave.
+func fittedOn(results []eval.AnswerResult, dirs []string, key string) string {
+	var names []string
+	for i, res := range results {
+		n := len(samplesByAnswerer(results[i:i+1], func(int) bool { return true })[key])
+		if n > 0 {
+			names = append(names, fmt.Sprintf("%s (%s, %d answers)", filepath.Base(dirs[i]), res.Split, n))
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // crossFolds is how many folds crossFit uses: with two, 125-question halves of HotpotQA differed in

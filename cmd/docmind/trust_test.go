@@ -222,7 +222,8 @@ func TestEvalAnswerOutAndCalibrate(t *testing.T) {
 		t.Fatalf("calibration not reproducible or unreadable (%v):\n%s", err, b1)
 	}
 	k := cals["extractive/en"]
-	if len(cals) != 1 || k == nil || k.N != n || len(k.Weights) != len(answer.FeatureNames) || k.Positive != float64(right)/n {
+	if len(cals) != 1 || k == nil || k.N != n || len(k.Weights) != len(answer.FeatureNames) || k.Positive != float64(right)/n ||
+		k.FittedOn != fmt.Sprintf("%s (train, %d answers)", filepath.Base(dir), n) {
 		t.Fatalf("calibration %s", b1)
 	}
 	if got := read(); len(got) != n {

@@ -124,6 +124,9 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 		c.Score = math.Max(0, k.Predict(f.Vector())-0.05*float64(c.Invalid))
 		c.Calibrated = true
 		c.Reason = fmt.Sprintf("estimated from %d %s answers of the evaluation data, %.0f%% of them right: %s", k.N, k.Answerer, 100*k.Positive, k.explain(f))
+		if k.FittedOn != "" { // which data: an English table lookup rated from multi-hop Wikipedia questions should say so
+			c.Reason = fmt.Sprintf("estimated from the %s answers of %s, %.0f%% of them right: %s", k.Answerer, k.FittedOn, 100*k.Positive, k.explain(f))
+		}
 	} else {
 		c.Reason = fmt.Sprintf("uncalibrated (no calibration for the %s answerer): citation coverage %.0f%%, retrieval signal %.2f", answerer, 100*c.Coverage, c.Signal)
 	}

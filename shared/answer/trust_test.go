@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -280,6 +282,15 @@ func TestFitCalibration(t *testing.T) {
 	for name, k := range ShippedCalibrations() {
 		if len(k.Weights) != len(FeatureNames) || len(k.X) != len(k.Y) || k.N < 20 {
 			t.Errorf("shipped calibration %s does not fit the features: %d weights, %d steps", name, len(k.Weights), len(k.X))
+		}
+		// fitted_on names the datasets that gave this map its answers, and they add up to N
+		n := 0
+		for _, m := range regexp.MustCompile(`, (\d+) answers\)`).FindAllStringSubmatch(k.FittedOn, -1) {
+			v, _ := strconv.Atoi(m[1])
+			n += v
+		}
+		if n != k.N {
+			t.Errorf("shipped calibration %s: fitted_on %q counts %d answers, N is %d", name, k.FittedOn, n, k.N)
 		}
 	}
 }
