@@ -462,6 +462,70 @@ func TestKnowledgeBaseRoles(t *testing.T) {
 	}
 }
 
+// The admin endpoints: users, keys (shown once, listed by prefix with last use, revocable) and members;
+// members of the tenant may manage only their own keys.
+func TestAdminEndpoints(t *testing.T) {
+	w := newAuthWorld(t, nil)
+	status := func(c client, method, path string, v any) int {
+		code, _ := c.json(t, method, path, v)
+		return code
+	}
+	for _, c := range []struct{ method, path string }{{"GET", "/api/users"}, {"POST", "/api/users"}, {"GET", "/api/keys?all=1"}, {"GET", "/api/audit"}} {
+		if code := status(w.carol, c.method, c.path, map[string]string{"email": "x@a.example"}); code != 403 {
+			t.Errorf("a member %s %s: %d, want 403", c.method, c.path, code)
+		}
+	}
+	code, body := w.alice.json(t, http.MethodPost, "/api/users", map[string]string{"email": "hana@a.example", "role": "member"})
+	if code != 201 || !strings.Contains(string(body), `"tenant":"tenant-a"`) {
+		t.Fatalf("admin creating a user: %d %s", code, body)
+	}
+	if code := status(w.alice, http.MethodPost, "/api/users", map[string]string{"email": "hana@a.example"}); code != 409 {
+		t.Errorf("the same email again: %d, want 409", code)
+	}
+	if code := status(w.alice, http.MethodPost, "/api/users", map[string]string{"email": "ivy@a.example", "role": "root"}); code != 400 {
+		t.Errorf("a role outside admin|member: %d, want 400", code)
+	}
+	if _, body := w.alice.json(t, http.MethodGet, "/api/users", nil); !strings.Contains(string(body), "hana@a.example") || strings.Contains(string(body), "bob@b.example") {
+		t.Errorf("the tenant's users: %s", body)
+	}
+	code, body = w.alice.json(t, http.MethodPost, "/api/keys", map[string]string{"name": "hana-ci", "user": "hana@a.example"})
+	var k struct{ ID, Key, Prefix, Tenant, User string }
+	if code != 201 || json.Unmarshal(body, &k) != nil || !strings.HasPrefix(k.Key, k.Prefix) || k.Tenant != "tenant-a" {
+		t.Fatalf("admin creating hana's key: %d %s", code, body)
+	}
+	hana := client{base: w.base, token: k.Key}
+	if code, body := hana.json(t, http.MethodGet, "/api/me", nil); code != 200 || !strings.Contains(string(body), "hana@a.example") {
+		t.Fatalf("hana's new key: %d %s", code, body)
+	}
+	_, body = w.alice.json(t, http.MethodGet, "/api/keys?all=1", nil)
+	if !strings.Contains(string(body), k.Prefix) || strings.Contains(string(body), k.Key) || !strings.Contains(string(body), `"last_used_at"`) {
+		t.Errorf("the tenant's keys must show hana's prefix and last use, never the key: %s", body)
+	}
+	// a member cannot revoke another's key (404: ids leak nothing), the admin can; it stops at once
+	if code := status(w.carol, http.MethodDelete, "/api/keys/"+k.ID, nil); code != 404 {
+		t.Errorf("carol revoking hana's key: %d, want 404", code)
+	}
+	if code := status(w.bob, http.MethodDelete, "/api/keys/"+k.ID, nil); code != 404 {
+		t.Errorf("tenant B revoking hana's key: %d, want 404", code)
+	}
+	if code := status(hana, http.MethodGet, "/api/me", nil); code != 200 {
+		t.Fatalf("hana's key after refused revocations: %d", code)
+	}
+	if code := status(w.alice, http.MethodDelete, "/api/keys/"+k.ID, nil); code != 204 {
+		t.Errorf("admin revoking hana's key: %d, want 204", code)
+	}
+	if code := status(hana, http.MethodGet, "/api/me", nil); code != 401 {
+		t.Errorf("a revoked key: %d, want 401", code)
+	}
+	// members of a knowledge base, listed by its owner
+	if code, body := w.alice.json(t, http.MethodGet, "/api/kbs/"+w.kbA+"/members", nil); code != 200 || !strings.Contains(string(body), `"reader"`) || !strings.Contains(string(body), `"editor"`) {
+		t.Errorf("members of kbA: %d %s", code, body)
+	}
+	if code := status(w.alice, http.MethodPut, "/api/kbs/"+w.kbA+"/members", map[string]string{"user": "carol@a.example", "role": "admin"}); code != 400 {
+		t.Errorf("granting a role outside reader|editor|owner: %d, want 400", code)
+	}
+}
+
 // SEC-02: tenant B (an admin of B, the strongest caller there) probes tenant A through every endpoint and
 // 1,000 adversarial questions and searches; no byte of A's canary may come back.
 func TestCrossTenantProbes(t *testing.T) {
