@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -10,11 +12,17 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/llm/llmtest"
@@ -867,5 +875,148 @@ func TestDailyTokenBudgetBeforeAnyModelCall(t *testing.T) {
 	}
 	if code, body := w.dave.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "What is the launch code word of Project Falcon?"}); code != 200 {
 		t.Fatalf("another user after carol's budget is spent: %d %s", code, body)
+	}
+}
+
+// jwksIDP is an identity provider shaped like a Cognito user pool: its JWKS on a loopback URL, RS256
+// keys with kid, alg and use; it counts the fetches.
+type jwksIDP struct {
+	url     string
+	fetches atomic.Int64
+	jwks    atomic.Pointer[[]byte]
+}
+
+func newJWKSIDP(t *testing.T) *jwksIDP {
+	p := &jwksIDP{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.fetches.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(*p.jwks.Load())
+	}))
+	t.Cleanup(srv.Close)
+	p.url = srv.URL + "/eu-west-1_Test/.well-known/jwks.json"
+	return p
+}
+
+func (p *jwksIDP) publish(t *testing.T, keys map[string]*rsa.PrivateKey) {
+	set := jwk.NewSet()
+	for kid, k := range keys {
+		pk, err := jwk.Import(&k.PublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range map[string]any{jwk.KeyIDKey: kid, jwk.AlgorithmKey: jwa.RS256(), jwk.KeyUsageKey: "sig"} {
+			if err := pk.Set(name, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		set.AddKey(pk)
+	}
+	b, _ := json.Marshal(set)
+	p.jwks.Store(&b)
+}
+
+func rs256(t *testing.T, k *rsa.PrivateKey, kid string, claims map[string]any) string {
+	payload, _ := json.Marshal(claims)
+	h := jws.NewHeaders()
+	h.Set(jws.KeyIDKey, kid)
+	h.Set(jws.TypeKey, "JWT")
+	b, err := jws.Sign(payload, jws.WithKey(jwa.RS256(), k, jws.WithProtectedHeaders(h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// DOCMIND_AUTH=jwt with a JWKS URL, as behind Amazon Cognito, through the real server: an ID token signed
+// by the pool's key signs in (a cognito:groups admin is a tenant admin), a rotated-in key is fetched
+// once, a tampered, expired or foreign-audience token and an API key (mode jwt only) are 401.
+func TestJWKSThroughTheServer(t *testing.T) {
+	idp := newJWKSIDP(t)
+	k1, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idp.publish(t, map[string]*rsa.PrivateKey{"pool-1": k1})
+	issuer := strings.TrimSuffix(idp.url, "/.well-known/jwks.json")
+	m, base := startServer(t, func(m *Main) {
+		m.NoDemo, m.NoWatch = true, true
+		a := &m.Config.Auth
+		a.Mode, a.JWKSURL, a.Issuer, a.Audience, a.AdminGroup = "jwt", idp.url, issuer, "app-client-1", "docmind-admins"
+	})
+	idToken := func(sub, email string, groups []string, mod func(map[string]any)) map[string]any {
+		now := time.Now()
+		c := map[string]any{"iss": issuer, "aud": "app-client-1", "token_use": "id", "sub": sub, "email": email, "email_verified": true,
+			"custom:tenant": "acme", "cognito:username": sub, "auth_time": now.Unix(), "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+		if groups != nil {
+			c["cognito:groups"] = groups
+		}
+		if mod != nil {
+			mod(c)
+		}
+		return c
+	}
+	me := func(token string) (int, string) {
+		code, body := (client{base: base, token: token}).json(t, http.MethodGet, "/api/me", nil)
+		return code, string(body)
+	}
+	code, body := me(rs256(t, k1, "pool-1", idToken("sub-ana", "ana@acme.example", []string{"docmind-admins"}, nil)))
+	if code != 200 || !strings.Contains(body, `"role":"admin"`) || !strings.Contains(body, `"tenant":"acme"`) || !strings.Contains(body, `"method":"jwt"`) {
+		t.Fatalf("a Cognito ID token of the admin group: %d %s", code, body)
+	}
+	code, body = me(rs256(t, k1, "pool-1", idToken("sub-ben", "ben@acme.example", nil, nil)))
+	if code != 200 || !strings.Contains(body, `"role":"member"`) {
+		t.Fatalf("a Cognito ID token without the group: %d %s", code, body)
+	}
+	if n := idp.fetches.Load(); n != 1 {
+		t.Errorf("JWKS fetched %d times for two tokens of one key, want 1 (cached)", n)
+	}
+	valid := rs256(t, k1, "pool-1", idToken("sub-ben", "ben@acme.example", nil, nil))
+	parts := strings.Split(valid, ".")
+	forged, _ := json.Marshal(idToken("sub-ben", "ben@acme.example", []string{"docmind-admins"}, nil))
+	for name, tok := range map[string]string{
+		"tampered payload": parts[0] + "." + base64.RawURLEncoding.EncodeToString(forged) + "." + parts[2],
+		"expired":          rs256(t, k1, "pool-1", idToken("sub-ben", "ben@acme.example", nil, func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() })),
+		"not yet valid":    rs256(t, k1, "pool-1", idToken("sub-ben", "ben@acme.example", nil, func(c map[string]any) { c["nbf"] = time.Now().Add(time.Hour).Unix() })),
+		"another client":   rs256(t, k1, "pool-1", idToken("sub-ben", "ben@acme.example", nil, func(c map[string]any) { c["aud"] = "app-client-2" })),
+		"another pool":     rs256(t, k1, "pool-1", idToken("sub-ben", "ben@acme.example", nil, func(c map[string]any) { c["iss"] = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Other" })),
+		"unpublished key":  rs256(t, k2, "pool-1", idToken("sub-ben", "ben@acme.example", nil, nil)),
+		"HS256 with the JWKS as secret": func() string {
+			h, _ := json.Marshal(map[string]string{"alg": "HS256", "kid": "pool-1", "typ": "JWT"})
+			p, _ := json.Marshal(idToken("sub-ben", "ben@acme.example", []string{"docmind-admins"}, nil))
+			signing := base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(p)
+			mac := hmac.New(sha256.New, *idp.jwks.Load())
+			mac.Write([]byte(signing))
+			return signing + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+		}(),
+	} {
+		if code, body := me(tok); code != 401 {
+			t.Errorf("%s: %d %s, want 401", name, code, body)
+		}
+	}
+	// key rotation: the pool publishes pool-2; a token under it is verified after one refetch
+	idp.publish(t, map[string]*rsa.PrivateKey{"pool-1": k1, "pool-2": k2})
+	before := idp.fetches.Load()
+	if code, body := me(rs256(t, k2, "pool-2", idToken("sub-ben", "ben@acme.example", nil, nil))); code != 200 {
+		t.Fatalf("a token under the rotated-in key: %d %s", code, body)
+	}
+	if n := idp.fetches.Load() - before; n != 1 {
+		t.Errorf("the rotated-in kid cost %d fetches, want 1", n)
+	}
+	// mode jwt accepts no API key, even a valid one
+	ana, err := m.Stores.SQL.GetUserByEmail(t.Context(), "acme", "ana@acme.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := httpapi.CreateKey(t.Context(), m.Stores.SQL, "acme", ana.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := me(k.Key); code != 401 {
+		t.Errorf("an API key with DOCMIND_AUTH=jwt: %d %s, want 401", code, body)
 	}
 }
