@@ -169,6 +169,8 @@ test("an answer streams with its timeline, a citation opens and highlights its s
   assert.match(await when.textContent(), /^\d\d:\d\d( [AP]M)?$/);
   const stamp = new Date(await when.getAttribute("datetime"));
   assert.equal(stamp.toDateString(), new Date().toDateString(), "the listed date is today's");
+  const shown = await item.evaluate(li => { const b = li.querySelector("button").getBoundingClientRect(), t = li.querySelector("time").getBoundingClientRect(); return t.width > 0 && t.left >= b.left && t.right <= b.right + 0.5; });
+  assert.ok(shown, "the time is visible, not cut off with a long title");
   await item.locator("button").first().click();
   const again = p.locator(".turn").last();
   await again.locator(".meta .badge").first().waitFor();

@@ -734,7 +734,7 @@ function renderConversations() {
       const li = el("li", c.id === state.conversation ? "current" : "");
       const open = button("", () => openConversation(c.id));
       open.title = c.title || c.id;
-      open.append(document.createTextNode(c.title || "(untitled)"));
+      open.append(el("span", "title", c.title || "(untitled)")); // the title is cut short, never the time
       const when = el("time", "", new Date(c.updated_at).toLocaleTimeString("en", { hour: "2-digit", minute: "2-digit" }));
       when.dateTime = c.updated_at;
       open.append(document.createTextNode(" "), when);
