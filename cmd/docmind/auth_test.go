@@ -44,6 +44,7 @@ const (
 // client is one caller: a base URL and a bearer credential.
 type client struct {
 	base, token string
+	keyID       string // the id of token when it is an API key
 }
 
 func (c client) do(t testing.TB, method, path, contentType string, body io.Reader, header ...string) (int, []byte) {
@@ -143,7 +144,7 @@ func newAuthWorld(t *testing.T, mod func(*Main)) *authWorld {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return client{base: base, token: k.Key}
+		return client{base: base, token: k.Key, keyID: k.ID}
 	}
 	w.alice = person("tenant-a", "alice@a.example", rag.RoleAdmin)
 	w.bob = person("tenant-b", "bob@b.example", rag.RoleAdmin)
@@ -569,6 +570,10 @@ func TestCrossTenantProbes(t *testing.T) {
 	check("upload into A", code, body, 404)
 	code, body = w.bob.json(t, http.MethodPut, "/api/kbs/"+w.kbA+"/members", map[string]string{"user": "bob@b.example", "role": "owner"})
 	check("grant on A", code, body, 404)
+	code, body = w.bob.json(t, http.MethodPost, "/api/keys", map[string]string{"name": "steal", "user": "alice@a.example"})
+	check("a key for A's admin", code, body, 404)
+	code, body = w.bob.json(t, http.MethodDelete, "/api/keys/"+w.alice.keyID, nil)
+	check("revoking A's admin's key", code, body, 404)
 	for _, p := range []string{"/api/kbs", "/api/conversations", "/api/memories", "/api/users", "/api/keys?all=1", "/api/audit"} {
 		code, body := w.bob.json(t, http.MethodGet, p, nil)
 		check("GET "+p, code, body, 200)
@@ -618,7 +623,10 @@ func TestCrossTenantProbes(t *testing.T) {
 		check(fmt.Sprintf("probe %d", i), code, body, want)
 	}
 	echo = false
-	// the probes changed nothing of A's: the memory and the reader's grant are still there
+	// the probes changed nothing of A's: the admin's key, the memory and the reader's grant are still there
+	if code, _ := w.alice.json(t, http.MethodGet, "/api/me", nil); code != 200 {
+		t.Errorf("tenant B's probes revoked alice's key: %d", code)
+	}
 	if w.memoryOf(t, w.alice, canaryA) != w.memA {
 		t.Errorf("tenant B's probes removed alice's memory %s", w.memA)
 	}
