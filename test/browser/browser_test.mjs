@@ -204,6 +204,18 @@ test("a degraded answer's badge, warning, timeline and sources come back when it
   assert.deepEqual(p.errors, []);
 });
 
+test("a question in Chinese is answered in Chinese while the page's own text stays English", async (t) => {
+  const p = await page(t);
+  assert.equal(await p.getAttribute("html", "lang"), "en");
+  // the fake answers in Chinese only if docmind's system prompt carries the rule to answer in the question's language
+  const turn = await askAndWait(p, "全职员工每年有多少天年假？");
+  assert.match(await turn.locator(".a").textContent(), /^全职员工每年有 20 天带薪年假/);
+  assert.equal(await turn.locator(".a strong").first().textContent(), "20 天");
+  assert.equal(await p.locator("#send").textContent(), "Ask");
+  assert.match(await turn.locator(".meta .badge").first().textContent(), /confidence/);
+  assert.deepEqual(p.errors, []);
+});
+
 test("stop aborts the stream and keeps what arrived", async (t) => {
   const p = await page(t);
   await p.fill("#question", "Please answer zzslow: what is docmind?");

@@ -5,6 +5,8 @@
 //   - "zzslow": a long answer, one word every 150 ms (the page's stop button aborts it);
 //   - "zzxss": an answer made of the XSS payloads in the file named by -xss (one per line), each cited;
 //   - "zzdegraded": every call fails with 503 (docmind answers extractively, marked degraded: llm);
+//   - a question (after the last "Question: ") in Chinese, when the system message says "Answer in the
+//     language of the question": the short answer in Chinese, as a model following that rule would;
 //   - anything else: a short markdown answer citing [1] (bold, a list and a table).
 //
 // Calls that are not streamed (understanding, summaries, agent rounds) get "{}", which the pipeline
@@ -20,6 +22,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 )
 
 func main() {
@@ -63,6 +66,28 @@ type request struct {
 	} `json:"messages"`
 }
 
+const chineseAnswer = "全职员工每年有 **20 天**带薪年假 [1]。\n\n- 在 HR 门户申请\n- 未休年假可顺延一年\n"
+
+// languageRule is the system prompt's sentence the Chinese answer depends on (shared/answer/prompts/system.tmpl).
+const languageRule = "Answer in the language of the question"
+
+// askedInChinese reports whether the question the user message ends with is written in Chinese and the
+// system message tells the model to answer in the question's language.
+func askedInChinese(req request) bool {
+	rule, question := false, ""
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			rule = rule || strings.Contains(m.Content, languageRule)
+		case "user":
+			if i := strings.LastIndex(m.Content, "Question: "); i >= 0 {
+				question = m.Content[i:]
+			}
+		}
+	}
+	return rule && strings.ContainsFunc(question, func(r rune) bool { return unicode.Is(unicode.Han, r) })
+}
+
 const plainAnswer = "Full-time employees get **20 days** of paid annual leave per year [1].\n\n" +
 	"- Leave is requested in the HR portal\n- Unused days carry over until March\n\n" +
 	"| Type | Days |\n| --- | --- |\n| Annual | 20 |\n"
@@ -96,6 +121,8 @@ func (m model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.Contains(last, "zzslow"):
 		answer, gap = strings.Repeat("This answer streams slowly so that it can be stopped [1]. ", 60), 150*time.Millisecond
+	case askedInChinese(req):
+		answer = chineseAnswer
 	case strings.Contains(last, "zzxss"):
 		var b strings.Builder
 		for _, p := range m.payloads {
