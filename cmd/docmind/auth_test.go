@@ -39,6 +39,7 @@ const (
 	jwtAudience = "docmind-web"
 	canaryA     = "zqxcanaryalpha"
 	canaryB     = "zqxcanarybravo"
+	canaryMem   = "zqxmemoryalpha" // in alice's long-term memory only
 )
 
 // client is one caller: a base URL and a bearer credential.
@@ -220,10 +221,10 @@ func newAuthWorld(t *testing.T, mod func(*Main)) *authWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := mem.Remember(ctx, "tenant-a", alice.ID, []string{"fact: my vault phrase is " + canaryA}); n != 1 || err != nil {
+	if n, err := mem.Remember(ctx, "tenant-a", alice.ID, []string{"fact: my vault phrase is " + canaryMem}); n != 1 || err != nil {
 		t.Fatalf("remember alice's canary: %d, %v", n, err)
 	}
-	w.memA = w.memoryOf(t, w.alice, canaryA)
+	w.memA = w.memoryOf(t, w.alice, canaryMem)
 	if w.memA == "" {
 		t.Fatal("alice's memory is not listed to her: the memory probes could not fail")
 	}
@@ -404,7 +405,7 @@ func TestKnowledgeBaseRoles(t *testing.T) {
 	if _, body := w.carol.json(t, http.MethodGet, "/api/memories", nil); strings.Contains(string(body), w.memA) || strings.Contains(string(body), "vault phrase") {
 		t.Errorf("carol lists alice's memory: %s", body)
 	}
-	if w.memoryOf(t, w.alice, canaryA) != w.memA {
+	if w.memoryOf(t, w.alice, canaryMem) != w.memA {
 		t.Errorf("carol's probes removed alice's memory")
 	}
 	// whoever creates a knowledge base owns it: eve, a member with no grants, creates one and grants it;
@@ -546,7 +547,7 @@ func TestCrossTenantProbes(t *testing.T) {
 	check := func(what string, code int, body []byte, wantStatus int) {
 		t.Helper()
 		n++
-		if (!echo && bytes.Contains(body, []byte(canaryA))) || bytes.Contains(body, []byte("Only tenant A may read")) {
+		if (!echo && bytes.Contains(body, []byte(canaryA))) || bytes.Contains(body, []byte("Only tenant A may read")) || bytes.Contains(body, []byte(canaryMem)) {
 			leaks++
 			t.Errorf("%s leaked tenant A's canary: %s", what, body)
 		}
@@ -627,7 +628,7 @@ func TestCrossTenantProbes(t *testing.T) {
 	if code, _ := w.alice.json(t, http.MethodGet, "/api/me", nil); code != 200 {
 		t.Errorf("tenant B's probes revoked alice's key: %d", code)
 	}
-	if w.memoryOf(t, w.alice, canaryA) != w.memA {
+	if w.memoryOf(t, w.alice, canaryMem) != w.memA {
 		t.Errorf("tenant B's probes removed alice's memory %s", w.memA)
 	}
 	if _, body := w.carol.json(t, http.MethodGet, "/api/kbs", nil); !bytes.Contains(body, []byte(w.kbA)) {
@@ -1026,5 +1027,41 @@ func TestJWKSThroughTheServer(t *testing.T) {
 	}
 	if code, body := me(k.Key); code != 401 {
 		t.Errorf("an API key with DOCMIND_AUTH=jwt: %d %s, want 401", code, body)
+	}
+}
+
+// Long-term memories stay with their user: alice's remembered fact reaches the model's prompt for her
+// questions, never for carol's (a reader of the same knowledge base) nor for tenant B's admin.
+func TestMemoriesStayWithTheirUser(t *testing.T) {
+	fake := fakeModel(t)
+	w := newAuthWorld(t, func(m *Main) {
+		c := &m.Config.Chat
+		c.Provider, c.BaseURL, c.APIKey, c.MainModel, c.SmallModel = "openai", fake.URL, "sk-test", "main", "small"
+		c.CacheEnabled = false
+	})
+	prompts := func(c client) string {
+		t.Helper()
+		fake.Calls()
+		code, body := c.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "What is my vault phrase?"})
+		if code != 200 && code != 404 {
+			t.Fatalf("asking: %d %s", code, body)
+		}
+		if bytes.Contains(body, []byte(canaryMem)) {
+			t.Errorf("the answer holds alice's memory: %s", body)
+		}
+		var all strings.Builder
+		for _, call := range fake.Calls() {
+			b, _ := json.Marshal(call)
+			all.Write(b)
+		}
+		return all.String()
+	}
+	if !strings.Contains(prompts(w.alice), canaryMem) {
+		t.Fatal("alice's own memory never reached the model: the checks below could not fail")
+	}
+	for name, c := range map[string]client{"carol": w.carol, "bob": w.bob} {
+		if strings.Contains(prompts(c), canaryMem) {
+			t.Errorf("alice's memory reached the model for %s's question", name)
+		}
 	}
 }
