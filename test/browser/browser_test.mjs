@@ -551,7 +551,6 @@ test("keyboard: Tab reaches the question box, Enter asks, focus order follows th
   for (let i = 0; i < 12; i++) {
     await p.keyboard.press("Tab");
     order.push(await p.evaluate(() => document.activeElement.id || document.activeElement.textContent.trim().slice(0, 20)));
-    // each stop shows a focus ring
     // each stop in the page shows a focus ring (after the last one, focus leaves the page for the browser's own UI)
     const ring = await p.evaluate(() => { const a = document.activeElement; if (a === document.body) return null; const cs = getComputedStyle(a); return `${cs.outlineStyle} ${cs.outlineWidth}`; });
     if (ring !== null) { rings++; assert.match(ring, /^solid [1-9]/, `no focus ring on ${order.at(-1)}: ${ring}`); }
