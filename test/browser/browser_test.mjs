@@ -391,6 +391,14 @@ test("a retrieval test shows each stage's candidates and scores", async (t) => {
   assert.match(await p.locator(".stage td.num").nth(1).textContent(), /^\d\.\d{4}$/);
   assert.match(await p.locator(".stage").first().locator("tbody tr td").nth(2).textContent(), /\.(md|docx|html|pptx|pdf|txt|csv|xlsx)$/, "keyword hits name their document");
   assert.match(await p.locator("#search-out").textContent(), /Grade: (HIGH|MEDIUM|LOW|NONE)/i);
+  // the stages are the API's (what docmind search prints): same counts, same top scores
+  const api = await (await fetch(base + "/api/search", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ query: "annual leave days" }) })).json();
+  const stages = [["Keyword (BM25)", api.keyword], ["Vector", api.vector], ["Fused", api.fused], ["Reranked", api.reranked], ["Evidence", api.evidence]];
+  for (const [i, [name, list]] of stages.entries()) {
+    const sec = p.locator(".stage", { has: p.locator("h3", { hasText: name }) }).first();
+    assert.match(await sec.locator("h3").textContent(), new RegExp(`\\(${(list || []).length}\\)$`), `${name} count`);
+    if (list?.length) assert.equal(await sec.locator("tbody tr").first().locator("td").nth(1).textContent(), list[0].score.toFixed(4), `${name} top score (stage ${i})`);
+  }
 });
 
 test("on a 375x812 phone nothing overflows, the answer column is at least 300 px and the menu opens the conversations", async (t) => {
