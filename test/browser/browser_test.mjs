@@ -426,6 +426,12 @@ test("on a 375x812 phone nothing overflows, the answer column is at least 300 px
   if (SHOTS) await p.screenshot({ path: join(SHOTS, "menu-375x812.png") });
   await p.keyboard.press("Escape");
   await p.locator("#side").waitFor({ state: "hidden" });
+  // a tap outside the open menu closes it too
+  await p.click("#menu");
+  await p.locator("#side").waitFor({ state: "visible" });
+  await p.mouse.click(360, 400);
+  await p.locator("#side").waitFor({ state: "hidden" });
+  assert.equal(await p.getAttribute("#menu", "aria-expanded"), "false");
   await p.click("#tab-kb");
   await p.locator("#documents tbody tr").first().waitFor();
   const k = await p.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
