@@ -326,6 +326,11 @@ test("files dropped on the page upload with progress and become ready; under all
   // the dialog resolves asynchronously: wait for the last bar before counting (each lingers 4 s after its upload)
   await p.locator("#uploads li progress").nth(files.length - 1).waitFor({ state: "attached" });
   assert.equal(await p.locator("#uploads li progress").count(), files.length, "one progress bar per file");
+  // each bar reaches 100% and says the file is processing (the rows go 4 s later)
+  await p.waitForFunction((n) => {
+    const rows = [...document.querySelectorAll("#uploads li")];
+    return rows.length === n && rows.every(li => li.querySelector("progress").value === 100 && li.textContent.includes("uploaded; processing"));
+  }, files.length);
   await p.locator("#documents tbody tr", { hasText: "travel-policy.md" }).locator(".status.processing").waitFor();
   const listedWhileHeld = listed;
   hold = false;
