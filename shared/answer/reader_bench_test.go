@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -151,44 +152,65 @@ func legacyCompose(query string, ev []rank.Evidence) string {
 // cut to eight passages of at most 800 characters (what compression leaves). Each stage runs three
 // times per question, interleaved, and the fastest run counts, so a spike of the shared machine does
 // not read as a slow question. It reports, per dataset, the added milliseconds per question at p50,
-// p95 and the maximum: issue #13 allows no question more than 2 ms over today's p95. Run with
-// -benchtime 1x; skipped without the datasets.
+// p95 and the maximum (the ten slowest re-timed; the one-pass maximum beside it): issue #13 allows no
+// question more than 2 ms over today's p95. Run with -benchtime 1x; skipped without the datasets.
 func BenchmarkAnswerStageQuestions(b *testing.B) {
-	g := rank.Grade{Tier: rank.TierHigh, Coverage: 0.8}
-	cal := ShippedCalibrations()
 	for _, name := range []string{"cmrc2018", "hotpotqa"} {
 		qs, err := loadBenchQuestions(filepath.Join("..", "..", "..", "shared", "datasets", name))
 		if err != nil {
 			b.Skipf("datasets not here: %v", err)
 		}
 		b.Run(name, func(b *testing.B) {
-			var added, after []float64
+			added := make([]float64, len(qs))
 			for b.Loop() {
-				added, after = added[:0], after[:0]
-				for _, q := range qs {
-					old, cur := math.Inf(1), math.Inf(1)
-					for range 3 {
-						t0 := time.Now()
-						Score(legacyCompose(q.text, q.ev), len(q.ev), g, false)
-						t1 := time.Now()
-						Assess(q.text, Extractive{}.Compose(q.text, q.ev), "extractive", q.ev, g, false, cal)
-						t2 := time.Now()
-						old, cur = math.Min(old, t1.Sub(t0).Seconds()), math.Min(cur, t2.Sub(t1).Seconds())
-					}
-					added, after = append(added, 1000*(cur-old)), append(after, 1000*cur)
+				for i, q := range qs {
+					added[i] = q.addedMS(3)
 				}
 			}
-			slices.Sort(added)
-			slices.Sort(after)
-			at := func(xs []float64, p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
+			// The ten slowest are timed again, twenty times each: on a shared machine the slowest
+			// question of one pass is seldom that of the next, so the maximum is the worst of these.
+			order := make([]int, len(qs))
+			for i := range order {
+				order[i] = i
+			}
+			slices.SortFunc(order, func(x, y int) int { return cmp.Compare(added[y], added[x]) })
+			worst, worstMS := "", 0.0
+			for _, i := range order[:min(10, len(order))] {
+				if ms := qs[i].addedMS(20); ms > worstMS {
+					worst, worstMS = qs[i].text, ms
+				}
+			}
+			b.Logf("slowest question, re-timed (%.2f ms added): %s", worstMS, worst)
+			sorted := slices.Clone(added)
+			slices.Sort(sorted)
+			at := func(p float64) float64 { return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))] }
 			b.ReportMetric(float64(len(qs)), "questions")
-			b.ReportMetric(at(added, 0.5), "added-p50-ms")
-			b.ReportMetric(at(added, 0.95), "added-p95-ms")
-			b.ReportMetric(added[len(added)-1], "added-max-ms")
-			b.ReportMetric(at(after, 0.95), "stage-p95-ms")
+			b.ReportMetric(at(0.5), "added-p50-ms")
+			b.ReportMetric(at(0.95), "added-p95-ms")
+			b.ReportMetric(sorted[len(sorted)-1], "added-max-1pass-ms")
+			b.ReportMetric(worstMS, "added-max-ms")
 		})
 	}
 }
+
+// addedMS is how many milliseconds the answer stage after issue #13 takes over the one before it on
+// this question: each runs reps times, interleaved, and the fastest run of each counts.
+func (q benchQuestion) addedMS(reps int) float64 {
+	g := rank.Grade{Tier: rank.TierHigh, Coverage: 0.8}
+	cal := shippedOnce()
+	old, cur := math.Inf(1), math.Inf(1)
+	for range reps {
+		t0 := time.Now()
+		Score(legacyCompose(q.text, q.ev), len(q.ev), g, false)
+		t1 := time.Now()
+		Assess(q.text, Extractive{}.Compose(q.text, q.ev), "extractive", q.ev, g, false, cal)
+		t2 := time.Now()
+		old, cur = math.Min(old, t1.Sub(t0).Seconds()), math.Min(cur, t2.Sub(t1).Seconds())
+	}
+	return 1000 * (cur - old)
+}
+
+var shippedOnce = sync.OnceValue(ShippedCalibrations)
 
 type benchQuestion struct {
 	text string
