@@ -711,6 +711,45 @@ func TestBrowserOriginSafety(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.want)
 		}
 	}
+	// CORS for the allow-listed origin only: its preflight is answered without a credential, its
+	// answers carry Access-Control-Allow-Origin; no other origin ever gets the header
+	cors := func(method, origin, auth string, hdr ...string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, w.base+"/api/kbs", nil)
+		req.Header.Set("Origin", origin)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	pre := []string{"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization,content-type"}
+	if r := cors(http.MethodOptions, "https://chat.example.com", "", pre...); r.StatusCode != 204 || r.Header.Get("Access-Control-Allow-Origin") != "https://chat.example.com" ||
+		!strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), "Authorization") || !strings.Contains(r.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Errorf("preflight from the allow-listed origin: %d %v", r.StatusCode, r.Header)
+	}
+	if r := cors(http.MethodGet, "https://chat.example.com", w.alice.token); r.StatusCode != 200 || r.Header.Get("Access-Control-Allow-Origin") != "https://chat.example.com" || r.Header.Get("Vary") != "Origin" {
+		t.Errorf("a read from the allow-listed origin: %d %v", r.StatusCode, r.Header)
+	}
+	for _, origin := range []string{"http://evil.example", "https://chat.example.com.evil.example", "null"} {
+		if r := cors(http.MethodOptions, origin, "", pre...); r.StatusCode != 403 || r.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight from %s: %d %v, want 403 without CORS headers", origin, r.StatusCode, r.Header)
+		}
+	}
+	if r := cors(http.MethodGet, w.base, w.alice.token); r.StatusCode != 200 || r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("a same-origin read needs no CORS header: %d %v", r.StatusCode, r.Header)
+	}
+	if r := cors(http.MethodOptions, w.base, "", pre...); r.StatusCode == 204 {
+		t.Errorf("a preflight from the server's own origin is answered as CORS: %v", r.Header)
+	}
 	if code, _ := w.alice.do(t, http.MethodGet, "/api/kbs", "", nil, "Sec-Fetch-Site", "cross-site"); code != 403 {
 		t.Errorf("a cross-site read marked by the browser: %d, want 403", code)
 	}

@@ -16,6 +16,8 @@ import (
 //     AllowedOrigins) is refused with 403, as is one a browser marks Sec-Fetch-Site: cross-site;
 //   - a JSON endpoint requires Content-Type: application/json and an upload multipart/form-data (415
 //     otherwise), so an HTML form cannot forge either;
+//   - an allow-listed origin gets CORS headers (its preflight is answered before authentication), so a page
+//     there can read the answers; no other origin ever does;
 //   - with LoopbackOnly (auth mode none) the Host header must be a loopback name or address with the bound
 //     port (a rebinding attacker's name is refused before any handler runs).
 
@@ -43,6 +45,10 @@ func (h *handler) guard(next http.Handler) http.Handler {
 		if apiPath(r.URL.Path) {
 			if !sameOriginOrAllowed(r, allowed) {
 				h.refuse(w, http.StatusForbidden, "Forbidden", "cross-origin requests are not allowed; set DOCMIND_ALLOWED_ORIGINS to allow an origin")
+				return
+			}
+			if preflight := allowCORS(w, r, allowed); preflight {
+				w.WriteHeader(http.StatusNoContent)
 				return
 			}
 			if msg := contentTypeProblem(r); msg != "" {
@@ -76,6 +82,30 @@ func sameOriginOrAllowed(r *http.Request, allowed []string) bool {
 		return false // includes the opaque "null" origin of sandboxed frames and file:// pages
 	}
 	return strings.EqualFold(u.Host, r.Host)
+}
+
+// allowCORS lets a browser page on an allow-listed origin read the API's answers (a single-page app on
+// another domain): its Origin is echoed in Access-Control-Allow-Origin, never "*" and never an origin
+// outside the list, and a preflight (OPTIONS with Access-Control-Request-Method) is answered here, before
+// authentication, since a browser sends it without the Authorization header. No credentials mode: the
+// API key or token travels in a header the page sets, not in a cookie. It reports whether r was a
+// preflight, answered by the caller with 204.
+func allowCORS(w http.ResponseWriter, r *http.Request, allowed []string) bool {
+	origin := strings.TrimRight(strings.ToLower(r.Header.Get("Origin")), "/")
+	if origin == "" || !slices.Contains(allowed, origin) {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+	h.Set("Access-Control-Max-Age", "600")
+	return true
 }
 
 // contentTypeProblem says what is wrong with a body's declared type, "" when nothing is. Requests
