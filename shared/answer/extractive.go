@@ -77,6 +77,12 @@ type unit struct {
 	score    float64
 	matched  map[string]bool // question terms it holds
 	holds    bool
+	// section counts the headings above the line in its passage: the line after the best one is
+	// quoted only from the same section ("## How do I change my beneficiary?" starts another topic).
+	section int
+	// faq is the terms of the heading above the line when that heading is a question: an FAQ's
+	// answer lines ("- 理赔申请书") share no word with the question their heading asks.
+	faq []string
 }
 
 // tableRow is one data row of a markdown table with its header.
@@ -281,7 +287,7 @@ func next(picked, units []unit, asked Asked) (unit, bool) {
 		}
 	}
 	for _, u := range units {
-		if u.src == best.src && u.pos == best.pos+1 && u.row == nil {
+		if u.src == best.src && u.pos == best.pos+1 && u.row == nil && u.section == best.section {
 			show := strings.TrimSpace(u.show)
 			if strings.HasSuffix(show, "?") || strings.HasSuffix(show, "？") {
 				return unit{}, false
@@ -302,7 +308,7 @@ func previous(picked, units []unit, q string) (unit, bool) {
 		return unit{}, false
 	}
 	for _, u := range units {
-		if u.src == best.src && u.pos == best.pos-1 && u.row == nil {
+		if u.src == best.src && u.pos == best.pos-1 && u.row == nil && u.section == best.section {
 			return u, true
 		}
 	}
@@ -385,20 +391,31 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 	var out []unit
 	lines := joinWrapped(strings.Split(body, "\n"))
 	inCode := false
+	section, firstOfSection := 0, len(out)
+	var faq []string
 	for i := 0; i < len(lines); i++ {
 		line := strings.TrimSpace(lines[i])
 		switch {
 		case strings.HasPrefix(line, "```"):
 			inCode = !inCode
 			continue
-		case inCode, line == "", strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "#") && !inCode:
+			section, firstOfSection, faq = section+1, len(out), nil
+			if h := strings.TrimSpace(strings.TrimLeft(line, "#")); strings.HasSuffix(h, "?") || strings.HasSuffix(h, "？") {
+				faq = text.Analyze(h)
+			}
+			continue
+		case inCode, line == "":
 			continue
 		case strings.HasPrefix(line, "|"):
 			j := i
 			for j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), "|") {
 				j++
 			}
-			out = append(out, tableUnits(src, len(out), lines[i:j], qterms)...)
+			for _, u := range tableUnits(src, len(out), lines[i:j], qterms) {
+				u.section = section
+				out = append(out, u)
+			}
 			i = j - 1
 			continue
 		}
@@ -408,10 +425,14 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 		}
 		for _, s := range pieces {
 			s = cleanSentence(s)
-			if utf8.RuneCountInString(s) < 6 {
-				continue
+			if n := utf8.RuneCountInString(s); n < 6 && !(faq != nil && n >= 2) {
+				continue // too short to say anything, but for an item of an FAQ's answer list ("理赔申请书")
 			}
-			out = append(out, unit{src: src, pos: len(out), show: truncate(s, 2*x.MaxSentRunes), terms: text.Analyze(s)})
+			u := unit{src: src, pos: len(out), show: truncate(s, 2*x.MaxSentRunes), terms: text.Analyze(s), section: section}
+			if len(out)-firstOfSection < faqLines {
+				u.faq = faq
+			}
+			out = append(out, u)
 		}
 	}
 	return out
@@ -710,7 +731,8 @@ func scoreUnits(units []unit, qterms []string, idf map[string]float64, total flo
 				tf[t]++
 			}
 		}
-		if len(tf) == 0 {
+		faqScore := faqCredit(u.faq, qterms, idf, total)
+		if len(tf) == 0 && faqScore == 0 {
 			continue
 		}
 		u.matched = map[string]bool{}
@@ -725,6 +747,7 @@ func scoreUnits(units []unit, qterms []string, idf map[string]float64, total flo
 			s += idf[t] * f * (sentK1 + 1) / (f + sentK1*norm)
 		}
 		s /= total * (sentK1 + 1)
+		s = math.Max(s, faqScore)
 		if asked != AskedNone {
 			u.holds = holds(u.show, asked, q)
 			if u.row != nil && u.row.col >= 0 && asked != AskedName && asked != AskedDate {
@@ -745,6 +768,32 @@ func scoreUnits(units []unit, qterms []string, idf map[string]float64, total flo
 		}
 		u.score = s * (1 - 0.06*float64(min(u.src, 5)))
 	}
+}
+
+// faqLines is how many lines under an FAQ heading answer its question.
+const faqLines = 6
+
+// faqCredit scores a line under an FAQ heading by how much of the question that heading asks (0 when it
+// asks less than most of it): 0.9 of a line holding the terms itself, so a line that does outranks one
+// that only sits under the heading. The lines keep their order, so the answer reads as the page does.
+func faqCredit(heading, qterms []string, idf map[string]float64, total float64) float64 {
+	if len(heading) == 0 || total == 0 {
+		return 0
+	}
+	h := map[string]bool{}
+	for _, t := range heading {
+		h[t] = true
+	}
+	var got float64
+	for _, t := range qterms {
+		if h[t] {
+			got += idf[t]
+		}
+	}
+	if got/total < 0.6 {
+		return 0
+	}
+	return 0.9 * got / total / (sentK1 + 1) // scoreUnits' scale: a line holding every term once, at average length
 }
 
 // restates reports whether a line only repeats the question: a question itself (an FAQ heading in the

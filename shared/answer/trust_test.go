@@ -99,6 +99,24 @@ func TestReaderSentences(t *testing.T) {
 	}
 }
 
+// An FAQ's answer is the lines under the heading that asks the question, even when they share no word
+// with it; the line after the best one is never taken from the next section.
+func TestReaderFAQ(t *testing.T) {
+	faq := "# 常见问题 FAQ\n## 如何退保？\n\n在犹豫期（签收保单后 15 天）内退保，全额退还保费。\n\n## 理赔需要哪些材料？\n\n- 理赔申请书\n- 被保险人身份证明\n- 医院出具的诊断证明和费用清单\n\n材料齐全后，保险公司将在 10 个工作日内作出核定。\n\n## How do I change my beneficiary?\n\nLog in to the customer portal, open My policies, choose the policy and select Change beneficiary."
+	guide := "# docmind user guide\n## Adding documents\n\nDrop files into the inbox. docmind watches the folder: a new or changed file is ingested, a removed file is deleted from every index."
+	got := Extractive{}.Compose("理赔需要哪些材料？", []rank.Evidence{ev("faq.html", faq, 1), ev("docmind-guide.md", guide, 0.5)})
+	want := "- 理赔申请书 [1]\n- 被保险人身份证明 [1]\n- 医院出具的诊断证明和费用清单 [1]"
+	if !strings.Contains(got, want) || strings.Contains(got, "Log in") || strings.Contains(got, "[2]") {
+		t.Fatalf("FAQ list:\n%s", got)
+	}
+	// The best line ends its section: the next section's first line is another topic.
+	two := "## Refunds\n\nRefunds are paid within 14 days of the cancellation.\n\n## Beneficiaries\n\nLog in to the portal to change a beneficiary."
+	got = Extractive{}.Compose("refunds cancellation", []rank.Evidence{ev("faq.md", two, 1)})
+	if !strings.Contains(got, "Refunds are paid within 14 days") || strings.Contains(got, "Log in") {
+		t.Fatalf("next line across a heading:\n%s", got)
+	}
+}
+
 func TestReaderHonestNoMatch(t *testing.T) {
 	// The question's words are only in a heading: saying that no passage shares them would be false.
 	only := ev("leave.md", "# Leave\n\nTwenty days.", 1)
