@@ -197,8 +197,8 @@ func Score(answer string, nSources int, g rank.Grade, rerankKnown bool) Confiden
 		}
 		return false
 	}
-	var marks []bool                                        // one per counted sentence: cited?
-	claims := strings.Replace(answer, OfflineNotice, "", 1) // the notice is not a claim about the documents
+	var marks []bool                // one per counted sentence: cited?
+	claims := WithoutNotice(answer) // the notice is not a claim about the documents
 	for _, s := range splitSentences(claims) {
 		if utf8.RuneCountInString(strings.TrimSpace(citeRe.ReplaceAllString(s, ""))) < 8 {
 			if len(marks) > 0 && valid(s) && strings.Trim(citeRe.ReplaceAllString(s, ""), " .。") == "" {

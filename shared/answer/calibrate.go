@@ -74,7 +74,7 @@ func FeaturesOf(question, answer string, ev []rank.Evidence, g rank.Grade, reran
 			f.NumberMissing = 1
 		}
 	}
-	body := citeRe.ReplaceAllString(strings.Replace(answer, OfflineNotice, "", 1), "")
+	body := citeRe.ReplaceAllString(WithoutNotice(answer), "")
 	if asked := askedFor(question); asked != AskedNone {
 		f.Asked = 1
 		if holds(body, asked, question) {

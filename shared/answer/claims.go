@@ -31,7 +31,7 @@ const ClaimTermShare = 0.5
 // passages it cites (ev[n-1]); sentences without a citation are not claims about the sources and are
 // left out, as is the offline notice. The result is in answer order; empty when nothing is cited.
 func CheckClaims(answer string, ev []rank.Evidence) []Claim {
-	body := strings.Replace(answer, OfflineNotice, "", 1)
+	body := WithoutNotice(answer)
 	sentences := claimSentences(body)
 	out := []Claim{}
 	cache := map[int]*passageFacts{}

@@ -30,6 +30,37 @@ const NoMatchAnswer = "No language model is configured, and no sentence in the r
 // be false.
 const NoQuoteAnswer = "No language model is configured. The retrieved passages share the question's words only in their titles or headings, so no sentence is quoted; the passages are listed as sources."
 
+// The same four sentences for a question in Chinese: the quotes are in the documents' language, but
+// what docmind itself says follows the question's (a model is told to answer in it too).
+const (
+	OfflineNoticeZH    = "未配置语言模型，以下内容摘自与问题最相关的文档段落。"
+	NoEvidenceAnswerZH = "未配置语言模型，所选知识库中没有与问题相关的段落。请换一种说法，或确认所需文档已经导入。"
+	NoMatchAnswerZH    = "未配置语言模型，检索到的段落中没有与问题用词相同的句子，因此不作引用。下面列出最接近的段落作为来源，它们仍可能相关。"
+	NoQuoteAnswerZH    = "未配置语言模型。检索到的段落只在标题中出现了问题的用词，因此不引用句子，只列出这些段落作为来源。"
+)
+
+// offlineTexts are the extractive answer's own sentences in one language.
+type offlineTexts struct{ notice, noEvidence, noMatch, noQuote string }
+
+// offlineFor picks the sentences for query's language: Chinese when it holds a CJK character.
+func offlineFor(query string) offlineTexts {
+	if hasCJK(query) {
+		return offlineTexts{OfflineNoticeZH, NoEvidenceAnswerZH, NoMatchAnswerZH, NoQuoteAnswerZH}
+	}
+	return offlineTexts{OfflineNotice, NoEvidenceAnswer, NoMatchAnswer, NoQuoteAnswer}
+}
+
+// WithoutNotice returns answer without the offline notice it opens with (either language): the notice
+// is not a claim about the documents, nor part of what the answer says.
+func WithoutNotice(answer string) string {
+	for _, n := range [...]string{OfflineNotice, OfflineNoticeZH} {
+		if strings.Contains(answer, n) {
+			return strings.Replace(answer, n, "", 1)
+		}
+	}
+	return answer
+}
+
 // Extractive is the offline reader (DESIGN.md section 9): it answers from the top sources, each quoted
 // line followed by its [n]. A table row whose cells match the question is answered as "header: value"
 // pairs (or as one cell when the question also names a column); prose is split into sentences and
@@ -102,8 +133,9 @@ func (x Extractive) Compose(query string, ev []rank.Evidence) string { return x.
 func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	x = x.defaults()
 	r := Reading{Asked: askedFor(query)}
+	say := offlineFor(query)
 	if len(ev) == 0 {
-		r.Answer = NoEvidenceAnswer
+		r.Answer = say.noEvidence
 		return r
 	}
 	qterms := questionTerms(query)
@@ -128,9 +160,9 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		}
 	}
 	if len(cands) == 0 {
-		r.Answer = NoMatchAnswer
+		r.Answer = say.noMatch
 		if sharesTerm(qterms, ev) {
-			r.Answer = NoQuoteAnswer
+			r.Answer = say.noQuote
 		}
 		return r
 	}
@@ -149,7 +181,7 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		}
 	}
 	r.Table, r.Top = picked[0].row != nil, picked[0].src == 0
-	r.Answer = render(picked)
+	r.Answer = render(say.notice, picked)
 	return r
 }
 
@@ -183,7 +215,7 @@ func (x Extractive) extend(picked, units, cands []unit, qterms []string, asked A
 
 // render writes the offline answer: the notice, then the picked sentences in source order, then
 // document order, so quotes from one passage stay together.
-func render(picked []unit) string {
+func render(notice string, picked []unit) string {
 	slices.SortFunc(picked, func(a, b unit) int {
 		if a.src != b.src {
 			return a.src - b.src
@@ -191,7 +223,7 @@ func render(picked []unit) string {
 		return a.pos - b.pos
 	})
 	var b strings.Builder
-	b.WriteString(OfflineNotice)
+	b.WriteString(notice)
 	b.WriteString("\n")
 	for _, u := range picked {
 		if u.show != "" {
@@ -907,6 +939,7 @@ func splitClauses(line string, max int) []string {
 	return out
 }
 
+// hasCJK reports whether s holds a CJK character (a question holding one is answered in Chinese).
 func hasCJK(s string) bool {
 	for _, r := range s {
 		if text.IsCJK(r) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
-	"github.com/docmind/docmind/shared/text"
 )
 
 // Short-circuit reasons (DESIGN.md steps 2 and 3): answered without retrieval or a model call.
@@ -77,10 +76,8 @@ func Tier0(q string) string {
 
 // chitchatAnswer replies in the question's script.
 func chitchatAnswer(q string) string {
-	for _, r := range q {
-		if text.IsCJK(r) {
-			return "你好！我根据你的知识库文档回答问题，并用编号标注出处。请直接提问。"
-		}
+	if hasCJK(q) {
+		return "你好！我根据你的知识库文档回答问题，并用编号标注出处。请直接提问。"
 	}
 	return "Hello! I answer questions from the documents in your knowledge bases, with numbered citations. Ask away."
 }
@@ -127,13 +124,7 @@ func kbMetaAnswer(ctx context.Context, c Catalog, req Request) (string, error) {
 // historyAnswer answers a question about the conversation from its history only: the questions asked so
 // far, in order (no model call, so nothing can be invented).
 func historyAnswer(q string, history []llm.Message) string {
-	cjk := false
-	for _, r := range q {
-		if text.IsCJK(r) {
-			cjk = true
-			break
-		}
-	}
+	cjk := hasCJK(q)
 	var asked []string
 	for _, m := range history {
 		if m.Role == "user" {
@@ -160,10 +151,8 @@ func historyAnswer(q string, history []llm.Message) string {
 
 // outOfScopeAnswer is the fixed refusal for requests no document could answer.
 func outOfScopeAnswer(q string) string {
-	for _, r := range q {
-		if text.IsCJK(r) {
-			return "这个请求超出了知识库问答的范围。我只根据你的知识库文档回答问题，请换一个与文档相关的问题。"
-		}
+	if hasCJK(q) {
+		return "这个请求超出了知识库问答的范围。我只根据你的知识库文档回答问题，请换一个与文档相关的问题。"
 	}
 	return "That request is outside what docmind does: it answers questions from the documents in your knowledge bases. Ask about something the documents cover."
 }

@@ -249,7 +249,7 @@ var (
 // AnswerBody strips what is not the answer's content: citation markers, list bullets and a first
 // paragraph that only says no model is configured.
 func AnswerBody(s string) string {
-	if i := strings.Index(s, "\n\n"); i >= 0 && strings.Contains(strings.ToLower(s[:i]), "no language model is configured") {
+	if i := strings.Index(s, "\n\n"); i >= 0 && (strings.Contains(strings.ToLower(s[:i]), "no language model is configured") || strings.Contains(s[:i], "未配置语言模型")) {
 		s = s[i+2:]
 	}
 	s = citeMarks.ReplaceAllString(s, "")

@@ -29,6 +29,9 @@ func TestAnswerMetrics(t *testing.T) {
 	if got != "Full-time employees get 20 days .\n年假 20 天" {
 		t.Fatalf("AnswerBody = %q", got)
 	}
+	if got := AnswerBody("未配置语言模型，以下内容摘自与问题最相关的文档段落。\n\n- 年假 20 天 [1]"); got != "年假 20 天" {
+		t.Fatalf("AnswerBody of a Chinese offline answer = %q (the notice is not part of the answer)", got)
+	}
 }
 
 func TestRunAnswers(t *testing.T) {

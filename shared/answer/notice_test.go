@@ -1,0 +1,46 @@
+package answer
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/docmind/docmind/shared/rank"
+)
+
+// The offline answer's own words follow the question's language; the quotes stay in the documents'.
+func TestOfflineNoticeFollowsTheQuestion(t *testing.T) {
+	handbook := []rank.Evidence{ev("手册.md", "员工福利。年假每年 20 天，未休年假可顺延一年。", 0.8)}
+	zh := Extractive{}.Read("年假每年多少天？", handbook)
+	if !strings.HasPrefix(zh.Answer, OfflineNoticeZH) || strings.Contains(zh.Answer, "No language model") {
+		t.Fatalf("a Chinese question's answer should open with the Chinese notice: %q", zh.Answer)
+	}
+	if !strings.Contains(zh.Answer, "20 天") {
+		t.Fatalf("the quote is lost: %q", zh.Answer)
+	}
+	en := Extractive{}.Read("How many days of annual leave?", []rank.Evidence{ev("hb.md", "Employees get 20 days of annual leave.", 0.8)})
+	if !strings.HasPrefix(en.Answer, OfflineNotice) {
+		t.Fatalf("an English question's answer should open with the English notice: %q", en.Answer)
+	}
+	for q, want := range map[string]string{"年假每年多少天？": NoEvidenceAnswerZH, "How many days?": NoEvidenceAnswer} {
+		if got := (Extractive{}).Read(q, nil).Answer; got != want {
+			t.Errorf("%s with nothing retrieved: %q, want %q", q, got, want)
+		}
+	}
+	if got := (Extractive{}).Read("报销流程是什么？", []rank.Evidence{ev("x.md", "Lunch is served at noon.", 0.5)}).Answer; got != NoMatchAnswerZH {
+		t.Errorf("no shared word, Chinese question: %q", got)
+	}
+}
+
+// Neither notice is a claim, counts towards the answer's terms, or survives WithoutNotice.
+func TestWithoutNoticeEitherLanguage(t *testing.T) {
+	for _, n := range []string{OfflineNotice, OfflineNoticeZH} {
+		a := n + "\n\n- 年假每年 20 天 [1]"
+		if got := WithoutNotice(a); strings.Contains(got, "语言模型") || strings.Contains(got, "language model") || !strings.Contains(got, "20 天") {
+			t.Errorf("WithoutNotice(%q) = %q", a, got)
+		}
+		claims := CheckClaims(a, []rank.Evidence{ev("手册.md", "年假每年 20 天。", 0.8)})
+		if len(claims) != 1 || !claims[0].Supported {
+			t.Errorf("claims of %q: %+v (want the one quoted line, supported)", a, claims)
+		}
+	}
+}
