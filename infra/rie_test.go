@@ -13,8 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +98,40 @@ type fixture struct {
 	dsn    string
 	milvus *fakemilvus.Server
 	bins   map[string]string // function logical id -> host binary
+	// iam holds each function's S3 proxy: its template policy enforced in front of the fake S3
+	iamMu sync.Mutex
+	iam   map[string]*iamProxy
+}
+
+// allowedS3 counts the requests of fn's proxies that its policy allowed, by IAM action.
+func (f *fixture) allowedS3(fn string) map[string]int {
+	f.iamMu.Lock()
+	defer f.iamMu.Unlock()
+	out := map[string]int{}
+	for name, p := range f.iam {
+		if strings.HasPrefix(name, fn+"#") {
+			p.mu.Lock()
+			for a, n := range p.seen {
+				out[a] += n
+			}
+			p.mu.Unlock()
+		}
+	}
+	return out
+}
+
+// deniedS3 lists every S3 request a function's template policy refused (AWS would have too).
+func (f *fixture) deniedS3() []string {
+	f.iamMu.Lock()
+	defer f.iamMu.Unlock()
+	var out []string
+	for fn, p := range f.iam {
+		for _, d := range p.Denied() {
+			out = append(out, fn+": "+d)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func freeAddr(t *testing.T) string {
@@ -146,7 +182,8 @@ func templateEnv(t *testing.T, fn string, params map[string]any, resources map[s
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{t: t, aws: &fakeAWS{execs: map[string]string{}, reads: map[string]int{}}, bins: map[string]string{}}
+	f := &fixture{t: t, aws: &fakeAWS{execs: map[string]string{}, reads: map[string]int{}}, bins: map[string]string{}, iam: map[string]*iamProxy{}}
+	policies := templateS3Policies(t)
 	// S3 (versioned, path style), MySQL, Milvus, Secrets Manager and Step Functions, all on 127.0.0.1
 	backend := s3mem.New()
 	if err := backend.CreateBucket(bucket); err != nil {
@@ -177,12 +214,19 @@ func newFixture(t *testing.T) *fixture {
 		"MySQLSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:db", "MilvusSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:milvus"}
 	resources := map[string]string{"DOCMIND_S3_BUCKET": bucket, "DOCMIND_INGEST_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:ingest",
 		"DOCMIND_ANSWER_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:answer"}
+	s3For := func(fn string) string { // every function reaches S3 through its own policy
+		f.iamMu.Lock()
+		defer f.iamMu.Unlock()
+		p, url := newIAMProxy(t, policies[fn], bucket, s3srv.URL)
+		f.iam[fn+"#"+strconv.Itoa(len(f.iam))] = p
+		return url
+	}
 	f.envFor = func(fn string) []string {
 		return append(templateEnv(t, fn, params, resources),
 			// what differs from AWS: endpoints of the fakes, static credentials, no instance metadata
 			"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=AKIDTEST", "AWS_SECRET_ACCESS_KEY=secret", "AWS_EC2_METADATA_DISABLED=true",
 			"AWS_ENDPOINT_URL_SECRETS_MANAGER="+awssrv.URL, "AWS_ENDPOINT_URL_SFN="+awssrv.URL,
-			"DOCMIND_S3_ENDPOINT="+s3srv.URL, "DOCMIND_S3_PATH_STYLE=true", "DOCMIND_S3_REGION=us-east-1", "PATH="+os.Getenv("PATH"))
+			"DOCMIND_S3_ENDPOINT="+s3For(fn), "DOCMIND_S3_PATH_STYLE=true", "DOCMIND_S3_REGION=us-east-1", "PATH="+os.Getenv("PATH"))
 	}
 	return f
 }
@@ -276,9 +320,14 @@ type emulator struct {
 }
 
 func startRIE(t *testing.T, rie, bin string, env []string) *emulator {
+	return startRIELogging(t, rie, bin, env, "warn")
+}
+
+// startRIELogging is startRIE with the emulator's log level ("info" logs its INIT REPORT).
+func startRIELogging(t *testing.T, rie, bin string, env []string, level string) *emulator {
 	e := &emulator{addr: freeAddr(t), logs: &bytes.Buffer{}}
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", e.addr, "--runtime-api-address", freeAddr(t), bin)
-	cmd.Env = append(env, "AWS_LAMBDA_FUNCTION_TIMEOUT=120", "LOG_LEVEL=warn")
+	cmd.Env = append(env, "AWS_LAMBDA_FUNCTION_TIMEOUT=120", "LOG_LEVEL="+level)
 	cmd.Stdout, cmd.Stderr = e.logs, e.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -294,6 +343,35 @@ func startRIE(t *testing.T, rie, bin string, env []string) *emulator {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// initReport is the emulator's own measure of a function's init: from its start of the runtime to the
+// runtime's first GET /next (rapid's "INIT REPORT(durationMs: ...)").
+var initReport = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
+
+// initUnderRIE starts bin under aws-lambda-rie, sends one invocation that no handler can decode (a JSON
+// string where every function takes an object, so nothing runs and nothing changes), and returns the
+// init duration the emulator reports. The function must have initialised successfully.
+func initUnderRIE(t *testing.T, rie, bin string, env []string) (float64, error) {
+	e := startRIELogging(t, rie, bin, env, "info")
+	if _, err := e.invoke([]byte(`"cold-init-probe"`)); err != nil && !isFunctionError(err) {
+		return 0, fmt.Errorf("invoke: %v\n%s", err, e.logs)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !strings.Contains(e.logs.String(), "INIT RTDONE(status: success)") {
+		return 0, fmt.Errorf("init did not succeed:\n%s", e.logs)
+	}
+	m := initReport.FindStringSubmatch(e.logs.String())
+	if m == nil {
+		return 0, fmt.Errorf("no INIT REPORT in the emulator's log:\n%s", e.logs)
+	}
+	return strconv.ParseFloat(m[1], 64)
+}
+
+func isFunctionError(err error) bool {
+	_, ok := err.(*aslrun.Error)
+	return ok
 }
 
 // invoke posts a payload; a function error comes back as *aslrun.Error named by its errorType.
@@ -346,6 +424,12 @@ func sqsBatch(bodies ...string) []byte {
 func TestRIE(t *testing.T) {
 	rie := requireRIE(t)
 	f := newFixture(t)
+	t.Cleanup(func() {
+		// every S3 request went through the function's own template policy: a denial is a missing grant
+		if d := f.deniedS3(); len(d) > 0 {
+			t.Errorf("S3 requests the template's policies deny (AWS would too):\n%s", strings.Join(d, "\n"))
+		}
+	})
 	dir := t.TempDir()
 	tmpl, err := goformation.Open(filepath.Join("..", "template.yaml"))
 	if err != nil {
@@ -374,7 +458,12 @@ func TestRIE(t *testing.T) {
 				t.Errorf("%s did not reach /next with the template's environment: %v\n%s", fn, err, logs)
 				continue
 			}
-			t.Logf("%-20s arm64 %5.1f MB, cold init (exec to first /next) %6.1f ms", fn, float64(st.Size())/1e6, float64(d.Microseconds())/1000)
+			under, err := initUnderRIE(t, rie, host, f.envFor(fn))
+			if err != nil {
+				t.Errorf("%s under aws-lambda-rie: %v", fn, err)
+			}
+			t.Logf("%-20s arm64 %5.1f MB, cold init (exec to first /next) %6.1f ms; under aws-lambda-rie (its INIT REPORT) %6.1f ms",
+				fn, float64(st.Size())/1e6, float64(d.Microseconds())/1000, under)
 		}
 		if f.aws.reads["arn:aws:secretsmanager:us-east-1:123456789012:secret:db"] == 0 {
 			t.Error("no function read the database secret: the template's secret wiring is not exercised")
@@ -519,5 +608,11 @@ func TestRIE(t *testing.T) {
 	}
 	if st := ready()[lost]; st != rag.StatusReady {
 		t.Fatalf("%s: status %q after the repair's execution, want ready", lost, st)
+	}
+	// the policies were in the path: each function's own requests went through its proxy
+	for fn, action := range map[string]string{"StageFunction": "s3:GetObjectVersion", "IngestFunction": "s3:ListBucket", "ConsistencyFunction": "s3:ListBucket"} {
+		if got := f.allowedS3(fn); got[action] == 0 {
+			t.Errorf("%s made no %s through its policy proxy (allowed: %v)", fn, action, got)
+		}
 	}
 }
