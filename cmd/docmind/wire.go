@@ -25,7 +25,8 @@ func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Serv
 		Limits: extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes, PDFIdle: cfg.Server.PDFIdle,
 			Budget: extract.NewBudget(cfg.Ingest.ExtractMemory)}, // one for the process: queue, watcher and batches share it
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
-	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, Inbox: filepath.Join(cfg.DataDir, "inbox")}, nil
+	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, Inbox: filepath.Join(cfg.DataDir, "inbox"),
+		InboxTenant: cfg.Tenant}, nil
 }
 
 // uploads adapts the queue and the service to the HTTP layer's Ingester.

@@ -115,7 +115,7 @@ func newHandler(cfg config.Config, s backends, log *slog.Logger) (http.Handler, 
 	if err != nil {
 		return nil, err
 	}
-	svc := ingestenv.Service(ingestenv.Stages(cfg, ingestenv.Stores{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs}, emb, log))
+	svc := ingestenv.Service(cfg, ingestenv.Stages(cfg, ingestenv.Stores{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs}, emb, log))
 	chain, err := wire.Retriever(cfg, s.Keyword, s.Vectors, s.SQL)
 	if err != nil {
 		return nil, err

@@ -172,7 +172,7 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*r
 		return nil, err
 	}
 	// a stuck document is retried here, in process, with the same stages the state machine runs
-	svc := ingestenv.Service(ingestenv.Stages(cfg, ingestenv.Stores{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}, emb, log))
+	svc := ingestenv.Service(cfg, ingestenv.Stages(cfg, ingestenv.Stores{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}, emb, log))
 	chk := &reconcile.Checker{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs, Embedder: emb, Documents: svc, Lease: c.SQL, Log: log,
 		StuckAfter: durationEnv(getenv, "DOCMIND_RECONCILE_STUCK_AFTER", time.Hour)}
 	if getenv("DOCMIND_TENANT") != "" {

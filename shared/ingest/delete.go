@@ -164,7 +164,7 @@ func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 	if err := rm.MarkKBDeleting(ctx, kb); err != nil {
 		return err
 	}
-	if err := s.retireInbox(ctx, kb.Name); err != nil {
+	if err := s.retireInbox(ctx, kb); err != nil {
 		return fmt.Errorf("retire the drop folder of %s: %w", kb.Name, err)
 	}
 	if err := s.purgeKB(ctx, kb); err != nil {
@@ -228,9 +228,13 @@ func DeletedInboxName(kb string, at time.Time) string {
 
 // retireInbox renames the knowledge base's drop folder, on disk (Service.Inbox) and in the blob store
 // (objects under inbox/<kb>/, the S3 drop folder), to the hidden deleted name. Files are kept: deleting
-// a knowledge base must not destroy the user's originals.
-func (s *Service) retireInbox(ctx context.Context, kb string) error {
-	now := time.Now()
+// a knowledge base must not destroy the user's originals. The folders feed InboxTenant only: another
+// tenant's knowledge base of the same name has none to rename.
+func (s *Service) retireInbox(ctx context.Context, k rag.KnowledgeBase) error {
+	if s.InboxTenant != "" && k.Tenant != s.InboxTenant {
+		return nil
+	}
+	kb, now := k.Name, time.Now()
 	if s.Inbox != "" {
 		from := filepath.Join(s.Inbox, kb)
 		if st, err := os.Stat(from); err == nil && st.IsDir() {

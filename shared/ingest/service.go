@@ -23,6 +23,10 @@ type Service struct {
 	// Inbox is the local drop folder (<data>/inbox), renamed aside when its knowledge base is deleted;
 	// "" when there is none.
 	Inbox string
+	// InboxTenant is the tenant the drop folders feed (the local folder and inbox/ in the blob store: the
+	// watcher's and the S3 trigger's tenant). Deleting another tenant's knowledge base of the same name
+	// leaves them alone. "" when every knowledge base's folder is its own (one tenant).
+	InboxTenant string
 
 	mu    sync.Mutex
 	locks map[string]*keyLock // one ingestion at a time per (kb, source)

@@ -42,7 +42,9 @@ func Stages(cfg config.Config, s Stores, emb ingest.Embedder, log *slog.Logger) 
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
 }
 
-// Service is the document service over st with the local runner's retry policy.
-func Service(st *ingest.Stages) *ingest.Service {
-	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
+// Service is the document service over st with the local runner's retry policy. The bucket's inbox/
+// feeds DOCMIND_TENANT (the ingest function's tenant), so only its knowledge bases' drop folders are
+// renamed when they are deleted.
+func Service(cfg config.Config, st *ingest.Stages) *ingest.Service {
+	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, InboxTenant: cfg.Tenant}
 }
