@@ -276,3 +276,32 @@ func TestServeTickerRepairs(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The serve ticker's schedule: hourly by default, DOCMIND_RECONCILE_INTERVAL sets it, 0 turns it off
+// (Serve starts the loop only for a positive interval), a negative value is refused at start.
+func TestReconcileIntervalSetting(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "DOCMIND_RECONCILE_INTERVAL" {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		value string
+		want  time.Duration
+		ok    bool
+	}{{"", time.Hour, true}, {"15m", 15 * time.Minute, true}, {"0", 0, true}, {"-1m", 0, false}} {
+		cfg, err := config.Load("", env(c.value))
+		if !c.ok {
+			if err == nil {
+				t.Errorf("DOCMIND_RECONCILE_INTERVAL=%q accepted", c.value)
+			}
+			continue
+		}
+		if err != nil || cfg.Server.ReconcileInterval != c.want {
+			t.Errorf("DOCMIND_RECONCILE_INTERVAL=%q: %v, %v; want %v", c.value, cfg.Server.ReconcileInterval, err, c.want)
+		}
+	}
+}
