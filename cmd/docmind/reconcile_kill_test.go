@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,4 +200,58 @@ func TestKillDuringDeleteIsRepaired(t *testing.T) {
 			t.Fatalf("inbox entries %v, want the retired folder only", entries)
 		}
 	})
+}
+
+// DELETE /api/kbs/{kb} on a running server does what `kb delete` does (the issue: 601 source files and
+// inbox/<kb>/ were left, and the next scan re-created the knowledge base and re-ingested everything).
+func TestHTTPDeleteKBRemovesSourcesAndRetiresInbox(t *testing.T) {
+	m, base := startServer(t, func(m *Main) {
+		m.NoDemo, m.NoWatch = true, true
+		dir := filepath.Join(m.Config.DataDir, "inbox", "docs")
+		os.MkdirAll(dir, 0o755)
+		for i := range 3 {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("p%d.md", i)), []byte(largeDoc(4+i)), 0o644)
+		}
+	})
+	ctx := context.Background()
+	root := filepath.Join(m.Config.DataDir, "inbox")
+	watcher := &ingest.Watcher{Service: m.Ingest, Tenant: m.Config.Tenant, Root: root}
+	if err := watcher.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kb, err := m.Stores.SQL.GetKBByName(ctx, m.Config.Tenant, "docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs, _ := m.Stores.Blobs.List(ctx, "sources/"); len(objs) != 3 {
+		t.Fatalf("%d stored sources after the scan, want 3", len(objs))
+	}
+	req, _ := http.NewRequest(http.MethodDelete, base+"/api/kbs/"+kb.ID, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE /api/kbs/%s: %d", kb.ID, resp.StatusCode)
+	}
+	if objs, _ := m.Stores.Blobs.List(ctx, "sources/"); len(objs) != 0 {
+		t.Errorf("%d stored sources left", len(objs))
+	}
+	if n, _ := m.Stores.Vectors.Count(ctx, rag.Filter{Tenant: m.Config.Tenant, KBIDs: []string{kb.ID}}); n != 0 {
+		t.Errorf("%d vectors left", n)
+	}
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 1 || !strings.HasPrefix(entries[0].Name(), ".deleted-docs-") {
+		t.Fatalf("inbox entries %v, want only inbox/.deleted-docs-<time>/", entries)
+	}
+	if files, _ := os.ReadDir(filepath.Join(root, entries[0].Name())); len(files) != 3 {
+		t.Errorf("the retired folder keeps %d files, want the user's 3", len(files))
+	}
+	if err := watcher.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if kbs, _ := m.Stores.SQL.ListKBs(ctx, m.Config.Tenant); len(kbs) != 0 {
+		t.Errorf("the next scan re-created %v", kbs)
+	}
 }
