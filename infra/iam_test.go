@@ -307,6 +307,18 @@ func TestS3PolicyEvaluator(t *testing.T) {
 			t.Errorf("%s %s %q: allowed %v, want %v", c.fn, c.action, c.key, got, c.want)
 		}
 	}
+	// the workflow's functions reach no other tenant's prefixes, with any action they hold
+	for _, fn := range []string{"StageFunction", "ExtractFunction", "IngestFunction", "ConsistencyFunction"} {
+		for _, st := range pol[fn].Statements {
+			for _, a := range st.Actions {
+				for _, key := range []string{"sources/other/kb/doc/source.md", "staging/other/doc/chunks.json", "uploads/other/doc"} {
+					if pol[fn].allows(a, key) {
+						t.Errorf("%s may %s %q: another tenant's prefix", fn, a, key)
+					}
+				}
+			}
+		}
+	}
 }
 
 // What a delete does to the bucket, by the functions that delete: a removal event (IngestFunction) and
