@@ -36,17 +36,41 @@ type KBRemover interface {
 // knowledge base is not re-created from its own files.
 const DeletedInboxPrefix = ".deleted-"
 
-// Delete removes a document everywhere: it is marked deleted first, then vectors (verified gone with a
-// strong count), keyword rows, source and staging blobs, and the SQL row; the knowledge base version is
-// bumped. Deleting a document whose delete was interrupted finishes it. NotFound when the document is
-// not the tenant's.
+// Delete removes a document everywhere: a drop-folder document's file is moved aside first (see
+// retireInboxFile), then the document is marked deleted, then vectors (verified gone with a strong
+// count), keyword rows, source and staging blobs, and the SQL row go; the knowledge base version is
+// bumped. Deleting a document whose delete was interrupted finishes it (its file was moved before the
+// tombstone was written, so it is not moved again: a file uploaded since under the same path stays).
+// NotFound when the document is not the tenant's.
 func (s *Service) Delete(ctx context.Context, tenant, docID string) error {
 	doc, err := s.Runner.Stages.Records.GetDocument(ctx, tenant, docID)
 	if err != nil {
 		return err
 	}
 	defer s.lock(doc.KBID + "\x00" + doc.SourceURI)()
+	if doc.Status != rag.StatusDeleted {
+		if err := s.retireInboxFile(ctx, doc); err != nil {
+			return fmt.Errorf("move the drop-folder file of %s aside: %w", doc.ID, err)
+		}
+	}
 	return s.purge(ctx, doc)
+}
+
+// retireInboxFile moves a drop-folder document's file (source uri inbox/<kb>/<path>), on disk and in the
+// blob store, to inbox/.deleted-<kb>-<UTC timestamp>/<path>, as a knowledge-base delete does with the
+// whole folder. Without it a deleted drop-folder document did not stay deleted: its file was still
+// there, so the next scan, the serve ticker's reconcile (sources_without_document) and the scheduled
+// AWS repair ingested it again. The move comes before the tombstone: a crash between the two leaves a
+// ready document whose file is gone, which the watcher, the S3 removal event or reconcile
+// (documents_without_source) deletes; and a tombstone always means the file was moved already, so
+// whoever finishes it (a repeated delete, reconcile, a new upload of the same path) moves nothing. A
+// file already gone (a removal being applied) is not an error. Other sources are left alone.
+func (s *Service) retireInboxFile(ctx context.Context, doc rag.Document) error {
+	kb, rel, ok := SplitInboxKey(doc.SourceURI)
+	if !ok || (s.InboxTenant != "" && doc.Tenant != s.InboxTenant) {
+		return nil
+	}
+	return s.moveInbox(ctx, kb, rel, time.Now())
 }
 
 // markDeleted writes the tombstone. Caller holds the source's lock.
@@ -234,25 +258,39 @@ func (s *Service) retireInbox(ctx context.Context, k rag.KnowledgeBase) error {
 	if s.InboxTenant != "" && k.Tenant != s.InboxTenant {
 		return nil
 	}
-	kb, now := k.Name, time.Now()
+	return s.moveInbox(ctx, k.Name, "", time.Now())
+}
+
+// moveInbox moves inbox/<kb>/<rel> (the whole folder when rel is "") to inbox/.deleted-<kb>-<now>/<rel>,
+// on disk and in the blob store; what is missing is skipped.
+func (s *Service) moveInbox(ctx context.Context, kb, rel string, now time.Time) error {
+	const op = "ingest.Delete"
+	retired := DeletedInboxName(kb, now)
 	if s.Inbox != "" {
-		from := filepath.Join(s.Inbox, kb)
-		if st, err := os.Stat(from); err == nil && st.IsDir() {
-			if err := os.Rename(from, filepath.Join(s.Inbox, DeletedInboxName(kb, now))); err != nil {
-				return rag.E("ingest.DeleteKB", rag.KindUnavailable, err)
+		from := filepath.Join(s.Inbox, kb, filepath.FromSlash(rel))
+		to := filepath.Join(s.Inbox, retired, filepath.FromSlash(rel))
+		if st, err := os.Stat(from); err == nil && (rel != "" || st.IsDir()) {
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				return rag.E(op, rag.KindUnavailable, err)
+			}
+			if err := os.Rename(from, to); err != nil {
+				return rag.E(op, rag.KindUnavailable, err)
 			}
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return rag.E("ingest.DeleteKB", rag.KindUnavailable, err)
+			return rag.E(op, rag.KindUnavailable, err)
 		}
 	}
 	b := s.Runner.Stages.Blobs
 	prefix := "inbox/" + kb + "/"
-	objs, err := b.List(ctx, prefix)
+	objs, err := b.List(ctx, prefix+rel)
 	if err != nil {
 		return err
 	}
-	to := "inbox/" + DeletedInboxName(kb, now) + "/"
+	to := "inbox/" + retired + "/"
 	for _, o := range objs {
+		if rel != "" && o.Key != prefix+rel {
+			continue // inbox/<kb>/a.md.bak when moving a.md
+		}
 		r, info, err := b.Get(ctx, o.Key)
 		if err != nil {
 			if rag.Is(err, rag.KindNotFound) {
