@@ -316,7 +316,25 @@ func rieBinary(t *testing.T) string {
 type emulator struct {
 	addr string
 	mu   sync.Mutex // the emulator serves one invocation at a time
-	logs *bytes.Buffer
+	logs *syncBuffer
+}
+
+// syncBuffer is the emulator's output: exec copies it in from its own goroutine while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func startRIE(t *testing.T, rie, bin string, env []string) *emulator {
@@ -325,7 +343,7 @@ func startRIE(t *testing.T, rie, bin string, env []string) *emulator {
 
 // startRIELogging is startRIE with the emulator's log level ("info" logs its INIT REPORT).
 func startRIELogging(t *testing.T, rie, bin string, env []string, level string) *emulator {
-	e := &emulator{addr: freeAddr(t), logs: &bytes.Buffer{}}
+	e := &emulator{addr: freeAddr(t), logs: &syncBuffer{}}
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", e.addr, "--runtime-api-address", freeAddr(t), bin)
 	cmd.Env = append(env, "AWS_LAMBDA_FUNCTION_TIMEOUT=120", "LOG_LEVEL="+level)
 	cmd.Stdout, cmd.Stderr = e.logs, e.logs
@@ -357,14 +375,21 @@ func initUnderRIE(t *testing.T, rie, bin string, env []string) (float64, error) 
 	if _, err := e.invoke([]byte(`"cold-init-probe"`)); err != nil && !isFunctionError(err) {
 		return 0, fmt.Errorf("invoke: %v\n%s", err, e.logs)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !strings.Contains(e.logs.String(), "INIT RTDONE(status: success)") {
-		return 0, fmt.Errorf("init did not succeed:\n%s", e.logs)
+	// The invocation's reply can arrive before exec has copied the emulator's INIT lines out of its
+	// pipe (CI saw a fast init's log end at INIT START): wait for them, generously.
+	var logs string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		logs = e.logs.String()
+		if initReport.MatchString(logs) || time.Now().After(deadline) {
+			break
+		}
 	}
-	m := initReport.FindStringSubmatch(e.logs.String())
+	if !strings.Contains(logs, "INIT RTDONE(status: success)") {
+		return 0, fmt.Errorf("init did not succeed:\n%s", logs)
+	}
+	m := initReport.FindStringSubmatch(logs)
 	if m == nil {
-		return 0, fmt.Errorf("no INIT REPORT in the emulator's log:\n%s", e.logs)
+		return 0, fmt.Errorf("no INIT REPORT in the emulator's log:\n%s", logs)
 	}
 	return strconv.ParseFloat(m[1], 64)
 }
