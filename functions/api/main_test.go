@@ -29,6 +29,7 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/memblob"
 	"github.com/docmind/docmind/shared/store/memkv"
+	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
 func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/api") }
@@ -67,6 +68,7 @@ type apiFixture struct {
 	key   string
 	s3    *fakeS3
 	execs *fakeExecutions
+	db    *sqldb.DB
 }
 
 func newAPI(t *testing.T) *apiFixture {
@@ -88,7 +90,7 @@ func newAPI(t *testing.T) *apiFixture {
 	if err := db.CreateAPIKey(ctx, &rag.APIKey{Tenant: cfg.Tenant, UserID: u.ID, Hash: hash, Prefix: prefix, Name: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	f := &apiFixture{key: plain, s3: &fakeS3{puts: map[string][]byte{}}, execs: &fakeExecutions{}}
+	f := &apiFixture{key: plain, s3: &fakeS3{puts: map[string][]byte{}}, execs: &fakeExecutions{}, db: db}
 	h, err := newHandler(cfg, backends{Stores: httpfn.Stores{SQL: db, Keyword: lib.Keyword, Vectors: lib.Vectors, KV: memkv.New(nil, 0)},
 		Blobs: memblob.New(), S3: f.s3, Bucket: "drop", Executions: f.execs},
 		slog.New(slog.DiscardHandler))
@@ -177,5 +179,49 @@ func TestManagement(t *testing.T) {
 	ev.RawPath, ev.RequestContext.HTTP.Path = "/api/chat", "/api/chat"
 	if res := f.do(t, ev); res.StatusCode != 404 || !strings.Contains(res.Body, "query function") {
 		t.Errorf("/api/chat on the HTTP API: %d %s", res.StatusCode, res.Body)
+	}
+}
+
+// TestOtherTenantRefused: a stack serves DOCMIND_TENANT only (its roles reach that tenant's prefixes),
+// so a valid key of another tenant gets 403 with a message naming the stack's tenant, and nothing of
+// the request runs (no upload stored, no execution).
+func TestOtherTenantRefused(t *testing.T) {
+	f := newAPI(t)
+	ctx := context.Background()
+	db := f.db
+	u := rag.User{Tenant: "acme", Email: "ops@acme.example", Role: rag.RoleAdmin}
+	if err := db.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	plain, prefix, hash, err := auth.NewAPIKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateAPIKey(ctx, &rag.APIKey{Tenant: "acme", UserID: u.ID, Hash: hash, Prefix: prefix, Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	own := f.key
+	f.key = plain
+	res := f.do(t, f.event(t, "list-kbs.json"))
+	if res.StatusCode != 403 {
+		t.Fatalf("another tenant's key: %d %s, want 403", res.StatusCode, res.Body)
+	}
+	var body struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(res.Body), &body); err != nil {
+		t.Fatalf("not JSON: %s", res.Body)
+	}
+	if !strings.Contains(body.Error.Message, `serves tenant "local"`) || !strings.Contains(body.Error.Message, `"acme"`) {
+		t.Errorf("message %q: want the stack's tenant and the caller's", body.Error.Message)
+	}
+	ev := f.event(t, "list-kbs.json")
+	ev.RawPath, ev.RequestContext.HTTP.Path, ev.RequestContext.HTTP.Method = "/api/kbs/handbook/documents", "/api/kbs/handbook/documents", "POST"
+	if res := f.do(t, ev); res.StatusCode != 403 || len(f.execs.jobs) != 0 || len(f.s3.puts) != 0 {
+		t.Errorf("upload by another tenant: %d, %d executions, %d objects", res.StatusCode, len(f.execs.jobs), len(f.s3.puts))
+	}
+	f.key = own
+	if res := f.do(t, f.event(t, "list-kbs.json")); res.StatusCode != 200 {
+		t.Errorf("the stack's tenant: %d %s", res.StatusCode, res.Body)
 	}
 }

@@ -19,11 +19,14 @@ import (
 	"github.com/docmind/docmind/functions/internal/httpfn"
 	"github.com/docmind/docmind/functions/internal/kbtest"
 	"github.com/docmind/docmind/functions/internal/lambdatest"
+	"github.com/docmind/docmind/shared/auth"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/deptest"
 	"github.com/docmind/docmind/shared/llm/llmtest"
 	"github.com/docmind/docmind/shared/obs"
+	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/memkv"
+	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
 func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/query") }
@@ -34,6 +37,7 @@ type fixture struct {
 	h   func(context.Context, *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error)
 	llm *llmtest.Server
 	log *bytes.Buffer
+	db  *sqldb.DB
 }
 
 func newFixture(t *testing.T, mode string, c caps, reply llmtest.Reply) *fixture {
@@ -58,6 +62,7 @@ func newOffloadFixture(t *testing.T, mode string, c caps, off offload, reply llm
 	cfg.Chat.Provider, cfg.Chat.BaseURL, cfg.Chat.MainModel, cfg.Chat.AgentRounds = "openai", f.llm.URL+"/v1", "main", 0
 	cfg.Chat.CacheEnabled, cfg.Chat.MemoryEnabled = false, false
 	lib := kbtest.New(t, cfg)
+	f.db = lib.DB
 	tr, err := obs.Setup(ctx, obs.Options{Service: "test"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -301,6 +306,35 @@ func TestAuthentication(t *testing.T) {
 	}
 	if len(f.llm.Calls()) != 0 {
 		t.Error("the model was called for an unauthenticated request")
+	}
+}
+
+// TestOtherTenantRefused: the chat serves the stack's tenant (DOCMIND_TENANT) only; a valid key of
+// another tenant gets 403 JSON naming the stack's tenant, and the model is never called.
+func TestOtherTenantRefused(t *testing.T) {
+	f := newFixture(t, "keys", caps{URLAuth: authNone, MaxTokens: 256, StreamMax: time.Minute, IdleGap: time.Second, Reserve: 3 * time.Second}, llmtest.Reply{Content: "x"})
+	ctx := context.Background()
+	u := rag.User{Tenant: "acme", Email: "ops@acme.example", Role: rag.RoleAdmin}
+	if err := f.db.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	plain, prefix, hash, err := auth.NewAPIKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.CreateAPIKey(ctx, &rag.APIKey{Tenant: "acme", UserID: u.ID, Hash: hash, Prefix: prefix, Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.h(ctx, urlEvent("POST", "/api/chat", `{"question":"q"}`, map[string]string{"authorization": "Bearer " + plain}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res)
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(string(b), `serves tenant \"local\"`) {
+		t.Errorf("another tenant: %d %s, want 403 naming the stack's tenant", res.StatusCode, b)
+	}
+	if len(f.llm.Calls()) != 0 {
+		t.Error("the model was called for another tenant")
 	}
 }
 

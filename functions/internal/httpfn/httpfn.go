@@ -8,6 +8,7 @@ package httpfn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/docmind/docmind/functions/internal/stores/aurora"
@@ -112,13 +113,35 @@ func Identity(cfg config.Config, s Stores, deps *httpapi.Deps, log *slog.Logger)
 		return identity.Mode{}, err
 	}
 	a.Log = log
-	deps.Auth, deps.AuthMode = a, a.Mode.String()
+	deps.Auth, deps.AuthMode = StackTenant{Next: a, Tenant: cfg.Tenant}, a.Mode.String()
 	deps.Members, deps.Admin, deps.Audit = s.SQL, s.SQL, s.SQL
 	if lim := wire.Limiter(cfg, s.KV); lim != nil {
 		deps.Limits = lim.WithLogger(log)
 	}
 	deps.Guard = httpapi.GuardOptions{AllowedOrigins: config.List(cfg.Auth.AllowedOrigins)}
 	return a.Mode, nil
+}
+
+// StackTenant refuses every caller whose tenant is not the stack's (DOCMIND_TENANT): one stack serves
+// one tenant. Its roles reach only that tenant's S3 prefixes (uploads/, sources/, staging/<Tenant>/), so
+// another tenant's upload would be stored, then fail in the state machine with AccessDenied; the
+// refusal says so at once instead. `docmind serve` stays multi-tenant: it does not use this.
+type StackTenant struct {
+	Next   httpapi.Authenticator
+	Tenant string
+}
+
+// Authenticate identifies the caller with Next, then refuses (Permission: 403) another tenant.
+func (s StackTenant) Authenticate(ctx context.Context, authorization string) (rag.Principal, error) {
+	p, err := s.Next.Authenticate(ctx, authorization)
+	if err != nil {
+		return p, err
+	}
+	if p.Tenant != s.Tenant {
+		return rag.Principal{}, rag.E("httpapi", rag.KindPermission, fmt.Errorf(
+			"this deployment serves tenant %q only; tenant %q needs its own stack (see DEPLOY.md, one stack per tenant)", s.Tenant, p.Tenant))
+	}
+	return p, nil
 }
 
 // Memory gives the chat and the memory endpoints long-term memory when it is configured and its
