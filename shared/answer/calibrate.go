@@ -27,6 +27,8 @@ var FeatureNames = []string{"grader_high", "grader_ambiguous", "grader_coverage"
 
 // Positions in Features.Vector that the run-time rules read.
 const (
+	featRerankTop     = 3
+	featRerankerRan   = 4
 	featNumberMissing = 6
 	featCJK           = 11
 )
@@ -366,9 +368,25 @@ func (c *Calibrator) explain(f Features) string {
 		parts = append(parts, describeFeature(FeatureNames[k.i], x[k.i])+" ("+dir+")")
 	}
 	if len(parts) == 0 {
-		return "nothing sets this answer apart from their average"
+		parts = append(parts, "nothing sets this answer apart from their average")
+	}
+	if x[featRerankerRan] >= 0.5 && !c.sawReranker() {
+		// the shipped maps were fitted offline, where no reranker ran: its score cannot move the
+		// estimate, and the reader should not think it did
+		parts = append(parts, fmt.Sprintf("a reranker scored the passages (top %.2f), but the calibration saw no reranker, so that score is not counted", x[featRerankTop]))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// sawReranker reports whether the answers fitted on had a reranker's score: otherwise both rerank
+// features carry weight 0 and were constant in fitting.
+func (c *Calibrator) sawReranker() bool {
+	for _, i := range []int{featRerankTop, featRerankerRan} {
+		if i < len(c.Weights) && c.Weights[i] != 0 || i < len(c.Mean) && c.Mean[i] != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // describeFeature says one feature's value in words.

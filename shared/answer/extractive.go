@@ -189,10 +189,10 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 // it, and up to two bridges to a second hop, each with the line of its passage that best matches the
 // question, within MaxSentences.
 func (x Extractive) extend(picked, units, cands []unit, qterms []string, asked Asked, query string) []unit {
-	if n, ok := next(picked, units, asked); ok && len(picked) < x.MaxSentences && !quoted(picked, n) {
+	if n, ok := next(picked, units, asked); ok && len(picked) < x.MaxSentences && !pickedAlready(picked, n) {
 		picked = append(picked, n)
 	}
-	if p, ok := previous(picked, units, query); ok && len(picked) < x.MaxSentences && !quoted(picked, p) {
+	if p, ok := previous(picked, units, query); ok && len(picked) < x.MaxSentences && !pickedAlready(picked, p) {
 		picked = append(picked, p)
 	}
 	for range 2 {
@@ -200,7 +200,7 @@ func (x Extractive) extend(picked, units, cands []unit, qterms []string, asked A
 		if !ok || len(picked) > x.MaxSentences {
 			break
 		}
-		if quoted(picked, b) { // the same sentence in another passage: mark it taken, look again
+		if pickedAlready(picked, b) { // the same sentence in another passage: mark it taken, look again
 			b.show = ""
 		}
 		picked = append(picked, b)
@@ -251,12 +251,22 @@ func (x Extractive) pick(cands []unit, asked Asked) []unit {
 		if c.score < best.score/2 || perSource[c.src] == x.PerSource || seen[strings.ToLower(c.show)] {
 			continue
 		}
+		if best.row != nil && c.row != nil && tiedRows(best, c) {
+			// the question names no key that tells these rows apart ("the total revenue in 2026-Q2"
+			// matches every region's row): each is listed, and none passes for the answer alone
+			picked = append(picked, c)
+			perSource[c.src]++
+			seen[strings.ToLower(c.show)] = true
+			continue
+		}
 		if best.row != nil && best.row.col >= 0 && c.row != nil {
 			continue // one cell answers; other rows of the table are not the answer
 		}
 		adds := false
 		for t := range c.matched {
-			if !covered[t] {
+			// another passage is quoted for a word of what is asked about, not for the question's
+			// verb: "Known limits: ... OCR, which is not included" was added to the Business plan's row
+			if !covered[t] && (c.src == best.src || !genericTerms[t]) {
 				adds = true
 			}
 		}
@@ -277,10 +287,30 @@ func (x Extractive) pick(cands []unit, asked Asked) []unit {
 	return picked
 }
 
+// genericTerms are verbs (analyzed forms) that ask how a thing relates to another, not what it is:
+// a line of another passage that shares only such a word with the question adds nothing to the answer.
+var genericTerms = map[string]bool{"includ": true, "contain": true, "provid": true, "offer": true, "cover": true,
+	"mean": true, "happen": true, "describ": true, "allow": true, "need": true, "involv": true, "consist": true}
+
+// tiedRows reports whether row c of best's table matches the question exactly as best does: the same
+// question terms, as closely (a row the question names outranks its neighbours, they do not tie).
+func tiedRows(best, c unit) bool {
+	b, r := best.row, c.row
+	if c.src != best.src || b.col != r.col || b.keyCover != r.keyCover || !slices.Equal(b.header, r.header) || len(c.matched) != len(best.matched) {
+		return false
+	}
+	for t := range best.matched {
+		if !c.matched[t] {
+			return false
+		}
+	}
+	return c.holds == best.holds
+}
+
 // bestOfSource is the best-scoring candidate of source src that is not picked yet.
 func bestOfSource(src int, picked, cands []unit) (unit, bool) {
 	for _, c := range cands { // cands are sorted by score
-		if c.src != src || quoted(picked, c) {
+		if c.src != src || pickedAlready(picked, c) {
 			continue
 		}
 		taken := false
@@ -294,8 +324,8 @@ func bestOfSource(src int, picked, cands []unit) (unit, bool) {
 	return unit{}, false
 }
 
-// quoted reports whether the same text is picked already (two passages can hold one sentence).
-func quoted(picked []unit, u unit) bool {
+// pickedAlready reports whether the same text is picked already (two passages can hold one sentence).
+func pickedAlready(picked []unit, u unit) bool {
 	for _, p := range picked {
 		if strings.EqualFold(p.show, u.show) {
 			return true
@@ -439,6 +469,14 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			continue
 		case inCode, line == "":
 			continue
+		case headingLine(line):
+			// a heading extracted as plain text (PDF, DOCX: "第三条 服务等级") names a section, it answers
+			// nothing, and the lines under it are another topic than the lines above
+			section, firstOfSection, faq = section+1, len(out), nil
+			if strings.HasSuffix(line, "?") || strings.HasSuffix(line, "？") {
+				faq = text.Analyze(line)
+			}
+			continue
 		case strings.HasPrefix(line, "|"):
 			j := i
 			for j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), "|") {
@@ -468,6 +506,23 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 		}
 	}
 	return out
+}
+
+// reArticle is a numbered heading of a contract or a statute: "第三条 服务等级", "第一章 总则",
+// "Article 4 Termination", "Section 2: Data".
+var reArticle = regexp.MustCompile(`^(第[0-9一二三四五六七八九十百零〇两]+[条章节篇部款]|(?i:article|section|chapter|part|clause)\s+[0-9IVXivx]+[.:]?)(\s|$)`)
+
+// headingLine reports whether a plain-text line is only a heading: a numbered article or chapter
+// title, short and without a sentence's punctuation ("第三条 服务等级" was quoted as an answer on the
+// demo's service agreement, once after the line it ends the section of).
+func headingLine(line string) bool {
+	line = strings.TrimSpace(line)
+	m := reArticle.FindStringIndex(line)
+	if m == nil {
+		return false
+	}
+	rest := strings.TrimSpace(line[m[1]:])
+	return utf8.RuneCountInString(rest) <= 24 && !strings.ContainsAny(rest, "。！？；，,;.!")
 }
 
 // firstProse is the index of the first non-blank line.
@@ -623,11 +678,8 @@ func (tr *tableRow) String() string {
 	cell := func(i int) string { return strings.TrimSpace(tr.cells[i]) }
 	if tr.col >= 0 {
 		var keys []string
-		for _, k := range tr.keyCols {
+		for _, k := range tr.rowKeys() {
 			keys = append(keys, cell(k))
-		}
-		if len(keys) == 0 {
-			keys = append(keys, cell(0))
 		}
 		return fmt.Sprintf("%s for %s: %s", strings.TrimSpace(tr.header[tr.col]), strings.Join(keys, ", "), cell(tr.col))
 	}
@@ -645,6 +697,20 @@ func (tr *tableRow) String() string {
 		}
 	}
 	return strings.Join(pairs, "; ")
+}
+
+// rowKeys are the columns that name the row in a one-cell answer, in column order: the first column
+// (a table's row label) and every cell the question matched, less the column asked for. The first
+// column is there even when the question did not name it: "revenue (kUSD) for 2026-Q2: 515" answered
+// "What was the total revenue in 2026-Q2?" with North's figure, the region dropped.
+func (tr *tableRow) rowKeys() []int {
+	var keys []int
+	for c := range tr.cells {
+		if c != tr.col && strings.TrimSpace(tr.cells[c]) != "" && (c == 0 || slices.Contains(tr.keyCols, c)) {
+			keys = append(keys, c)
+		}
+	}
+	return keys
 }
 
 func splitRow(l string) []string {
@@ -727,8 +793,15 @@ func (x Extractive) idf(qterms []string, units []unit) map[string]float64 {
 		}
 	}
 	n := float64(len(units))
+	content := slices.ContainsFunc(qterms, func(t string) bool { return !genericTerms[t] })
 	for i, t := range qterms {
 		out[t] = math.Log(1 + (n-float64(df[i])+0.5)/(float64(df[i])+0.5))
+		if genericTerms[t] && content {
+			// the question's verb is rarer than its subject in a passage about that subject: at full
+			// weight "which is not included" outranked the Business plan's row for "What does the
+			// Business plan include?"
+			out[t] /= 2
+		}
 	}
 	return out
 }

@@ -1,0 +1,133 @@
+package answer
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/docmind/docmind/shared/rank"
+)
+
+// quotedLines are the answer's "- ... [n]" lines, without the notice.
+func quotedLines(answer string) []string {
+	var out []string
+	for _, l := range strings.Split(answer, "\n") {
+		if strings.HasPrefix(l, "- ") {
+			out = append(out, strings.TrimPrefix(l, "- "))
+		}
+	}
+	return out
+}
+
+// Issue #13 review, finding 6: a one-cell table answer names its row, and rows the question cannot
+// tell apart are all listed; a row the question names is answered alone.
+func TestReaderTableRowKeys(t *testing.T) {
+	const regions = `| region | quarter | revenue (kUSD) | new customers |
+| --- | --- | --- | --- |
+| North | 2026-Q1 | 420 | 12 |
+| North | 2026-Q2 | 515 | 15 |
+| South | 2026-Q2 | 365 | 11 |
+| East | 2026-Q2 | 330 | 10 |`
+	for _, c := range []struct {
+		name, q string
+		want    []string
+	}{
+		{"no region named: every Q2 row, each with its region", "What was the total revenue in 2026-Q2?", []string{
+			"revenue (kUSD) for North, 2026-Q2: 515 [1]",
+			"revenue (kUSD) for South, 2026-Q2: 365 [1]",
+			"revenue (kUSD) for East, 2026-Q2: 330 [1]",
+		}},
+		{"the region named: its row alone", "What was the South region revenue in 2026-Q2?", []string{"revenue (kUSD) for South, 2026-Q2: 365 [1]"}},
+		// the row label is printed even when the question matched only another cell
+		{"a column and one row", "How many new customers in 2026-Q1?", []string{"new customers for North, 2026-Q1: 12 [1]"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Extractive{}.Read(c.q, []rank.Evidence{ev("sales.xlsx", regions, 1), ev("notes.md", prose, 0.9)})
+			got := quotedLines(r.Answer)
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") || !r.Table {
+				t.Errorf("%s\ngot  %q\nwant %q", c.q, got, c.want)
+			}
+		})
+	}
+}
+
+// rowKeys names the row by its label (the first column) and the cells the question matched, never
+// by the column asked for.
+func TestTableRowKeys(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		keyCols []int
+		col     int
+		want    string
+	}{
+		{"matched quarter only", []int{1}, 2, "revenue for North, 2026-Q2: 515"},
+		{"matched region and quarter", []int{0, 1}, 2, "revenue for North, 2026-Q2: 515"},
+		{"asked for the label column", []int{2}, 0, "region for 515: North"},
+	} {
+		tr := &tableRow{header: []string{"region", "quarter", "revenue"}, cells: []string{"North", "2026-Q2", "515"}, keyCols: c.keyCols, col: c.col}
+		if got := tr.String(); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// Finding 7: another source is quoted only for a word of what is asked about; a line sharing only the
+// question's verb ("include") is not.
+func TestReaderOtherSourceNeedsContentTerm(t *testing.T) {
+	evs := []rank.Evidence{
+		ev("price-list.csv", prices, 1),
+		ev("release-notes.txt", "Known limits: scanned PDFs need OCR, which is not included.", 0.8),
+		ev("faq.html", "The Business plan adds single sign-on for every user.", 0.7),
+	}
+	r := Extractive{}.Read("What does the Business plan include?", evs)
+	if strings.Contains(r.Answer, "not included") || strings.Contains(r.Answer, "[2]") {
+		t.Errorf("a line sharing only the verb was quoted:\n%s", r.Answer)
+	}
+	if !strings.Contains(r.Answer, "plan: Business; monthly price (USD): 199") {
+		t.Errorf("the Business row is missing:\n%s", r.Answer)
+	}
+	// a line of another source that brings a content word the row lacks is still read
+	r = Extractive{}.Read("Which plan includes single sign-on?", evs)
+	if !strings.Contains(r.Answer, "single sign-on for every user. [3]") {
+		t.Errorf("the line with the asked-about words is missing:\n%s", r.Answer)
+	}
+}
+
+// Finding 7: a heading extracted as plain text (a PDF's "第三条 服务等级") is never quoted, and the line
+// after the best one does not come from the next article.
+func TestReaderSkipsPlainHeadings(t *testing.T) {
+	const agreement = "docmind 服务协议\n\n第二条 数据安全\n\n客户数据按租户隔离存储，任何查询均限定在客户有权访问的知识库范围内。服务提供方不会将客户数据用于模型训练。\n\n" +
+		"第三条 服务等级\n\n服务月可用性不低于 99.9%。未达到时，按下表返还服务费：\n\n第四条 协议终止\n\n任何一方提前 30 天书面通知，可终止本协议。"
+	for _, q := range []string{"服务提供方会把客户数据用于模型训练吗？", "服务等级是什么？", "协议终止需要提前多久通知？"} {
+		r := Extractive{}.Read(q, []rank.Evidence{ev("服务协议.pdf", agreement, 1)})
+		for _, l := range quotedLines(r.Answer) {
+			if strings.HasPrefix(l, "第") {
+				t.Errorf("%s: a heading is quoted: %q\n%s", q, l, r.Answer)
+			}
+		}
+		if len(quotedLines(r.Answer)) == 0 {
+			t.Errorf("%s: nothing quoted:\n%s", q, r.Answer)
+		}
+	}
+	r := Extractive{}.Read("服务提供方会把客户数据用于模型训练吗？", []rank.Evidence{ev("服务协议.pdf", agreement, 1)})
+	if got := quotedLines(r.Answer); len(got) == 0 || !strings.Contains(got[len(got)-1], "模型训练") || strings.Contains(r.Answer, "99.9") {
+		t.Errorf("want the data-security sentence and nothing of the next article:\n%s", r.Answer)
+	}
+}
+
+func TestHeadingLine(t *testing.T) {
+	for line, want := range map[string]bool{
+		"第三条 服务等级":              true,
+		"第一章 总则":                true,
+		"第十二条":                  true,
+		"Article 4 Termination": true,
+		"Section 2: Data":       true,
+		"第三条 服务提供方不会将客户数据用于模型训练。":                        false, // an article's text on its heading's line
+		"任何一方提前 30 天书面通知，可终止本协议。":                        false,
+		"Section 2 describes how data is kept, and why.": false,
+		"第三方服务的费用由客户承担":                                  false, // 第三方 is no ordinal heading
+	} {
+		if got := headingLine(line); got != want {
+			t.Errorf("headingLine(%q) = %v, want %v", line, got, want)
+		}
+	}
+}
