@@ -185,8 +185,10 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 // from All (answered questions only; failures have no confidence). Call it again after changing the
 // records' confidences and bands.
 func (r *AnswerResult) Summarise() {
-	r.BandStats = map[string]BandStat{}
-	r.Bands = map[string]int{}
+	// every band is reported, an empty one with n 0: a missing key read as "not measured", and a
+	// report where no answer is HIGH should say so
+	r.BandStats = map[string]BandStat{"HIGH": {}, "MEDIUM": {}, "LOW": {}}
+	r.Bands = map[string]int{"HIGH": 0, "MEDIUM": 0, "LOW": 0}
 	r.Reliability = make([]Bin, 10)
 	for i := range r.Reliability {
 		r.Reliability[i].Lo, r.Reliability[i].Hi = float64(i)/10, float64(i+1)/10
@@ -212,7 +214,9 @@ func (r *AnswerResult) Summarise() {
 		}
 	}
 	for k, b := range r.BandStats {
-		b.AnswerRecall /= float64(b.N)
+		if b.N > 0 {
+			b.AnswerRecall /= float64(b.N)
+		}
 		r.BandStats[k] = b
 	}
 	r.ECE = 0
