@@ -221,6 +221,9 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 			req.KBIDs = conv.KBIDs
 		}
 		earlier, err := store.ListMessages(r.Context(), req.Tenant, conv.ID, historyTurns)
+		if err == nil {
+			conv, earlier, err = l.visibleHistory(r, conv, earlier)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -318,21 +321,27 @@ func (l *library) listConversations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) listMessages(w http.ResponseWriter, r *http.Request) {
-	tenant, user, ok := l.caller(w, r)
+	p, ok := l.h.principal(w, r)
 	if !ok {
 		return
 	}
-	conv, err := l.h.d.Conversations.GetConversation(r.Context(), tenant, user, r.PathValue("id"))
+	conv, err := l.h.d.Conversations.GetConversation(r.Context(), p.Tenant, p.UserID, r.PathValue("id"))
 	if err != nil {
 		l.fail(w, r, err)
 		return
 	}
-	msgs, err := l.h.d.Conversations.ListMessages(r.Context(), tenant, conv.ID, 500)
+	msgs, err := l.h.d.Conversations.ListMessages(r.Context(), p.Tenant, conv.ID, 500)
+	var readable kbReadable
+	if err == nil {
+		readable, err = l.readableNow(r.Context(), p)
+	}
 	if err != nil {
 		l.fail(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"conversation": conv, "messages": msgs})
+	// answers drawn from knowledge bases the caller can no longer read are withheld (conversation_access.go)
+	conv, shown := withholdUnreadable(conv, msgs, readable)
+	WriteJSON(w, http.StatusOK, map[string]any{"conversation": conv, "messages": shown})
 }
 
 func (l *library) listMemories(w http.ResponseWriter, r *http.Request) {
