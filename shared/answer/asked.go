@@ -2,9 +2,12 @@ package answer
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/docmind/docmind/shared/text"
 )
 
 // Asked is what a question asks for, read from its wording in English or Chinese: a sentence that
@@ -115,4 +118,69 @@ func newNames(s, q string) []string {
 		first = false
 	}
 	return out
+}
+
+// claimNames returns the names a claim states, each to be found in the passage it cites: the
+// 《》「」“”-quoted titles, every capitalised word (the one opening the sentence too: "Google acquired
+// GitHub" names Google) except common sentence openers, stop words, month and day names and currency
+// codes (dates and amounts are checked as such), and in Chinese the place or body named after a cue
+// such as 位于 or 来自 ("总部位于上海" names 上海). Unlike newNames (the reader's), it keeps the
+// sentence's first word.
+func claimNames(s string) []string {
+	out := newNames(s, "")
+	var kept []string
+	for _, n := range out { // newNames' capitalised words are re-read below, first word included
+		if strings.ContainsFunc(n, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-' }) || !isCapitalised(n) {
+			kept = append(kept, n)
+		}
+	}
+	words := strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-' })
+	for _, w := range words {
+		if isCapitalised(w) && len(w) > 1 && !notAName(w) && !slices.Contains(kept, w) {
+			kept = append(kept, w)
+		}
+	}
+	for _, m := range reCNCue.FindAllStringSubmatch(s, -1) {
+		if core := string([]rune(m[2])[:2]); !slices.Contains(kept, core) {
+			kept = append(kept, core)
+		}
+	}
+	return kept
+}
+
+func isCapitalised(w string) bool {
+	r, _ := utf8.DecodeRuneInString(w)
+	return unicode.IsUpper(r)
+}
+
+// reCNCue finds a Chinese place or body after the verb that introduces it; its first two characters
+// are its core ("北京市海淀区" is found by 北京).
+var reCNCue = regexp.MustCompile(`(位于|坐落于|坐落在|地处|总部设在|总部设于|总部在|设在|设于|来自|出生于|出生在|生于|隶属于|首都是|省会是|首府是)\s*(\p{Han}{2,})`)
+
+// notAName reports the capitalised words that are not names to look for: sentence openers, stop
+// words, month and day names, currency codes and units.
+func notAName(w string) bool {
+	l := strings.ToLower(w)
+	if text.Stopwords[l] || sentenceOpeners[l] {
+		return true
+	}
+	_, abbr := monthNames[l]
+	return abbr || strings.Contains(fullMonths, " "+l+" ")
+}
+
+const fullMonths = " january february march april may june july august september october november december sept "
+
+var sentenceOpeners = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`yes no according based however also therefore thus so hence in on at as for from with
+		after before during since under over each every all both most some many any much more few several our your
+		you we i he she his her its it they them their there here this that these those what which who whom whose
+		when where why how note answer overall currently today first second third finally additionally moreover
+		furthermore generally usually typically only other another one two three to by if while although though
+		because per not none neither either see please then yet still just even about around approximately
+		nearly almost up down out than my me us him monday tuesday wednesday thursday friday saturday sunday
+		usd eur gbp cny rmb jpy hkd`) {
+		sentenceOpeners[w] = true
+	}
 }

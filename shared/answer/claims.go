@@ -2,17 +2,21 @@ package answer
 
 import (
 	"fmt"
+	"math"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/text"
 )
 
-// Claim is one sentence of an answer that cites passages, checked against them: Supported when every
-// number, date, amount and name it states appears in a cited passage and enough of its content terms
-// do. Reason says what was found missing (or "supported").
+// Claim is one sentence of an answer that cites passages, checked against them: Supported when it
+// quotes a cited passage, or when every number, date and amount it states is in the line of a cited
+// passage it is about, every name it states is in one, and enough of its content terms are. Reason says what was found missing (or "supported").
 type Claim struct {
 	Sentence  string `json:"sentence"`
 	Citations []int  `json:"citations"`
@@ -46,7 +50,7 @@ func CheckClaims(answer string, ev []rank.Evidence) []Claim {
 		if len(cites) == 0 {
 			continue
 		}
-		plain := strings.TrimSpace(strings.TrimLeft(oneLine(citeRe.ReplaceAllString(s, "")), "-*• "))
+		plain := claimText(s)
 		c := Claim{Sentence: plain, Citations: cites}
 		var facts []*passageFacts
 		for _, n := range cites {
@@ -60,6 +64,15 @@ func CheckClaims(answer string, ev []rank.Evidence) []Claim {
 	}
 	return out
 }
+
+// claimText is a claim's sentence as the reader sees it without its [n] markers: one line, no list
+// marker, and no space left before the punctuation the marker stood before ("per month.").
+func claimText(s string) string {
+	plain := strings.TrimSpace(strings.TrimLeft(oneLine(citeRe.ReplaceAllString(s, "")), "-*• "))
+	return reSpacePunct.ReplaceAllString(plain, "$1")
+}
+
+var reSpacePunct = regexp.MustCompile(`\s+([.,;:!?。，；：！？、）)])`)
 
 // claimSentences splits an answer into sentences, attaching a fragment made only of citations
 // ("... per year. [1]") to the sentence before it.
@@ -78,99 +91,326 @@ func claimSentences(body string) []string {
 	return out
 }
 
-// passageFacts is what a cited passage holds, computed once per answer: its numbers, terms and
-// text, and per line (sentence or table row) the numbers with the terms beside them.
+// passageFacts is what a cited passage holds, computed once per answer: its numbers, dates, terms
+// and text, and per line (sentence, or table row read with its header) the same, so that a claim's
+// number is looked for in the line the claim is about rather than anywhere in the passage.
 type passageFacts struct {
 	numbers numberSet
+	dates   []date
 	terms   map[string]bool
-	lower   string
+	lower   string // folded, for names
+	norm    string // normVerbatim, for quotes
 	lines   []lineFacts
+	weight  map[string]float64 // a term's weight in this passage: rarer lines, more telling
 }
 
 type lineFacts struct {
 	numbers numberSet
+	dates   []date
 	terms   map[string]bool
+	// key holds the terms of a table row's key cell (its first cell that is not a number); nil for
+	// prose. A claim is about a row only when it names that row's key.
+	key map[string]bool
+	// scale says the line or its header states a scale ("revenue (kUSD)", "万元"): a claim's "515
+	// thousand" may be its "515".
+	scale bool
 }
+
+var reScale = regexp.MustCompile(`(?i)\b(thousands?|millions?|billions?|mn|bn)\b|\(k[a-z]{0,3}\)|\bk(usd|eur|gbp|cny)\b|万|亿|千`)
 
 func newPassageFacts(e rank.Evidence) *passageFacts {
 	all := e.Text + "\n" + e.ChildText + "\n" + e.Chapter + "\n" + e.FileName
-	f := &passageFacts{numbers: numbersOf(all), terms: map[string]bool{}, lower: strings.ToLower(foldString(all))}
+	folded := foldLower(all)
+	ds := extractDates(folded)
+	f := &passageFacts{numbers: datedNumbers(folded, ds), dates: ds, terms: map[string]bool{}, lower: folded,
+		norm: normVerbatim(all), weight: map[string]float64{}}
 	for _, t := range text.Analyze(all) {
 		f.terms[t] = true
 	}
-	header := "" // a table row's context is its header: "| Team | 49 |" is about "monthly price"
+	for _, c := range currencyCodes(folded) {
+		f.terms[c] = true
+	}
+	header := ""   // a table row's context is its header: "| Team | 49 |" is about "monthly price"
+	wordLine := "" // the last line of words without numbers: the header of a table whose pipes were lost (PDF)
 	for _, l := range splitSentences(all) {
-		if t := strings.TrimSpace(l); strings.HasPrefix(t, "|") {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		lf := lineFacts{terms: map[string]bool{}}
+		context := ""
+		if strings.HasPrefix(t, "|") {
+			cells := rowCells(t)
+			if isSeparatorRow(cells) {
+				continue
+			}
 			if header == "" {
 				header = t
+			} else {
+				context = header
 			}
+			lf.key = rowKeyTerms(cells)
 		} else {
 			header = ""
 		}
-		ns := numbersOf(l)
-		if len(ns) == 0 {
-			continue
+		lt := foldLower(t)
+		lf.dates = extractDates(lt)
+		lf.numbers = datedNumbers(lt, lf.dates)
+		own := text.Analyze(t)
+		words := len(contentOf(own))
+		if lf.key == nil && len(lf.numbers) > 0 && words == 0 {
+			context = wordLine
 		}
-		lf := lineFacts{numbers: ns, terms: map[string]bool{}}
-		for _, t := range text.Analyze(l + "\n" + header) {
-			lf.terms[t] = true
+		if len(lf.numbers) == 0 && words > 0 && lf.key == nil {
+			wordLine = t
 		}
+		for _, x := range own {
+			lf.terms[x] = true
+		}
+		if context != "" {
+			for _, x := range text.Analyze(context) {
+				lf.terms[x] = true
+			}
+		}
+		for _, c := range currencyCodes(lt + " " + foldLower(context)) {
+			lf.terms[c] = true
+		}
+		lf.scale = reScale.MatchString(t + " " + context)
 		f.lines = append(f.lines, lf)
+	}
+	df := map[string]int{}
+	for _, l := range f.lines {
+		for x := range l.terms {
+			df[x]++
+		}
+	}
+	for x, n := range df {
+		f.weight[x] = math.Log(1 + float64(len(f.lines))/float64(n))
 	}
 	return f
 }
 
-// numberInContext reports whether a line of the passage holds v together with enough of the claim's
-// terms (a third, at least one): "30 days of annual leave" is not supported by "claims within 30
-// days of the trip" in the same passage.
-func (f *passageFacts) numberInContext(v float64, terms []string) bool {
-	need := max(1, (len(terms)+2)/3)
-	for _, l := range f.lines {
-		if !l.numbers.has(v) {
+// datedNumbers is the numbers of folded text s outside its dates, plus the dates' years: "in 2026" is
+// stated by "2026-03-05", "5 yuan" is not.
+func datedNumbers(s string, ds []date) numberSet {
+	set := numbersOf(maskDates(s, ds))
+	for _, d := range ds {
+		if d.y > 0 {
+			set[float64(d.y)] = true
+		}
+	}
+	return set
+}
+
+// rowCells splits a markdown table row into its trimmed cells.
+func rowCells(row string) []string {
+	row = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(row), "|"), "|")
+	cells := strings.Split(row, "|")
+	for i := range cells {
+		cells[i] = strings.TrimSpace(cells[i])
+	}
+	return cells
+}
+
+func isSeparatorRow(cells []string) bool {
+	for _, c := range cells {
+		if strings.Trim(c, "-: ") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// rowKeyTerms are the terms of a row's first cell that is not a number (nil when there is none).
+func rowKeyTerms(cells []string) map[string]bool {
+	for _, c := range cells {
+		ts := text.Analyze(c)
+		if len(contentOf(ts)) == 0 {
 			continue
 		}
-		shared := 0
-		for _, t := range terms {
-			if l.terms[t] {
-				shared++
+		key := map[string]bool{}
+		for _, t := range ts {
+			key[t] = true
+		}
+		return key
+	}
+	return nil
+}
+
+// aboutLines returns the lines of the passage a claim (or the clause of it holding a fact) is about:
+// when the claim names a table row's whole key ("sick leave", "Team"), those rows and the prose lines
+// that name the same key; otherwise every prose line and the rows whose key shares a term with the
+// claim. Of those, the ones that share the most weighted clause terms (ties kept) are returned.
+func (f *passageFacts) aboutLines(claimTerms map[string]bool, clause []string) []int {
+	var named []map[string]bool
+	for _, l := range f.lines {
+		if l.key != nil && termSubset(l.key, claimTerms) {
+			named = append(named, l.key)
+		}
+	}
+	var cand []int
+	for i, l := range f.lines {
+		switch {
+		case len(named) > 0 && l.key != nil:
+			if termSubset(l.key, claimTerms) {
+				cand = append(cand, i)
+			}
+		case len(named) > 0:
+			for _, k := range named {
+				if termSubset(k, l.terms) {
+					cand = append(cand, i)
+					break
+				}
+			}
+		case l.key == nil || termsOverlap(l.key, claimTerms):
+			cand = append(cand, i)
+		}
+	}
+	scores := make([]float64, len(cand))
+	best := 0.0
+	for j, i := range cand {
+		for _, t := range clause {
+			if f.lines[i].terms[t] {
+				scores[j] += f.weight[t]
 			}
 		}
-		if shared >= need {
+		best = max(best, scores[j])
+	}
+	var out []int
+	for j, i := range cand {
+		if scores[j] >= best*(1-1e-9) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func termSubset(a, b map[string]bool) bool {
+	for t := range a {
+		if !b[t] {
+			return false
+		}
+	}
+	return len(a) > 0
+}
+
+func termsOverlap(a, b map[string]bool) bool {
+	for t := range a {
+		if b[t] {
 			return true
 		}
 	}
 	return false
 }
 
-// checkClaim checks one sentence against its cited passages: every number (normalised), every name
-// (a capitalised word not opening the sentence, or a 《》-quoted title) must be in one of them, and at
-// least ClaimTermShare of its content terms.
+// claimFacts is what one claim states, read once: its terms, dates and numbers, each fact with the
+// content terms of the clause it sits in.
+type claimFacts struct {
+	all     map[string]bool // every analyzed term, numbers too (row keys may be numbers: "2026-Q2")
+	terms   []string        // content terms (contentTerms)
+	dates   []factIn[date]
+	numbers []factIn[number]
+}
+
+type factIn[T any] struct {
+	fact   T
+	clause []string
+}
+
+// reClause ends a clause: a fact is about the words of its own clause ("Team costs $49, Business
+// $199" holds two facts about two rows). Thousands separators have no space after the comma.
+// (The text is folded: "，" is ",", and a comma before a digit is one.)
+var reClause = regexp.MustCompile(`;|、|,[^0-9]|,$|\s(and|but|while|whereas)\s`)
+
+func readClaim(s string) claimFacts {
+	folded := foldLower(s)
+	ds := extractDates(folded)
+	rest := maskDates(folded, ds)
+	c := claimFacts{all: map[string]bool{}, terms: contentTerms(rest)}
+	for _, t := range text.Analyze(s) {
+		c.all[t] = true
+	}
+	bounds := []int{0}
+	for _, m := range reClause.FindAllStringIndex(rest, -1) {
+		bounds = append(bounds, m[0]+1)
+	}
+	bounds = append(bounds, len(rest))
+	clauseAt := func(pos int) []string {
+		for i := 1; i < len(bounds); i++ {
+			if pos < bounds[i] {
+				if ts := contentTerms(rest[bounds[i-1]:bounds[i]]); len(ts) > 0 {
+					return ts
+				}
+				break
+			}
+		}
+		return c.terms
+	}
+	for _, d := range ds {
+		c.dates = append(c.dates, factIn[date]{d, clauseAt(d.start)})
+	}
+	for i := 1; i < len(bounds); i++ {
+		part := rest[bounds[i-1]:bounds[i]]
+		for _, n := range extractNumbers(part) {
+			c.numbers = append(c.numbers, factIn[number]{n, clauseAt(bounds[i-1])})
+		}
+	}
+	return c
+}
+
+// checkClaim checks one sentence against its cited passages. A sentence found word for word in one
+// of them is supported. Otherwise every date and number (normalised) must be in a line of a cited
+// passage that the sentence is about, every name (see claimNames) in a cited passage, and at least
+// ClaimTermShare of its content terms too.
 func checkClaim(s string, cites []int, facts []*passageFacts) (bool, string, bool) {
 	where := citeList(cites)
-	terms := contentTerms(s)
-	for _, n := range extractNumbers(s) {
-		found, inContext := false, false
+	if claimQuoted(s, facts) {
+		return true, "supported", false
+	}
+	c := readClaim(s)
+	for _, d := range c.dates {
+		found, about := false, false
 		for _, f := range facts {
-			if f.numbers.has(n.value) {
-				found = true
-				if f.numberInContext(n.value, terms) {
-					inContext = true
-					break
+			if !hasDate(f.dates, d.fact) {
+				continue
+			}
+			found = true
+			for _, i := range f.aboutLines(c.all, d.clause) {
+				if hasDate(f.lines[i].dates, d.fact) {
+					about = true
 				}
 			}
 		}
-		if !found {
-			return false, fmt.Sprintf("%s is not in %s", n.raw, where), true
-		}
-		if !inContext {
-			return false, fmt.Sprintf("%s is in %s only in a sentence about something else", n.raw, where), true
+		if msg := factMessage(d.fact.raw, where, found, about); msg != "" {
+			return false, msg, true
 		}
 	}
-	for _, name := range newNames(s, "") {
-		ln := strings.ToLower(foldString(name))
+	together := numbersTogether(c.numbers, facts)
+	for _, n := range c.numbers {
+		if together {
+			break
+		}
+		found, about := false, false
+		for _, f := range facts {
+			if !f.numbers.has(n.fact.value) && !(n.fact.scaled() && f.numbers.has(n.fact.base)) {
+				continue
+			}
+			found = true
+			for _, i := range f.aboutLines(c.all, n.clause) {
+				l := f.lines[i]
+				if l.numbers.has(n.fact.value) || n.fact.scaled() && l.scale && l.numbers.has(n.fact.base) {
+					about = true
+				}
+			}
+		}
+		if msg := factMessage(n.fact.raw, where, found, about); msg != "" {
+			return false, msg, true
+		}
+	}
+	for _, name := range claimNames(s) {
 		found := false
 		for _, f := range facts {
-			if strings.Contains(f.lower, ln) {
+			if f.hasName(name) {
 				found = true
 				break
 			}
@@ -179,31 +419,172 @@ func checkClaim(s string, cites []int, facts []*passageFacts) (bool, string, boo
 			return false, fmt.Sprintf("%q is not in %s", name, where), false
 		}
 	}
-	if len(terms) == 0 {
+	if len(c.terms) == 0 {
 		return true, "supported", false
 	}
 	have := 0
-	for _, t := range terms {
+	for _, t := range c.terms {
 		for _, f := range facts {
-			if f.terms[t] {
+			if f.hasTerm(t) {
 				have++
 				break
 			}
 		}
 	}
-	share := float64(have) / float64(len(terms))
-	if share < ClaimTermShare {
-		return false, fmt.Sprintf("only %d of its %d content terms are in %s", have, len(terms), where), false
+	if float64(have)/float64(len(c.terms)) < ClaimTermShare {
+		return false, fmt.Sprintf("only %d of its %d content terms are in %s", have, len(c.terms), where), false
 	}
 	return true, "supported", false
 }
 
-// contentTerms are a sentence's distinct analyzed terms less numbers (checked on their own) and
-// one-character terms.
+// numbersTogether reports whether a line of a cited passage that is not a keyed table row holds all
+// of the claim's numbers, two or more: a table whose layout the PDF lost ("99.0% 至 99.9% 10%") is
+// recognised by its numbers when its words are far above it.
+func numbersTogether(ns []factIn[number], facts []*passageFacts) bool {
+	if len(ns) < 2 {
+		return false
+	}
+	for _, f := range facts {
+	lines:
+		for _, l := range f.lines {
+			if l.key != nil {
+				continue
+			}
+			for _, n := range ns {
+				if !l.numbers.has(n.fact.value) {
+					continue lines
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// factMessage says why a date or number is not supported ("" when it is).
+func factMessage(raw, where string, found, about bool) string {
+	raw = strings.TrimSpace(raw)
+	switch {
+	case !found:
+		return fmt.Sprintf("%s is not in %s", raw, where)
+	case !about:
+		return fmt.Sprintf("%s is in %s, but not in the line the sentence is about", raw, where)
+	}
+	return ""
+}
+
+func hasDate(ds []date, c date) bool {
+	for _, d := range ds {
+		if c.matches(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasTerm reports whether the passage holds term t, or a term sharing its first five or more letters
+// ("month" and "monthli").
+func (f *passageFacts) hasTerm(t string) bool {
+	if f.terms[t] {
+		return true
+	}
+	if len(t) < 5 || hasCJK(t) {
+		return false
+	}
+	for x := range f.terms {
+		n := min(len(x), len(t))
+		if n >= 5 && x[:n] == t[:n] {
+			return true
+		}
+	}
+	return false
+}
+
+// hasName reports whether the passage names name: as written (folded), or, for a word, by its stem
+// ("Employees" in "each employee").
+func (f *passageFacts) hasName(name string) bool {
+	if strings.Contains(f.lower, foldLower(name)) {
+		return true
+	}
+	ts := text.Analyze(name)
+	for _, t := range ts {
+		if !f.hasTerm(t) {
+			return false
+		}
+	}
+	return len(ts) > 0 && !hasCJK(name)
+}
+
+// claimQuoted reports whether s, normalised (normVerbatim) and long enough to mean something, is found
+// word for word in a passage: a quote is supported whatever the line structure around it.
+func claimQuoted(s string, facts []*passageFacts) bool {
+	q := normVerbatim(s)
+	if utf8.RuneCountInString(q) < 6 {
+		return false
+	}
+	for _, f := range facts {
+		for off := 0; ; {
+			i := strings.Index(f.norm[off:], q)
+			if i < 0 {
+				break
+			}
+			i += off
+			before, _ := utf8.DecodeLastRuneInString(f.norm[:i])
+			after, _ := utf8.DecodeRuneInString(f.norm[i+len(q):])
+			first, _ := utf8.DecodeRuneInString(q)
+			last, _ := utf8.DecodeLastRuneInString(q)
+			if !(latinRune(before) && latinRune(first)) && !(latinRune(after) && latinRune(last)) {
+				return true
+			}
+			off = i + 1
+		}
+	}
+	return false
+}
+
+func latinRune(r rune) bool {
+	return r != utf8.RuneError && !text.IsCJK(r) && unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// normVerbatim folds s and keeps its letters and digits, one space between Latin words and none
+// next to CJK: the same text with other spacing, punctuation or markup compares equal.
+func normVerbatim(s string) string {
+	var b strings.Builder
+	sep := false
+	var prev rune
+	for _, r := range foldLower(s) {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			sep = true
+			continue
+		}
+		if sep && b.Len() > 0 && !text.IsCJK(prev) && !text.IsCJK(r) {
+			b.WriteByte(' ')
+		}
+		sep = false
+		b.WriteRune(r)
+		prev = r
+	}
+	return b.String()
+}
+
+// contentTerms are a text's distinct analyzed terms less numbers (checked on their own) and
+// one-character terms, with currency symbols read as their codes: "$49" is the term "usd".
 func contentTerms(s string) []string {
+	out := contentOf(text.Analyze(s))
+	for _, c := range currencyCodes(foldLower(s)) {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// contentOf keeps the distinct content terms of analyzed terms.
+func contentOf(ts []string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, t := range text.Analyze(s) {
+	for _, t := range ts {
+		t = strings.TrimLeft(t, "$€£¥")
 		if seen[t] || utf8.RuneCountInString(t) < 2 || isNumeric(t) {
 			continue
 		}
@@ -213,9 +594,31 @@ func contentTerms(s string) []string {
 	return out
 }
 
+// currencies maps how a currency is written to its code: $ = USD, 元 = CNY (美元 is USD), ¥ = CNY.
+var currencies = []struct {
+	code string
+	re   *regexp.Regexp
+}{
+	{"usd", regexp.MustCompile(`\$|\busd\b|\bdollars?\b|美元|美金`)},
+	{"eur", regexp.MustCompile(`€|\beur\b|\beuros?\b|欧元`)},
+	{"gbp", regexp.MustCompile(`£|\bgbp\b|\bpounds? sterling\b|英镑`)},
+	{"cny", regexp.MustCompile(`¥|\bcny\b|\brmb\b|\byuan\b|人民币|(^|[^美欧日港澳台])元`)},
+}
+
+// currencyCodes returns the codes of the currencies the folded text s names.
+func currencyCodes(s string) []string {
+	var out []string
+	for _, c := range currencies {
+		if c.re.MatchString(s) {
+			out = append(out, c.code)
+		}
+	}
+	return out
+}
+
 func isNumeric(t string) bool {
 	for _, r := range t {
-		if !(r >= '0' && r <= '9' || r == '.' || r == ',' || r == '%') {
+		if !(r >= '0' && r <= '9' || strings.ContainsRune(".,%-/:+#", r)) {
 			return false
 		}
 	}

@@ -10,8 +10,9 @@ import (
 
 // numbers.go reads the numbers a text states, normalised so that one fact written two ways compares
 // equal: full-width digits, thousands separators ("20,000"), Chinese numerals ("二十" = 20,
-// "二〇二六" = 2026, "两百" = 200), and scale words ("3 million", "5万"), whose value is kept both
-// scaled and as written ("5万" is 50000 and 5: a passage may say either).
+// "二〇二六" = 2026, "两百" = 200), and scale words ("3 million", "5万"), whose value is the scaled
+// one only: "五万元" is 50000, never 5, so "5元" is not supported by it. Dates are read whole
+// (dates.go) and compared as (year, month, day).
 
 // numberSet is the set of values a text states.
 type numberSet map[float64]bool
@@ -33,7 +34,13 @@ func (s numberSet) has(v float64) bool {
 type number struct {
 	value float64
 	raw   string
+	// base is the value as written before its scale word ("3" of "3 million"); equal to value when
+	// there is none.
+	base float64
 }
+
+// scaled reports whether the number was written with a scale word.
+func (n number) scaled() bool { return n.base != n.value }
 
 var cnDigit = map[rune]int{'零': 0, '〇': 0, '○': 0, '一': 1, '二': 2, '两': 2, '三': 3, '四': 4, '五': 5, '六': 6, '七': 7, '八': 8, '九': 9}
 var cnUnit = map[rune]int{'十': 10, '百': 100, '千': 1000}
@@ -75,9 +82,11 @@ func extractNumbers(s string) []number {
 			}
 			v, err := strconv.ParseFloat(clean, 64)
 			if err == nil {
-				out = append(out, number{value: v, raw: raw})
 				if m, n := scaleAfter(rs, j); m > 0 {
-					out = append(out, number{value: v * m, raw: raw + string(rs[j:j+n])})
+					out = append(out, number{value: v * m, raw: raw + string(rs[j:j+n]), base: v})
+					j += n
+				} else {
+					out = append(out, number{value: v, raw: raw, base: v})
 				}
 			}
 			i = j
@@ -90,13 +99,13 @@ func extractNumbers(s string) []number {
 			// a lone 一/两 inside words ("一些", "统一") is rarely a quantity; keep it only before a
 			// counter or unit-like character that commonly follows numbers
 			if v, ok := parseCN(raw); ok && (j-i > 1 || cnQuantity(rs, i, j)) {
-				out = append(out, number{value: v, raw: raw})
-				if b, ok := cnBig[rs[j-1]]; ok && j-i > 1 { // "五万" is also "5" with a scale: keep 5 too
+				n := number{value: v, raw: raw, base: v}
+				if _, ok := cnBig[rs[j-1]]; ok && j-i > 1 { // "五万" is 50000, written as 5 with a scale
 					if w, ok := parseCN(string(rs[i : j-1])); ok {
-						out = append(out, number{value: w, raw: string(rs[i : j-1])})
+						n.base = w
 					}
-					_ = b
 				}
+				out = append(out, n)
 			}
 			i = j
 		default:

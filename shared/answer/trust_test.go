@@ -163,8 +163,8 @@ func TestNumbers(t *testing.T) {
 		{"20,000 documents", []float64{20000}},
 		{"一百零五人", []float64{105}},
 		{"二〇二六年", []float64{2026}},
-		{"3 million users", []float64{3, 3e6}},
-		{"5万元", []float64{5, 5e4}},
+		{"3 million users", []float64{3e6}},
+		{"5万元", []float64{5e4}},
 		{"十二个月", []float64{12}},
 		{"revenue 1,234.5 kUSD on 2026-11-01", []float64{1234.5, 2026, 11, 1}},
 	} {

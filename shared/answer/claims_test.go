@@ -1,0 +1,201 @@
+package answer
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/docmind/docmind/shared/rank"
+)
+
+// The demo's documents as the extractor writes them (shared/extract/testdata/golden).
+const (
+	demoHandbook = `# Employee handbook
+
+This handbook describes the policies that apply to every employee of Example Corp. 本手册适用于示例公司全体员工。
+
+## Working hours
+
+Core hours are 10:00 to 16:00, Monday to Friday. Outside core hours, employees choose their own schedule with their team lead.
+
+## Leave policy
+
+Full-time employees receive 20 days of paid annual leave per year. Unused leave carries over for one year. 年假每年 20 天，未休年假可顺延一年。
+
+| Leave type | Days per year | Approval |
+| --- | --- | --- |
+| Annual leave | 20 | Team lead |
+| Sick leave | 10 | None for up to 3 days |
+| Parental leave | 90 | HR |
+
+## Expense claims
+### Travel
+
+Book travel through the company portal. Economy class is required for flights under six hours. Claims must be filed within 30 days of the trip.
+
+### Equipment
+
+Each employee may claim up to 500 USD per year for home-office equipment.`
+	demoPrices = `| plan | monthly price (USD) | documents | users | support |
+| --- | --- | --- | --- | --- |
+| Starter | 0 | 500 | 3 | community |
+| Team | 49 | 20000 | 25 | email within 2 business days |
+| Business | 199 | 200000 | 200 | email and chat within 4 hours |
+| Enterprise | contact sales | unlimited | unlimited | dedicated engineer |`
+	demoSLA = `<!-- page 1 -->
+
+docmind 服务协议
+
+版本：1.2 生效日期：2025 年 1 月 1 日
+
+第一条 服务内容
+
+本服务为企业提供基于文档的智能问答。服务提供方负责系统的运行和维护，客户负责上传文档内容的合法性。
+
+第二条 数据安全
+
+客户数据按租户隔离存储，任何查询均限定在客户有权访问的知识库范围内。服务提供方不会将客户数据用于模型训练。
+
+第三条 服务等级
+
+服务月可用性不低于 99.9%。未达到时，按下表返还服务费：
+
+月可用性 返还比例
+
+99.0% 至 99.9% 10%
+
+95.0% 至 99.0% 25%
+
+低于 95.0% 50%
+
+第四条 协议终止
+
+任何一方提前 30 天书面通知，可终止本协议。协议终止后 30 天内，服务提供方删除客户的全部数据。`
+	demoSales = `## sales
+
+| region | quarter | revenue (kUSD) | new customers |
+| --- | --- | --- | --- |
+| North | 2026-Q1 | 420 | 12 |
+| North | 2026-Q2 | 515 | 15 |
+| South | 2026-Q1 | 310 | 9 |
+| South | 2026-Q2 | 365 | 11 |
+| East | 2026-Q1 | 280 | 7 |
+| East | 2026-Q2 | 330 | 10 |`
+)
+
+// Issue #13 review: a claim's number must be in the line (sentence, or table row with its header) the
+// claim is about; right answers written another way stay supported. Each case is one claim.
+func TestCheckClaimsReview(t *testing.T) {
+	handbook := []rank.Evidence{ev("employee-handbook.docx", demoHandbook, 1)}
+	prices := []rank.Evidence{ev("price-list.csv", demoPrices, 1)}
+	sla := []rank.Evidence{ev("服务协议.pdf", demoSLA, 1)}
+	sales := []rank.Evidence{ev("sales-figures.xlsx", demoSales, 1)}
+	microsoft := []rank.Evidence{ev("github.md", "GitHub is a code hosting platform. Microsoft acquired GitHub in 2018 for 7.5 billion US dollars. The deal closed on October 26, 2018.", 1)}
+	beijing := []rank.Evidence{ev("公司.md", "示例公司成立于2010年，公司总部位于北京。2026年3月5日发布了新产品，融资五万元。", 1)}
+	for _, c := range []struct {
+		name, answer string
+		ev           []rank.Evidence
+		supported    bool
+	}{
+		// a number taken from another row or sentence
+		{"sick leave gets the annual figure", "Employees get 20 days of sick leave per year [1].", handbook, false},
+		{"Team gets the Business price", "The monthly price of the Team plan is 199 USD [1].", prices, false},
+		{"Team gets the Business documents", "The Team plan includes 200000 documents [1].", prices, false},
+		{"South gets North's revenue", "The South region revenue in 2026-Q2 was 515 kUSD [1].", sales, false},
+		{"North's Q1 figure for Q2", "North region revenue in 2026-Q2 was 420 kUSD [1].", sales, false},
+		{"SLA refund from another row", "月可用性在 99.0% 至 99.9% 之间时，返还 25% 的服务费 [1]。", sla, false},
+		// the same facts, right
+		{"sick leave", "Employees get 10 days of sick leave per year [1].", handbook, true},
+		{"annual leave", "Full-time employees get 20 days of paid annual leave per year [1].", handbook, true},
+		{"annual leave, table words", "Annual leave: 20 days per year, approved by the team lead [1].", handbook, true},
+		{"two rows in one sentence", "Employees get 20 days of annual leave, and 10 days of sick leave [1].", handbook, true},
+		{"Team price with a dollar sign", "The Team plan costs $49 per month [1].", prices, true},
+		{"Team price in USD", "The Team plan costs 49 USD per month [1].", prices, true},
+		{"two plans", "The Team plan costs $49 per month, and the Business plan costs $199 [1].", prices, true},
+		{"reader's row", "plan: Team; monthly price (USD): 49; documents: 20000; users: 25; support: email within 2 business days [1]", prices, true},
+		{"North Q2", "The North region revenue in 2026-Q2 was 515 kUSD [1].", sales, true},
+		{"North Q2 in thousands", "North's revenue in 2026-Q2 was 515 thousand USD [1].", sales, true},
+		{"SLA row quoted", "99.0% 至 99.9% 10% [1]", sla, true},
+		{"SLA row in words", "月可用性在 99.0% 至 99.9% 之间时，返还 10% 的服务费 [1]。", sla, true},
+		{"SLA floor", "服务月可用性不低于 99.9% [1]。", sla, true},
+		{"notice period", "任何一方提前 30 天书面通知，可终止本协议 [1]。", sla, true},
+		{"effective date, other format", "协议生效日期为 2025-01-01 [1]。", sla, true},
+		{"effective date, English month", "版本 1.2 的生效日期是 Jan 1, 2025 [1]。", sla, true},
+		{"effective date, wrong", "协议生效日期为 2025 年 2 月 1 日 [1]。", sla, false},
+		{"core hours", "Core hours are 10:00 to 16:00 [1].", handbook, true},
+		{"equipment budget", "Each employee may claim up to 500 USD per year for home-office equipment [1].", handbook, true},
+		{"equipment budget in dollars", "Employees can claim up to $500 a year for home-office equipment [1].", handbook, true},
+		// names and dates
+		{"sentence-initial name", "Google acquired GitHub in 2018 [1].", microsoft, false},
+		{"sentence-initial name, right", "Microsoft acquired GitHub in 2018 [1].", microsoft, true},
+		{"date, other format", "The deal closed on 2018-10-26 [1].", microsoft, true},
+		{"date, day and month swapped", "The deal closed on 2018-26-10 [1].", microsoft, false},
+		{"date, another day", "The deal closed on October 25, 2018 [1].", microsoft, false},
+		{"scale kept", "Microsoft paid 7.5 billion dollars for GitHub [1].", microsoft, true},
+		{"scale lost", "Microsoft paid 7.5 million dollars for GitHub [1].", microsoft, false},
+		{"Chinese place", "公司总部位于上海 [1]。", beijing, false},
+		{"Chinese place, right", "公司总部位于北京市 [1]。", beijing, true},
+		{"Chinese date swapped", "新产品于2026-05-03发布 [1]。", beijing, false},
+		{"Chinese date, other format", "新产品于2026-03-05发布 [1]。", beijing, true},
+		{"Chinese amount scale", "融资5元 [1]。", beijing, false},
+		{"Chinese amount", "融资50000元 [1]。", beijing, true},
+		{"Chinese amount in 万", "融资5万元 [1]。", beijing, true},
+	} {
+		claims := CheckClaims(c.answer, c.ev)
+		if len(claims) != 1 {
+			t.Errorf("%s: claims %+v", c.name, claims)
+			continue
+		}
+		if cl := claims[0]; cl.Supported != c.supported {
+			t.Errorf("%s: %q supported %v (%s), want %v", c.name, c.answer, cl.Supported, cl.Reason, c.supported)
+		}
+	}
+}
+
+// The sentence a claim reports is the answer's, without its [n] markers or a space they leave before
+// punctuation; full-width markers (【1】) are citations too.
+func TestClaimSentenceText(t *testing.T) {
+	prices := []rank.Evidence{ev("price-list.csv", demoPrices, 1)}
+	for _, c := range []struct{ answer, want string }{
+		{"The Team plan costs $49 per month [1].", "The Team plan costs $49 per month."},
+		{"- The Team plan costs $49 per month [1], billed monthly.", "The Team plan costs $49 per month, billed monthly."},
+		{"Team 计划每月 49 美元【1】。", "Team 计划每月 49 美元。"},
+	} {
+		claims := CheckClaims(c.answer, prices)
+		if len(claims) != 1 || claims[0].Sentence != c.want || len(claims[0].Citations) != 1 {
+			t.Errorf("%q: claims %+v, want sentence %q", c.answer, claims, c.want)
+		}
+	}
+	if used, _ := Citations("年假 20 天【1】。", 1); len(used) != 1 {
+		t.Errorf("【1】 is a citation: %v", used)
+	}
+}
+
+func TestDates(t *testing.T) {
+	for _, c := range []struct {
+		s       string
+		y, m, d int
+	}{
+		{"on 2026-03-05", 2026, 3, 5},
+		{"on March 5, 2026", 2026, 3, 5},
+		{"on 5 March 2026", 2026, 3, 5},
+		{"2026年3月5日", 2026, 3, 5},
+		{"二〇二六年三月五日", 2026, 3, 5},
+		{"生效日期：2025 年 1 月 1 日", 2025, 1, 1},
+		{"in March 2026", 2026, 3, 0},
+		{"3月5日", 0, 3, 5},
+	} {
+		ds := extractDates(foldLower(c.s))
+		if len(ds) != 1 || ds[0].y != c.y || ds[0].m != c.m || ds[0].d != c.d {
+			t.Errorf("extractDates(%q) = %+v, want (%d,%d,%d)", c.s, ds, c.y, c.m, c.d)
+		}
+	}
+	for _, s := range []string{"2026-Q2", "1990-1995", "version 2.0.1", "we may 5 times"} {
+		if ds := extractDates(foldLower(s)); len(ds) != 0 && !strings.Contains(s, "may") {
+			t.Errorf("extractDates(%q) = %+v, want none", s, ds)
+		}
+	}
+	// a scaled amount is its scaled value only
+	if set := numbersOf("五万元"); !set.has(5e4) || set.has(5) {
+		t.Errorf("五万元 = %v", set)
+	}
+}

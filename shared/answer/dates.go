@@ -1,0 +1,120 @@
+package answer
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// dates.go reads the dates a text states as (year, month, day), so that one date written two ways
+// compares equal ("March 5, 2026" = "2026-03-05" = "2026年3月5日") and two dates made of the same
+// numbers do not ("2026-05-03" is not "2026-03-05"). A part the text leaves out is 0.
+
+// date is one date found in a text, with its byte span in the folded text it was read from.
+type date struct {
+	y, m, d    int
+	raw        string
+	start, end int
+}
+
+var monthNames = map[string]int{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8,
+	"sep": 9, "oct": 10, "nov": 11, "dec": 12}
+
+const (
+	reMonthName = `(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)`
+	reCNSmall   = `([0-9]{1,2}|[一二三四五六七八九十]{1,3})`
+	reCNYear    = `([0-9]{4}|[〇零一二三四五六七八九]{4})`
+)
+
+// dateForms are tried in order on folded (lower-case) text; a later form never overlaps an earlier
+// match. Each returns the year, month and day group numbers (0 when the form has no such part).
+var dateForms = []struct {
+	re      *regexp.Regexp
+	y, m, d int
+}{
+	{regexp.MustCompile(`\b([0-9]{4})[-/.]([0-9]{1,2})[-/.]([0-9]{1,2})\b`), 1, 2, 3},
+	{regexp.MustCompile(reCNYear + `\s*年\s*` + reCNSmall + `\s*月(?:\s*` + reCNSmall + `\s*[日号])?`), 1, 2, 3},
+	{regexp.MustCompile(reCNSmall + `\s*月\s*` + reCNSmall + `\s*[日号]`), 0, 1, 2},
+	{regexp.MustCompile(`\b` + reMonthName + `\.?\s+([0-9]{1,2})(?:st|nd|rd|th)?\b(?:,?\s+([0-9]{4})\b)?`), 3, 1, 2},
+	{regexp.MustCompile(`\b([0-9]{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + reMonthName + `\.?,?\s+([0-9]{4})\b`), 3, 2, 1},
+	{regexp.MustCompile(`\b` + reMonthName + `\.?,?\s+(?:of\s+)?([0-9]{4})\b`), 2, 1, 0},
+}
+
+// extractDates returns the dates the folded text s states, in order of the forms above.
+func extractDates(s string) []date {
+	var out []date
+	taken := func(a, b int) bool {
+		for _, d := range out {
+			if a < d.end && d.start < b {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range dateForms {
+		for _, m := range f.re.FindAllStringSubmatchIndex(s, -1) {
+			if taken(m[0], m[1]) {
+				continue
+			}
+			part := func(g int) string {
+				if g == 0 || m[2*g] < 0 {
+					return ""
+				}
+				return s[m[2*g]:m[2*g+1]]
+			}
+			d := date{y: datePart(part(f.y)), m: monthPart(part(f.m)), d: datePart(part(f.d)), raw: s[m[0]:m[1]], start: m[0], end: m[1]}
+			if d.m < 1 || d.m > 12 || d.d < 0 || d.d > 31 || part(f.d) != "" && d.d == 0 {
+				continue
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// datePart reads a year or day written in digits or Chinese numerals (0 when empty).
+func datePart(s string) int {
+	if s == "" {
+		return 0
+	}
+	if v, err := strconv.Atoi(s); err == nil {
+		return v
+	}
+	if v, ok := parseCN(s); ok {
+		return int(v)
+	}
+	return -1
+}
+
+func monthPart(s string) int {
+	if len(s) >= 3 {
+		if v, ok := monthNames[s[:3]]; ok {
+			return v
+		}
+	}
+	return datePart(s)
+}
+
+// matches reports whether the passage's date p states the claim's date c: every part the claim names
+// is equal, except a year the passage leaves out.
+func (c date) matches(p date) bool {
+	return (c.y == 0 || p.y == 0 || c.y == p.y) && (c.m == 0 || c.m == p.m) && (c.d == 0 || c.d == p.d)
+}
+
+// maskDates blanks the dates' spans in s (same byte length), so that their parts are not read again
+// as loose numbers.
+func maskDates(s string, ds []date) string {
+	if len(ds) == 0 {
+		return s
+	}
+	b := []byte(s)
+	for _, d := range ds {
+		for i := d.start; i < d.end; i++ {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
+
+// foldLower is s folded rune by rune (full-width to ASCII, lower case): the text dates are read from.
+func foldLower(s string) string { return strings.ToLower(foldString(s)) }
