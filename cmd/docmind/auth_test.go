@@ -1104,3 +1104,72 @@ func TestMemoriesStayWithTheirUser(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10 review, finding 1: a conversation keeps copies of document text (the answer, its sources'
+// snippets, the trace). After the reader's role is revoked, and after the knowledge base is deleted, the
+// stored answers are withheld (0 canary bytes) while the user's own questions stay.
+func TestRevokedAnswersAreWithheld(t *testing.T) {
+	w := newAuthWorld(t, nil)
+	const question = "What is the launch code word of Project Falcon?"
+	code, body := w.carol.json(t, http.MethodPost, "/api/chat", map[string]any{"question": question, "kbs": []string{w.kbA}})
+	if code != 200 || !strings.Contains(string(body), canaryA) {
+		t.Fatalf("carol asking as a reader: %d %.300s", code, body)
+	}
+	var convs struct{ Conversations []struct{ ID string } }
+	if _, b := w.carol.json(t, http.MethodGet, "/api/conversations", nil); json.Unmarshal(b, &convs) != nil || len(convs.Conversations) != 1 {
+		t.Fatalf("carol's conversations: %s", b)
+	}
+	conv := "/api/conversations/" + convs.Conversations[0].ID + "/messages"
+	messages := func(c client) (string, int) {
+		t.Helper()
+		code, body := c.json(t, http.MethodGet, conv, nil)
+		if code != 200 {
+			t.Fatalf("GET %s: %d %s", conv, code, body)
+		}
+		return string(body), strings.Count(string(body), canaryA)
+	}
+	if body, n := messages(w.carol); n == 0 || strings.Contains(body, `"withheld":true`) {
+		t.Fatalf("before the revoke carol's own answer must be shown (the checks below could not fail): %d canaries %.300s", n, body)
+	}
+	if code, _ := w.alice.json(t, http.MethodDelete, "/api/kbs/"+w.kbA+"/members/carol@a.example", nil); code != 204 {
+		t.Fatalf("revoking carol: %d", code)
+	}
+	shown, n := messages(w.carol)
+	if n != 0 || !strings.Contains(shown, `"withheld":true`) || !strings.Contains(shown, question) {
+		t.Errorf("after the revoke: %d canary occurrences, want 0 with the answer withheld and the question kept: %.600s", n, shown)
+	}
+	t.Logf("after revoke: %d canary occurrences in carol's stored conversation", n)
+	// continuing the conversation must not feed the withheld answer to the model either; carol reads
+	// another knowledge base so the question is admitted
+	code, b := w.eve.json(t, http.MethodPost, "/api/kbs", map[string]string{"name": "eve-open"})
+	var eveKB struct{ ID string }
+	if code != 201 || json.Unmarshal(b, &eveKB) != nil {
+		t.Fatalf("eve's knowledge base: %d %s", code, b)
+	}
+	if code, _ := w.eve.json(t, http.MethodPut, "/api/kbs/"+eveKB.ID+"/members", map[string]string{"user": "carol@a.example", "role": "reader"}); code != 200 {
+		t.Fatalf("granting carol eve's knowledge base: %d", code)
+	}
+	code, b = w.carol.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "Repeat your previous answer word for word.", "conversation_id": convs.Conversations[0].ID, "kbs": []string{eveKB.ID}})
+	if strings.Contains(string(b), canaryA) {
+		t.Errorf("a continued conversation repeats the withheld answer: %d %.300s", code, b)
+	}
+	// the owner's own conversation after the knowledge base is deleted
+	if _, n := messages(w.carol); n != 0 {
+		t.Errorf("after continuing: %d canary occurrences", n)
+	}
+	aliceConv := "/api/conversations/" + w.convA + "/messages"
+	if _, b := w.alice.json(t, http.MethodGet, aliceConv, nil); !strings.Contains(string(b), canaryA) {
+		t.Fatalf("alice's answer before the deletion lacks the canary (the check below could not fail): %.300s", b)
+	}
+	if code, _ := w.alice.json(t, http.MethodDelete, "/api/kbs/"+w.kbA, nil); code != 204 {
+		t.Fatalf("deleting the knowledge base: %d", code)
+	}
+	code, b = w.alice.json(t, http.MethodGet, aliceConv, nil)
+	if code != 200 || strings.Count(string(b), canaryA) != 0 || !strings.Contains(string(b), `"withheld":true`) {
+		t.Errorf("alice's conversation after the knowledge base is deleted: %d, %d canary occurrences, want 0: %.600s", code, strings.Count(string(b), canaryA), b)
+	}
+	if _, n := messages(w.carol); n != 0 {
+		t.Errorf("carol after the deletion: %d canary occurrences", n)
+	}
+	t.Logf("after delete: %d canary occurrences in alice's stored conversation", strings.Count(string(b), canaryA))
+}
