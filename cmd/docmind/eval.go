@@ -39,7 +39,7 @@ func cmdEval(e env, args []string) int {
 		return exitConfig
 	}
 	if *dataset == "" {
-		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|rerank|full|all|answer] [--json] [--out FILE] [--calibrate]")
+		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|rerank|full|all|answer] [--json] [--out FILE] [--calibrate [--calibration FILE]]")
 		return exitConfig
 	}
 	variants := evalVariants
