@@ -78,7 +78,10 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		return // the client is gone
 	}
 	done, err := l.run(ctx, req, stream.Send)
-	if err != nil {
+	if err != nil && r.Context().Err() != nil {
+		// the client hung up (the page's stop button): the answer keeps what it was sent
+		l.keepStopped(conv, stream.Events)
+	} else if err != nil {
 		kind := rag.KindOf(err)
 		if code := Status(kind); code >= 500 {
 			l.h.d.Logger.Error("chat failed", "kind", kind.String(), "err", err)
@@ -252,13 +255,63 @@ func (l *library) openConversation(r *http.Request, in chatRequest, req *answer.
 	return &turn{tenant: req.Tenant, user: req.User, conv: conv, msgID: rag.NewID("msg")}, nil
 }
 
+// stoppedDone closes the stored trace of an answer the client stopped: done as far as the answer went,
+// marked partial and stopped. It is stored only; nobody is left to send it to.
+type stoppedDone struct {
+	*answer.Done
+	Stopped bool `json:"stopped"`
+}
+
+// keepStopped stores an answer the client stopped as the conversation's assistant message: the text and
+// sources it was sent, its trace, and a closing done marked partial and stopped, so that the reopened
+// conversation shows what arrived. Nothing is stored without a conversation.
+func (l *library) keepStopped(t *turn, sent []sse.Event) {
+	if t == nil {
+		return
+	}
+	d := stoppedAnswer(sent)
+	_ = l.store(context.Background(), t, withDone(sent, stoppedDone{Done: d, Stopped: true}), d) // a failure is logged by store
+}
+
+// stoppedAnswer rebuilds what a stopped answer had reached from the events sent: the path and sources of
+// start and the text of the tokens. It has no confidence, claims or timings: the pipeline did not finish.
+func stoppedAnswer(sent []sse.Event) *answer.Done {
+	d := &answer.Done{Partial: true, Sources: []answer.Source{}, Degraded: []string{}, Recommendations: []answer.Recommendation{}, Claims: []answer.Claim{}}
+	var text strings.Builder
+	for _, e := range sent {
+		switch e.Name {
+		case answer.EventStart:
+			var s answer.StartEvent
+			if json.Unmarshal(e.Data, &s) == nil && s.Sources != nil {
+				d.Path, d.Sources = s.Path, s.Sources
+			}
+		case answer.EventToken:
+			var tok answer.TokenEvent
+			if json.Unmarshal(e.Data, &tok) == nil {
+				text.WriteString(tok.Text)
+			}
+		}
+	}
+	d.Answer = text.String()
+	return d
+}
+
+// withDone is the trace to store: the events sent plus a closing done (sent right after, or never).
+func withDone(sent []sse.Event, done any) []sse.Event {
+	trace := append([]sse.Event(nil), sent...)
+	if data, err := sse.Encode(done); err == nil {
+		trace = append(trace, sse.Event{Name: answer.EventDone, Data: data})
+	}
+	return trace
+}
+
 // finish stores the answer (when the question belongs to a conversation) and then sends done, so that
 // done says where the answer was stored. A failed store is reported in degraded ("history"), not fatal:
 // the user still gets the answer.
 func (l *library) finish(ctx context.Context, t *turn, stream *sse.Writer, done *answer.Done) {
 	if t != nil {
 		done.ConversationID, done.MessageID = t.conv.ID, t.msgID
-		if err := l.store(ctx, t, stream.Events, done); err != nil {
+		if err := l.store(ctx, t, withDone(stream.Events, done), done); err != nil {
 			done.ConversationID, done.MessageID = "", ""
 			addDegraded(done, "history")
 		}
@@ -267,16 +320,12 @@ func (l *library) finish(ctx context.Context, t *turn, stream *sse.Writer, done 
 }
 
 // store saves the answer as the conversation's assistant message, with its trace: every event sent so
-// far plus done itself (sent right after), since only done carries the stage timings, usage and cost.
-func (l *library) store(ctx context.Context, t *turn, sent []sse.Event, d *answer.Done) error {
+// far plus the closing done (withDone), since only done carries the stage timings, usage and cost.
+func (l *library) store(ctx context.Context, t *turn, trace []sse.Event, d *answer.Done) error {
 	// The client leaving must not lose the answer it was sent.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	store := l.h.d.Conversations
-	trace := append([]sse.Event(nil), sent...)
-	if data, err := sse.Encode(d); err == nil {
-		trace = append(trace, sse.Event{Name: answer.EventDone, Data: data})
-	}
 	sources, err := json.Marshal(d.Sources)
 	if err != nil {
 		return err
