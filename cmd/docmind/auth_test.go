@@ -885,7 +885,9 @@ func TestRateLimitBeforeAnyModelCall(t *testing.T) {
 	}
 	slices.Sort(rejectLatency)
 	slices.Sort(oneByOne)
-	pctOf := func(d []time.Duration, q float64) time.Duration { return d[int(q*float64(len(d)-1))].Round(10 * time.Microsecond) }
+	pctOf := func(d []time.Duration, q float64) time.Duration {
+		return d[int(q*float64(len(d)-1))].Round(10 * time.Microsecond)
+	}
 	pct := func(q float64) time.Duration { return pctOf(rejectLatency, q) }
 	t.Logf("STR-08: reject_latency one at a time p50 %v p99 %v (n=%d)", pctOf(oneByOne, 0.50), pctOf(oneByOne, 0.99), len(oneByOne))
 	perAnswer := 0
