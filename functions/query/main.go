@@ -1,9 +1,10 @@
 // Command query is the chat Lambda behind a Function URL in RESPONSE_STREAM mode: POST /api/chat (Server-
 // Sent Events), POST /v1/chat/completions, the knowledge-base reads the page needs and the page at /,
 // served by aws-lambda-go/lambdaurl from the same http.Handler `docmind serve` uses, over Aurora MySQL,
-// Milvus/Zilliz and ElastiCache Redis. Callers are identified by API keys or JWT (DOCMIND_AUTH); the
-// Function URL's own AuthType (DOCMIND_FUNCTION_URL_AUTH) must be AWS_IAM for DOCMIND_AUTH=none to be
-// accepted. Because Lambda keeps running after a client leaves, every stream is capped (caps.go).
+// Milvus/Zilliz and ElastiCache Redis. Callers are identified by API keys or JWT (DOCMIND_AUTH must be
+// keys, jwt or keys,jwt): DOCMIND_AUTH=none is refused whatever the Function URL's AuthType
+// (DOCMIND_FUNCTION_URL_AUTH), since AWS_IAM behind CloudFront only proves the request came through
+// CloudFront (requireAuth). Because Lambda keeps running after a client leaves, every stream is capped (caps.go).
 package main
 
 import (
