@@ -3,15 +3,20 @@
 package infra
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/awslabs/goformation/v7"
+
+	"github.com/docmind/docmind/shared/ingest"
 )
 
 func TestTemplateParsesStrictly(t *testing.T) {
@@ -104,5 +109,51 @@ func TestTemplateGlobalsMatchLambdaBuild(t *testing.T) {
 		if !strings.Contains(string(mk), want) {
 			t.Errorf("Makefile lacks %q", want)
 		}
+	}
+}
+
+// TestQueueRetriesOutlastLease: an ObjectRemoved that meets a running ingestion's lease is answered
+// Conflict and redelivered after the queue's visibility timeout. If the deliveries ran out before the
+// lease could expire, the removal would be dead-lettered and the deleted file would stay searchable. So:
+// the state machine's timeout <= the lease TTL (an execution never outlives its lease), and visibility
+// timeout x max receives (at the parameter's smallest allowed value and at its default) > the lease TTL.
+func TestQueueRetriesOutlastLease(t *testing.T) {
+	tmpl, err := goformation.Open(filepath.Join("..", "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := tmpl.GetSQSQueueWithName("IngestQueue")
+	if err != nil || q.VisibilityTimeout == nil {
+		t.Fatalf("IngestQueue and its VisibilityTimeout: %v", err)
+	}
+	// goformation resolves the Ref to the parameter's default: look at the source for the Ref itself
+	if !regexp.MustCompile(`maxReceiveCount: !Ref QueueMaxReceiveCount\b`).MatchString(readTemplate(t)) {
+		t.Fatal("the queue's redrive policy must take maxReceiveCount from the QueueMaxReceiveCount parameter")
+	}
+	p, ok := tmpl.Parameters["QueueMaxReceiveCount"]
+	if !ok || p.MinValue == nil {
+		t.Fatal("QueueMaxReceiveCount needs a MinValue, or a deployment can set it below the lease")
+	}
+	def, err := strconv.ParseFloat(fmt.Sprint(p.Default), 64)
+	if err != nil {
+		t.Fatalf("QueueMaxReceiveCount default %v", p.Default)
+	}
+	lease := ingest.DefaultLeaseTTL
+	for _, n := range []float64{*p.MinValue, def} {
+		if span := time.Duration(n*float64(*q.VisibilityTimeout)) * time.Second; span <= lease {
+			t.Errorf("%v receives x %d s visibility = %v, not more than the %v ingestion lease: a removal meeting it is dead-lettered",
+				n, *q.VisibilityTimeout, span, lease)
+		}
+	}
+	var asl struct{ TimeoutSeconds int }
+	b, err := os.ReadFile(filepath.Join("statemachines", "ingest.asl.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &asl); err != nil || asl.TimeoutSeconds <= 0 {
+		t.Fatalf("ingest.asl.json TimeoutSeconds: %v %d", err, asl.TimeoutSeconds)
+	}
+	if time.Duration(asl.TimeoutSeconds)*time.Second > lease {
+		t.Errorf("the state machine runs up to %d s but its lease lasts %v: another execution could take the source meanwhile", asl.TimeoutSeconds, lease)
 	}
 }

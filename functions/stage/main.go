@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
 	"github.com/docmind/docmind/functions/internal/bucket"
@@ -52,6 +53,14 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*i
 		return nil, err
 	}
 	st := ingestenv.Stages(cfg, ingestenv.Stores{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}, emb, log)
-	return &ingest.Workflow{Stages: st, Leases: c.SQL, Events: c.SQL, Objects: awsenv.Objects{S3: awsenv.S3Client(ac, cfg)},
-		BatchSize: max(cfg.Embeddings.BatchSize, 1) * 16}, nil
+	w := &ingest.Workflow{Stages: st, Leases: c.SQL, Events: c.SQL, Objects: awsenv.Objects{S3: awsenv.S3Client(ac, cfg)},
+		BatchSize: max(cfg.Embeddings.BatchSize, 1) * 16}
+	// Commit and MarkFailed start a follow-up execution for a version uploaded while this one ran
+	// (Workflow.FollowUp); without the variable a version whose own execution gave up on the lease is lost
+	if arn := getenv("DOCMIND_INGEST_STATE_MACHINE_ARN"); arn != "" {
+		w.Executions, w.Name = awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: arn}, awsrt.ExecutionName
+	} else {
+		log.Warn("no follow-up executions: DOCMIND_INGEST_STATE_MACHINE_ARN is not set")
+	}
+	return w, nil
 }

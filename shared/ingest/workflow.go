@@ -55,6 +55,10 @@ type Workflow struct {
 	// document needs more than MaxBatches of them, which bounds the Map's state.
 	BatchSize  int
 	MaxBatches int
+	// Executions and Name start the follow-up execution (FollowUp); nil Executions: none (a workflow
+	// whose sources never change while they are ingested, as in most tests).
+	Executions Executions
+	Name       func(label string, parts ...string) string
 }
 
 // Job is the input of one execution: one version of one drop-folder object.
@@ -85,11 +89,16 @@ func LeaseName(tenant, kbID, sourceURI string) string {
 	return "ingest:" + tenant + ":" + kbID + ":" + hex.EncodeToString(h[:16])
 }
 
+// DefaultLeaseTTL is an execution's hold on its source: at least the state machine's TimeoutSeconds, so
+// a running execution never loses it. A removal that meets it is redelivered by SQS until it is free:
+// the queue's visibility timeout x max receives must exceed it (infra TestQueueRetriesOutlastLease).
+const DefaultLeaseTTL = time.Hour
+
 func (w *Workflow) ttl() time.Duration {
 	if w.LeaseTTL > 0 {
 		return w.LeaseTTL
 	}
-	return time.Hour
+	return DefaultLeaseTTL
 }
 
 // PrepareOut says whether the workflow goes on, and with which stored source.
@@ -397,14 +406,76 @@ type FinishIn struct {
 	Job         Job      `json:"job"`
 }
 
-// Commit is Stages.Commit (status ready last) followed by the release of the source's lease.
-func (w *Workflow) Commit(ctx context.Context, in FinishIn) (CommitOut, error) {
+// WorkflowCommitOut is Commit's result: the committed document, and the follow-up execution started
+// for a newer version of the source, if any.
+type WorkflowCommitOut struct {
+	CommitOut
+	FollowUp string `json:"follow_up,omitempty"`
+}
+
+// Commit is Stages.Commit (status ready last), the release of the source's lease, then the follow-up
+// for a newer version recorded meanwhile (FollowUp). A failed start is Unavailable: the ASL retries
+// Commit (every step of it is idempotent), and MarkFailed tries the follow-up again.
+func (w *Workflow) Commit(ctx context.Context, in FinishIn) (WorkflowCommitOut, error) {
 	out, err := w.Stages.Commit(ctx, CommitIn{ChunkOut: in.Chunk, ContentHash: in.ContentHash})
 	if err != nil {
-		return out, err
+		return WorkflowCommitOut{CommitOut: out}, err
 	}
 	w.Leases.ReleaseLease(context.WithoutCancel(ctx), LeaseName(in.Job.Tenant, in.Job.KBID, in.Job.SourceURI), in.Job.Holder)
-	return out, nil
+	next, err := w.FollowUp(ctx, in.Job)
+	return WorkflowCommitOut{CommitOut: out, FollowUp: next}, err
+}
+
+// FollowUp starts an execution for the source's newest version when it is a newer put than j, and
+// returns its name ("" when j is still the newest, the newest event is a removal, or no Executions are
+// configured). Called after j's execution released the lease, by Commit and MarkFailed: a version
+// uploaded while j ran met the lease in its Prepare, and if its execution gave up (the Conflict retries
+// last minutes, an ingestion can last an hour) nothing else would ever ingest it: the document would
+// stay ready with the older content. The name is derived from the newest event, so two executions
+// following up the same version start it once (ExecutionAlreadyExists); it differs from the trigger's
+// name for that event, whose execution may have ended already. A newer removal is not followed up: its
+// SQS message is redelivered until the lease is free (the queue's retries outlast the lease TTL).
+func (w *Workflow) FollowUp(ctx context.Context, j Job) (string, error) {
+	const op = "ingest.FollowUp"
+	if w.Executions == nil || w.Name == nil {
+		return "", nil
+	}
+	ev, err := w.Events.GetSourceEvent(ctx, j.Tenant, j.SourceURI)
+	if rag.Is(err, rag.KindNotFound) {
+		return "", nil // not a drop-folder source: nothing records its events
+	}
+	if err != nil {
+		return "", err
+	}
+	mine, err := sqldb.SequencerKey(j.Sequencer)
+	if err != nil {
+		return "", err
+	}
+	if ev.Event != sqldb.SourcePut || ev.Sequencer <= mine {
+		return "", nil
+	}
+	kbID := ev.KBID
+	if kbID == "" {
+		kbID = j.KBID
+	}
+	doc, err := w.Stages.Records.GetDocumentBySource(ctx, j.Tenant, kbID, j.SourceURI)
+	if rag.Is(err, rag.KindNotFound) {
+		return "", nil // deleted meanwhile: a later put creates it anew through the trigger
+	}
+	if err != nil {
+		return "", err
+	}
+	name := w.Name("followup", j.Tenant, j.Bucket, j.Key, ev.VersionID, ev.Sequencer)
+	next := Job{Doc: Doc{Tenant: j.Tenant, KBID: kbID, DocumentID: doc.ID}, SourceURI: j.SourceURI, Bucket: j.Bucket, Key: j.Key,
+		VersionID: ev.VersionID, Sequencer: ev.Sequencer, FileName: j.FileName, Holder: name}
+	input, err := json.Marshal(next)
+	if err != nil {
+		return "", rag.E(op, rag.KindInternal, err)
+	}
+	if _, err := w.Executions.Start(ctx, name, input); err != nil {
+		return "", rag.E(op, rag.KindUnavailable, fmt.Errorf("start the follow-up for version %s of %s: %w", ev.VersionID, j.SourceURI, err))
+	}
+	return name, nil
 }
 
 // StateError is what a Catch puts at its ResultPath: the error name and its cause. For a Lambda task the
@@ -439,16 +510,18 @@ type FailIn struct {
 // FailOut says what MarkFailed did.
 type FailOut struct {
 	Doc
-	Marked bool   `json:"marked"`           // the document was rolled back and marked (or kept serving)
-	Reason string `json:"reason"`           // what was recorded
-	Status string `json:"status,omitempty"` // the document's status afterwards
+	Marked   bool   `json:"marked"`              // the document was rolled back and marked (or kept serving)
+	Reason   string `json:"reason"`              // what was recorded
+	Status   string `json:"status,omitempty"`    // the document's status afterwards
+	FollowUp string `json:"follow_up,omitempty"` // the execution started for a newer version (FollowUp)
 }
 
 // MarkFailed rolls a failed execution back exactly as the local runner does: a first ingest leaves no
 // rows or vectors and is marked failed with the reason; an update that failed before its rows were
 // swapped keeps the old chunks serving, with the error noted. It does nothing when another execution
-// holds the source's lease or a newer event superseded this job (that execution owns the document now),
-// and releases the lease at the end.
+// holds the source's lease (that execution follows up the newer version when it ends) or a newer event
+// superseded this job (then it releases the lease and starts the follow-up for the newest version), and
+// releases the lease at the end.
 func (w *Workflow) MarkFailed(ctx context.Context, in FailIn) (FailOut, error) {
 	const op = "ingest.MarkFailed"
 	j := in.Job
@@ -464,12 +537,16 @@ func (w *Workflow) MarkFailed(ctx context.Context, in FailIn) (FailOut, error) {
 	if !ok {
 		return out, nil
 	}
-	defer w.Leases.ReleaseLease(context.WithoutCancel(ctx), lease, j.Holder)
+	release := func() { w.Leases.ReleaseLease(context.WithoutCancel(ctx), lease, j.Holder) }
 	if newest, err := w.current(ctx, j); err != nil {
+		release()
 		return out, err
 	} else if !newest {
-		return out, nil
+		release()
+		out.FollowUp, err = w.FollowUp(ctx, j)
+		return out, err
 	}
+	defer release()
 	r := Runner{Stages: w.Stages}
 	r.rollback(ctx, j.Doc, w.loadBefore(ctx, j.Doc), j.staging("chunks.json"), fmt.Errorf("%s", out.Reason))
 	w.Stages.cleanStaging(ctx, j.Doc)

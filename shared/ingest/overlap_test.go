@@ -1,0 +1,122 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/extract"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// overlapOnce makes the fake Step Functions overlap two executions: the first time stage runs in the
+// current execution, during runs (a second event's execution, run to its end inside the first one's
+// task, as if it ran meanwhile on other instances).
+func overlapOnce(w *wfEnv, stage string, during func()) {
+	inner, fired := w.sfn.runner.Invoke, false
+	w.sfn.runner.Invoke = func(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error) {
+		var env Envelope
+		if json.Unmarshal(input, &env) == nil && env.Stage == stage && !fired {
+			fired = true
+			during()
+		}
+		return inner(ctx, resource, input)
+	}
+}
+
+// hasText reports whether the document's rows hold text.
+func (w *wfEnv) hasText(t *testing.T, docID, text string) bool {
+	t.Helper()
+	rows, err := w.sql.ListChunks(context.Background(), tenant, docID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rows {
+		if strings.Contains(c.Content, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestOverlappingVersionIsFollowedUp: v2 of a file is uploaded while v1's execution embeds. v2's
+// execution meets the lease in Prepare, retries Conflict until it gives up, and its MarkFailed cannot
+// take the lease (v1 holds it). When v1 commits it sees the newer put and starts the follow-up, which
+// ingests v2: the newest version is what serves, not v1's content left ready.
+func TestOverlappingVersionIsFollowedUp(t *testing.T) {
+	w := newWorkflowEnv(t)
+	w.wf.Executions, w.wf.Name = w.sfn, awsrt.ExecutionName
+	const key = "inbox/kb/policy.md"
+	var v2 SourceChange
+	overlapOnce(w, "EmbedBatch", func() {
+		v2 = w.bucket.put(key, manual("Version two: refunds within 60 days."))
+		if res := w.handle(t, v2); res.Action != ActionStarted {
+			t.Errorf("v2: %q, want started", res.Action)
+		}
+	})
+	w.handle(t, w.bucket.put(key, manual("Version one: refunds within 30 days.")))
+
+	if w.sfn.runs.Load() != 3 {
+		t.Fatalf("%d executions, want v2's (gave up), v1's and the follow-up", w.sfn.runs.Load())
+	}
+	w.sfn.mu.Lock()
+	v2Trace, v2Err, v1Err, fuErr := w.sfn.traces[0], w.sfn.results[0], w.sfn.results[2], w.sfn.results[1]
+	w.sfn.mu.Unlock()
+	if v2Err == nil || v2Trace.Errors["Prepare"] != "Conflict" || v2Trace.Retries["Prepare"] != 8 {
+		t.Fatalf("v2's own execution: %v, retries %v, errors %v; want it to give up on the lease", v2Err, v2Trace.Retries, v2Trace.Errors)
+	}
+	if v1Err != nil || fuErr != nil {
+		t.Fatalf("v1's execution %v, the follow-up %v", v1Err, fuErr)
+	}
+	d, ok := w.doc(t, "kb", key)
+	if !ok || d.Status != rag.StatusReady || d.SourceSequencer == "" || !strings.HasSuffix(d.SourceSequencer, v2.Sequencer) {
+		t.Fatalf("document %+v, want ready at v2's sequencer %s", d, v2.Sequencer)
+	}
+	if !w.hasText(t, d.ID, "60 days") || w.hasText(t, d.ID, "30 days") {
+		t.Fatal("the document serves v1's content: the newer version was lost")
+	}
+	w.consistent(t, d.ID)
+	// the follow-up's name is deterministic: following the same version up again starts nothing
+	name, err := w.wf.FollowUp(context.Background(), Job{Doc: Doc{Tenant: tenant, KBID: d.KBID, DocumentID: d.ID}, SourceURI: key,
+		Bucket: "docs", Key: key, Sequencer: "1", Holder: "x"})
+	if err != nil || name == "" || w.sfn.runs.Load() != 3 {
+		t.Fatalf("repeated follow-up: %q %v, %d executions (want ExecutionAlreadyExists, still 3)", name, err, w.sfn.runs.Load())
+	}
+	if ok, _ := w.sql.AcquireLease(context.Background(), LeaseName(tenant, d.KBID, key), "other", time.Minute); !ok {
+		t.Fatal("a lease was left held")
+	}
+}
+
+// TestOverlappingVersionAfterFailure: v1 fails terminally while v2's execution gave up on the lease;
+// v1's MarkFailed sees it was superseded, leaves the document to v2 and starts the follow-up, which
+// ingests v2.
+func TestOverlappingVersionAfterFailure(t *testing.T) {
+	w := newWorkflowEnv(t)
+	w.wf.Executions, w.wf.Name = w.sfn, awsrt.ExecutionName
+	const key = "inbox/kb/notes.md"
+	parse := w.wf.Stages.Parse
+	if parse == nil {
+		parse = extract.Extract
+	}
+	w.wf.Stages.Parse = func(ctx context.Context, name string, data []byte, l extract.Limits) (extract.Result, error) {
+		if strings.Contains(string(data), "BROKEN") {
+			return extract.Result{}, extract.Terminal("v1 does not parse")
+		}
+		return parse(ctx, name, data, l)
+	}
+	overlapOnce(w, "Extract", func() {
+		w.handle(t, w.bucket.put(key, manual("Version two parses: 12 seats.")))
+	})
+	w.handle(t, w.bucket.put(key, []byte("# BROKEN\n\nv1")))
+	if w.sfn.runs.Load() != 3 {
+		t.Fatalf("%d executions, want 3", w.sfn.runs.Load())
+	}
+	d, ok := w.doc(t, "kb", key)
+	if !ok || d.Status != rag.StatusReady || !w.hasText(t, d.ID, "12 seats") {
+		t.Fatalf("document %+v: want v2 ready", d)
+	}
+	w.consistent(t, d.ID)
+}
