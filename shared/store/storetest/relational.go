@@ -367,6 +367,7 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 	})
 
 	t.Run("CommitDocuments", func(t *testing.T) { testCommitDocuments(t, migrated(t)) })
+	t.Run("ChunkOrphans", func(t *testing.T) { testChunkOrphans(t, migrated(t)) })
 	t.Run("Conversations", func(t *testing.T) {
 		db := migrated(t)
 		ctx := ctxT(t)
