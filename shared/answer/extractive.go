@@ -248,15 +248,19 @@ func (x Extractive) pick(cands []unit, asked Asked) []unit {
 		if len(picked) == x.MaxSentences {
 			break
 		}
-		if c.score < best.score/2 || perSource[c.src] == x.PerSource || seen[strings.ToLower(c.show)] {
+		if seen[strings.ToLower(c.show)] {
 			continue
 		}
 		if best.row != nil && c.row != nil && tiedRows(best, c) {
 			// the question names no key that tells these rows apart ("the total revenue in 2026-Q2"
-			// matches every region's row): each is listed, and none passes for the answer alone
+			// matches every region's row): each is listed, up to MaxSentences rather than PerSource,
+			// and none passes for the answer alone
 			picked = append(picked, c)
 			perSource[c.src]++
 			seen[strings.ToLower(c.show)] = true
+			continue
+		}
+		if c.score < best.score/2 || perSource[c.src] >= x.PerSource {
 			continue
 		}
 		if best.row != nil && best.row.col >= 0 && c.row != nil {

@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -47,6 +48,19 @@ func TestReaderTableRowKeys(t *testing.T) {
 				t.Errorf("%s\ngot  %q\nwant %q", c.q, got, c.want)
 			}
 		})
+	}
+}
+
+// Rows the question cannot tell apart are listed up to MaxSentences, past the per-source limit: four
+// of five regions would pass for the whole table.
+func TestReaderTiedRowsPastPerSource(t *testing.T) {
+	table := "| region | quarter | revenue (kUSD) |\n| --- | --- | --- |\n"
+	for _, r := range []string{"North", "South", "East", "West", "Central"} {
+		table += "| " + r + " | 2026-Q2 | " + fmt.Sprint(100+len(r)) + " |\n"
+	}
+	r := Extractive{}.Read("What was the revenue in 2026-Q2?", []rank.Evidence{ev("sales.xlsx", table, 1)})
+	if got := quotedLines(r.Answer); len(got) != 5 || !strings.Contains(r.Answer, "for Central, 2026-Q2: 107 [1]") {
+		t.Errorf("want the five rows, got %q", got)
 	}
 }
 
