@@ -111,6 +111,8 @@ func TestCheckClaimsReview(t *testing.T) {
 		{"Team price with a dollar sign", "The Team plan costs $49 per month [1].", prices, true},
 		{"Team price in USD", "The Team plan costs 49 USD per month [1].", prices, true},
 		{"two plans", "The Team plan costs $49 per month, and the Business plan costs $199 [1].", prices, true},
+		{"two plans, second price wrong", "The Team plan costs $49 per month, and the Business plan costs $49 [1].", prices, false},
+		{"two plans, other order", "Business costs $199 a month; Team costs $49 [1].", prices, true},
 		{"reader's row", "plan: Team; monthly price (USD): 49; documents: 20000; users: 25; support: email within 2 business days [1]", prices, true},
 		{"North Q2", "The North region revenue in 2026-Q2 was 515 kUSD [1].", sales, true},
 		{"North Q2 in thousands", "North's revenue in 2026-Q2 was 515 thousand USD [1].", sales, true},
