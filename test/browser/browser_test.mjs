@@ -229,6 +229,19 @@ test("stop aborts the stream and keeps what arrived", async (t) => {
   await p.waitForTimeout(1000); // the fake sends a word every 150 ms: a live stream would have grown
   assert.equal(await turn.locator(".a").textContent(), text, "nothing arrives after stop");
   assert.ok(await p.locator("#send").isVisible(), "Ask is back");
+  // the part that arrived is stored: the reopened conversation shows it, marked stopped
+  await p.locator("#conversations li", { hasText: "zzslow" }).waitFor();
+  const conv = (await getJSON("/api/conversations")).conversations.find(c => c.title.includes("zzslow"));
+  await until("the stopped answer to be stored", async () => (await getJSON(`/api/conversations/${conv.id}/messages`)).messages.some(m => m.role === "assistant"));
+  await p.click("#new");
+  await p.locator("#conversations li", { hasText: "zzslow" }).locator("button").first().click();
+  const again = p.locator(".turn").last();
+  await again.locator(".meta .badge", { hasText: "stopped" }).waitFor();
+  const reopened = await again.locator(".a").textContent();
+  assert.ok(reopened.startsWith(text) && reopened.length - text.length < 120,
+    `the reopened answer is the one shown at stop (the server may have sent a word more):\n shown:    ${text}\n reopened: ${reopened}`);
+  assert.equal(await p.locator(".turn", { hasText: "No answer was stored" }).count(), 0);
+  assert.equal(await again.locator(".meta .badge").count(), 1, "stopped, without a confidence badge it never had");
   // conversations are searchable and deletable (after confirmation)
   await p.locator("#conversations li", { hasText: "zzslow" }).waitFor();
   await p.fill("#conv-search", "zzslow");
@@ -250,7 +263,9 @@ const sse = (events) => events.map(([name, data]) => `event: ${name}\ndata: ${JS
 test("claim checks mark unsupported sentences; an error mid-stream offers retry with the question kept", async (t) => {
   const p = await page(t);
   const source = { n: 1, document_id: "doc_1", file_name: "handbook.pdf", chapter: "Handbook > Leave", page: 4, snippet: "## Leave | Type | Days | | --- | --- | | Annual | 20 |", score: 0.9 };
-  const answerText = "Employees get 20 days of leave [1]. Managers get 40 days.";
+  // the server's shape: only cited sentences are claims, stated without their [n] (this one with the
+  // space the marker left before the period, an older server's shape)
+  const answerText = "Employees get **20 days** of leave [1]. Managers get 40 days [1].";
   let calls = 0;
   await p.route("**/api/chat", (route) => {
     calls++;
@@ -258,17 +273,18 @@ test("claim checks mark unsupported sentences; an error mid-stream offers retry 
       ? sse([["routing", { path: "STANDARD", reason: "SIMPLE" }], ["start", { sources: [source], path: "STANDARD" }],
         ["token", { text: answerText }],
         ["done", { answer: answerText, sources: [source], path: "STANDARD", confidence: { score: 0.7, band: "MEDIUM", citation_coverage: 0.5, retrieval_signal: 0.8 },
-          degraded: [], claims: [{ sentence: "Employees get 20 days of leave [1].", citations: [1], supported: true },
-            { sentence: "Managers get 40 days.", citations: [], supported: false, reason: "no source mentions managers" }] }]])
+          degraded: [], claims: [{ sentence: "Employees get **20 days** of leave .", citations: [1], supported: true },
+            { sentence: "Managers get 40 days .", citations: [1], supported: false, reason: "no source mentions managers" }] }]])
       : sse([["start", { sources: [source], path: "STANDARD" }], ["token", { text: "Half an ans" }], ["error", { code: "Unavailable", message: "the model stopped answering" }]]);
     return route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body });
   });
   const turn = await askAndWait(p, "How much leave do managers get?");
   const mark = turn.locator("mark.unsupported");
   assert.equal(await mark.count(), 1);
-  assert.equal(await mark.textContent(), "Managers get 40 days.");
+  assert.equal(await mark.textContent(), "Managers get 40 days");
   assert.match(await mark.getAttribute("title"), /no source mentions managers/);
-  assert.match(await turn.locator(".claims").textContent(), /“Managers get 40 days\.” — no source mentions managers/);
+  assert.match(await turn.locator(".claims").textContent(), /“Managers get 40 days \.” — no source mentions managers/);
+  assert.equal(await turn.locator(".a .cite").count(), 2, "the citation buttons stay outside the mark");
   assert.equal(await turn.locator(".sources .snippet").textContent(), "Leave · Type · Days; Annual · 20");
   // the source names its file, heading path and page
   assert.equal(await turn.locator(".sources .where").textContent(), "handbook.pdf");
@@ -288,6 +304,20 @@ test("claim checks mark unsupported sentences; an error mid-stream offers retry 
   await retried.locator(".meta .badge").first().waitFor();
   assert.equal(await retried.locator(".q").textContent(), q, "retry asks the same question");
   assert.equal(await p.locator(".failbox").count(), 0);
+  assert.deepEqual(p.errors, []);
+});
+
+test("the real server's claim check marks an unsupported cited sentence once in the answer", async (t) => {
+  const p = await page(t);
+  // the fake model cites [1] for "45 days", which the leave policy does not state
+  const turn = await askAndWait(p, "zzclaim: how many days of annual leave do full-time employees get?");
+  const mark = turn.locator(".a mark.unsupported");
+  await mark.first().waitFor();
+  assert.equal(await mark.count(), 1, "one unsupported claim, one mark");
+  assert.equal((await mark.textContent()).replace(/\s+/g, " ").trim(), "Managers get 45 days of paid annual leave per year");
+  assert.match(await turn.locator(".claims").textContent(), /Managers get 45 days of paid annual leave per year/);
+  assert.equal(await turn.locator(".a .cite").count(), 2, "both citation buttons stay, outside the mark");
+  assert.equal(await turn.locator(".a strong").first().textContent(), "20 days");
   assert.deepEqual(p.errors, []);
 });
 
@@ -533,14 +563,14 @@ test("contrast of text is at least 4.5:1 in both themes, and every control and i
 
 test("the unsupported-claim marks, the failure box and the sign-in dialog's refusal keep 4.5:1 contrast in both themes", async (t) => {
   const source = { n: 1, document_id: "doc_1", file_name: "handbook.md", chapter: "Leave", snippet: "Annual leave is 20 days.", score: 0.9 };
-  const answerText = "Employees get 20 days of leave [1]. Managers get 40 days.";
+  const answerText = "Employees get 20 days of leave [1]. Managers get 40 days [1].";
   for (const colorScheme of ["light", "dark"]) {
     const p = await page(t, { colorScheme });
     let calls = 0;
     await p.route("**/api/chat", (route) => route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body: ++calls === 1
       ? sse([["start", { sources: [source], path: "STANDARD" }], ["token", { text: answerText }],
         ["done", { answer: answerText, sources: [source], path: "STANDARD", confidence: { score: 0.3, band: "LOW", citation_coverage: 0.5, retrieval_signal: 0.4 },
-          degraded: ["rerank"], claims: [{ sentence: "Managers get 40 days.", citations: [], supported: false, reason: "no source mentions managers" }] }]])
+          degraded: ["rerank"], claims: [{ sentence: "Managers get 40 days.", citations: [1], supported: false, reason: "no source mentions managers" }] }]])
       : sse([["token", { text: "Half" }], ["error", { code: "Unavailable", message: "the model stopped answering" }]]) }));
     await askAndWait(p, "How much leave do managers get?");
     await p.fill("#question", "And parental leave?");
@@ -694,16 +724,30 @@ test("with API keys required, the page asks for a key on 401, says when it is re
   assert.deepEqual(errors, []);
 });
 
-// Last: it stops the server.
-test("with the server stopped, asking shows a clear error, keeps the question and offers retry", async (t) => {
+// Last: it stops the server, first in the middle of an answer.
+test("with the server gone mid-answer or stopped, asking shows a clear error, keeps the question and offers retry", async (t) => {
   const p = await page(t);
   await p.locator("#kb option").nth(1).waitFor({ state: "attached" });
-  server.kill("SIGTERM");
+  // the server dies while it streams: the page says the connection was lost and keeps what arrived
+  const slow = "Please answer zzslow: what is docmind?";
+  await p.fill("#question", slow);
+  await p.press("#question", "Enter");
+  const first = p.locator(".turn").last();
+  await until("a few streamed words", async () => (await first.locator(".a").textContent()).length > 40);
+  server.kill("SIGKILL");
   await until("the server to stop", () => server.exitCode !== null || server.signalCode !== null);
+  const lost = first.locator(".failbox");
+  await lost.waitFor();
+  assert.match(await lost.textContent(), /connection to the docmind server was lost/);
+  assert.doesNotMatch(await lost.textContent(), /TypeError|network error|Failed to fetch/);
+  assert.ok((await first.locator(".a").textContent()).length > 40, "what arrived is kept");
+  assert.equal(await p.inputValue("#question"), slow, "the question is kept");
+  assert.ok(await lost.getByRole("button", { name: "Retry" }).isVisible());
+  // with the server stopped, a new question cannot reach it
   const q = "How many days of annual leave do I have left?";
   await p.fill("#question", q);
   await p.press("#question", "Enter");
-  const fail = p.locator(".turn .failbox");
+  const fail = p.locator(".turn").last().locator(".failbox");
   await fail.waitFor();
   assert.match(await fail.textContent(), /Cannot reach the docmind server/);
   assert.doesNotMatch(await fail.textContent(), /TypeError|Failed to fetch/);

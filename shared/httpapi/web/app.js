@@ -229,10 +229,66 @@ export function confidenceReason(c) {
   return parts.join(", ");
 }
 
-// stageSummary formats stage timings ({"extract": 12, ...}) in their order: "extract 12 ms · chunk 3 ms".
+// STAGE_ORDER is the order stages run in: ingestion's (extract, with the waits it includes, then chunk,
+// embed, index), retrieval's and the answer's. The server's stage_ms is a JSON object from a Go map, so
+// its keys arrive sorted by name, not in the order they ran.
+const STAGE_ORDER = ["extract", "extract_wait", "pdf_engine_start", "chunk", "embed", "index",
+  "cache", "understanding", "memory", "hyde", "retrieval", "fusion", "rerank", "filter", "grade", "web", "compress",
+  "summary", "generation", "total"];
+
+// stageSummary formats stage timings ({"extract": 12, ...}) in pipeline order, stages it does not know
+// last in the order given: "extract 12 ms · chunk 3 ms".
 export function stageSummary(ms) {
   if (!ms || typeof ms !== "object") return "";
-  return Object.entries(ms).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k} ${v} ms`).join(" · ");
+  const rank = (k) => { const i = STAGE_ORDER.indexOf(k); return i < 0 ? STAGE_ORDER.length : i; };
+  return Object.entries(ms).filter(([, v]) => typeof v === "number")
+    .map((e, i) => [e, i]).sort(([[a], i], [[b], j]) => rank(a) - rank(b) || i - j)
+    .map(([[k, v]]) => `${k} ${v} ms`).join(" · ");
+}
+
+// claimSkip says a character is left out when a claim is looked for in the rendered answer: whitespace
+// (the answer's text is split around citation buttons and line breaks) and markdown's emphasis and code
+// marks (the claim's sentence is markdown, the rendered answer is not).
+const claimSkip = (ch) => /\s|[*_`]/.test(ch);
+
+// claimNeedle reduces a claim's sentence as the server states it (markdown, its [n] markers removed,
+// with or without a space left before the final punctuation) to the characters to look for: its text
+// without whitespace, emphasis marks and trailing punctuation.
+export function claimNeedle(sentence) {
+  const s = plainText(String(sentence || "").replace(/\s*\[\d{1,3}\]/g, ""));
+  return [...s].filter(ch => !claimSkip(ch)).join("").replace(/[.,;:!?。，；：！？、…]+$/u, "");
+}
+
+// findClaim finds a claim's sentence in the answer's text segments (its text nodes in order, citation
+// buttons left out), ignoring whitespace and trailing punctuation. It returns where the match starts
+// and ends as [segment, offset] pairs (the end exclusive), or null when it is not there or too short
+// to mean anything.
+export function findClaim(segments, sentence) {
+  const needle = claimNeedle(sentence);
+  if ([...needle].length < 4) return null;
+  let hay = "";
+  const at = [];
+  segments.forEach((seg, i) => {
+    for (let j = 0; j < seg.length; j++) {
+      if (claimSkip(seg[j])) continue;
+      hay += seg[j];
+      at.push([i, j]);
+    }
+  });
+  const k = hay.indexOf(needle);
+  if (k < 0) return null;
+  const [ei, ej] = at[k + needle.length - 1];
+  return { start: at[k], end: [ei, ej + 1] };
+}
+
+// liveLink returns the URL a markdown link in an answer may open, or null when it is to be shown as
+// text: only http(s) URLs of this page's origin or of one of the answer's sources (web results) are
+// live. Any other URL a model writes could carry what it read to a stranger's site (SEC-04).
+export function liveLink(href, sources = [], origin = "") {
+  const u = safeHref(href);
+  if (!u) return null;
+  if (origin && new URL(u).origin === origin) return u;
+  return (sources || []).some(s => s && s.url && safeHref(s.url) === u) ? u : null;
 }
 
 // chunkTree orders a document's chunks as parents each followed by their children (by index); children
@@ -299,6 +355,26 @@ class OfflineError extends Error {
   constructor() {
     super("Cannot reach the docmind server. Check that it is running and your connection, then retry.");
     this.offline = true;
+  }
+}
+
+// LostError is a stream that broke after the server started answering (the server stopped, the network
+// dropped): the browser says only "network error", so the page names what happened.
+class LostError extends Error {
+  constructor() {
+    super("The connection to the docmind server was lost in the middle of the answer; what arrived is kept. Check that the server is running, then retry.");
+    this.offline = true;
+  }
+}
+
+// readChunk reads the next part of a streamed response; a failure other than the user's stop is a lost
+// connection.
+async function readChunk(reader) {
+  try {
+    return await reader.read();
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new LostError();
   }
 }
 
@@ -428,8 +504,17 @@ function renderInline(parent, nodes, turn) {
       case "code": parent.append(el("code", "", n.v)); break;
       case "strong": case "em": { const e = el(n.t); renderInline(e, n.c, turn); parent.append(e); break; }
       case "link": {
+        const href = liveLink(n.href, turn && turn.sources, location.origin);
+        if (!href) {
+          // not a source of this answer: the label and the address, as text
+          const span = el("span", "offsite");
+          renderInline(span, n.c, turn);
+          span.append(document.createTextNode(` (${n.href})`));
+          parent.append(span);
+          break;
+        }
         const a = el("a");
-        a.href = n.href;
+        a.href = href;
         a.rel = "noopener noreferrer nofollow";
         a.target = "_blank";
         renderInline(a, n.c, turn);
@@ -479,26 +564,18 @@ function renderMarkdown(box, text, sourceCount, turn) {
   }
 }
 
-// markClaims wraps each unsupported claim's sentence in <mark> where it is found inside one text node, and
-// lists every unsupported claim with its reason below the answer.
+// markClaims wraps each unsupported claim's sentence in <mark> where it is found in the answer (across
+// the text around citation buttons and emphasis), and lists every unsupported claim with its reason
+// below the answer.
 function markClaims(turn, claims) {
   const bad = (claims || []).filter(c => c && c.supported === false && c.sentence);
   if (!bad.length) return;
   for (const c of bad) {
-    const needle = c.sentence.replace(/\s*\[\d{1,3}\]/g, "").trim().slice(0, 80);
-    if (needle.length < 4) continue;
-    const walker = document.createTreeWalker(turn.box, NodeFilter.SHOW_TEXT);
-    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      const i = node.data.indexOf(needle);
-      if (i < 0) continue;
-      const range = document.createRange();
-      range.setStart(node, i);
-      range.setEnd(node, i + needle.length);
-      const mark = el("mark", "unsupported");
-      mark.title = c.reason ? `Not supported by the sources: ${c.reason}` : "Not supported by the sources";
-      range.surroundContents(mark);
-      break;
-    }
+    const nodes = answerTextNodes(turn.box);
+    const hit = findClaim(nodes.map(n => n.data), c.sentence);
+    if (!hit) continue;
+    const title = c.reason ? `Not supported by the sources: ${c.reason}` : "Not supported by the sources";
+    wrapClaim(nodes, hit, title);
   }
   const box = el("div", "claims");
   box.append(el("strong", "", "Not supported by the cited sources:"));
@@ -506,6 +583,40 @@ function markClaims(turn, claims) {
   for (const c of bad) ul.append(el("li", "", c.reason ? `“${c.sentence}” — ${c.reason}` : `“${c.sentence}”`));
   box.append(ul);
   turn.meta.before(box);
+}
+
+// answerTextNodes lists an answer's text nodes in order, leaving out the citation buttons' "[n]".
+function answerTextNodes(box) {
+  const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT, {
+    acceptNode: (n) => (n.parentElement && n.parentElement.closest("button.cite") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  const out = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) out.push(n);
+  return out;
+}
+
+// wrapClaim puts the matched text in one <mark> when it lies within one block (a paragraph, list item or
+// cell; citation buttons and emphasis inside it move into the mark), else one <mark> per text node, since
+// an inline mark cannot hold blocks.
+function wrapClaim(nodes, hit, title) {
+  const mark = () => { const m = el("mark", "unsupported"); m.title = title; return m; };
+  const [si, so] = hit.start, [ei, eo] = hit.end;
+  const block = (n) => n.parentElement.closest("p, li, td, th, h3, h4, h5, h6, blockquote, pre");
+  if (block(nodes[si]) === block(nodes[ei])) {
+    const range = document.createRange();
+    range.setStart(nodes[si], so);
+    range.setEnd(nodes[ei], eo);
+    const m = mark();
+    m.append(range.extractContents());
+    range.insertNode(m);
+    return;
+  }
+  for (let i = si; i <= ei; i++) {
+    const range = document.createRange();
+    range.setStart(nodes[i], i === si ? so : 0);
+    range.setEnd(nodes[i], i === ei ? eo : nodes[i].data.length);
+    if (!range.collapsed) range.surroundContents(mark());
+  }
 }
 
 // ---- a turn: one question and its answer, built by the same events live and when reopened
@@ -569,14 +680,16 @@ function finishTurn(turn, d) {
   turn.summary.textContent = `${steps} step${steps === 1 ? "" : "s"} · path ${d.short_circuit || d.path || turn.path || "?"}${secs}`;
   turn.timeline.open = false;
   const band = d.confidence && d.confidence.band;
-  const badge = el("span", `badge ${band || "none"}`, band ? `${band} confidence ${Number(d.confidence.score).toFixed(2)}` : (d.short_circuit || d.path || "answer"));
+  // a stopped answer (stored by the server with what was sent before the stop) has no confidence
+  const label = d.stopped ? "stopped" : band ? `${band} confidence ${Number(d.confidence.score).toFixed(2)}` : (d.short_circuit || d.path || "answer");
+  const badge = el("span", `badge ${(!d.stopped && band) || "none"}`, label);
   badge.setAttribute("role", "note");
   turn.meta.append(badge);
   const reason = band ? confidenceReason(d.confidence) + (turn.grade && turn.grade.reason ? `; evidence: ${turn.grade.reason}` : "") : "";
   if (reason) turn.meta.append(el("span", "reason", reason));
   if (d.from_cache) turn.meta.append(el("span", "badge none", "from cache"));
   if (d.is_fallback) turn.meta.append(el("span", "badge none", "quoted passages (no model)"));
-  if (d.partial) turn.meta.append(el("span", "badge LOW", "incomplete"));
+  if (d.partial && !d.stopped) turn.meta.append(el("span", "badge LOW", "incomplete"));
   if ((d.degraded || []).length) turn.meta.append(el("span", "badge none", `degraded: ${d.degraded.join(", ")}`));
   if (navigator.clipboard && d.answer) {
     const copy = button("Copy", async () => {
@@ -670,7 +783,7 @@ async function ask(question) {
     const dec = new TextDecoder();
     let buf = "";
     for (;;) {
-      const { value, done } = await reader.read();
+      const { value, done } = await readChunk(reader);
       if (done) break;
       const parsed = parseSSE(buf + dec.decode(value, { stream: true }));
       buf = parsed.rest;
@@ -679,6 +792,9 @@ async function ask(question) {
     if (!turn.done && !turn.failed) failTurn(turn, "The answer was cut off before it finished.", false);
   } catch (err) {
     if (err.name === "AbortError") {
+      // everything received is shown (the last frame's render may lag), as the server stores it
+      if (renderQueued) { cancelAnimationFrame(renderQueued); renderQueued = null; }
+      renderMarkdown(turn.box, turn.text, turn.sources.length, turn);
       turn.box.classList.remove("streaming");
       turn.summary.textContent = "Stopped";
       turn.timeline.open = false;

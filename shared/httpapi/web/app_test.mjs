@@ -88,3 +88,36 @@ test("confidenceReason, stageSummary, chunkTree, isBusy", () => {
   assert.deepEqual(tree.map(n => [n.chunk.id, n.depth]), [["p1", 0], ["c1", 1], ["c2", 1], ["p2", 0], ["x", 1]]);
   assert.equal(isBusy({ status: "processing" }) && isBusy({ status: "pending" }) && !isBusy({ status: "ready" }), true);
 });
+
+import { findClaim, claimNeedle, liveLink } from "./app.js";
+
+test("stageSummary lists stages in pipeline order, not the alphabetical order JSON from a Go map has", () => {
+  assert.equal(stageSummary({ chunk: 3, embed: 40, extract: 12, index: 5 }), "extract 12 ms · chunk 3 ms · embed 40 ms · index 5 ms");
+  assert.equal(stageSummary({ compress: 1, fusion: 2, grade: 3, rerank: 4, retrieval: 5, zz_new: 6 }),
+    "retrieval 5 ms · fusion 2 ms · rerank 4 ms · grade 3 ms · compress 1 ms · zz_new 6 ms");
+});
+
+test("findClaim finds a claim across the text split by citation buttons, with or without a space before the period", () => {
+  // the rendered answer: "Employees get 20 days " [1] ". Managers get 40 days " [1] "."
+  const segs = ["Employees get ", "20 days", " of leave ", ". Managers get 40 days ", "."];
+  for (const sentence of ["Managers get 40 days.", "Managers get 40 days .", "Managers get 40 days [1]."]) {
+    assert.deepEqual(findClaim(segs, sentence), { start: [3, 2], end: [3, 22] }, sentence);
+  }
+  // markdown emphasis in the claim, none in the text; a match across segments
+  assert.deepEqual(findClaim(segs, "Employees get **20 days** of leave ."), { start: [0, 0], end: [2, 9] });
+  // line breaks and repeated spaces in the answer are not in the claim
+  assert.deepEqual(findClaim(["Managers\n  get 40\ndays"], "Managers get 40 days."), { start: [0, 0], end: [0, 22] });
+  assert.equal(findClaim(segs, "Interns get 5 days."), null);
+  assert.equal(findClaim(segs, "[1]."), null, "nothing left to find");
+  assert.equal(claimNeedle("Managers get **40** days [2]。"), "Managersget40days");
+});
+
+test("liveLink keeps a link live only to this origin or to one of the answer's sources", () => {
+  const sources = [{ n: 1, url: "https://example.org/policy" }, { n: 2, file_name: "a.md" }];
+  assert.equal(liveLink("https://example.org/policy", sources, "http://127.0.0.1:8080"), "https://example.org/policy");
+  assert.equal(liveLink("http://127.0.0.1:8080/#kb", sources, "http://127.0.0.1:8080"), "http://127.0.0.1:8080/#kb");
+  assert.equal(liveLink("https://exfil.example/?d=SECRET", sources, "http://127.0.0.1:8080"), null);
+  assert.equal(liveLink("https://example.org/policy?d=SECRET", sources, "http://127.0.0.1:8080"), null, "a source's URL with more on it is another URL");
+  assert.equal(liveLink("javascript:alert(1)", [{ url: "javascript:alert(1)" }], ""), null);
+  assert.equal(liveLink("https://example.org/policy", undefined, ""), null);
+});

@@ -5,6 +5,8 @@
 //   - "zzslow": a long answer, one word every 150 ms (the page's stop button aborts it);
 //   - "zzxss": an answer made of the XSS payloads in the file named by -xss (one per line), each cited;
 //   - "zzdegraded": every call fails with 503 (docmind answers extractively, marked degraded: llm);
+//   - "zzclaim": the short answer's first sentence, then a cited sentence no passage supports (docmind's
+//     claim check marks it);
 //   - a question (after the last "Question: ") in Chinese, when the system message says "Answer in the
 //     language of the question": the short answer in Chinese, as a model following that rule would;
 //   - anything else: a short markdown answer citing [1] (bold, a list and a table).
@@ -88,6 +90,10 @@ func askedInChinese(req request) bool {
 	return rule && strings.ContainsFunc(question, func(r rune) bool { return unicode.Is(unicode.Han, r) })
 }
 
+// claimAnswer cites [1] for a number the leave policy does not state.
+const claimAnswer = "Full-time employees get **20 days** of paid annual leave per year [1]. " +
+	"Managers get 45 days of paid annual leave per year [1].\n"
+
 const plainAnswer = "Full-time employees get **20 days** of paid annual leave per year [1].\n\n" +
 	"- Leave is requested in the HR portal\n- Unused days carry over until March\n\n" +
 	"| Type | Days |\n| --- | --- |\n| Annual | 20 |\n"
@@ -121,6 +127,8 @@ func (m model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.Contains(last, "zzslow"):
 		answer, gap = strings.Repeat("This answer streams slowly so that it can be stopped [1]. ", 60), 150*time.Millisecond
+	case strings.Contains(last, "zzclaim"):
+		answer = claimAnswer
 	case askedInChinese(req):
 		answer = chineseAnswer
 	case strings.Contains(last, "zzxss"):
