@@ -631,22 +631,30 @@ func contentOf(ts []string) []string {
 }
 
 // currencies maps how a currency is written to its code: $ = USD, 元 = CNY (美元 is USD), ¥ = CNY.
+// The regular expression runs only when one of the hints is in the text (it is read for every line of
+// every cited passage).
 var currencies = []struct {
-	code string
-	re   *regexp.Regexp
+	code  string
+	hints []string
+	re    *regexp.Regexp
 }{
-	{"usd", regexp.MustCompile(`\$|\busd\b|\bdollars?\b|美元|美金`)},
-	{"eur", regexp.MustCompile(`€|\beur\b|\beuros?\b|欧元`)},
-	{"gbp", regexp.MustCompile(`£|\bgbp\b|\bpounds? sterling\b|英镑`)},
-	{"cny", regexp.MustCompile(`¥|\bcny\b|\brmb\b|\byuan\b|人民币|(^|[^美欧日港澳台])元`)},
+	{"usd", []string{"$", "usd", "dollar", "美元", "美金"}, regexp.MustCompile(`\$|\busd\b|\bdollars?\b|美元|美金`)},
+	{"eur", []string{"€", "eur", "欧元"}, regexp.MustCompile(`€|\beur\b|\beuros?\b|欧元`)},
+	{"gbp", []string{"£", "gbp", "sterling", "英镑"}, regexp.MustCompile(`£|\bgbp\b|\bpounds? sterling\b|英镑`)},
+	{"cny", []string{"¥", "cny", "rmb", "yuan", "人民币", "元"}, regexp.MustCompile(`¥|\bcny\b|\brmb\b|\byuan\b|人民币|(^|[^美欧日港澳台])元`)},
 }
 
 // currencyCodes returns the codes of the currencies the folded text s names.
 func currencyCodes(s string) []string {
 	var out []string
 	for _, c := range currencies {
-		if c.re.MatchString(s) {
-			out = append(out, c.code)
+		for _, h := range c.hints {
+			if strings.Contains(s, h) {
+				if c.re.MatchString(s) {
+					out = append(out, c.code)
+				}
+				break
+			}
 		}
 	}
 	return out

@@ -31,13 +31,46 @@ const (
 var dateForms = []struct {
 	re      *regexp.Regexp
 	y, m, d int
+	// needs says what the text must hold for the form to be tried: the forms are read on every line
+	// of every cited passage, and most lines hold no date.
+	needs int
 }{
-	{regexp.MustCompile(`\b([0-9]{4})[-/.]([0-9]{1,2})[-/.]([0-9]{1,2})\b`), 1, 2, 3},
-	{regexp.MustCompile(reCNYear + `\s*年\s*` + reCNSmall + `\s*月(?:\s*` + reCNSmall + `\s*[日号])?`), 1, 2, 3},
-	{regexp.MustCompile(reCNSmall + `\s*月\s*` + reCNSmall + `\s*[日号]`), 0, 1, 2},
-	{regexp.MustCompile(`\b` + reMonthName + `\.?\s+([0-9]{1,2})(?:st|nd|rd|th)?\b(?:,?\s+([0-9]{4})\b)?`), 3, 1, 2},
-	{regexp.MustCompile(`\b([0-9]{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + reMonthName + `\.?,?\s+([0-9]{4})\b`), 3, 2, 1},
-	{regexp.MustCompile(`\b` + reMonthName + `\.?,?\s+(?:of\s+)?([0-9]{4})\b`), 2, 1, 0},
+	{regexp.MustCompile(`\b([0-9]{4})[-/.]([0-9]{1,2})[-/.]([0-9]{1,2})\b`), 1, 2, 3, needsISO},
+	{regexp.MustCompile(reCNYear + `\s*年\s*` + reCNSmall + `\s*月(?:\s*` + reCNSmall + `\s*[日号])?`), 1, 2, 3, needsCN},
+	{regexp.MustCompile(reCNSmall + `\s*月\s*` + reCNSmall + `\s*[日号]`), 0, 1, 2, needsCN},
+	{regexp.MustCompile(`\b` + reMonthName + `\.?\s+([0-9]{1,2})(?:st|nd|rd|th)?\b(?:,?\s+([0-9]{4})\b)?`), 3, 1, 2, needsMonthName},
+	{regexp.MustCompile(`\b([0-9]{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + reMonthName + `\.?,?\s+([0-9]{4})\b`), 3, 2, 1, needsMonthName},
+	{regexp.MustCompile(`\b` + reMonthName + `\.?,?\s+(?:of\s+)?([0-9]{4})\b`), 2, 1, 0, needsMonthName},
+}
+
+const (
+	needsISO = 1 << iota
+	needsCN
+	needsMonthName
+)
+
+// dateHints says which date forms s may hold.
+func dateHints(s string) int {
+	if !strings.ContainsAny(s, "0123456789") {
+		if strings.Contains(s, "月") {
+			return needsCN
+		}
+		return 0
+	}
+	h := 0
+	if strings.ContainsAny(s, "-/.") {
+		h |= needsISO
+	}
+	if strings.Contains(s, "月") {
+		h |= needsCN
+	}
+	for m := range monthNames {
+		if strings.Contains(s, m) {
+			h |= needsMonthName
+			break
+		}
+	}
+	return h
 }
 
 // extractDates returns the dates the folded text s states, in order of the forms above.
@@ -51,7 +84,11 @@ func extractDates(s string) []date {
 		}
 		return false
 	}
+	hints := dateHints(s)
 	for _, f := range dateForms {
+		if hints&f.needs == 0 {
+			continue
+		}
 		for _, m := range f.re.FindAllStringSubmatchIndex(s, -1) {
 			if taken(m[0], m[1]) {
 				continue
