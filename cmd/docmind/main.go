@@ -52,7 +52,9 @@ Commands:
   bench     measure speed against same-run references (bench [--suite NAME|all] [--out DIR] [--quick])
   migrate   apply pending database migrations
   kb        list, create or delete knowledge bases, grant and revoke roles (kb list | kb create NAME | kb delete NAME | kb grant KB EMAIL --role R | kb revoke KB EMAIL)
-  user      create and list users of a tenant (user create EMAIL --tenant T [--role admin|member] | user list)
+  user      create, list, promote or demote and delete users of a tenant (user create EMAIL --tenant T [--role admin|member] |
+            user list | user set-role EMAIL --role admin|member | user delete EMAIL: revokes their keys and roles)
+  tenant    list the tenants of this store with their user counts, or create one (tenant list | tenant create T)
   key       create, list and revoke API keys (key create --user EMAIL [--name N] | key list | key revoke ID)
   reconcile check SQL, vectors, blobs and the inbox agree; --repair fixes drift (reconcile [--kb NAME] [--repair] [--json])
   config    print the effective configuration (secrets redacted); --vars lists every variable
@@ -77,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "key": cmdKey, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "tenant": cmdTenant, "key": cmdKey, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
@@ -171,7 +173,8 @@ func printJSON(w io.Writer, v any) {
 
 // fail prints err for an operator and picks the exit status from its kind.
 func fail(e env, err error) int {
-	fmt.Fprintf(e.stderr, "docmind: %v\n", err)
+	// errors raised by this command carry the op "docmind" themselves: print the prefix once
+	fmt.Fprintf(e.stderr, "docmind: %s\n", strings.TrimPrefix(err.Error(), "docmind: "))
 	if rag.Is(err, rag.KindInvalid) {
 		return exitConfig
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -17,8 +18,11 @@ type Admin interface {
 	GetUserByEmail(ctx context.Context, tenant, email string) (rag.User, error)
 	CreateAPIKey(ctx context.Context, k *rag.APIKey) error
 	ListAPIKeys(ctx context.Context, tenant, user string) ([]rag.APIKey, error)
-	RevokeAPIKey(ctx context.Context, tenant, id string) error
+	RevokeAPIKey(ctx context.Context, tenant, id string) (bool, error)
+	SetUserRole(ctx context.Context, tenant, id, role string) error
+	DeleteUser(ctx context.Context, tenant, id string) (int, error)
 	SetMember(ctx context.Context, tenant, kbID, userID string, role rag.KBRole) error
+	GetMember(ctx context.Context, tenant, kbID, userID string) (rag.Member, error)
 	RemoveMember(ctx context.Context, tenant, kbID, userID string) error
 	ListMembers(ctx context.Context, tenant, kbID string) ([]rag.Member, error)
 	ListAudit(ctx context.Context, tenant string, limit int) ([]rag.AuditEntry, error)
@@ -64,6 +68,8 @@ type admin struct {
 func (a *admin) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/users", a.listUsers)
 	mux.HandleFunc("POST /api/users", a.createUser)
+	mux.HandleFunc("PATCH /api/users/{id}", a.setUserRole)
+	mux.HandleFunc("DELETE /api/users/{id}", a.deleteUser)
 	mux.HandleFunc("GET /api/keys", a.listKeys)
 	mux.HandleFunc("POST /api/keys", a.createKey)
 	mux.HandleFunc("DELETE /api/keys/{id}", a.revokeKey)
@@ -129,6 +135,60 @@ func (a *admin) createUser(w http.ResponseWriter, r *http.Request) {
 	}
 	a.h.audit(r.Context(), p, "user.create", u.ID, u.Email+" "+u.Role)
 	WriteJSON(w, http.StatusCreated, u)
+}
+
+// setUserRole is PATCH /api/users/{id} (id or email), body {"role": "admin|member"}: admins promote or
+// demote a user of their tenant. An admin cannot demote themselves (another admin must), so a tenant is
+// never left without the admin who could undo it by a slip.
+func (a *admin) setUserRole(w http.ResponseWriter, r *http.Request) {
+	p, ok := a.tenantAdmin(w, r)
+	if !ok {
+		return
+	}
+	var in struct {
+		Role string `json:"role"`
+	}
+	if err := decodeBody(w, r, &in, `{"role": "admin|member"}`); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	u, err := a.user(r.Context(), p.Tenant, r.PathValue("id"))
+	if err == nil && u.ID == p.UserID && in.Role != rag.RoleAdmin {
+		err = rag.Errorf("httpapi", rag.KindConflict, "you cannot demote yourself; ask another admin (or docmind user set-role)")
+	}
+	if err == nil {
+		err = a.store.SetUserRole(r.Context(), p.Tenant, u.ID, in.Role)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	a.h.audit(r.Context(), p, "user.set_role", u.ID, u.Email+" "+u.Role+" -> "+in.Role)
+	u.Role = in.Role
+	WriteJSON(w, http.StatusOK, u)
+}
+
+// deleteUser is DELETE /api/users/{id} (id or email): the user's keys are revoked and their knowledge-base
+// roles removed at once. An admin cannot delete themselves.
+func (a *admin) deleteUser(w http.ResponseWriter, r *http.Request) {
+	p, ok := a.tenantAdmin(w, r)
+	if !ok {
+		return
+	}
+	u, err := a.user(r.Context(), p.Tenant, r.PathValue("id"))
+	if err == nil && u.ID == p.UserID {
+		err = rag.Errorf("httpapi", rag.KindConflict, "you cannot delete yourself; ask another admin (or docmind user delete)")
+	}
+	var revoked int
+	if err == nil {
+		revoked, err = a.store.DeleteUser(r.Context(), p.Tenant, u.ID)
+	}
+	if err != nil {
+		a.fail(w, r, notFoundAs(err, "no user %q", r.PathValue("id")))
+		return
+	}
+	a.h.audit(r.Context(), p, "user.delete", u.ID, fmt.Sprintf("%s, %d keys revoked", u.Email, revoked))
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // listKeys lists the caller's own keys, or with ?all=1 every key of the tenant (admins).
@@ -247,11 +307,14 @@ func (a *admin) revokeKey(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := a.store.RevokeAPIKey(r.Context(), p.Tenant, id); err != nil {
+	changed, err := a.store.RevokeAPIKey(r.Context(), p.Tenant, id)
+	if err != nil {
 		a.fail(w, r, notFoundAs(err, "no key %q", id))
 		return
 	}
-	a.h.audit(r.Context(), p, "key.revoke", id, "")
+	if changed { // revoking a revoked key is harmless and is not a second revocation in the log
+		a.h.audit(r.Context(), p, "key.revoke", id, "")
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -316,7 +379,11 @@ func (a *admin) setMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.h.audit(r.Context(), p, "kb.grant", kb.ID, u.ID+" "+role.String())
-	WriteJSON(w, http.StatusOK, rag.Member{KBID: kb.ID, UserID: u.ID, Email: u.Email, Role: role.String()})
+	m, err := a.store.GetMember(r.Context(), p.Tenant, kb.ID, u.ID)
+	if err != nil { // the grant happened; answer with what is known rather than fail it
+		m = rag.Member{KBID: kb.ID, UserID: u.ID, Email: u.Email, Role: role.String()}
+	}
+	WriteJSON(w, http.StatusOK, m)
 }
 
 func (a *admin) removeMember(w http.ResponseWriter, r *http.Request) {

@@ -67,6 +67,7 @@ type Store interface {
 	GetUserByEmail(ctx context.Context, tenant, email string) (rag.User, error)
 	SetUserSubject(ctx context.Context, tenant, id, subject string) error
 	CreateUser(ctx context.Context, u *rag.User) error
+	SetUserRole(ctx context.Context, tenant, id, role string) error
 }
 
 // Verifier checks a JWT (auth.JWTVerifier).
@@ -79,8 +80,11 @@ type Authenticator struct {
 	Mode  Mode
 	Store Store    // needed with any mode but none
 	JWT   Verifier // needed with Mode.JWT
-	// AdminGroup, when set, makes a JWT whose groups claim holds it a tenant admin (for example a Cognito
-	// group); otherwise the user's role in SQL decides.
+	// AdminGroup, when set, makes the identity provider decide who is a tenant admin: a JWT whose groups
+	// claim holds it (for example a Cognito group) signs in as admin, and one without it as a member, even
+	// if SQL said admin (someone removed from the group must not stay admin). The SQL role is updated to
+	// match at sign-in, so the user's API keys follow too. Unset: the role in SQL decides (docmind user
+	// set-role, PATCH /api/users/{id}).
 	AdminGroup string
 	// Local is the principal of every request in mode none.
 	Local rag.Principal
@@ -148,11 +152,33 @@ func (a *Authenticator) byJWT(ctx context.Context, token string) (rag.Principal,
 	if err != nil {
 		return rag.Principal{}, err
 	}
-	role := u.Role
-	if a.AdminGroup != "" && slices.Contains(c.Groups, a.AdminGroup) {
-		role = rag.RoleAdmin
+	role, err := a.groupRole(ctx, u, c)
+	if err != nil {
+		return rag.Principal{}, err
 	}
 	return rag.Principal{Tenant: u.Tenant, UserID: u.ID, Email: u.Email, Role: role, Method: "jwt"}, nil
+}
+
+// groupRole is the tenant role of a JWT sign-in: with AdminGroup configured the token's groups decide and
+// SQL is brought in line (one write when the group membership changed); otherwise SQL's role stands.
+func (a *Authenticator) groupRole(ctx context.Context, u rag.User, c auth.Claims) (string, error) {
+	if a.AdminGroup == "" {
+		return u.Role, nil
+	}
+	role := rag.RoleMember
+	if slices.Contains(c.Groups, a.AdminGroup) {
+		role = rag.RoleAdmin
+	}
+	if role != u.Role {
+		if err := a.Store.SetUserRole(ctx, u.Tenant, u.ID, role); err != nil {
+			// a demotion that cannot be recorded must not leave the caller admin through its keys
+			return "", err
+		}
+		if a.Log != nil {
+			a.Log.Info("tenant role follows the token's groups", "tenant", u.Tenant, "user", u.ID, "from", u.Role, "to", role)
+		}
+	}
+	return role, nil
 }
 
 // provision finds the user who signs in with this subject, else the user created with this email (an

@@ -71,6 +71,16 @@ func (f *fakeStore) CreateUser(_ context.Context, u *rag.User) error {
 	return nil
 }
 
+func (f *fakeStore) SetUserRole(_ context.Context, tenant, id, role string) error {
+	u, ok := f.users[id]
+	if !ok || u.Tenant != tenant {
+		return rag.E("fake", rag.KindNotFound, nil)
+	}
+	u.Role = role
+	f.users[id] = u
+	return nil
+}
+
 // fakeVerifier accepts tokens by name.
 type fakeVerifier map[string]auth.Claims
 
@@ -134,9 +144,10 @@ func TestJWTProvisioning(t *testing.T) {
 	// an admin created before her first sign-in, by email
 	st.users["usr_ann"] = rag.User{ID: "usr_ann", Tenant: "t1", Email: "ann@x.io", Role: rag.RoleAdmin}
 	v := fakeVerifier{
-		"ann":       {Tenant: "t1", Subject: "sub-ann", Email: "ann@x.io", EmailVerified: true},
-		"ann-again": {Tenant: "t1", Subject: "sub-ann", Email: "ann@x.io", EmailVerified: true},
-		"squatter":  {Tenant: "t1", Subject: "sub-eve", Email: "ann@x.io"}, // unverified
+		"ann":       {Tenant: "t1", Subject: "sub-ann", Email: "ann@x.io", EmailVerified: true, Groups: []string{"docmind-admins"}},
+		"ann-again": {Tenant: "t1", Subject: "sub-ann", Email: "ann@x.io", EmailVerified: true, Groups: []string{"docmind-admins"}},
+		"ann-left":  {Tenant: "t1", Subject: "sub-ann", Email: "ann@x.io", EmailVerified: true}, // removed from the group
+		"squatter":  {Tenant: "t1", Subject: "sub-eve", Email: "ann@x.io"},                      // unverified
 		"other-sub": {Tenant: "t1", Subject: "sub-zed", Email: "ann@x.io", EmailVerified: true},
 		"new":       {Tenant: "t1", Subject: "sub-new", Email: "new@x.io", EmailVerified: true},
 		"bad-tenat": {Tenant: "t1' OR 1=1", Subject: "s", Email: "x@x.io", EmailVerified: true},
@@ -151,6 +162,13 @@ func TestJWTProvisioning(t *testing.T) {
 	}
 	if p, err := signIn("ann-again"); err != nil || p.UserID != "usr_ann" {
 		t.Fatalf("second sign-in by subject: %+v, %v", p, err)
+	}
+	// removed from the admin group: a member from her next sign-in, and in SQL, so her keys follow
+	if p, err := signIn("ann-left"); err != nil || p.UserID != "usr_ann" || p.IsAdmin() || st.users["usr_ann"].Role != rag.RoleMember {
+		t.Fatalf("a sign-in without the admin group: %+v, %v, SQL role %q; want member in both", p, err, st.users["usr_ann"].Role)
+	}
+	if p, err := signIn("ann-again"); err != nil || !p.IsAdmin() || st.users["usr_ann"].Role != rag.RoleAdmin {
+		t.Fatalf("back in the group: %+v, %v, SQL role %q; want admin in both", p, err, st.users["usr_ann"].Role)
 	}
 	p, err = signIn("squatter")
 	if err != nil || p.UserID == "usr_ann" || p.IsAdmin() || strings.Contains(p.Email, "ann@") {

@@ -296,14 +296,16 @@ func (s *DB) ListAPIKeys(ctx context.Context, tenant, user string) ([]rag.APIKey
 	return out, s.classify(op, rows.Err())
 }
 
-// RevokeAPIKey revokes the tenant's key; NotFound when the tenant has no such key. Revoking a revoked
-// key keeps its first revocation time.
-func (s *DB) RevokeAPIKey(ctx context.Context, tenant, id string) error {
+// RevokeAPIKey revokes the tenant's key and reports whether this call revoked it (false: it was revoked
+// already, and keeps its first revocation time, so callers audit one revocation, not two); NotFound when
+// the tenant has no such key.
+func (s *DB) RevokeAPIKey(ctx context.Context, tenant, id string) (bool, error) {
 	const op = "sqldb.RevokeAPIKey"
 	if err := validIDs(op, "tenant", tenant, "key id", id); err != nil {
-		return err
+		return false, err
 	}
-	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+	changed := false
+	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
 		var revoked int64
 		if err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM api_keys WHERE tenant_id = ? AND id = ?`, tenant, id).Scan(&revoked); err != nil {
 			return s.classify(op, err)
@@ -312,8 +314,93 @@ func (s *DB) RevokeAPIKey(ctx context.Context, tenant, id string) error {
 			return nil
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE tenant_id = ? AND id = ?`, ms(s.now()), tenant, id)
+		changed = err == nil
 		return err
 	})
+	return changed, err
+}
+
+// SetUserRole changes a user's tenant role (admin or member); NotFound when the tenant has no such user.
+// It takes effect on the user's next request: keys and tokens are checked against SQL each time.
+func (s *DB) SetUserRole(ctx context.Context, tenant, id, role string) error {
+	const op = "sqldb.SetUserRole"
+	if err := validIDs(op, "tenant", tenant, "user id", id); err != nil {
+		return err
+	}
+	if err := validRole(op, role); err != nil {
+		return err
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE users SET role = ? WHERE tenant_id = ? AND id = ?`, role, tenant, id)
+	if err != nil {
+		return s.classify(op, err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	_, err = s.GetUser(ctx, tenant, id) // an unchanged row counts as unaffected on some drivers
+	return err
+}
+
+// DeleteUser removes a user of the tenant: every key of theirs is revoked (the rows stay, for the audit
+// trail and `key list`), every knowledge-base role removed, and the user row deleted, in one transaction.
+// It returns how many keys it revoked; NotFound when the tenant has no such user. Conversations and
+// memories stay under the old user id, which nobody can sign in as again (a later JWT sign-in with the
+// same subject provisions a new member without grants).
+func (s *DB) DeleteUser(ctx context.Context, tenant, id string) (int, error) {
+	const op = "sqldb.DeleteUser"
+	if err := validIDs(op, "tenant", tenant, "user id", id); err != nil {
+		return 0, err
+	}
+	revoked := 0
+	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE tenant_id = ? AND id = ?`, tenant, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return rag.E(op, rag.KindNotFound, nil)
+		}
+		res, err = tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE tenant_id = ? AND user_id = ? AND revoked_at = 0`, ms(s.now()), tenant, id)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		revoked = int(n)
+		_, err = tx.ExecContext(ctx, `DELETE FROM kb_members WHERE tenant_id = ? AND user_id = ?`, tenant, id)
+		return err
+	})
+	return revoked, err
+}
+
+// Tenant is one row of the tenants table.
+type Tenant struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	Users     int       `json:"users"`
+}
+
+// ListTenants returns every tenant with its number of users, ordered by id: the operator's view
+// (`docmind tenant list`); no HTTP path calls it, a tenant admin sees only their own tenant.
+func (s *DB) ListTenants(ctx context.Context) ([]Tenant, error) {
+	const op = "sqldb.ListTenants"
+	rows, err := s.db.QueryContext(ctx, `SELECT t.id, t.name, t.created_at, (SELECT COUNT(*) FROM users u WHERE u.tenant_id = t.id)
+		FROM tenants t ORDER BY t.id`)
+	if err != nil {
+		return nil, s.classify(op, err)
+	}
+	defer rows.Close()
+	out := []Tenant{}
+	for rows.Next() {
+		var t Tenant
+		var created int64
+		if err := rows.Scan(&t.ID, &t.Name, &created, &t.Users); err != nil {
+			return nil, s.classify(op, err)
+		}
+		t.CreatedAt = fromMS(created)
+		out = append(out, t)
+	}
+	return out, s.classify(op, rows.Err())
 }
 
 // SetMember grants user the role on the tenant's knowledge base (replacing an earlier role). NotFound
@@ -382,6 +469,22 @@ func (s *DB) ListMembers(ctx context.Context, tenant, kbID string) ([]rag.Member
 		out = append(out, m)
 	}
 	return out, s.classify(op, rows.Err())
+}
+
+// GetMember returns the user's role on the tenant's knowledge base, with the grant's time and the user's
+// email; NotFound when the user has no role there.
+func (s *DB) GetMember(ctx context.Context, tenant, kbID, userID string) (rag.Member, error) {
+	const op = "sqldb.GetMember"
+	if err := validIDs(op, "tenant", tenant, "kb id", kbID, "user id", userID); err != nil {
+		return rag.Member{}, err
+	}
+	var m rag.Member
+	var created int64
+	err := s.db.QueryRowContext(ctx, `SELECT m.kb_id, m.user_id, COALESCE(u.email, ''), m.role, m.created_at
+		FROM kb_members m LEFT JOIN users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
+		WHERE m.tenant_id = ? AND m.kb_id = ? AND m.user_id = ?`, tenant, kbID, userID).Scan(&m.KBID, &m.UserID, &m.Email, &m.Role, &created)
+	m.CreatedAt = fromMS(created)
+	return m, s.classify(op, err)
 }
 
 // MemberRoles returns the user's role on each knowledge base of the tenant where the user has one.

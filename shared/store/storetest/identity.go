@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -76,9 +77,13 @@ func TestIdentity(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		if other, err := db.ListAPIKeys(ctx, "t2", ""); err != nil || len(other) != 0 {
 			t.Fatalf("ListAPIKeys(t2) = %d keys, %v; want 0", len(other), err)
 		}
-		checkKind(t, "revoke from another tenant", rag.KindNotFound, db.RevokeAPIKey(ctx, "t2", k.ID))
-		must(t, db.RevokeAPIKey(ctx, "t1", k.ID))
-		must(t, db.RevokeAPIKey(ctx, "t1", k.ID)) // idempotent
+		checkKind(t, "revoke from another tenant", rag.KindNotFound, second(db.RevokeAPIKey(ctx, "t2", k.ID)))
+		if changed, err := db.RevokeAPIKey(ctx, "t1", k.ID); err != nil || !changed {
+			t.Fatalf("RevokeAPIKey = %v, %v; want true (this call revoked it)", changed, err)
+		}
+		if changed, err := db.RevokeAPIKey(ctx, "t1", k.ID); err != nil || changed {
+			t.Fatalf("RevokeAPIKey again = %v, %v; want false, no error (already revoked)", changed, err)
+		}
 		checkKind(t, "revoked key", rag.KindNotFound, thirdErr(db.LookupAPIKey(ctx, k.Hash)))
 		byID, err := db.GetAPIKey(ctx, k.ID)
 		if err != nil || byID.RevokedAt.IsZero() {
@@ -107,12 +112,74 @@ func TestIdentity(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		if err != nil || len(members) != 1 || members[0].Email != "a@x.io" || members[0].Role != "editor" {
 			t.Fatalf("ListMembers = %+v, %v", members, err)
 		}
+		if m, err := db.GetMember(ctx, "t1", kb.ID, u.ID); err != nil || m.Role != "editor" || m.Email != "a@x.io" || m.CreatedAt.IsZero() {
+			t.Fatalf("GetMember = %+v, %v; want editor with email and grant time", m, err)
+		}
+		checkKind(t, "GetMember from another tenant", rag.KindNotFound, second(db.GetMember(ctx, "t2", kb.ID, u.ID)))
 		must(t, db.RemoveMember(ctx, "t1", kb.ID, u.ID))
 		checkKind(t, "remove twice", rag.KindNotFound, db.RemoveMember(ctx, "t1", kb.ID, u.ID))
 		must(t, db.SetMember(ctx, "t1", kb.ID, u.ID, rag.KBOwner))
 		must(t, db.DeleteKB(ctx, "t1", kb.ID))
 		if roles, err := db.MemberRoles(ctx, "t1", u.ID); err != nil || len(roles) != 0 {
 			t.Fatalf("MemberRoles after the kb was deleted = %v, %v; want none", roles, err)
+		}
+	})
+
+	t.Run("SetRoleAndDelete", func(t *testing.T) {
+		db := migrated(t)
+		ctx := ctxT(t)
+		kb := rag.KnowledgeBase{Tenant: "t1", Name: "handbook"}
+		must(t, db.CreateKB(ctx, &kb))
+		u := rag.User{Tenant: "t1", Email: "a@x.io", Role: rag.RoleAdmin}
+		must(t, db.CreateUser(ctx, &u))
+		keep := rag.User{Tenant: "t1", Email: "k@x.io"}
+		must(t, db.CreateUser(ctx, &keep))
+		must(t, db.SetUserRole(ctx, "t1", u.ID, rag.RoleMember))
+		must(t, db.SetUserRole(ctx, "t1", u.ID, rag.RoleMember)) // unchanged is not NotFound
+		if got, err := db.GetUser(ctx, "t1", u.ID); err != nil || got.Role != rag.RoleMember {
+			t.Fatalf("after SetUserRole: %+v, %v; want member", got, err)
+		}
+		checkKind(t, "SetUserRole in another tenant", rag.KindNotFound, db.SetUserRole(ctx, "t2", u.ID, rag.RoleAdmin))
+		checkKind(t, "SetUserRole to a bad role", rag.KindInvalid, db.SetUserRole(ctx, "t1", u.ID, "root"))
+		for i, hash := range []string{strings.Repeat("ab", 32), strings.Repeat("cd", 32)} {
+			must(t, db.CreateAPIKey(ctx, &rag.APIKey{Tenant: "t1", UserID: u.ID, Hash: hash, Prefix: fmt.Sprintf("dm_%d", i)}))
+		}
+		kept := rag.APIKey{Tenant: "t1", UserID: keep.ID, Hash: strings.Repeat("ef", 32), Prefix: "dm_k"}
+		must(t, db.CreateAPIKey(ctx, &kept))
+		must(t, db.SetMember(ctx, "t1", kb.ID, u.ID, rag.KBOwner))
+		must(t, db.SetMember(ctx, "t1", kb.ID, keep.ID, rag.KBReader))
+		checkKind(t, "DeleteUser in another tenant", rag.KindNotFound, second(db.DeleteUser(ctx, "t2", u.ID)))
+		if n, err := db.DeleteUser(ctx, "t1", u.ID); err != nil || n != 2 {
+			t.Fatalf("DeleteUser = %d keys revoked, %v; want 2", n, err)
+		}
+		checkKind(t, "the deleted user", rag.KindNotFound, second(db.GetUser(ctx, "t1", u.ID)))
+		checkKind(t, "a deleted user's key", rag.KindNotFound, thirdErr(db.LookupAPIKey(ctx, strings.Repeat("ab", 32))))
+		if roles, err := db.MemberRoles(ctx, "t1", u.ID); err != nil || len(roles) != 0 {
+			t.Fatalf("MemberRoles of the deleted user = %v, %v; want none", roles, err)
+		}
+		if _, got, err := db.LookupAPIKey(ctx, kept.Hash); err != nil || got.ID != keep.ID {
+			t.Fatalf("another user's key after the delete: %+v, %v", got, err)
+		}
+		if members, err := db.ListMembers(ctx, "t1", kb.ID); err != nil || len(members) != 1 || members[0].UserID != keep.ID {
+			t.Fatalf("ListMembers after the delete = %+v, %v; want only the other user", members, err)
+		}
+		checkKind(t, "DeleteUser twice", rag.KindNotFound, second(db.DeleteUser(ctx, "t1", u.ID)))
+	})
+
+	t.Run("Tenants", func(t *testing.T) {
+		db := migrated(t)
+		ctx := ctxT(t)
+		if list, err := db.ListTenants(ctx); err != nil || len(list) != 0 {
+			t.Fatalf("ListTenants on an empty store = %+v, %v; want none", list, err)
+		}
+		must(t, db.EnsureTenant(ctx, "t2"))
+		must(t, db.EnsureTenant(ctx, "t2")) // an existing tenant is left as it is
+		must(t, db.CreateUser(ctx, &rag.User{Tenant: "t1", Email: "a@x.io"}))
+		must(t, db.CreateUser(ctx, &rag.User{Tenant: "t1", Email: "b@x.io"}))
+		checkKind(t, "a bad tenant id", rag.KindInvalid, db.EnsureTenant(ctx, "a/b"))
+		list, err := db.ListTenants(ctx)
+		if err != nil || len(list) != 2 || list[0].ID != "t1" || list[0].Users != 2 || list[1].ID != "t2" || list[1].Users != 0 || list[0].CreatedAt.IsZero() {
+			t.Fatalf("ListTenants = %+v, %v; want t1 (2 users), t2 (0), ordered by id, with creation times", list, err)
 		}
 	})
 
