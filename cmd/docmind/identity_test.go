@@ -11,6 +11,7 @@ import (
 	"github.com/docmind/docmind/shared/auth"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/identity"
+	"github.com/docmind/docmind/shared/rag"
 )
 
 // The identity commands: users, keys shown once and stored hashed, grants, revocation, --tenant.
@@ -58,8 +59,11 @@ func TestIdentityCommands(t *testing.T) {
 		t.Fatalf("the local tenant lists another tenant's knowledge base: %s", out)
 	}
 	cli("user", "create", "carol@team.example", "--tenant", "team")
-	if code, out, errOut := cli("kb", "grant", "handbook", "carol@team.example", "--tenant", "team", "--role", "editor", "--json"); code != 0 || !strings.Contains(out, `"role": "editor"`) {
-		t.Fatalf("kb grant: %d %s %s", code, out, errOut)
+	if code, out, errOut := cli("kb", "grant", "handbook", "carol@team.example", "--tenant", "team", "--role", "editor", "--json"); code != 0 || !strings.Contains(out, `"role": "editor"`) || strings.Contains(out, "0001-01-01") {
+		t.Fatalf("kb grant (with the grant's time): %d %s %s", code, out, errOut)
+	}
+	if code, out, _ := cli("key", "list", "--tenant", "team"); code != 0 || !strings.Contains(out, "alice@team.example") {
+		t.Fatalf("key list names the owner by email: %d %s", code, out)
 	}
 	if code, _, errOut := cli("kb", "grant", "handbook", "nobody@team.example", "--tenant", "team"); code == 0 || !strings.Contains(errOut, "no user") {
 		t.Fatalf("grant to an unknown user: %d %s", code, errOut)
@@ -76,6 +80,10 @@ func TestIdentityCommands(t *testing.T) {
 	}
 	if code, out, _ := cli("key", "list", "--tenant", "team", "--json"); code != 0 || !strings.Contains(out, "revoked_at") {
 		t.Fatalf("key list after revoke: %s", out)
+	}
+	// a second revoke is an error, not a silent success (and not a second key.revoke in the log)
+	if code, _, errOut := cli("key", "revoke", k.ID); code == 0 || !strings.Contains(errOut, "already revoked") || strings.Contains(errOut, "docmind: docmind:") {
+		t.Fatalf("revoking a revoked key: %d %s", code, errOut)
 	}
 	// deleting the knowledge base from the command line is audited like the API's delete
 	if code, _, errOut := cli("kb", "delete", "handbook", "--tenant", "team"); code != 0 {
@@ -102,6 +110,102 @@ func TestIdentityCommands(t *testing.T) {
 		if actions[want] == 0 {
 			t.Errorf("the audit log lacks %s: %v", want, actions)
 		}
+	}
+	if actions["key.revoke"] != 1 {
+		t.Errorf("%d key.revoke entries for one key revoked twice, want 1", actions["key.revoke"])
+	}
+}
+
+// Finding 5 of the issue 10 review: an admin who leaves is demoted or removed. user set-role changes the
+// role their keys act with at once; user delete revokes every key and role; tenant list shows the tenants.
+func TestUserSetRoleAndDelete(t *testing.T) {
+	data := t.TempDir()
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, nil, append(args, "--data", data)...)
+	}
+	cli("user", "create", "dana@team.example", "--tenant", "team", "--role", "admin")
+	cli("user", "create", "eli@other.example", "--tenant", "other")
+	cli("kb", "create", "handbook", "--tenant", "team")
+	if code, _, errOut := cli("kb", "grant", "handbook", "dana@team.example", "--tenant", "team", "--role", "owner"); code != 0 {
+		t.Fatalf("grant: %d %s", code, errOut)
+	}
+	var keys [2]string
+	for i := range keys {
+		code, out, errOut := cli("key", "create", "--tenant", "team", "--user", "dana@team.example", "--json")
+		var k struct{ Key string }
+		if code != 0 || json.Unmarshal([]byte(out), &k) != nil {
+			t.Fatalf("key create: %d %s %s", code, out, errOut)
+		}
+		keys[i] = k.Key
+	}
+	cfg := config.Default()
+	cfg.DataDir = data
+	authAs := func(key string) (rag.Principal, error) {
+		t.Helper()
+		db, err := openSQL(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		a := &identity.Authenticator{Mode: identity.Mode{Keys: true}, Store: db}
+		return a.Authenticate(context.Background(), "Bearer "+key)
+	}
+	if p, err := authAs(keys[0]); err != nil || !p.IsAdmin() {
+		t.Fatalf("before: %+v, %v; want admin", p, err)
+	}
+	if code, out, errOut := cli("user", "set-role", "dana@team.example", "--tenant", "team", "--role", "member", "--json"); code != 0 || !strings.Contains(out, `"role": "member"`) {
+		t.Fatalf("user set-role: %d %s %s", code, out, errOut)
+	}
+	if p, err := authAs(keys[0]); err != nil || p.IsAdmin() {
+		t.Fatalf("after set-role member: %+v, %v; want a member", p, err)
+	}
+	for _, bad := range [][]string{
+		{"user", "set-role", "dana@team.example", "--tenant", "team"},                     // no --role
+		{"user", "set-role", "dana@team.example", "--tenant", "team", "--role", "root"},   // not a role
+		{"user", "set-role", "ghost@team.example", "--tenant", "team", "--role", "admin"}, // no such user
+		{"user", "delete", "eli@other.example", "--tenant", "team"},                       // another tenant's
+	} {
+		if code, _, _ := cli(bad...); code == 0 {
+			t.Errorf("%v: exit 0, want refused", bad)
+		}
+	}
+	code, out, errOut := cli("user", "delete", "dana@team.example", "--tenant", "team", "--json")
+	if code != 0 || !strings.Contains(out, `"keys_revoked": 2`) {
+		t.Fatalf("user delete: %d %s %s", code, out, errOut)
+	}
+	for i, k := range keys {
+		if _, err := authAs(k); !rag.Is(err, rag.KindUnauthenticated) {
+			t.Errorf("key %d of the deleted user: %v; want Unauthenticated", i, err)
+		}
+	}
+	if code, out, _ := cli("kb", "grant", "handbook", "dana@team.example", "--tenant", "team", "--role", "reader"); code == 0 {
+		t.Errorf("granting to the deleted user: exit 0 %s", out)
+	}
+	if code, out, _ := cli("user", "list", "--tenant", "team"); code != 0 || strings.Contains(out, "dana@") {
+		t.Errorf("user list after delete: %d %s", code, out)
+	}
+	if code, out, errOut := cli("tenant", "list"); code != 0 || !strings.Contains(out, "team\t0 users") || !strings.Contains(out, "other\t1 users") {
+		t.Errorf("tenant list: %d %s %s", code, out, errOut)
+	}
+	db, err := openSQL(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	entries, err := db.ListAudit(context.Background(), "team", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Action, "user.") {
+			got = append(got, e.Action+" "+e.Detail)
+		}
+	}
+	joined := strings.Join(got, "; ")
+	if !strings.Contains(joined, "user.set_role dana@team.example admin -> member") || !strings.Contains(joined, "user.delete dana@team.example, 2 keys revoked") {
+		t.Errorf("the audit log's user entries: %s", joined)
 	}
 }
 
