@@ -13,15 +13,19 @@
 //   - vectors_without_rows (vectors): a vector whose document is unknown, or whose id is not one of its
 //     document's child rows (a stale or wrong-version vector). Repair: delete it.
 //   - rows_of_deleted_documents (documents): a document marked deleted whose delete was interrupted; its
-//     rows, vectors and blobs may remain. Repair: finish the delete.
+//     rows, vectors and blobs may remain. Repair: finish the delete. Also counted here, one per document
+//     id (status chunk_rows_without_document): chunk rows whose document row is gone, which a delete
+//     racing a write of chunks leaves (when Records implements ChunkOrphanRecords). Repair: delete them.
 //   - stuck_documents (documents): pending or processing for longer than StuckAfter. Repair: run the
 //     stages again from the stored source; a document whose source is gone is marked failed.
 //   - sources_without_document (objects): a stored source under sources/<tenant>/<kb>/<doc>/ whose
 //     document does not exist, or a drop-folder file that has no document. Repair: delete the object;
 //     ingest the drop-folder file.
-//   - documents_without_source (documents): a ready or failed document whose stored source is gone.
-//     Repair: ingest it again from the drop folder when the file is there, else delete the document (its
-//     source was removed and the removal was missed).
+//   - documents_without_source (documents): a ready document whose stored source is gone; or (status
+//     inbox, when the Inbox implements InboxPresence) a ready drop-folder document, unchanged for Grace,
+//     whose file is no longer in the drop folder: the removal's event was never delivered, dead-lettered,
+//     or happened while nothing watched. Repair: ingest it again from the drop folder when the file is
+//     there, else delete the document (its source was removed and the removal was missed).
 //   - staging_leftovers (objects): staging payloads of a document that is not being ingested. Repair:
 //     delete them.
 //
@@ -106,6 +110,29 @@ type Inbox interface {
 	// Ingest ingests (or re-ingests, storing its source again) one drop-folder file.
 	Ingest(ctx context.Context, tenant, uri string) error
 }
+
+// InboxPresence is an Inbox that can also list every file in the drop folder, however young and
+// whatever its size or format: a ready drop-folder document whose file is not among them lost its file.
+type InboxPresence interface {
+	// Present returns the source uris of every drop-folder file of the tenant; serves is false when the
+	// drop folder does not feed the tenant (its documents are then never compared with it).
+	Present(ctx context.Context, tenant string) (uris []string, serves bool, err error)
+}
+
+// ChunkOrphanRecords finds and deletes chunk rows whose document row is gone (sqldb.DB implements it);
+// without it they are never found.
+type ChunkOrphanRecords interface {
+	ListChunkOrphans(ctx context.Context, tenant string) ([]store.ChunkOrphans, error)
+	DeleteChunkOrphans(ctx context.Context, tenant, docID string) (int, error)
+}
+
+// Finding statuses that name a variant of a class rather than a document's status.
+const (
+	// StatusInbox marks a drop-folder file without a document (sources_without_document).
+	StatusInbox = "inbox"
+	// StatusChunkOrphans marks chunk rows whose document row is gone (rows_of_deleted_documents).
+	StatusChunkOrphans = "chunk_rows_without_document"
+)
 
 // Lease is a named lock that expires on its own (sqldb.DB implements it), so two runs never overlap.
 type Lease interface {

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -45,11 +46,15 @@ func (c *Checker) fix(ctx context.Context, f Finding) error {
 		}
 		return c.Vectors.Flush(ctx)
 	case DeletedDocuments:
+		if f.Status == StatusChunkOrphans {
+			_, err := c.Records.(ChunkOrphanRecords).DeleteChunkOrphans(ctx, f.Tenant, f.DocumentID)
+			return err
+		}
 		return c.Documents.Delete(ctx, f.Tenant, f.DocumentID)
 	case StuckDocuments:
 		return c.retry(ctx, f)
 	case SourcesWithoutDocument:
-		if f.Status == "inbox" {
+		if f.Status == StatusInbox {
 			return c.Inbox.Ingest(ctx, f.Tenant, f.IDs[0])
 		}
 		return c.deleteBlobs(ctx, f.IDs)
@@ -138,7 +143,9 @@ func (c *Checker) retry(ctx context.Context, f Finding) error {
 }
 
 // restoreOrDelete re-ingests a document from its drop-folder file when that is still there (which
-// stores its source again), and otherwise deletes it: its source was removed and the removal missed.
+// stores its source again), and otherwise deletes it: its source was removed and the removal missed. A
+// drop-folder document found without its file (IDs holds its uri) whose file is back, too recent to
+// ingest here, is left to the watcher or the S3 event (Conflict: the next run looks again).
 func (c *Checker) restoreOrDelete(ctx context.Context, f Finding) error {
 	if c.Inbox != nil {
 		d, err := c.Records.GetDocument(ctx, f.Tenant, f.DocumentID)
@@ -149,9 +156,16 @@ func (c *Checker) restoreOrDelete(ctx context.Context, f Finding) error {
 		if err != nil {
 			return err
 		}
-		for _, uri := range files {
-			if uri == d.SourceURI {
-				return c.Inbox.Ingest(ctx, f.Tenant, uri)
+		if slices.Contains(files, d.SourceURI) {
+			return c.Inbox.Ingest(ctx, f.Tenant, d.SourceURI)
+		}
+		if p, ok := c.Inbox.(InboxPresence); ok && len(f.IDs) > 0 {
+			uris, serves, err := p.Present(ctx, f.Tenant)
+			if err != nil {
+				return err
+			}
+			if serves && slices.Contains(uris, d.SourceURI) {
+				return rag.Errorf("reconcile.repair", rag.KindConflict, "%s is back in the drop folder; its watcher or event ingests it", d.SourceURI)
 			}
 		}
 	}

@@ -24,6 +24,11 @@ type tenantState struct {
 	// deleting are the knowledge bases whose delete did not finish: everything of theirs goes with them
 	deleting []rag.KnowledgeBase
 	skipKB   map[string]bool
+	// present are the drop folder's files (source uris), listed after the documents; nil when the
+	// Inbox cannot list them or does not feed the tenant
+	present map[string]bool
+	// chunkOrphans are chunk rows whose document row is gone, per document id
+	chunkOrphans []store.ChunkOrphans
 }
 
 // scan reads the tenant's stores and returns its findings, counted (n) but not yet added to rep.
@@ -43,6 +48,7 @@ func (c *Checker) scan(ctx context.Context, tenant, kbName string, start time.Ti
 		rep.Blobs += len(b)
 	}
 	stuckBefore := start.Add(-orDefault(c.StuckAfter, time.Hour))
+	graceBefore := start.Add(-orDefault(c.Grace, 10*time.Minute))
 	var out []Finding
 	for _, kb := range st.deleting {
 		out = append(out, Finding{Class: DeletedKnowledgeBases, Tenant: tenant, KBID: kb.ID, IDs: []string{kb.Name}, n: 1})
@@ -102,10 +108,17 @@ func (c *Checker) scan(ctx context.Context, tenant, kbName string, start time.Ti
 			f.Class, f.IDs, f.n = ReadyWithoutVectors, missing, 1
 			out = append(out, f)
 		}
-		if len(st.sources[d.ID]) == 0 && !st.young[d.ID] {
+		switch {
+		case len(st.sources[d.ID]) == 0 && !st.young[d.ID]:
 			f.Class, f.IDs, f.n = DocumentsWithoutSource, nil, 1
 			out = append(out, f)
+		case st.lostInboxFile(d, graceBefore):
+			f.Class, f.IDs, f.n = DocumentsWithoutSource, []string{d.SourceURI}, 1
+			out = append(out, f)
 		}
+	}
+	for _, o := range st.chunkOrphans {
+		out = append(out, Finding{Class: DeletedDocuments, Tenant: tenant, KBID: o.KBID, DocumentID: o.DocumentID, Status: StatusChunkOrphans, n: 1})
 	}
 	out = append(out, c.orphans(st)...)
 	if c.Inbox != nil {
@@ -118,10 +131,21 @@ func (c *Checker) scan(ctx context.Context, tenant, kbName string, start time.Ti
 			if !ok || (kbName != "" && kb != kbName) || st.byURI[kb+"\x00"+uri] {
 				continue
 			}
-			out = append(out, Finding{Class: SourcesWithoutDocument, Tenant: tenant, Status: "inbox", IDs: []string{uri}, n: 1})
+			out = append(out, Finding{Class: SourcesWithoutDocument, Tenant: tenant, Status: StatusInbox, IDs: []string{uri}, n: 1})
 		}
 	}
 	return out, nil
+}
+
+// lostInboxFile reports whether d is a drop-folder document whose file is gone from the drop folder: its
+// removal was missed (an S3 event never delivered or dead-lettered, a file removed while no watcher ran).
+// A document changed within Grace is left to the event path, which may be applying that very removal.
+func (st tenantState) lostInboxFile(d rag.Document, graceBefore time.Time) bool {
+	if st.present == nil || !d.UpdatedAt.Before(graceBefore) {
+		return false
+	}
+	kb, ok := inboxKB(d.SourceURI)
+	return ok && kb == st.kbs[d.KBID].Name && !st.present[d.SourceURI]
 }
 
 // orphans are the vectors and blobs whose document does not exist.
@@ -246,6 +270,12 @@ func (c *Checker) read(ctx context.Context, tenant, kbName string, start time.Ti
 			st.byURI[kb.Name+"\x00"+d.SourceURI] = true
 		}
 	}
+	if err := c.readOrphanChunks(ctx, &st, kbName, kbs); err != nil {
+		return st, err
+	}
+	if err := c.readPresent(ctx, &st); err != nil {
+		return st, err
+	}
 	young := start.Add(-orDefault(c.Grace, 10*time.Minute))
 	group := func(prefix string, into map[string][]store.BlobInfo) error {
 		objs, err := c.Blobs.List(ctx, prefix)
@@ -285,4 +315,48 @@ func (c *Checker) read(ctx context.Context, tenant, kbName string, start time.Ti
 		return st, fmt.Errorf("list staging: %w", err)
 	}
 	return st, nil
+}
+
+// readOrphanChunks lists the chunk rows whose document row is gone, in the knowledge bases checked.
+func (c *Checker) readOrphanChunks(ctx context.Context, st *tenantState, kbName string, kbs []rag.KnowledgeBase) error {
+	co, ok := c.Records.(ChunkOrphanRecords)
+	if !ok {
+		return nil
+	}
+	all, err := co.ListChunkOrphans(ctx, st.tenant)
+	if err != nil {
+		return fmt.Errorf("list chunk rows without a document: %w", err)
+	}
+	scope := map[string]bool{}
+	for _, kb := range kbs {
+		scope[kb.ID] = true
+	}
+	for _, o := range all {
+		// a knowledge base being deleted is skipped: finishing its delete removes them
+		if (kbName == "" || scope[o.KBID]) && !st.skipKB[o.KBID] {
+			st.chunkOrphans = append(st.chunkOrphans, o)
+		}
+	}
+	return nil
+}
+
+// readPresent lists every file of the drop folder, after the documents (a document listed whose file is
+// missing from this later listing had its file removed).
+func (c *Checker) readPresent(ctx context.Context, st *tenantState) error {
+	p, ok := c.Inbox.(InboxPresence)
+	if !ok {
+		return nil
+	}
+	uris, serves, err := p.Present(ctx, st.tenant)
+	if err != nil {
+		return fmt.Errorf("list the drop folder: %w", err)
+	}
+	if !serves {
+		return nil
+	}
+	st.present = make(map[string]bool, len(uris))
+	for _, u := range uris {
+		st.present[u] = true
+	}
+	return nil
 }
