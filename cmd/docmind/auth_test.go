@@ -535,6 +535,62 @@ func TestAdminEndpoints(t *testing.T) {
 	if code := status(w.alice, http.MethodPut, "/api/kbs/"+w.kbA+"/members", map[string]string{"user": "carol@a.example", "role": "admin"}); code != 400 {
 		t.Errorf("granting a role outside reader|editor|owner: %d, want 400", code)
 	}
+	if code, body := w.alice.json(t, http.MethodPut, "/api/kbs/"+w.kbA+"/members", map[string]string{"user": "carol@a.example", "role": "reader"}); code != 200 || strings.Contains(string(body), "0001-01-01") || !strings.Contains(string(body), `"created_at"`) {
+		t.Errorf("a grant's answer carries its time: %d %s", code, body)
+	}
+	// users are promoted, demoted and removed by admins (finding 5 of the issue 10 review)
+	code, body = w.alice.json(t, http.MethodPost, "/api/users", map[string]string{"email": "jo@a.example", "role": "admin"})
+	var jo struct{ ID string }
+	if code != 201 || json.Unmarshal(body, &jo) != nil {
+		t.Fatalf("creating jo: %d %s", code, body)
+	}
+	code, body = w.alice.json(t, http.MethodPost, "/api/keys", map[string]string{"name": "jo", "user": "jo@a.example"})
+	var joKey struct{ Key string }
+	if code != 201 || json.Unmarshal(body, &joKey) != nil {
+		t.Fatalf("jo's key: %d %s", code, body)
+	}
+	joc := client{base: w.base, token: joKey.Key}
+	if code := status(joc, http.MethodGet, "/api/users", nil); code != 200 {
+		t.Fatalf("jo as admin: %d", code)
+	}
+	for _, c := range []struct {
+		who          client
+		method, path string
+		body         any
+		want         int
+	}{
+		{w.carol, http.MethodPatch, "/api/users/" + jo.ID, map[string]string{"role": "member"}, 403},        // a member
+		{w.bob, http.MethodPatch, "/api/users/" + jo.ID, map[string]string{"role": "member"}, 404},          // another tenant's admin
+		{w.bob, http.MethodDelete, "/api/users/jo@a.example", nil, 404},                                     // another tenant's admin
+		{w.alice, http.MethodPatch, "/api/users/" + jo.ID, map[string]string{"role": "root"}, 400},          // not a role
+		{w.alice, http.MethodPatch, "/api/users/alice@a.example", map[string]string{"role": "member"}, 409}, // herself
+		{w.alice, http.MethodDelete, "/api/users/alice@a.example", nil, 409},                                // herself
+	} {
+		if code, body := c.who.json(t, c.method, c.path, c.body); code != c.want {
+			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, code, body, c.want)
+		}
+	}
+	if code, body := w.alice.json(t, http.MethodPatch, "/api/users/jo@a.example", map[string]string{"role": "member"}); code != 200 || !strings.Contains(string(body), `"role":"member"`) {
+		t.Fatalf("demoting jo: %d %s", code, body)
+	}
+	if code := status(joc, http.MethodGet, "/api/users", nil); code != 403 {
+		t.Errorf("jo's key after the demotion: %d, want 403 (a member)", code)
+	}
+	if code := status(w.alice, http.MethodDelete, "/api/users/"+jo.ID, nil); code != 204 {
+		t.Fatalf("deleting jo: %d", code)
+	}
+	if code := status(joc, http.MethodGet, "/api/me", nil); code != 401 {
+		t.Errorf("jo's key after the deletion: %d, want 401", code)
+	}
+	if code := status(w.alice, http.MethodDelete, "/api/users/"+jo.ID, nil); code != 404 {
+		t.Errorf("deleting jo twice: %d, want 404", code)
+	}
+	_, body = w.alice.json(t, http.MethodGet, "/api/audit", nil)
+	for _, action := range []string{"user.set_role", "user.delete"} {
+		if !strings.Contains(string(body), `"action":"`+action+`"`) {
+			t.Errorf("audit log lacks %s: %.500s", action, body)
+		}
+	}
 }
 
 // SEC-02: tenant B (an admin of B, the strongest caller there) probes tenant A through every endpoint and
@@ -734,7 +790,8 @@ func TestBrowserOriginSafety(t *testing.T) {
 	}
 	pre := []string{"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization,content-type"}
 	if r := cors(http.MethodOptions, "https://chat.example.com", "", pre...); r.StatusCode != 204 || r.Header.Get("Access-Control-Allow-Origin") != "https://chat.example.com" ||
-		!strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), "Authorization") || !strings.Contains(r.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		!strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), "Authorization") || !strings.Contains(r.Header.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), "X-Docmind-Authorization") || !strings.Contains(r.Header.Get("Access-Control-Allow-Methods"), "PATCH") {
 		t.Errorf("preflight from the allow-listed origin: %d %v", r.StatusCode, r.Header)
 	}
 	if r := cors(http.MethodGet, "https://chat.example.com", w.alice.token); r.StatusCode != 200 || r.Header.Get("Access-Control-Allow-Origin") != "https://chat.example.com" || r.Header.Get("Vary") != "Origin" {

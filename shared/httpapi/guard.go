@@ -44,7 +44,11 @@ func (h *handler) guard(next http.Handler) http.Handler {
 		}
 		if apiPath(r.URL.Path) {
 			if !sameOriginOrAllowed(r, allowed) {
-				h.refuse(w, http.StatusForbidden, "Forbidden", "cross-origin requests are not allowed; set DOCMIND_ALLOWED_ORIGINS to allow an origin")
+				// the usual cause for the page itself is a reverse proxy that rewrote Host (nginx's default
+				// proxy_pass sends the upstream's name): the log line shows both sides
+				h.d.Logger.Info("cross-origin request refused", "origin", r.Header.Get("Origin"), "host", r.Host, "path", r.URL.Path)
+				h.refuse(w, http.StatusForbidden, "Forbidden", "cross-origin requests are not allowed; set DOCMIND_ALLOWED_ORIGINS to allow an origin "+
+					"(behind a reverse proxy, pass the browser's Host header through, e.g. nginx: proxy_set_header Host $host)")
 				return
 			}
 			if preflight := allowCORS(w, r, allowed); preflight {
@@ -102,8 +106,10 @@ func allowCORS(w http.ResponseWriter, r *http.Request, allowed []string) bool {
 	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
 		return false
 	}
-	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
+	// X-Docmind-Authorization carries the key or token where Authorization is taken (the chat function
+	// behind CloudFront OAC, whose SigV4 signature occupies Authorization)
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Docmind-Authorization")
 	h.Set("Access-Control-Max-Age", "600")
 	return true
 }
