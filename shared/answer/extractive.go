@@ -521,6 +521,9 @@ var reArticle = regexp.MustCompile(`^(第[0-9一二三四五六七八九十百�
 // demo's service agreement, once after the line it ends the section of).
 func headingLine(line string) bool {
 	line = strings.TrimSpace(line)
+	if r, _ := utf8.DecodeRuneInString(line); r != '第' && !strings.ContainsRune("AaSsCcPp", r) {
+		return false // most lines: no regular expression run
+	}
 	m := reArticle.FindStringIndex(line)
 	if m == nil {
 		return false
