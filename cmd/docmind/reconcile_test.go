@@ -121,6 +121,14 @@ func TestReconcileFinishesAKilledDocumentDelete(t *testing.T) {
 		if objs, _ := s.Blobs.List(ctx, "sources/"); len(objs) != 0 {
 			t.Errorf("%d source blobs left", len(objs))
 		}
+		entries, err := s.SQL.ListAudit(ctx, "local", 50)
+		found := false
+		for _, en := range entries {
+			found = found || (en.Action == "reconcile.repair" && en.Actor == "operator:reconcile" && en.Target == docID)
+		}
+		if err != nil || !found {
+			t.Errorf("the repair's deletion is not in the audit log: %+v, %v", entries, err)
+		}
 	})
 }
 

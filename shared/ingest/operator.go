@@ -145,6 +145,16 @@ func (s *Service) CheckOperator(ctx context.Context, kb rag.KnowledgeBase, chann
 	return rag.E("ingest.CheckOperator", rag.KindPermission, refusal)
 }
 
+// AuditOperator records an operator channel's change ("inbox", "s3", "reconcile") in the audit log when
+// the relational store keeps one, as API and CLI deletions are: a document deleted by removing its file
+// leaves a trace too. Best effort: the change has happened, a failed write is not its failure.
+func (s *Service) AuditOperator(ctx context.Context, tenant, channel, action, target, detail string) {
+	if a, ok := s.Runner.Stages.Records.(Auditor); ok {
+		_ = a.AppendAudit(context.WithoutCancel(ctx), &rag.AuditEntry{Tenant: tenant, Actor: "operator:" + channel,
+			Action: action, Target: target, Detail: detail})
+	}
+}
+
 // Detail is the refusal as the audit log records it.
 func (e *MemberOwnedError) Detail() string {
 	return e.who() + "; members: " + e.MemberList()

@@ -247,6 +247,7 @@ func (w *Watcher) remove(ctx context.Context, kb, uri string) {
 		return
 	}
 	if ok {
+		w.Service.AuditOperator(ctx, w.Tenant, "inbox", "document.delete", uri, "the file left the drop folder of "+kb)
 		w.log().Info("deleted", "kb", kb, "source", uri)
 		w.report(Report{File: uri, Status: rag.StatusDeleted})
 	}

@@ -106,4 +106,13 @@ func TestSyncDeletesDocumentsOfFilesRemovedWhileStopped(t *testing.T) {
 	if docs, _ := e.db.ListDocuments(context.Background(), tenant, kb.ID, ""); len(docs) != 0 {
 		t.Fatalf("%d docs after the file was removed", len(docs))
 	}
+	// the deletion is in the audit log as an API or CLI deletion would be
+	entries, err := e.db.ListAudit(context.Background(), tenant, 50)
+	found := false
+	for _, en := range entries {
+		found = found || (en.Action == "document.delete" && en.Actor == "operator:inbox" && filepath.Base(en.Target) == "gone.md")
+	}
+	if err != nil || !found {
+		t.Fatalf("no document.delete by operator:inbox in the audit log: %+v, %v", entries, err)
+	}
 }

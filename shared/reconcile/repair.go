@@ -30,8 +30,26 @@ func (c *Checker) repair(ctx context.Context, fs []Finding, rep *Report) []Findi
 			continue
 		}
 		rep.Repaired[f.Class] += f.n
+		c.auditRepair(ctx, f)
 	}
 	return out
+}
+
+// auditRepair records a repair that removed or restored a knowledge base or a document in the audit log,
+// when the relational store keeps one (sqldb.DB): deletions leave a trace whoever makes them.
+func (c *Checker) auditRepair(ctx context.Context, f Finding) {
+	a, ok := c.Records.(interface {
+		AppendAudit(ctx context.Context, e *rag.AuditEntry) error
+	})
+	target := f.DocumentID
+	if f.Class == DeletedKnowledgeBases {
+		target = f.KBID
+	}
+	if !ok || target == "" || (f.Class != DeletedKnowledgeBases && f.Class != DeletedDocuments && f.Class != DocumentsWithoutSource) {
+		return
+	}
+	_ = a.AppendAudit(context.WithoutCancel(ctx), &rag.AuditEntry{Tenant: f.Tenant, Actor: "operator:reconcile", Action: "reconcile.repair",
+		Target: target, Detail: f.Class + " " + f.Status})
 }
 
 func (c *Checker) fix(ctx context.Context, f Finding) error {
