@@ -95,11 +95,15 @@ func claimSentences(body string) []string {
 // and text, and per line (sentence, or table row read with its header) the same, so that a claim's
 // number is looked for in the line the claim is about rather than anywhere in the passage.
 type passageFacts struct {
+	all  string // the passage's text, chapter and file name
+	norm string // normVerbatim, for quotes
+	// the rest is read on the first claim that is not a quote (load): an extractive answer quotes,
+	// and reading every line of its passages would be paid for nothing
+	loaded  bool
 	numbers numberSet
 	dates   []date
 	terms   map[string]bool
 	lower   string // folded, for names
-	norm    string // normVerbatim, for quotes
 	lines   []lineFacts
 	weight  map[string]float64 // a term's weight in this passage: rarer lines, more telling
 }
@@ -120,10 +124,19 @@ var reScale = regexp.MustCompile(`(?i)\b(thousands?|millions?|billions?|mn|bn)\b
 
 func newPassageFacts(e rank.Evidence) *passageFacts {
 	all := e.Text + "\n" + e.ChildText + "\n" + e.Chapter + "\n" + e.FileName
+	return &passageFacts{all: all, norm: normVerbatim(all)}
+}
+
+// load reads the passage's numbers, dates, terms and lines, once.
+func (f *passageFacts) load() {
+	if f.loaded {
+		return
+	}
+	f.loaded = true
+	all := f.all
 	folded := foldLower(all)
 	ds := extractDates(folded)
-	f := &passageFacts{numbers: datedNumbers(folded, ds), dates: ds, terms: map[string]bool{}, lower: folded,
-		norm: normVerbatim(all), weight: map[string]float64{}}
+	f.numbers, f.dates, f.terms, f.lower, f.weight = datedNumbers(folded, ds), ds, map[string]bool{}, folded, map[string]float64{}
 	for _, t := range text.Analyze(all) {
 		f.terms[t] = true
 	}
@@ -187,7 +200,6 @@ func newPassageFacts(e rank.Evidence) *passageFacts {
 	for x, n := range df {
 		f.weight[x] = math.Log(1 + float64(len(f.lines))/float64(n))
 	}
-	return f
 }
 
 // datedNumbers is the numbers of folded text s outside its dates, plus the dates' years: "in 2026" is
@@ -402,6 +414,9 @@ func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool)
 	where := citeList(cites)
 	if quotes && claimQuoted(s, facts) {
 		return true, "supported", false
+	}
+	for _, f := range facts {
+		f.load()
 	}
 	c := readClaim(s)
 	for _, d := range c.dates {
