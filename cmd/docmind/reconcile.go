@@ -167,17 +167,43 @@ type localInbox struct {
 	maxBytes int64
 }
 
+var _ reconcile.InboxPresence = localInbox{}
+
 // Files lists the supported, non-hidden files under each knowledge-base folder (hidden folders, such as a
-// deleted knowledge base's .deleted-<kb>-<time>, are skipped).
+// deleted knowledge base's .deleted-<kb>-<time>, are skipped) that the watcher would ingest.
 func (in localInbox) Files(ctx context.Context, tenant string) ([]string, error) {
 	if tenant != in.tenant {
 		return nil, nil
 	}
+	return in.walk(ctx, true)
+}
+
+// Present lists every non-hidden file under each knowledge-base folder, whatever its format or size: a
+// drop-folder document whose file is not among them lost its file while no watcher ran. A folder that
+// cannot be read is an error, and a missing drop folder serves nothing: neither may pass for files
+// that were removed (their documents would be deleted).
+func (in localInbox) Present(ctx context.Context, tenant string) ([]string, bool, error) {
+	if tenant != in.tenant {
+		return nil, false, nil
+	}
+	if _, err := os.Stat(in.root); err != nil {
+		return nil, false, nil
+	}
+	uris, err := in.walk(ctx, false)
+	return uris, err == nil, err
+}
+
+// walk lists the drop folder's source uris. ingestible keeps only what the watcher would ingest and
+// skips what cannot be read; otherwise every file is listed and an unreadable folder is an error.
+func (in localInbox) walk(ctx context.Context, ingestible bool) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(in.root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == in.root && os.IsNotExist(err) {
 				return fs.SkipAll
+			}
+			if !ingestible {
+				return rag.E("reconcile.inbox", rag.KindUnavailable, err)
 			}
 			return nil
 		}
@@ -193,11 +219,16 @@ func (in localInbox) Files(ctx context.Context, tenant string) ([]string, error)
 			return nil
 		}
 		rel, err := filepath.Rel(in.root, p)
-		if err != nil || hidden || !extract.Supported(name) {
+		if err != nil || hidden {
 			return nil
 		}
-		if info, err := d.Info(); err != nil || (in.maxBytes > 0 && info.Size() > in.maxBytes) {
-			return nil // refused by the watcher too: not drift
+		if ingestible {
+			if !extract.Supported(name) {
+				return nil
+			}
+			if info, err := d.Info(); err != nil || (in.maxBytes > 0 && info.Size() > in.maxBytes) {
+				return nil // refused by the watcher too: not drift
+			}
 		}
 		kb, path, ok := strings.Cut(filepath.ToSlash(rel), "/")
 		if ok {

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/ingest"
@@ -136,4 +138,55 @@ func TestKillDuringDropFolderDeleteIsRepaired(t *testing.T) {
 		}
 	})
 	assertStaysDeleted(t, data)
+}
+
+// ageDocuments moves every document's last change back by d, as if ingested that long ago (reconcile
+// leaves documents changed within its grace to the watcher).
+func ageDocuments(t *testing.T, data string, d time.Duration) {
+	t.Helper()
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		if _, err := s.SQL.SQL().ExecContext(context.Background(), `UPDATE documents SET updated_at = updated_at - ?`, d.Milliseconds()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// The review of issue #11, finding 5, locally: a drop-folder file removed while the server was stopped
+// left its document searchable and `reconcile -v` said consistent. It is documents_without_source now,
+// and one repair deletes the document.
+func TestReconcileDeletesTheDocumentOfARemovedDropFolderFile(t *testing.T) {
+	data := t.TempDir()
+	dir := filepath.Join(data, "inbox", "k3")
+	os.MkdirAll(dir, 0o755)
+	for _, name := range []string{"doc4.txt", "doc5.txt"} {
+		os.WriteFile(filepath.Join(dir, name), []byte(largeDoc(5)), 0o644)
+	}
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		if err := (&ingest.Watcher{Service: svc, Tenant: "local", Root: filepath.Join(data, "inbox")}).Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ageDocuments(t, data, 2*time.Hour)
+	if err := os.Remove(filepath.Join(dir, "doc5.txt")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, nil, "reconcile", "--data", data, "-v")
+	if code != exitFail || !strings.Contains(out, reconcile.DocumentsWithoutSource) || !strings.Contains(out, "inbox/k3/doc5.txt") {
+		t.Fatalf("reconcile -v after the removal: exit %d\n%s", code, out)
+	}
+	code, r := reconcileJSONOf(t, data, "--repair")
+	if code != 0 || r.Drift[reconcile.DocumentsWithoutSource] != 1 || r.Repaired[reconcile.DocumentsWithoutSource] != 1 || sum(r.Drift) != 1 {
+		t.Fatalf("repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
+	}
+	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
+		t.Fatalf("after the repair: exit %d, drift %v", code, r.Drift)
+	}
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		ctx := context.Background()
+		kb, _ := s.SQL.GetKBByName(ctx, "local", "k3")
+		docs, _ := s.SQL.ListDocuments(ctx, "local", kb.ID, "")
+		if len(docs) != 1 || docs[0].SourceURI != "inbox/k3/doc4.txt" {
+			t.Fatalf("documents after the repair: %+v; want doc4.txt's only", docs)
+		}
+	})
 }
