@@ -23,7 +23,10 @@ type ObjectPutter interface {
 // uploads is httpapi.Ingester on AWS: an upload is stored in S3 under a server-generated key
 // (uploads/<tenant>/<document id>; the user's file name is metadata only, SR-12/SEC-08) and ingested by
 // one execution of the ingestion state machine, exactly as a drop-folder object is. Deletes run in the
-// request, as locally (rows, vectors and stored sources, under the source's lease).
+// request, as locally (rows, vectors and stored sources), each document under its source's SQL lease
+// (ingestenv.Service sets Service.Leases): while an execution ingests the document the delete is 409
+// Conflict, to be repeated; a knowledge-base delete too large for the API's 29 s is finished by a
+// repeated DELETE or the scheduled consistency run (its deletion is recorded first).
 type uploads struct {
 	svc    *ingest.Service
 	s3     ObjectPutter

@@ -73,6 +73,7 @@ func (r *sourceRestore) Restore(ctx context.Context, tenant string, ch ingest.So
 		return true, rag.Errorf(op, rag.KindConflict, "an ingestion of %s holds its lease", uri)
 	}
 	defer r.Leases.ReleaseLease(context.WithoutCancel(ctx), lease, holder)
+	ctx = ingest.HoldingLease(ctx, lease) // Service.Ingest runs under this hold (it takes the lease otherwise)
 	// the rule before the download: a refused knowledge base costs a few queries, not the object
 	if err := r.Service.CheckOperator(ctx, kb, "restore"); err != nil {
 		return true, err

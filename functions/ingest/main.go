@@ -99,7 +99,7 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*h
 	if err != nil {
 		return nil, err
 	}
-	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}}, InboxTenant: cfg.Tenant}
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}}, InboxTenant: cfg.Tenant, Leases: c.SQL}
 	t := &ingest.Trigger{Service: svc, Events: c.SQL, Leases: c.SQL, Tenant: cfg.Tenant, Name: awsrt.ExecutionName,
 		Executions: awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: set.StateMachineARN}}
 	return &handler{trigger: t, log: log}, nil

@@ -47,7 +47,11 @@ func (s *Service) Delete(ctx context.Context, tenant, docID string) error {
 	if err != nil {
 		return err
 	}
-	defer s.lock(doc.KBID + "\x00" + doc.SourceURI)()
+	unlock, err := s.lockSource(ctx, tenant, doc.KBID, doc.SourceURI)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if doc.Status != rag.StatusDeleted {
 		if err := s.retireInboxFile(ctx, doc); err != nil {
 			return fmt.Errorf("move the drop-folder file of %s aside: %w", doc.ID, err)
@@ -214,9 +218,11 @@ func (s *Service) purgeKB(ctx context.Context, kb rag.KnowledgeBase) error {
 		}
 	}
 	for _, d := range docs {
-		unlock := s.lock(d.KBID + "\x00" + d.SourceURI)
-		err := s.purge(ctx, d)
-		unlock()
+		unlock, err := s.lockSource(ctx, d.Tenant, d.KBID, d.SourceURI)
+		if err == nil {
+			err = s.purge(ctx, d)
+			unlock()
+		}
 		if err != nil {
 			return fmt.Errorf("delete %s: %w", d.FileName, err)
 		}

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/rag"
@@ -27,6 +29,16 @@ type Service struct {
 	// watcher's and the S3 trigger's tenant). Deleting another tenant's knowledge base of the same name
 	// leaves them alone. "" when every knowledge base's folder is its own (one tenant).
 	InboxTenant string
+	// Leases, when set, backs the in-process lock of a source with its SQL lease (LeaseName), the one the
+	// state machine's executions, the S3 trigger and the consistency check take: on AWS an API delete, a
+	// knowledge-base delete or a stuck document's retry runs on another instance than the execution
+	// ingesting the same source, and the mutex alone cannot keep them apart. nil: the mutex only (one
+	// process: `docmind serve`, the CLI).
+	Leases Leases
+	// LeaseTTL is the hold when the context has no deadline (default 15 min); with one (a Lambda
+	// invocation) the hold lasts until the deadline plus a minute, so a killed instance blocks the source
+	// briefly.
+	LeaseTTL time.Duration
 
 	mu    sync.Mutex
 	locks map[string]*keyLock // one ingestion at a time per (kb, source)
@@ -96,14 +108,69 @@ func (s *Service) lock(key string) func() {
 	return func() { l.mu.Unlock(); s.drop(key, l) }
 }
 
-// tryLock takes key's lock if it is free.
+// tryLock takes key's lock if it is free. With Leases it never does: the caller falls back to
+// Ingest, which takes the SQL lease as well.
 func (s *Service) tryLock(key string) (func(), bool) {
+	if s.Leases != nil {
+		return nil, false
+	}
 	l := s.acquire(key)
 	if !l.mu.TryLock() {
 		s.drop(key, l)
 		return nil, false
 	}
 	return func() { l.mu.Unlock(); s.drop(key, l) }, true
+}
+
+type heldLeaseKey struct{ name string }
+
+// HoldingLease marks ctx as running under the named source lease (LeaseName), taken by the caller: the
+// Service's calls made with it do not try to take it again (they would meet the caller's own hold).
+func HoldingLease(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, heldLeaseKey{name}, true)
+}
+
+// lockSource serialises work on one source: the in-process lock, then (Leases set, and the caller not
+// holding it already) the source's SQL lease. Conflict when another holder has the lease: an execution
+// ingesting the source, or another instance deleting it; the caller retries later (a repeated DELETE,
+// the next consistency run, SQS's redelivery).
+func (s *Service) lockSource(ctx context.Context, tenant, kbID, uri string) (func(), error) {
+	unlock := s.lock(kbID + "\x00" + uri)
+	name := LeaseName(tenant, kbID, uri)
+	if s.Leases == nil || ctx.Value(heldLeaseKey{name}) != nil {
+		return unlock, nil
+	}
+	holder := newHolder("svc")
+	ok, err := s.Leases.AcquireLease(ctx, name, holder, s.leaseTTL(ctx))
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	if !ok {
+		unlock()
+		return nil, rag.Errorf("ingest.Service", rag.KindConflict, "%s is being ingested or deleted elsewhere (its lease is held); retry later", uri)
+	}
+	return func() {
+		s.Leases.ReleaseLease(context.WithoutCancel(ctx), name, holder)
+		unlock()
+	}, nil
+}
+
+func (s *Service) leaseTTL(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), 0) + time.Minute
+	}
+	if s.LeaseTTL > 0 {
+		return s.LeaseTTL
+	}
+	return 15 * time.Minute
+}
+
+// newHolder is a lease holder name unique to one call.
+func newHolder(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
 // KB returns the tenant's knowledge base by name, creating it when create is set.
@@ -150,7 +217,11 @@ func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report
 	if err != nil {
 		return fail(err)
 	}
-	defer s.lock(kb.ID + "\x00" + src.URI)()
+	unlock, err := s.lockSource(ctx, tenant, kb.ID, src.URI)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
 	sum := sha256.Sum256(src.Data)
 	hash := hex.EncodeToString(sum[:])
 

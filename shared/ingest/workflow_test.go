@@ -151,6 +151,7 @@ func newWorkflowEnvOn(t *testing.T, db *sqldb.DB) *wfEnv {
 			return json.Marshal(out)
 		}}
 	w.sfn = &fakeSFN{t: t, runner: runner, names: map[string]bool{}}
+	e.svc.Leases = w.sql // as on AWS: the trigger's and the service's deletes take the source's SQL lease
 	w.trig = &Trigger{Service: e.svc, Events: w.sql, Leases: w.sql, Executions: w.sfn, Tenant: tenant, Name: awsrt.ExecutionName}
 	return w
 }

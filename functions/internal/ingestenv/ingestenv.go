@@ -44,7 +44,12 @@ func Stages(cfg config.Config, s Stores, emb ingest.Embedder, log *slog.Logger) 
 
 // Service is the document service over st with the local runner's retry policy. The bucket's inbox/
 // feeds DOCMIND_TENANT (the ingest function's tenant), so only its knowledge bases' drop folders are
-// renamed when they are deleted.
+// renamed when they are deleted. Its deletes and retries take the source's SQL lease (the relational
+// store's, sqldb.DB): they run on other instances than the executions ingesting the same sources.
 func Service(cfg config.Config, st *ingest.Stages) *ingest.Service {
-	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, InboxTenant: cfg.Tenant}
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, InboxTenant: cfg.Tenant}
+	if l, ok := st.Records.(ingest.Leases); ok {
+		svc.Leases = l
+	}
+	return svc
 }
