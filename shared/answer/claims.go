@@ -118,6 +118,8 @@ type lineFacts struct {
 	// scale says the line or its header states a scale ("revenue (kUSD)", "万元"): a claim's "515
 	// thousand" may be its "515".
 	scale bool
+	// bare says the line holds numbers and no words of its own (a table row whose layout was lost).
+	bare bool
 }
 
 var reScale = regexp.MustCompile(`(?i)\b(thousands?|millions?|billions?|mn|bn)\b|\(k[a-z]{0,3}\)|\bk(usd|eur|gbp|cny)\b|万|亿|千`)
@@ -172,7 +174,7 @@ func (f *passageFacts) load() {
 		own := text.Analyze(t)
 		words := len(contentOf(own))
 		if lf.key == nil && len(lf.numbers) > 0 && words == 0 {
-			context = wordLine
+			context, lf.bare = wordLine, true
 		}
 		if len(lf.numbers) == 0 && words > 0 && lf.key == nil {
 			wordLine = t
@@ -488,9 +490,10 @@ func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool)
 	return true, "supported", false
 }
 
-// numbersTogether reports whether a line of a cited passage that is not a keyed table row holds all
-// of the claim's numbers, two or more: a table whose layout the PDF lost ("99.0% 至 99.9% 10%") is
-// recognised by its numbers when its words are far above it.
+// numbersTogether reports whether a bare line of a cited passage (numbers, no words) holds all of the
+// claim's numbers, two or more: a table whose layout the PDF lost ("99.0% 至 99.9% 10%") is
+// recognised by its numbers when its words are far above it. A line of words is not: "一" and "3"
+// together are in too many sentences.
 func numbersTogether(ns []factIn[number], facts []*passageFacts) bool {
 	if len(ns) < 2 {
 		return false
@@ -498,7 +501,7 @@ func numbersTogether(ns []factIn[number], facts []*passageFacts) bool {
 	for _, f := range facts {
 	lines:
 		for _, l := range f.lines {
-			if l.key != nil {
+			if !l.bare {
 				continue
 			}
 			for _, n := range ns {

@@ -60,8 +60,8 @@ func TestClaimsOnDatasets(t *testing.T) {
 		for _, m := range missed {
 			t.Logf("  wrong but supported: %s", m)
 		}
-		if rightShare < 0.97 || caughtShare < 0.80 {
-			t.Errorf("%s: right claims supported %.3f (want >= 0.97), swapped numbers caught %.3f (want >= 0.80)", name, rightShare, caughtShare)
+		if rightShare < 0.99 || caughtShare < 0.85 {
+			t.Errorf("%s: right claims supported %.3f (want >= 0.99), swapped numbers caught %.3f (want >= 0.85)", name, rightShare, caughtShare)
 		}
 	}
 }

@@ -158,7 +158,8 @@ func cnQuantity(rs []rune, i, j int) bool {
 	if j >= len(rs) {
 		return false
 	}
-	return strings.ContainsRune("个年月日天周岁次名位人元件条项倍分秒小种家所期章节层号", rs[j])
+	return strings.ContainsRune("个年月日天周岁次名位人元件条项倍分秒小种家所期章节层号米座对场届台", rs[j]) ||
+		rs[j] == '公' && j+1 < len(rs) && strings.ContainsRune("里尺斤顷分升", rs[j+1]) // 一公里, not 一公司
 }
 
 // parseCN reads a Chinese numeral: positional digits ("二〇二六" = 2026) or with units ("二十" = 20,
