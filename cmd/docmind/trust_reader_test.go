@@ -28,6 +28,9 @@ func TestTrustReaderDemo(t *testing.T) {
 			[]string{"服务提供方不会将客户数据用于模型训练。 [1]"}, []string{"\n- 第", "服务等级", "99.9"}},
 		{"no heading for a term the agreement does not state", "服务协议的有效期是多久？", "服务协议.pdf",
 			nil, []string{"\n- 第"}},
+		// the service level table's header row, extracted from the PDF as a plain line
+		{"no table header as a quote", "服务月可用性是多少？", "服务协议.pdf",
+			[]string{"服务月可用性不低于 99.9%。 [1]"}, []string{"返还比例", "docmind 服务协议"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			done, _ := chat(t, base, c.q, "demo")

@@ -459,6 +459,7 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 	inCode := false
 	section, firstOfSection := 0, len(out)
 	var faq []string
+	first := firstProse(lines)
 	for i := 0; i < len(lines); i++ {
 		line := strings.TrimSpace(lines[i])
 		switch {
@@ -493,8 +494,11 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			i = j - 1
 			continue
 		}
+		if faq == nil && titleLine(line, i == first) {
+			continue // a title or a table's header row as plain text ("月可用性 返还比例"): nothing to quote
+		}
 		pieces := splitClauses(line, x.MaxSentRunes)
-		if len(out) == 0 && i == firstProse(lines) && startsMidSentence(line) && len(pieces) > 0 {
+		if len(out) == 0 && i == first && startsMidSentence(line) && len(pieces) > 0 {
 			pieces = pieces[1:] // a window cut into the passage: its first fragment is half a sentence
 		}
 		for _, s := range pieces {
@@ -530,6 +534,36 @@ func headingLine(line string) bool {
 	}
 	rest := strings.TrimSpace(line[m[1]:])
 	return utf8.RuneCountInString(rest) <= 24 && !strings.ContainsAny(rest, "。！？；，,;.!")
+}
+
+// titleLine reports whether a plain-text line reads as a title rather than a statement: no
+// punctuation, no digit, not a list item, and short: at most 3 words in Latin script; in Chinese at most
+// 12 characters and either the passage's first line or words set apart by spaces, as a table's header
+// row extracted as text is. A PDF's title ("docmind 服务协议") and such a header ("月可用性 返还比例")
+// were quoted as answers. It is skipped but starts no section: a short line may still be an item of
+// the list above it, which is also why a Chinese line without those marks is kept ("支持更多文档格式").
+func titleLine(line string, first bool) bool {
+	if len(line) > 1 && strings.ContainsRune("-*+>", rune(line[0])) {
+		return false
+	}
+	words, runes := 0, 0
+	inWord := false
+	for _, r := range line {
+		runes++
+		switch {
+		case unicode.IsDigit(r) || unicode.IsPunct(r) && r != '-' && r != '&' || unicode.IsSymbol(r):
+			return false
+		case unicode.IsSpace(r):
+			inWord = false
+		case !inWord:
+			inWord, words = true, words+1
+		}
+	}
+	if hasCJK(line) {
+		return runes <= 12 && (first || words > 1)
+	}
+	r, _ := utf8.DecodeRuneInString(line)
+	return words <= 3 && unicode.IsUpper(r)
 }
 
 // firstProse is the index of the first non-blank line.

@@ -145,3 +145,35 @@ func TestHeadingLine(t *testing.T) {
 		}
 	}
 }
+
+func TestTitleLine(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		first bool
+		want  bool
+	}{
+		{"docmind 服务协议", true, true},
+		{"月可用性 返还比例", false, true}, // a table's header row as plain text
+		{"Leave policy", false, true},
+		{"支持更多文档格式", false, false}, // may be an item of a list: kept
+		{"服务月可用性不低于 99.9%。", false, false},
+		{"- Runs fully offline", false, false},
+		{"Runs fully offline today", false, false},
+		{"Q2 2027: single sign-on.", false, false},
+		{"被保险人身份证明 医院诊断证明 费用清单原件", false, false}, // too long for a title
+	} {
+		if got := titleLine(c.line, c.first); got != c.want {
+			t.Errorf("titleLine(%q, %v) = %v, want %v", c.line, c.first, got, c.want)
+		}
+	}
+}
+
+// A table header row extracted from a PDF as plain text is not quoted with the sentence it follows.
+func TestReaderSkipsPlainTableHeader(t *testing.T) {
+	const sla = "docmind 服务协议\n\n第三条 服务等级\n\n服务月可用性不低于 99.9%。未达到时，按下表返还服务费：\n\n月可用性 返还比例\n\n99.0% 至 99.9% 10%\n\n低于 95.0% 50%"
+	r := Extractive{}.Read("服务月可用性是多少？", []rank.Evidence{ev("服务协议.pdf", sla, 1)})
+	got := quotedLines(r.Answer)
+	if len(got) == 0 || !strings.HasPrefix(got[0], "服务月可用性不低于 99.9%。") || strings.Contains(r.Answer, "返还比例") || strings.Contains(r.Answer, "docmind 服务协议") {
+		t.Errorf("got %q", got)
+	}
+}
