@@ -53,7 +53,10 @@ type s3Inbox struct {
 	Log    *slog.Logger
 }
 
-var _ reconcile.Inbox = (*s3Inbox)(nil)
+var (
+	_ reconcile.Inbox         = (*s3Inbox)(nil)
+	_ reconcile.InboxPresence = (*s3Inbox)(nil)
+)
 
 type objectLister interface {
 	List(ctx context.Context, prefix string) ([]store.BlobInfo, error)
@@ -104,6 +107,30 @@ func (in *s3Inbox) Files(ctx context.Context, tenant string) ([]string, error) {
 		out = append(out, ingest.SourceURI(kb, rel))
 	}
 	return out, nil
+}
+
+// Present returns the source uris of every drop-folder object of the tenant's that ingest.SplitInboxKey
+// accepts, however young and whatever its format. With it the check finds a ready document whose object
+// is gone: an ObjectRemoved notification that was never delivered, or that was dead-lettered (a removal
+// that kept meeting an ingestion's lease). The listing is strongly consistent, so an absent object was
+// removed; an upload after the removal makes it present again, and an execution still running for an
+// older upload keeps its document processing, which the check leaves alone. serves is false for another
+// tenant: the bucket's drop folder feeds Tenant only.
+func (in *s3Inbox) Present(ctx context.Context, tenant string) ([]string, bool, error) {
+	if tenant != in.Tenant {
+		return nil, false, nil
+	}
+	objs, err := in.Objects.List(ctx, "inbox/")
+	if err != nil {
+		return nil, false, fmt.Errorf("list s3://%s/inbox/: %w", in.Bucket, err)
+	}
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		if kb, rel, ok := ingest.SplitInboxKey(o.Key); ok {
+			out = append(out, ingest.SourceURI(kb, rel))
+		}
+	}
+	return out, true, nil
 }
 
 // Ingest repairs one drop-folder object: it reads the source's recorded event, then the object's
