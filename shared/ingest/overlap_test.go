@@ -120,3 +120,24 @@ func TestOverlappingVersionAfterFailure(t *testing.T) {
 	}
 	w.consistent(t, d.ID)
 }
+
+// TestCommitKeepsTombstone: a knowledge-base delete marks every document deleted before it takes their
+// leases; an execution that then reaches Commit must not make its document ready again.
+func TestCommitKeepsTombstone(t *testing.T) {
+	w := newWorkflowEnv(t)
+	const key = "inbox/kb/gone.md"
+	overlapOnce(w, "Commit", func() {
+		d, ok := w.doc(t, "kb", key)
+		if !ok {
+			t.Fatal("no document")
+		}
+		d.Status = rag.StatusDeleted
+		if err := w.sql.UpdateDocument(context.Background(), &d); err != nil {
+			t.Fatal(err)
+		}
+	})
+	w.handle(t, w.bucket.put(key, manual("Seats: 4.")))
+	if d, ok := w.doc(t, "kb", key); !ok || d.Status != rag.StatusDeleted {
+		t.Fatalf("document %+v after Commit, want still deleted", d)
+	}
+}
