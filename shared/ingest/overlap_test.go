@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docmind/docmind/shared/aslrun"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/rag"
@@ -139,5 +140,38 @@ func TestCommitKeepsTombstone(t *testing.T) {
 	w.handle(t, w.bucket.put(key, manual("Seats: 4.")))
 	if d, ok := w.doc(t, "kb", key); !ok || d.Status != rag.StatusDeleted {
 		t.Fatalf("document %+v after Commit, want still deleted", d)
+	}
+}
+
+// TestWorkflowWaitsOutThrottling: the stage functions' reserved concurrency is shared by every
+// execution, so a burst of uploads is throttled (Lambda.TooManyRequestsException). Ten throttles in a
+// row on one task are waited out with a growing, capped delay; the document ends ready.
+func TestWorkflowWaitsOutThrottling(t *testing.T) {
+	w := newWorkflowEnv(t)
+	inner, throttled := w.sfn.runner.Invoke, 0
+	w.sfn.runner.Invoke = func(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error) {
+		var env Envelope
+		if json.Unmarshal(input, &env) == nil && env.Stage == "EmbedBatch" && throttled < 10 {
+			throttled++
+			return nil, &aslrun.Error{Name: "Lambda.TooManyRequestsException", Cause: "Rate Exceeded."}
+		}
+		return inner(ctx, resource, input)
+	}
+	w.handle(t, w.bucket.put("inbox/kb/burst.md", manual("Seats: 7.")))
+	if _, err := w.sfn.last(); err != nil {
+		t.Fatalf("execution failed after %d throttles: %v", throttled, err)
+	}
+	if d, _ := w.doc(t, "kb", "inbox/kb/burst.md"); d.Status != rag.StatusReady {
+		t.Fatalf("status %s", d.Status)
+	}
+	var total time.Duration
+	for _, d := range w.delays {
+		if d > 60*time.Second { // 120 s cap x 0.5 (FULL jitter, Rand 0.5 here)
+			t.Errorf("delay %v above the cap", d)
+		}
+		total += d
+	}
+	if len(w.delays) != 10 || total < 3*time.Minute {
+		t.Fatalf("%d delays totalling %v: want 10 growing waits, minutes in all", len(w.delays), total)
 	}
 }

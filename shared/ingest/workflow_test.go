@@ -210,8 +210,12 @@ func TestASLMatchesStages(t *testing.T) {
 			t.Errorf("task %s names no stage", name)
 		}
 		stages = append(stages, stage)
-		lambdaRetried := false
+		lambdaRetried, throttleWaits := false, false
 		for _, r := range s.Retry {
+			if slices.Contains(r.ErrorEquals, "Lambda.TooManyRequestsException") {
+				// reserved concurrency is shared across executions: a burst must wait minutes, not fail
+				throttleWaits = r.MaxAttempts != nil && *r.MaxAttempts >= 10 && r.MaxDelaySeconds >= 60
+			}
 			if r.BackoffRate == nil || r.MaxDelaySeconds <= 0 || r.JitterStrategy != "FULL" {
 				t.Errorf("task %s: retrier %v lacks BackoffRate, MaxDelaySeconds or JitterStrategy FULL", name, r.ErrorEquals)
 			}
@@ -226,6 +230,9 @@ func TestASLMatchesStages(t *testing.T) {
 		}
 		if !lambdaRetried {
 			t.Errorf("task %s does not retry the Lambda service exceptions", name)
+		}
+		if !throttleWaits {
+			t.Errorf("task %s: Lambda.TooManyRequestsException needs its own retrier of >= 10 attempts up to >= 60 s", name)
 		}
 		if name != "MarkFailed" && name != "EmbedBatch" {
 			last := len(s.Catch) - 1
