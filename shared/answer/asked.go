@@ -134,7 +134,10 @@ func claimNames(s string) []string {
 			kept = append(kept, n)
 		}
 	}
-	words := strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-' })
+	// a CJK character ends a Latin word here: "Team计划" names Team
+	words := strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-' || text.IsCJK(r)
+	})
 	for _, w := range words {
 		if isCapitalised(w) && len(w) > 1 && !notAName(w) && !slices.Contains(kept, w) {
 			kept = append(kept, w)

@@ -201,3 +201,21 @@ func TestDates(t *testing.T) {
 		t.Errorf("五万元 = %v", set)
 	}
 }
+
+func TestClaimNames(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want []string
+	}{
+		{"Google acquired GitHub in 2018.", []string{"Google", "GitHub"}},
+		{"The Team plan costs $49 per month.", []string{"Team"}},
+		{"In March 2026, USD prices rose.", nil},
+		{"Team计划每月49美元。", []string{"Team"}},
+		{"公司总部位于上海市。", []string{"上海"}},
+		{"《战国无双3》是一款游戏。", []string{"战国无双3"}},
+	} {
+		if got := claimNames(c.s); strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("claimNames(%q) = %q, want %q", c.s, got, c.want)
+		}
+	}
+}
