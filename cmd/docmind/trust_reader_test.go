@@ -22,6 +22,8 @@ func TestTrustReaderDemo(t *testing.T) {
 			[]string{"for 2026-Q2:", "2026-Q1"}},
 		{"the row the question names", "What was the North region revenue in 2026-Q2?", "sales-figures.xlsx",
 			[]string{"- revenue (kUSD) for North, 2026-Q2: 515 [1]"}, []string{"South", "East"}},
+		{"a column the question names, no row", "Which region had the most new customers?", "sales-figures.xlsx",
+			[]string{"- new customers for North, 2026-Q2: 15 [1]", "- new customers for East, 2026-Q1: 7 [1]"}, []string{"new or changed file"}},
 		{"no other document for the verb", "What does the Business plan include?", "price-list.csv",
 			[]string{"plan: Business; monthly price (USD): 199"}, []string{"not included", "Team"}},
 		{"no heading, nothing of the next article", "服务提供方会把客户数据用于模型训练吗？", "服务协议.pdf",
@@ -42,6 +44,11 @@ func TestTrustReaderDemo(t *testing.T) {
 			for _, n := range c.never {
 				if strings.Contains(done.Answer, n) {
 					t.Errorf("%s: answer holds %q:\n%s", c.q, n, done.Answer)
+				}
+			}
+			for _, cl := range done.Claims {
+				if !cl.Supported {
+					t.Errorf("%s: a quoted line is unsupported: %+v", c.q, cl)
 				}
 			}
 			used, invalid := answer.Citations(done.Answer, len(done.Sources))

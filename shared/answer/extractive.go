@@ -124,6 +124,8 @@ type tableRow struct {
 	// keyCover is the largest share of a key cell's terms the question holds: "Business" is named by
 	// "the Business plan" (1), "email within 2 business days" only brushed by it (1/5).
 	keyCover float64
+	// column marks a row of a column listed whole (columnUnits): the question named no row
+	column bool
 }
 
 // Compose returns the answer for query over ev (ev[i] is source i+1).
@@ -245,13 +247,14 @@ func (x Extractive) pick(cands []unit, asked Asked) []unit {
 	perSource := map[int]int{best.src: 1}
 	seen := map[string]bool{strings.ToLower(best.show): true}
 	for _, c := range cands[1:] {
-		if len(picked) == x.MaxSentences {
-			break
-		}
 		if seen[strings.ToLower(c.show)] {
 			continue
 		}
-		if best.row != nil && c.row != nil && tiedRows(best, c) {
+		tied := best.row != nil && c.row != nil && tiedRows(best, c)
+		if len(picked) >= x.MaxSentences && !(tied && best.row.column) {
+			continue
+		}
+		if tied {
 			// the question names no key that tells these rows apart ("the total revenue in 2026-Q2"
 			// matches every region's row): each is listed, up to MaxSentences rather than PerSource,
 			// and none passes for the answer alone
@@ -308,7 +311,7 @@ func tiedRows(best, c unit) bool {
 			return false
 		}
 	}
-	return c.holds == best.holds
+	return c.holds == best.holds || b.column && r.column // a row without the value is listed too
 }
 
 // bestOfSource is the best-scoring candidate of source src that is not picked yet.
@@ -695,7 +698,101 @@ func tableUnits(src, pos int, lines []string, qterms []string) []unit {
 		}
 		out = append(out, unit{src: src, pos: pos + len(out), show: tr.String(), terms: terms, row: tr})
 	}
+	if len(out) == 0 && src == 0 {
+		out = columnUnits(src, pos, header, rows[1:], q)
+	}
 	return out
+}
+
+// maxColumnRows is the longest table whose column is quoted for every row.
+const maxColumnRows = 12
+
+// columnUnits answer a question that names a column of the top source's table but none of its rows
+// ("Which region had the most new customers?"): one line per row, the column's value after the cells
+// that label the row, all of them listed (pick lets them past MaxSentences), so that no row passes
+// for the answer alone and none is left out. Without them the question's words were matched in other
+// documents' prose ("a new or changed file is ingested").
+func columnUnits(src, pos int, header []string, rows [][]string, q map[string]bool) []unit {
+	if len(rows) > maxColumnRows {
+		return nil
+	}
+	col, best := -1, 0
+	for c, h := range header {
+		ht := text.Analyze(reParens.ReplaceAllString(h, ""))
+		named := len(ht) > 0
+		for _, t := range ht {
+			named = named && q[t]
+		}
+		if named && len(ht) > best {
+			col, best = c, len(ht)
+		}
+	}
+	if col < 0 {
+		return nil
+	}
+	labels := rowLabels(header, rows, col)
+	if len(labels) == 0 {
+		return nil
+	}
+	terms := text.Analyze(header[col])
+	for _, c := range labels {
+		terms = append(terms, text.Analyze(header[c])...)
+	}
+	var out []unit
+	for _, cells := range rows {
+		if col >= len(cells) || strings.TrimSpace(cells[col]) == "" {
+			continue
+		}
+		tr := &tableRow{header: header, cells: cells, keyCols: labels, col: col, column: true}
+		out = append(out, unit{src: src, pos: pos + len(out), show: tr.String(), terms: terms, row: tr})
+	}
+	return out
+}
+
+// rowLabels are the columns that tell the rows apart, other than col: the first column of words
+// ("plan"), then the next ones until no two rows share their labels ("region", then "quarter").
+func rowLabels(header []string, rows [][]string, col int) []int {
+	var labels []int
+	for c := range header {
+		if c == col || !wordColumn(rows, c) {
+			continue
+		}
+		labels = append(labels, c)
+		seen, unique := map[string]bool{}, true
+		for _, cells := range rows {
+			var k []string
+			for _, l := range labels {
+				if l < len(cells) {
+					k = append(k, strings.TrimSpace(cells[l]))
+				}
+			}
+			key := strings.Join(k, "\x00")
+			unique = unique && !seen[key]
+			seen[key] = true
+		}
+		if unique {
+			return labels
+		}
+	}
+	return labels
+}
+
+var reParens = regexp.MustCompile(`\([^)]*\)`)
+
+// wordColumn reports whether column c of rows holds a letter in every non-empty cell ("North",
+// "2026-Q1"), as a row's labels do and amounts do not.
+func wordColumn(rows [][]string, c int) bool {
+	any := false
+	for _, cells := range rows {
+		if c >= len(cells) || strings.TrimSpace(cells[c]) == "" {
+			continue
+		}
+		if !strings.ContainsFunc(cells[c], unicode.IsLetter) {
+			return false
+		}
+		any = true
+	}
+	return any
 }
 
 // cellCover is the share of a cell's distinct terms that the question holds.
