@@ -366,7 +366,7 @@ func (l *library) listConversations(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"conversations": list})
+	WriteJSON(w, http.StatusOK, map[string]any{"conversations": withoutSummaries(list)})
 }
 
 func (l *library) listMessages(w http.ResponseWriter, r *http.Request) {

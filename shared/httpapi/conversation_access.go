@@ -134,6 +134,16 @@ func collectKBIDs(v any, ids []string) []string {
 	return ids
 }
 
+// withoutSummaries drops the stored summaries from a conversation list: a summary condenses earlier
+// answers (document text) and the list is not checked message by message; the prompt, not the page,
+// needs it, and GET .../messages shows it when every answer behind it is still readable.
+func withoutSummaries(list []rag.Conversation) []rag.Conversation {
+	for i := range list {
+		list[i].Summary = ""
+	}
+	return list
+}
+
 // callerOf returns the request's principal (set by authn), authenticating again when a route runs
 // without it.
 func (l *library) callerOf(r *http.Request) (rag.Principal, error) {
