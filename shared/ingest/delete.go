@@ -43,6 +43,17 @@ const DeletedInboxPrefix = ".deleted-"
 // tombstone was written, so it is not moved again: a file uploaded since under the same path stays).
 // NotFound when the document is not the tenant's.
 func (s *Service) Delete(ctx context.Context, tenant, docID string) error {
+	return s.delete(ctx, tenant, docID, true)
+}
+
+// DeleteRemoved is Delete for a document whose source object was removed (an S3 ObjectRemoved event):
+// there is no drop-folder file to move aside, so none is looked for (the ingest function's role may not
+// list inbox/ at all).
+func (s *Service) DeleteRemoved(ctx context.Context, tenant, docID string) error {
+	return s.delete(ctx, tenant, docID, false)
+}
+
+func (s *Service) delete(ctx context.Context, tenant, docID string, retire bool) error {
 	doc, err := s.Runner.Stages.Records.GetDocument(ctx, tenant, docID)
 	if err != nil {
 		return err
@@ -52,7 +63,7 @@ func (s *Service) Delete(ctx context.Context, tenant, docID string) error {
 		return err
 	}
 	defer unlock()
-	if doc.Status != rag.StatusDeleted {
+	if retire && doc.Status != rag.StatusDeleted {
 		if err := s.retireInboxFile(ctx, doc); err != nil {
 			return fmt.Errorf("move the drop-folder file of %s aside: %w", doc.ID, err)
 		}

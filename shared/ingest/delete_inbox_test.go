@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store"
 )
 
 // A deleted drop-folder document stays deleted: its file is moved to inbox/.deleted-<kb>-<time>/ (the
@@ -73,5 +74,41 @@ func TestFinishingADeleteKeepsANewFile(t *testing.T) {
 	}
 	if _, err := e.db.GetDocument(ctx, tenant, rep.DocumentID); !rag.Is(err, rag.KindNotFound) {
 		t.Fatalf("document after the finished delete: %v", err)
+	}
+}
+
+// deniedInbox is a blob store whose role may not list or read the drop folder (the AWS ingest function's).
+type deniedInbox struct{ store.Blobs }
+
+func (d deniedInbox) List(ctx context.Context, prefix string) ([]store.BlobInfo, error) {
+	if strings.HasPrefix(prefix, "inbox/") {
+		return nil, rag.Errorf("fake.s3", rag.KindPermission, "AccessDenied: s3:ListBucket on %s", prefix)
+	}
+	return d.Blobs.List(ctx, prefix)
+}
+
+// An S3 removal's delete (DeleteRemoved, which the trigger calls) never looks for the drop-folder file:
+// the object is gone, and the ingest function's role cannot list inbox/, so looking would fail every
+// removal into the dead-letter queue.
+func TestDeleteRemovedDoesNotTouchTheDropFolder(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.svc.Runner.Stages.Blobs = deniedInbox{e.svc.Runner.Stages.Blobs}
+	var ids []string
+	for _, name := range []string{"a.md", "b.md"} {
+		rep, err := e.svc.Ingest(ctx, tenant, Source{KBName: "manuals", URI: "inbox/manuals/" + name, Name: name, Data: manual("text of " + name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rep.DocumentID)
+	}
+	if err := e.svc.DeleteRemoved(ctx, tenant, ids[0]); err != nil {
+		t.Fatalf("the removal's delete: %v", err)
+	}
+	if _, err := e.db.GetDocument(ctx, tenant, ids[0]); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("document after the removal's delete: %v", err)
+	}
+	if err := e.svc.Delete(ctx, tenant, ids[1]); !rag.Is(err, rag.KindPermission) {
+		t.Fatalf("a user's delete, which moves the file aside, under the same role: %v; want the Permission error", err)
 	}
 }

@@ -205,5 +205,5 @@ func (t *Trigger) remove(ctx context.Context, kb rag.KnowledgeBase, uri string, 
 		return res, err
 	}
 	res.DocumentID = doc.ID
-	return res, t.Service.Delete(ctx, t.Tenant, doc.ID)
+	return res, t.Service.DeleteRemoved(ctx, t.Tenant, doc.ID) // the object is gone: nothing to move aside
 }
