@@ -1,7 +1,8 @@
 // docmind's web page: plain DOM, no build step, no third-party code. Everything that comes from the
 // server, a document or a model is written with textContent or as text nodes built from a small markdown
 // parser (never parsed as HTML), and links are kept only for http and https, so no passage, file name or
-// answer can inject markup or script (SR-09, SEC-04). The functions exported here are pure and tested with
+// answer can inject markup or script (SR-09, SEC-04); a link in an answer is live only to this origin or
+// to one of the answer's own sources (liveLink), so a model cannot offer a click to a stranger's site. The functions exported here are pure and tested with
 // node (app_test.mjs); the DOM code below them runs only in a browser (test/browser drives it).
 
 // ---------------------------------------------------------------------------------------------------
