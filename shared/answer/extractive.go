@@ -126,6 +126,8 @@ type tableRow struct {
 	keyCover float64
 	// column marks a row of a column listed whole (columnUnits): the question named no row
 	column bool
+	// labels are the columns that tell the table's rows apart (rowLabels), named in a one-cell answer
+	labels []int
 }
 
 // Compose returns the answer for query over ev (ev[i] is source i+1).
@@ -661,6 +663,7 @@ func tableUnits(src, pos int, lines []string, qterms []string) []unit {
 		}
 	}
 	var out []unit
+	labelsFor := map[int][]int{} // the row labels for each asked column
 	for _, cells := range rows[1:] {
 		tr := &tableRow{header: header, cells: cells, col: -1}
 		var terms []string
@@ -692,6 +695,12 @@ func tableUnits(src, pos int, lines []string, qterms []string) []unit {
 			if hits > bestHits {
 				bestHits, tr.col = hits, c
 			}
+		}
+		if tr.col >= 0 {
+			if _, ok := labelsFor[tr.col]; !ok {
+				labelsFor[tr.col] = rowLabels(header, rows[1:], tr.col)
+			}
+			tr.labels = labelsFor[tr.col]
 		}
 		for _, h := range header {
 			terms = append(terms, text.Analyze(h)...)
@@ -743,7 +752,7 @@ func columnUnits(src, pos int, header []string, rows [][]string, q map[string]bo
 		if col >= len(cells) || strings.TrimSpace(cells[col]) == "" {
 			continue
 		}
-		tr := &tableRow{header: header, cells: cells, keyCols: labels, col: col, column: true}
+		tr := &tableRow{header: header, cells: cells, labels: labels, col: col, column: true}
 		out = append(out, unit{src: src, pos: pos + len(out), show: tr.String(), terms: terms, row: tr})
 	}
 	return out
@@ -837,14 +846,19 @@ func (tr *tableRow) String() string {
 	return strings.Join(pairs, "; ")
 }
 
-// rowKeys are the columns that name the row in a one-cell answer, in column order: the first column
-// (a table's row label) and every cell the question matched, less the column asked for. The first
-// column is there even when the question did not name it: "revenue (kUSD) for 2026-Q2: 515" answered
-// "What was the total revenue in 2026-Q2?" with North's figure, the region dropped.
+// rowKeys are the columns that name the row in a one-cell answer, in column order: the row's labels
+// (the columns that tell the table's rows apart, else the first) and every cell the question matched,
+// less the column asked for. The labels are there even when the question did not name them:
+// "revenue (kUSD) for 2026-Q2: 515" answered "What was the total revenue in 2026-Q2?" with North's
+// figure, the region dropped.
 func (tr *tableRow) rowKeys() []int {
+	labels := tr.labels
+	if len(labels) == 0 {
+		labels = []int{0}
+	}
 	var keys []int
 	for c := range tr.cells {
-		if c != tr.col && strings.TrimSpace(tr.cells[c]) != "" && (c == 0 || slices.Contains(tr.keyCols, c)) {
+		if c != tr.col && strings.TrimSpace(tr.cells[c]) != "" && (slices.Contains(labels, c) || slices.Contains(tr.keyCols, c)) {
 			keys = append(keys, c)
 		}
 	}

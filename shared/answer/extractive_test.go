@@ -40,6 +40,8 @@ func TestReaderTableRowKeys(t *testing.T) {
 		{"the region named: its row alone", "What was the South region revenue in 2026-Q2?", []string{"revenue (kUSD) for South, 2026-Q2: 365 [1]"}},
 		// the row label is printed even when the question matched only another cell
 		{"a column and one row", "How many new customers in 2026-Q1?", []string{"new customers for North, 2026-Q1: 12 [1]"}},
+		// region alone does not tell the rows apart: the quarter names the row too
+		{"a row named by its region", "How many new customers in the East?", []string{"new customers for East, 2026-Q2: 10 [1]"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := Extractive{}.Read(c.q, []rank.Evidence{ev("sales.xlsx", regions, 1), ev("notes.md", prose, 0.9)})
@@ -64,6 +66,15 @@ func TestReaderTiedRowsPastPerSource(t *testing.T) {
 	}
 }
 
+// A numeric first column (a row number) is not the row's name; the first column of words is.
+func TestReaderRowLabelsSkipNumbers(t *testing.T) {
+	const staff = "| # | name | city | phone |\n| --- | --- | --- | --- |\n| 1 | Anna Weber | Berlin | 4411 |\n| 2 | Rui Costa | Lisbon | 4520 |"
+	r := Extractive{}.Read("What is the phone number in Lisbon?", []rank.Evidence{ev("staff.csv", staff, 1)})
+	if got := quotedLines(r.Answer); len(got) != 1 || got[0] != "phone for Rui Costa, Lisbon: 4520 [1]" {
+		t.Errorf("got %q", got)
+	}
+}
+
 // rowKeys names the row by its label (the first column) and the cells the question matched, never
 // by the column asked for.
 func TestTableRowKeys(t *testing.T) {
@@ -73,11 +84,15 @@ func TestTableRowKeys(t *testing.T) {
 		col     int
 		want    string
 	}{
-		{"matched quarter only", []int{1}, 2, "revenue for North, 2026-Q2: 515"},
+		{"matched quarter only, no labels known", []int{1}, 2, "revenue for North, 2026-Q2: 515"},
 		{"matched region and quarter", []int{0, 1}, 2, "revenue for North, 2026-Q2: 515"},
 		{"asked for the label column", []int{2}, 0, "region for 515: North"},
+		{"labels tell the rows apart", nil, 2, "revenue for North, 2026-Q2: 515"},
 	} {
 		tr := &tableRow{header: []string{"region", "quarter", "revenue"}, cells: []string{"North", "2026-Q2", "515"}, keyCols: c.keyCols, col: c.col}
+		if c.keyCols == nil {
+			tr.labels = []int{0, 1}
+		}
 		if got := tr.String(); got != c.want {
 			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
 		}
