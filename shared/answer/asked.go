@@ -161,7 +161,8 @@ func isCapitalised(w string) bool {
 var reCNCue = regexp.MustCompile(`(位于|坐落于|坐落在|地处|总部设在|总部设于|总部在|设在|设于|来自|出生于|出生在|生于|隶属于|首都是|省会是|首府是)\s*(\p{Han}{2,})`)
 
 // notAName reports the capitalised words that are not names to look for: sentence openers, stop
-// words, month and day names, currency codes and units.
+// words, generic subjects ("Staff get ..." paraphrases "employees"), month and day names, currency
+// codes.
 func notAName(w string) bool {
 	l := strings.ToLower(w)
 	if text.Stopwords[l] || sentenceOpeners[l] {
@@ -183,7 +184,9 @@ func init() {
 		furthermore generally usually typically only other another one two three to by if while although though
 		because per not none neither either see please then yet still just even about around approximately
 		nearly almost up down out than my me us him monday tuesday wednesday thursday friday saturday sunday
-		usd eur gbp cny rmb jpy hkd`) {
+		usd eur gbp cny rmb jpy hkd
+		staff employees employee users user customers customer people persons members workers students clients
+		visitors guests applicants everyone someone anyone nobody full-time part-time`) {
 		sentenceOpeners[w] = true
 	}
 }

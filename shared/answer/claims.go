@@ -118,7 +118,8 @@ type lineFacts struct {
 	// scale says the line or its header states a scale ("revenue (kUSD)", "万元"): a claim's "515
 	// thousand" may be its "515".
 	scale bool
-	// bare says the line holds numbers and no words of its own (a table row whose layout was lost).
+	// bare says the line holds numbers and at most one word of its own, fewer than its numbers (a
+	// table row whose layout was lost: "低于 95.0% 50%").
 	bare bool
 }
 
@@ -173,7 +174,7 @@ func (f *passageFacts) load() {
 		lf.numbers = datedNumbers(lt, lf.dates)
 		own := text.Analyze(t)
 		words := len(contentOf(own))
-		if lf.key == nil && len(lf.numbers) > 0 && words == 0 {
+		if lf.key == nil && len(lf.numbers) > 0 && words <= 1 && words < len(lf.numbers) {
 			context, lf.bare = wordLine, true
 		}
 		if len(lf.numbers) == 0 && words > 0 && lf.key == nil {
@@ -438,7 +439,7 @@ func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool)
 			return false, msg, true
 		}
 	}
-	together := numbersTogether(c.numbers, facts)
+	together := numbersTogether(c.numbers, c.terms, facts)
 	for _, n := range c.numbers {
 		if together {
 			break
@@ -490,22 +491,26 @@ func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool)
 	return true, "supported", false
 }
 
-// numbersTogether reports whether a bare line of a cited passage (numbers, no words) holds all of the
-// claim's numbers, two or more: a table whose layout the PDF lost ("99.0% 至 99.9% 10%") is
-// recognised by its numbers when its words are far above it. A line of words is not: "一" and "3"
-// together are in too many sentences.
-func numbersTogether(ns []factIn[number], facts []*passageFacts) bool {
+// numbersTogether reports whether a bare line of a cited passage (numbers, hardly a word) holds all
+// of the claim's numbers, two or more, and is one of the bare lines that share the most of the
+// claim's terms: a table whose layout the PDF lost ("99.0% 至 99.9% 10%") is recognised by its
+// numbers when its words are far above it, and "低于 95.0%" is the row that says 低于. A line of
+// words is not: "一" and "3" together are in too many sentences.
+func numbersTogether(ns []factIn[number], terms []string, facts []*passageFacts) bool {
 	if len(ns) < 2 {
 		return false
 	}
 	for _, f := range facts {
-	lines:
-		for _, l := range f.lines {
-			if !l.bare {
-				continue
+		var bare []int
+		for i, l := range f.lines {
+			if l.bare {
+				bare = append(bare, i)
 			}
+		}
+	lines:
+		for _, i := range f.bestLines(bare, terms) {
 			for _, n := range ns {
-				if !l.numbers.has(n.fact.value) {
+				if !f.lines[i].numbers.has(n.fact.value) {
 					continue lines
 				}
 			}

@@ -219,3 +219,51 @@ func TestClaimNames(t *testing.T) {
 		}
 	}
 }
+
+// Answers a model could write about the demo's documents, in other words than the source's: right
+// ones stay supported (a false "unsupported" is as bad as a false "supported"), wrong ones do not.
+func TestCheckClaimsParaphrases(t *testing.T) {
+	h := []rank.Evidence{ev("employee-handbook.docx", demoHandbook, 1)}
+	p := []rank.Evidence{ev("price-list.csv", demoPrices, 1)}
+	x := []rank.Evidence{ev("sales-figures.xlsx", demoSales, 1)}
+	s := []rank.Evidence{ev("服务协议.pdf", demoSLA, 1)}
+	for _, c := range []struct {
+		a         string
+		ev        []rank.Evidence
+		supported bool
+	}{
+		{"According to the handbook, full-time employees receive 20 days of paid annual leave per year [1].", h, true},
+		{"Sick leave is 10 days per year, and no approval is needed for up to 3 days [1].", h, true},
+		{"Parental leave is 90 days and must be approved by HR [1].", h, true},
+		{"Annual leave (20 days per year) is approved by your team lead [1].", h, true},
+		{"The Business plan costs $199 per month and includes 200,000 documents, 200 users and email and chat support within 4 hours [1].", p, true},
+		{"The Starter plan is free and includes 500 documents and 3 users [1].", p, true},
+		{"Enterprise pricing requires contacting sales [1].", p, true},
+		{"North's revenue in 2026-Q2 was 515 kUSD, up from 420 kUSD in 2026-Q1 [1].", x, true},
+		{"In 2026-Q2, the North region had revenue of 515 kUSD and 15 new customers [1].", x, true},
+		{"East had 330 kUSD of revenue in 2026-Q2 [1].", x, true},
+		{"年假每年20天，未休年假可顺延一年【1】。", h, true},
+		{"服务提供方不会将客户数据用于模型训练 [1]。", s, true},
+		{"任何一方提前30天书面通知即可终止协议，终止后30天内删除客户数据 [1]。", s, true},
+		{"如果月可用性低于95.0%，返还50%的服务费 [1]。", s, true},
+		{"协议版本为1.2，自2025年1月1日起生效 [1]。", s, true},
+		{"Expense claims must be filed within 30 days of the trip [1].", h, true},
+		{"Employees can spend up to 500 USD a year on home-office equipment [1].", h, true},
+		{"Core hours run from 10:00 to 16:00, Monday to Friday [1].", h, true},
+		{"Economy class is required for flights under six hours [1].", h, true},
+		{"Staff get 10 days of sick leave a year [1].", h, true},
+		// the same answers, wrong
+		{"Sick leave is 10 days per year, and no approval is needed for up to 5 days [1].", h, false},
+		{"East had 365 kUSD of revenue in 2026-Q2 [1].", x, false},
+		{"如果月可用性低于95.0%，返还25%的服务费 [1]。", s, false},
+		{"协议版本为1.2，自2025年2月1日起生效 [1]。", s, false},
+		{"Economy class is required for flights under 8 hours [1].", h, false},
+		{"The Starter plan includes 500 documents and 25 users [1].", p, false},
+		{"Unused annual leave carries over for one year [1].", h, true},
+	} {
+		claims := CheckClaims(c.a, c.ev)
+		if len(claims) != 1 || claims[0].Supported != c.supported {
+			t.Errorf("%q: claims %+v, want supported %v", c.a, claims, c.supported)
+		}
+	}
+}
