@@ -55,8 +55,8 @@ func Sources(ev []rank.Evidence) []Source {
 	return out
 }
 
-// citeRe is a citation marker: [n], or the full-width 【n】 some models write in Chinese.
-var citeRe = regexp.MustCompile(`[\[【](\d{1,3})[\]】]`)
+// citeRe is a citation marker: [n], or the full-width 【n】 or ［n］ some models write in Chinese.
+var citeRe = regexp.MustCompile(`[\[【［](\d{1,3})[\]】］]`)
 
 // Citations parses [n] markers: the distinct valid source numbers in order of first use, and how many
 // markers point at no source (counted, never shown as links).

@@ -167,7 +167,7 @@ func TestClaimSentenceText(t *testing.T) {
 			t.Errorf("%q: claims %+v, want sentence %q", c.answer, claims, c.want)
 		}
 	}
-	if used, _ := Citations("年假 20 天【1】。", 1); len(used) != 1 {
+	if used, _ := Citations("年假 20 天【1】，病假 10 天［1］。", 1); len(used) != 1 {
 		t.Errorf("【1】 is a citation: %v", used)
 	}
 }
