@@ -302,3 +302,26 @@ func TestTriggerRefusesAPutIntoAMemberOwnedKnowledgeBase(t *testing.T) {
 		t.Errorf("removal = %+v, %v; want deleted", res, err)
 	}
 }
+
+// An object removed from the S3 inbox deletes its document and leaves a document.delete by operator:s3 in
+// the audit log, as a deletion through the API or the CLI does.
+func TestTriggerRemovalIsAudited(t *testing.T) {
+	w := newWorkflowEnv(t)
+	ctx := context.Background()
+	w.handle(t, w.bucket.put("inbox/manuals/gone.md", manual("Limits: at most 5 users per seat.")))
+	d, ok := w.doc(t, "manuals", "inbox/manuals/gone.md")
+	if !ok || d.Status != rag.StatusReady {
+		t.Fatalf("document %+v, want ready", d)
+	}
+	if res, err := w.trig.Handle(ctx, w.bucket.remove("inbox/manuals/gone.md")); err != nil || res.Action != ActionDeleted {
+		t.Fatalf("removal = %+v, %v; want deleted", res, err)
+	}
+	entries, err := w.sql.ListAudit(ctx, tenant, 50)
+	found := false
+	for _, e := range entries {
+		found = found || (e.Action == "document.delete" && e.Actor == "operator:s3" && e.Target == d.ID)
+	}
+	if err != nil || !found {
+		t.Fatalf("no document.delete of %s by operator:s3 in the audit log: %+v, %v", d.ID, entries, err)
+	}
+}

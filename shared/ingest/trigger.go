@@ -205,5 +205,9 @@ func (t *Trigger) remove(ctx context.Context, kb rag.KnowledgeBase, uri string, 
 		return res, err
 	}
 	res.DocumentID = doc.ID
-	return res, t.Service.DeleteRemoved(ctx, t.Tenant, doc.ID) // the object is gone: nothing to move aside
+	if err := t.Service.DeleteRemoved(ctx, t.Tenant, doc.ID); err != nil { // the object is gone: nothing to move aside
+		return res, err
+	}
+	t.Service.AuditOperator(ctx, t.Tenant, "s3", "document.delete", doc.ID, uri)
+	return res, nil
 }
