@@ -119,6 +119,9 @@ func TestAuthenticateKeys(t *testing.T) {
 	if err != nil || p.Tenant != "t1" || p.UserID != "usr_a" || !p.IsAdmin() || p.Method != "key" || p.KeyID != "key_1" || st.touched != 1 {
 		t.Fatalf("a valid key = %+v, %v (touched %d)", p, err, st.touched)
 	}
+	if _, err := a.Authenticate(t.Context(), "Bearer "+key); err != nil || st.touched != 1 {
+		t.Fatalf("a second use within the minute: %v, touched %d times; want 1 (last_used_at is kept to the minute)", err, st.touched)
+	}
 	for name, h := range map[string]string{"no header": "", "basic": "Basic abc", "empty bearer": "Bearer ", "unknown key": "Bearer dm_" + strings.Repeat("x", 43),
 		"a JWT in keys mode": "Bearer eyJhbGciOi.x.y"} {
 		if _, err := a.Authenticate(t.Context(), h); !rag.Is(err, rag.KindUnauthenticated) {
