@@ -115,7 +115,37 @@ func newChecker(cfg config.Config, s *Stores, svc *ingest.Service, log *slog.Log
 	if withInbox {
 		c.Inbox = localInbox{root: filepath.Join(cfg.DataDir, "inbox"), tenant: cfg.Tenant, svc: svc, maxBytes: cfg.Server.MaxBodyBytes}
 	}
+	c.Originals = localFiles{tenant: cfg.Tenant, svc: svc, maxBytes: cfg.Server.MaxBodyBytes}
 	return c, nil
+}
+
+// localFiles re-reads the file:// sources `docmind ingest` recorded, from this machine's disk; only for
+// the local tenant, the one `docmind ingest` writes (no other tenant's document makes it read a path).
+type localFiles struct {
+	tenant   string
+	svc      *ingest.Service
+	maxBytes int64
+}
+
+var _ reconcile.Originals = localFiles{}
+
+// Reingest ingests a file:// document again from its path (Force: the content may be unchanged), which
+// stores its source again. NotFound for another kind of uri, another tenant's document, or a file that is gone.
+func (o localFiles) Reingest(ctx context.Context, d rag.Document) error {
+	const op = "reconcile.originals"
+	p, ok := strings.CutPrefix(d.SourceURI, "file://")
+	if !ok || d.Tenant != o.tenant {
+		return rag.Errorf(op, rag.KindNotFound, "%s is not a local file", d.SourceURI)
+	}
+	data, err := readLimited(filepath.FromSlash(p), o.maxBytes)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return rag.E(op, rag.KindNotFound, err)
+		}
+		return rag.E(op, rag.KindUnavailable, err)
+	}
+	_, err = o.svc.Ingest(ctx, d.Tenant, ingest.Source{KBID: d.KBID, URI: d.SourceURI, Name: d.FileName, Data: data, Force: true})
+	return err
 }
 
 // reconcileLoop runs the check with repair every interval until ctx ends (the serve ticker). The first

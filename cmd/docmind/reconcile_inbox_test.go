@@ -190,3 +190,58 @@ func TestReconcileDeletesTheDocumentOfARemovedDropFolderFile(t *testing.T) {
 		}
 	})
 }
+
+// The review of issue #11 (finding 6): the documents_without_source repair deleted a CLI-ingested
+// document (file:///tmp/rv11d/src/doc4.txt) whose stored copy was gone although the file was still on
+// disk. It ingests it again from the file now; only when the file is gone too is the document deleted.
+func TestReconcileRestoresAFileSourceFromDisk(t *testing.T) {
+	data := t.TempDir()
+	file := filepath.Join(t.TempDir(), "doc4.txt")
+	os.WriteFile(file, []byte(largeDoc(6)), 0o644)
+	if code, out, errOut := runCLI(t, nil, "ingest", "--kb", "cli", "--data", data, file); code != 0 {
+		t.Fatalf("ingest: %d %s %s", code, out, errOut)
+	}
+	var id string
+	dropStoredSource := func() {
+		t.Helper()
+		withStores(t, data, func(s *Stores, svc *ingest.Service) {
+			ctx := context.Background()
+			objs, _ := s.Blobs.List(ctx, "sources/")
+			if len(objs) != 1 {
+				t.Fatalf("stored sources %v, want the one document's", objs)
+			}
+			id = strings.Split(objs[0].Key, "/")[3]
+			if err := s.Blobs.Delete(ctx, objs[0].Key); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	dropStoredSource()
+	code, r := reconcileJSONOf(t, data, "--repair")
+	if code != 0 || r.Drift[reconcile.DocumentsWithoutSource] != 1 || r.Repaired[reconcile.DocumentsWithoutSource] != 1 {
+		t.Fatalf("repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
+	}
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		ctx := context.Background()
+		if d, err := s.SQL.GetDocument(ctx, "local", id); err != nil || d.Status != rag.StatusReady {
+			t.Fatalf("the document after the repair: %+v, %v; want it kept, ready", d, err)
+		}
+		if objs, _ := s.Blobs.List(ctx, "sources/"); len(objs) != 1 {
+			t.Fatalf("stored sources after the repair: %v; want the copy stored again", objs)
+		}
+	})
+	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
+		t.Fatalf("after the repair: exit %d, drift %v", code, r.Drift)
+	}
+
+	dropStoredSource()
+	os.Remove(file)
+	if code, r = reconcileJSONOf(t, data, "--repair"); code != 0 || r.Repaired[reconcile.DocumentsWithoutSource] != 1 {
+		t.Fatalf("repair with the file gone too: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
+	}
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		if _, err := s.SQL.GetDocument(context.Background(), "local", id); !rag.Is(err, rag.KindNotFound) {
+			t.Fatalf("the document whose file and stored copy are both gone: %v; want it deleted", err)
+		}
+	})
+}

@@ -25,7 +25,8 @@
 //     inbox, when the Inbox implements InboxPresence) a ready drop-folder document, unchanged for Grace,
 //     whose file is no longer in the drop folder: the removal's event was never delivered, dead-lettered,
 //     or happened while nothing watched. Repair: ingest it again from the drop folder when the file is
-//     there, else delete the document (its source was removed and the removal was missed).
+//     there, or from its original (Originals: a file:// path still on disk), else delete the document
+//     (its source was removed and the removal was missed).
 //   - staging_leftovers (objects): staging payloads of a document that is not being ingested. Repair:
 //     delete them.
 //
@@ -111,6 +112,15 @@ type Inbox interface {
 	Ingest(ctx context.Context, tenant, uri string) error
 }
 
+// Originals re-reads a document's source from where it was ingested from, outside the blob store: the
+// local binary's file:// paths (`docmind ingest`). Optional; without it a document whose stored source
+// is gone is deleted unless its drop-folder file is there.
+type Originals interface {
+	// Reingest ingests the document again from its original, which stores its source again; NotFound
+	// when this checker cannot read that original (gone, or not a kind of uri it knows).
+	Reingest(ctx context.Context, d rag.Document) error
+}
+
 // InboxPresence is an Inbox that can also list every file in the drop folder, however young and
 // whatever its size or format: a ready drop-folder document whose file is not among them lost its file.
 type InboxPresence interface {
@@ -149,6 +159,7 @@ type Checker struct {
 	Embedder  Embedder
 	Documents Documents
 	Inbox     Inbox
+	Originals Originals
 	Lease     Lease
 
 	// Tenants to check. Empty means every tenant that TenantLister (when Records implements it) reports.

@@ -160,11 +160,22 @@ func (c *Checker) retry(ctx context.Context, f Finding) error {
 	return c.Records.UpdateDocument(ctx, &d)
 }
 
-// restoreOrDelete re-ingests a document from its drop-folder file when that is still there (which
-// stores its source again), and otherwise deletes it: its source was removed and the removal missed. A
-// drop-folder document found without its file (IDs holds its uri) whose file is back, too recent to
-// ingest here, is left to the watcher or the S3 event (Conflict: the next run looks again).
+// restoreOrDelete re-ingests a document from its drop-folder file or its original (a file:// path)
+// when that is still there, which stores its source again, and otherwise deletes it: its source was
+// removed and the removal missed. (A CLI-ingested document whose stored copy was lost was deleted
+// although its file was still on disk: the review of issue #11.) A drop-folder document found without
+// its file (IDs holds its uri) whose file is back, too recent to ingest here, is left to the watcher or
+// the S3 event (Conflict: the next run looks again).
 func (c *Checker) restoreOrDelete(ctx context.Context, f Finding) error {
+	if c.Originals != nil && len(f.IDs) == 0 {
+		d, err := c.Records.GetDocument(ctx, f.Tenant, f.DocumentID)
+		if err != nil {
+			return err
+		}
+		if err := c.Originals.Reingest(ctx, d); !rag.Is(err, rag.KindNotFound) {
+			return err
+		}
+	}
 	if c.Inbox != nil {
 		d, err := c.Records.GetDocument(ctx, f.Tenant, f.DocumentID)
 		if err != nil {
