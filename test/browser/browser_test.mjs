@@ -229,8 +229,9 @@ test("stop aborts the stream and keeps what arrived", async (t) => {
   await p.waitForTimeout(1000); // the fake sends a word every 150 ms: a live stream would have grown
   assert.equal(await turn.locator(".a").textContent(), text, "nothing arrives after stop");
   assert.ok(await p.locator("#send").isVisible(), "Ask is back");
+  // the stopped conversation stays the open one (the next question goes on with it)
+  await p.locator("#conversations li.current", { hasText: "zzslow" }).waitFor();
   // the part that arrived is stored: the reopened conversation shows it, marked stopped
-  await p.locator("#conversations li", { hasText: "zzslow" }).waitFor();
   const conv = (await getJSON("/api/conversations")).conversations.find(c => c.title.includes("zzslow"));
   await until("the stopped answer to be stored", async () => (await getJSON(`/api/conversations/${conv.id}/messages`)).messages.some(m => m.role === "assistant"));
   await p.click("#new");

@@ -811,9 +811,19 @@ async function ask(question) {
   } finally {
     state.controller = null;
     setStreaming(false);
-    loadConversations();
+    const adopt = controller.byUser && !state.conversation;
+    loadConversations().then(() => { if (adopt && !state.conversation) adoptConversation(question); });
     loadMemories();
   }
+}
+
+// adoptConversation makes the conversation a stopped first answer started the open one (its done, which
+// names it, never came), so that the next question continues it: the newest one titled with the
+// question (the server keeps a title's first 200 characters).
+function adoptConversation(question) {
+  const title = [...question.trim()].slice(0, 200).join("");
+  const c = state.conversations.find(x => x.title === title);
+  if (c) { state.conversation = c.id; renderConversations(); }
 }
 
 function setStreaming(on) {
@@ -1272,7 +1282,11 @@ function wire() {
   $("question").onkeydown = (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("ask").requestSubmit(); }
   };
-  $("stop").onclick = () => state.controller?.abort();
+  $("stop").onclick = () => {
+    if (!state.controller) return;
+    state.controller.byUser = true; // not a new or reopened conversation leaving this one
+    state.controller.abort();
+  };
   $("new").onclick = newConversation;
   $("kb").onchange = () => chooseKB($("kb").value);
   $("conv-search").oninput = renderConversations;
