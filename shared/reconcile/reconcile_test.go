@@ -207,6 +207,19 @@ func (in *injector) goneSource(d rag.Document) {
 	in.want[key(reconcile.DocumentsWithoutSource, tenant, d.ID, "")] = true
 }
 
+// rowGone removes the document's row only, as a delete racing a write of chunks leaves it: its chunk
+// rows (rows_of_deleted_documents), vectors and stored source stay.
+func (in *injector) rowGone(d rag.Document) {
+	if _, err := in.w.db.SQL().ExecContext(context.Background(), `DELETE FROM documents WHERE tenant_id = ? AND id = ?`, tenant, d.ID); err != nil {
+		in.t.Fatal(err)
+	}
+	in.want[key(reconcile.DeletedDocuments, tenant, d.ID, "")] = true
+	for j := range 3 {
+		in.want[key(reconcile.VectorsWithoutRows, tenant, d.ID, fmt.Sprintf("v_%s_%d", d.ID, j))] = true
+	}
+	in.want[key(reconcile.SourcesWithoutDocument, tenant, d.ID, ingest.SourcePrefix(tenant, d.KBID, d.ID)+"source.md")] = true
+}
+
 func (in *injector) staging(d rag.Document) {
 	k := ingest.StagingPrefix(tenant, d.ID) + "chunks.json"
 	if _, err := in.w.blb.Put(context.Background(), k, strings.NewReader("[]"), ""); err != nil {
@@ -303,6 +316,9 @@ func (w *world) assertConsistent(t testing.TB) {
 			t.Errorf("document %s: vectors %v, child rows %v", d.ID, got, want)
 		}
 	}
+	if orphans, err := w.db.ListChunkOrphans(ctx, tenant); err != nil || len(orphans) != 0 {
+		t.Errorf("chunk rows without a document: %+v, %v", orphans, err)
+	}
 	objs, _ := w.blb.List(ctx, "")
 	for _, o := range objs {
 		parts := strings.Split(o.Key, "/")
@@ -360,6 +376,9 @@ func runXS01On(t testing.TB, w *world, n, scale int) (reconcile.Report, reconcil
 	}
 	for _, d := range take(per(10)) {
 		in.staging(d)
+	}
+	for _, d := range take(per(5)) {
+		in.rowGone(d)
 	}
 	ctx := context.Background()
 	c := w.checker(2 * time.Hour)
