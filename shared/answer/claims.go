@@ -118,6 +118,8 @@ type lineFacts struct {
 	// scale says the line or its header states a scale ("revenue (kUSD)", "万元"): a claim's "515
 	// thousand" may be its "515".
 	scale bool
+	// header says the line is a table's header row: naming its first column ("plan") names no row.
+	header bool
 	// bare says the line holds numbers and at most one word of its own, fewer than its numbers (a
 	// table row whose layout was lost: "低于 95.0% 50%").
 	bare bool
@@ -147,6 +149,7 @@ func (f *passageFacts) load() {
 		f.terms[c] = true
 	}
 	header := ""   // a table row's context is its header: "| Team | 49 |" is about "monthly price"
+	previous := "" // the table row before this line
 	wordLine := "" // the last line of words without numbers: the header of a table whose pipes were lost (PDF)
 	for _, l := range splitSentences(all) {
 		t := strings.TrimSpace(l)
@@ -158,16 +161,21 @@ func (f *passageFacts) load() {
 		if strings.HasPrefix(t, "|") {
 			cells := rowCells(t)
 			if isSeparatorRow(cells) {
+				// the row above a separator is a header, also when another table ends right above it
+				if n := len(f.lines) - 1; n >= 0 && f.lines[n].key != nil && previous != "" {
+					header, f.lines[n].header = previous, true
+				}
 				continue
 			}
 			if header == "" {
-				header = t
+				header, lf.header = t, true
 			} else {
 				context = header
 			}
 			lf.key = rowKeyTerms(cells)
+			previous = t
 		} else {
-			header = ""
+			header, previous = "", ""
 		}
 		lt := foldLower(t)
 		lf.dates = extractDates(lt)
@@ -268,7 +276,7 @@ func (f *passageFacts) aboutLines(claimTerms map[string]bool, lead, clause, whol
 	var named []map[string]bool
 	for range 2 {
 		for _, l := range f.lines {
-			if l.key != nil && termSubset(l.key, names) {
+			if l.key != nil && !l.header && termSubset(l.key, names) {
 				named = append(named, l.key)
 			}
 		}
@@ -281,7 +289,7 @@ func (f *passageFacts) aboutLines(claimTerms map[string]bool, lead, clause, whol
 	for i, l := range f.lines {
 		switch {
 		case len(named) > 0 && l.key != nil:
-			if termSubset(l.key, names) {
+			if !l.header && termSubset(l.key, names) {
 				cand = append(cand, i)
 			}
 		case len(named) > 0:
@@ -439,7 +447,7 @@ func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool)
 			return false, msg, true
 		}
 	}
-	together := numbersTogether(c.numbers, c.terms, facts)
+	together := numbersTogether(c.numbers, c.terms, c.all, facts)
 	for _, n := range c.numbers {
 		if together {
 			break
@@ -494,17 +502,27 @@ func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool)
 // numbersTogether reports whether a bare line of a cited passage (numbers, hardly a word) holds all
 // of the claim's numbers, two or more, and is one of the bare lines that share the most of the
 // claim's terms: a table whose layout the PDF lost ("99.0% 至 99.9% 10%") is recognised by its
-// numbers when its words are far above it, and "低于 95.0%" is the row that says 低于. A line of
-// words is not: "一" and "3" together are in too many sentences.
-func numbersTogether(ns []factIn[number], terms []string, facts []*passageFacts) bool {
+// numbers when its words are far above it, and "低于 95.0%" is the row that says 低于. So is a table
+// row when the claim names no row's key. A line of words is not: "一" and "3" together are in too
+// many sentences.
+func numbersTogether(ns []factIn[number], terms []string, all map[string]bool, facts []*passageFacts) bool {
 	if len(ns) < 2 {
 		return false
 	}
 	for _, f := range facts {
 		var bare []int
+		named := false
 		for i, l := range f.lines {
 			if l.bare {
 				bare = append(bare, i)
+			}
+			named = named || l.key != nil && !l.header && termSubset(l.key, all)
+		}
+		if !named { // "the plan for 25 users costs $49": a row is known by its cells too
+			for i, l := range f.lines {
+				if l.key != nil {
+					bare = append(bare, i)
+				}
 			}
 		}
 	lines:

@@ -252,7 +252,10 @@ func TestCheckClaimsParaphrases(t *testing.T) {
 		{"Core hours run from 10:00 to 16:00, Monday to Friday [1].", h, true},
 		{"Economy class is required for flights under six hours [1].", h, true},
 		{"Staff get 10 days of sick leave a year [1].", h, true},
+		{"The plan for 25 users costs $49 a month [1].", p, true},
+		{"Revenue of 515 kUSD came with 15 new customers [1].", x, true},
 		// the same answers, wrong
+		{"The plan for 25 users costs $199 a month [1].", p, false},
 		{"Sick leave is 10 days per year, and no approval is needed for up to 5 days [1].", h, false},
 		{"East had 365 kUSD of revenue in 2026-Q2 [1].", x, false},
 		{"如果月可用性低于95.0%，返还25%的服务费 [1]。", s, false},
