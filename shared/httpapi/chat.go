@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime/debug"
@@ -78,8 +79,10 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		return // the client is gone
 	}
 	done, err := l.run(ctx, req, stream.Send)
-	if err != nil && r.Context().Err() != nil {
-		// the client hung up (the page's stop button): the answer keeps what it was sent
+	if err != nil && errors.Is(r.Context().Err(), context.Canceled) {
+		// the client hung up (the page's stop button): the answer keeps what it was sent. A request
+		// context past its deadline is not a stop: on Lambda, streamcap.Reserve ends it early so that the
+		// stream still gets its terminal error event below (STR-05).
 		l.keepStopped(conv, stream.Events)
 	} else if err != nil {
 		kind := rag.KindOf(err)
