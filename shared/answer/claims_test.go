@@ -132,6 +132,9 @@ func TestCheckClaimsReview(t *testing.T) {
 		{"date, other format", "The deal closed on 2018-10-26 [1].", microsoft, true},
 		{"date, day and month swapped", "The deal closed on 2018-26-10 [1].", microsoft, false},
 		{"date, another day", "The deal closed on October 25, 2018 [1].", microsoft, false},
+		{"date without its year", "The deal closed on 26 October [1].", microsoft, true},
+		{"date without its year, wrong", "The deal closed on 25 October [1].", microsoft, false},
+		{"month and year", "The deal closed in October 2018 [1].", microsoft, true},
 		{"scale kept", "Microsoft paid 7.5 billion dollars for GitHub [1].", microsoft, true},
 		{"scale lost", "Microsoft paid 7.5 million dollars for GitHub [1].", microsoft, false},
 		{"Chinese place", "公司总部位于上海 [1]。", beijing, false},
@@ -185,6 +188,7 @@ func TestDates(t *testing.T) {
 		{"生效日期：2025 年 1 月 1 日", 2025, 1, 1},
 		{"in March 2026", 2026, 3, 0},
 		{"3月5日", 0, 3, 5},
+		{"on the 5th of March", 0, 3, 5},
 	} {
 		ds := extractDates(foldLower(c.s))
 		if len(ds) != 1 || ds[0].y != c.y || ds[0].m != c.m || ds[0].d != c.d {

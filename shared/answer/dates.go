@@ -41,6 +41,7 @@ var dateForms = []struct {
 	{regexp.MustCompile(`\b` + reMonthName + `\.?\s+([0-9]{1,2})(?:st|nd|rd|th)?\b(?:,?\s+([0-9]{4})\b)?`), 3, 1, 2, needsMonthName},
 	{regexp.MustCompile(`\b([0-9]{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + reMonthName + `\.?,?\s+([0-9]{4})\b`), 3, 2, 1, needsMonthName},
 	{regexp.MustCompile(`\b` + reMonthName + `\.?,?\s+(?:of\s+)?([0-9]{4})\b`), 2, 1, 0, needsMonthName},
+	{regexp.MustCompile(`\b([0-9]{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + reMonthName + `\b`), 0, 2, 1, needsMonthName},
 }
 
 const (
