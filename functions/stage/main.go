@@ -60,7 +60,8 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*i
 	if arn := getenv("DOCMIND_INGEST_STATE_MACHINE_ARN"); arn != "" {
 		w.Executions, w.Name = awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: arn}, awsrt.ExecutionName
 	} else {
-		log.Warn("no follow-up executions: DOCMIND_INGEST_STATE_MACHINE_ARN is not set")
+		// the extraction function (Extract only) needs none; on the stage function the template sets it
+		log.Info("no follow-up executions: DOCMIND_INGEST_STATE_MACHINE_ARN is not set")
 	}
 	return w, nil
 }

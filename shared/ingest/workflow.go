@@ -465,9 +465,13 @@ func (w *Workflow) FollowUp(ctx context.Context, j Job) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name := w.Name("followup", j.Tenant, j.Bucket, j.Key, ev.VersionID, ev.Sequencer)
+	seq := strings.TrimLeft(ev.Sequencer, "0") // stored padded; S3's own form, as the trigger's jobs carry it
+	if seq == "" {
+		seq = "0"
+	}
+	name := w.Name("followup", j.Tenant, j.Bucket, j.Key, ev.VersionID, seq)
 	next := Job{Doc: Doc{Tenant: j.Tenant, KBID: kbID, DocumentID: doc.ID}, SourceURI: j.SourceURI, Bucket: j.Bucket, Key: j.Key,
-		VersionID: ev.VersionID, Sequencer: ev.Sequencer, FileName: j.FileName, Holder: name}
+		VersionID: ev.VersionID, Sequencer: seq, FileName: j.FileName, Holder: name}
 	input, err := json.Marshal(next)
 	if err != nil {
 		return "", rag.E(op, rag.KindInternal, err)
