@@ -275,7 +275,7 @@ func (x Extractive) pick(cands []unit, asked Asked) []unit {
 		for t := range c.matched {
 			// another passage is quoted for a word of what is asked about, not for the question's
 			// verb: "Known limits: ... OCR, which is not included" was added to the Business plan's row
-			if !covered[t] && (c.src == best.src || !genericTerms[t]) {
+			if !covered[t] && (c.src == best.src || contentTerm(t)) {
 				adds = true
 			}
 		}
@@ -300,6 +300,18 @@ func (x Extractive) pick(cands []unit, asked Asked) []unit {
 // a line of another passage that shares only such a word with the question adds nothing to the answer.
 var genericTerms = map[string]bool{"includ": true, "contain": true, "provid": true, "offer": true, "cover": true,
 	"mean": true, "happen": true, "describ": true, "allow": true, "need": true, "involv": true, "consist": true}
+
+// cjkFunctionRunes are Chinese particles: a bigram holding one ("议的", "天的") spans a word boundary
+// and names nothing. Copulas and prepositions (是, 由, 在) were tried too and cost a right answer on
+// CMRC ("是由" brought the line that named who): particles alone dropped another passage's line from
+// 24 answers and changed no answer's correctness.
+const cjkFunctionRunes = "的了吗呢吧啊"
+
+// contentTerm reports whether a question term names something, so that another passage holding it
+// may add to the answer: not a relation verb, not a CJK bigram across a particle.
+func contentTerm(t string) bool {
+	return !genericTerms[t] && !(isCJKTerm(t) && strings.ContainsAny(t, cjkFunctionRunes))
+}
 
 // tiedRows reports whether row c of best's table matches the question exactly as best does: the same
 // question terms, as closely (a row the question names outranks its neighbours, they do not tie).

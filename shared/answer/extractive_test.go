@@ -217,3 +217,23 @@ func TestReaderColumnForEveryRow(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+func TestContentTerm(t *testing.T) {
+	for term, want := range map[string]bool{"busi": true, "includ": false, "协议": true, "议的": false, "了吗": false, "是由": true} {
+		if got := contentTerm(term); got != want {
+			t.Errorf("contentTerm(%q) = %v, want %v", term, got, want)
+		}
+	}
+}
+
+// Another passage's line that shares only a bigram across a particle with the question is not quoted.
+func TestReaderOtherSourceNotForParticleBigram(t *testing.T) {
+	evs := []rank.Evidence{
+		ev("洞.md", "芙蓉洞全长2846米，以竖井众多、洞穴沉积物类型齐全著称。", 1),
+		ev("山.md", "山洞的全部出口朝南。", 0.9),
+	}
+	r := Extractive{}.Read("芙蓉洞的全长是多少？", evs)
+	if !strings.Contains(r.Answer, "全长2846米") || strings.Contains(r.Answer, "[2]") {
+		t.Errorf("want the cave's line alone:\n%s", r.Answer)
+	}
+}
