@@ -68,6 +68,9 @@ type Options struct {
 	MaxOpenConns    int
 	ConnMaxLifetime time.Duration // capped below 5 minutes
 	DialTimeout     time.Duration // default 5 s
+	// BeforeConnect, when set, runs before every new connection and may change its credentials: the
+	// Lambda functions keep the user and password current with a rotated secret (awsenv.SQLCredentials).
+	BeforeConnect func(context.Context, *mysql.Config) error
 }
 
 // Config parses dsn and applies docmind's required settings. It is exported so operators and tests can
@@ -109,6 +112,11 @@ func Open(ctx context.Context, dsn string, o Options, now func() time.Time) (*sq
 	cfg, err := Config(dsn, o)
 	if err != nil {
 		return nil, err
+	}
+	if o.BeforeConnect != nil {
+		if err := cfg.Apply(mysql.BeforeConnect(o.BeforeConnect)); err != nil {
+			return nil, rag.E(op, rag.KindInvalid, err)
+		}
 	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {

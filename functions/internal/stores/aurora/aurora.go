@@ -5,6 +5,9 @@ package aurora
 
 import (
 	"context"
+	"os"
+
+	"github.com/docmind/docmind/functions/internal/awsenv"
 
 	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/config"
@@ -12,9 +15,19 @@ import (
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
-// Open opens Aurora MySQL with the configured pool (DOCMIND_SQL_MAX_OPEN_CONNS per instance).
+// Open opens Aurora MySQL with the configured pool (DOCMIND_SQL_MAX_OPEN_CONNS per instance). With the
+// DSN from a secret, new connections re-read it every few minutes (awsenv.SQLCredentials), so a
+// rotated password reaches a warm instance without recycling it.
 func Open(ctx context.Context, cfg config.Config) (*sqldb.DB, error) {
-	return mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
+	o := mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}
+	creds, err := awsenv.SQLCredentialsFromEnv(ctx, os.Getenv, cfg.SQL.DSN)
+	if err != nil {
+		return nil, err
+	}
+	if creds != nil {
+		o.BeforeConnect = creds.BeforeConnect
+	}
+	return mysql.Open(ctx, cfg.SQL.DSN, o, nil)
 }
 
 // Keyword is BM25 over the chunk rows in db, with the configured parameters.
