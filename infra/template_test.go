@@ -139,7 +139,20 @@ func TestQueueRetriesOutlastLease(t *testing.T) {
 		t.Fatalf("QueueMaxReceiveCount default %v", p.Default)
 	}
 	lease := ingest.DefaultLeaseTTL
-	for _, n := range []float64{*p.MinValue, def} {
+	counts := []float64{*p.MinValue, def}
+	// and every samconfig.toml environment that overrides it (a value below MinValue fails the deploy)
+	sc, err := os.ReadFile(filepath.Join("..", "samconfig.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`QueueMaxReceiveCount=(\d+)`).FindAllStringSubmatch(string(sc), -1) {
+		n, _ := strconv.ParseFloat(m[1], 64)
+		if n < *p.MinValue {
+			t.Errorf("samconfig.toml sets QueueMaxReceiveCount=%v, below the template's MinValue %v", n, *p.MinValue)
+		}
+		counts = append(counts, n)
+	}
+	for _, n := range counts {
 		if span := time.Duration(n*float64(*q.VisibilityTimeout)) * time.Second; span <= lease {
 			t.Errorf("%v receives x %d s visibility = %v, not more than the %v ingestion lease: a removal meeting it is dead-lettered",
 				n, *q.VisibilityTimeout, span, lease)
