@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,11 +18,11 @@ import (
 // current execution, during runs (a second event's execution, run to its end inside the first one's
 // task, as if it ran meanwhile on other instances).
 func overlapOnce(w *wfEnv, stage string, during func()) {
-	inner, fired := w.sfn.runner.Invoke, false
+	inner := w.sfn.runner.Invoke
+	var fired atomic.Bool // the Map's iterations run side by side
 	w.sfn.runner.Invoke = func(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error) {
 		var env Envelope
-		if json.Unmarshal(input, &env) == nil && env.Stage == stage && !fired {
-			fired = true
+		if json.Unmarshal(input, &env) == nil && env.Stage == stage && fired.CompareAndSwap(false, true) {
 			during()
 		}
 		return inner(ctx, resource, input)
@@ -148,18 +149,19 @@ func TestCommitKeepsTombstone(t *testing.T) {
 // row on one task are waited out with a growing, capped delay; the document ends ready.
 func TestWorkflowWaitsOutThrottling(t *testing.T) {
 	w := newWorkflowEnv(t)
-	inner, throttled := w.sfn.runner.Invoke, 0
+	w.wf.BatchSize = 1000 // one batch: the Map's iterations would otherwise retry side by side
+	inner := w.sfn.runner.Invoke
+	var throttled atomic.Int64
 	w.sfn.runner.Invoke = func(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error) {
 		var env Envelope
-		if json.Unmarshal(input, &env) == nil && env.Stage == "EmbedBatch" && throttled < 10 {
-			throttled++
+		if json.Unmarshal(input, &env) == nil && env.Stage == "EmbedBatch" && throttled.Add(1) <= 10 {
 			return nil, &aslrun.Error{Name: "Lambda.TooManyRequestsException", Cause: "Rate Exceeded."}
 		}
 		return inner(ctx, resource, input)
 	}
 	w.handle(t, w.bucket.put("inbox/kb/burst.md", manual("Seats: 7.")))
 	if _, err := w.sfn.last(); err != nil {
-		t.Fatalf("execution failed after %d throttles: %v", throttled, err)
+		t.Fatalf("execution failed after %d throttles: %v", throttled.Load(), err)
 	}
 	if d, _ := w.doc(t, "kb", "inbox/kb/burst.md"); d.Status != rag.StatusReady {
 		t.Fatalf("status %s", d.Status)
