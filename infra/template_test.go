@@ -170,3 +170,26 @@ func TestQueueRetriesOutlastLease(t *testing.T) {
 		t.Errorf("the state machine runs up to %d s but its lease lasts %v: another execution could take the source meanwhile", asl.TimeoutSeconds, lease)
 	}
 }
+
+// TestStageFunctionStartsFollowUps: Commit and MarkFailed start a follow-up execution of the ingestion
+// state machine (ingest.Workflow.FollowUp). The stage function names it by an ARN built from the state
+// machine's Name (a Ref would be a cycle: the machine invokes the function), so the Name, the variable
+// and the policy's resource must agree, or every follow-up fails with AccessDenied or a missing machine.
+func TestStageFunctionStartsFollowUps(t *testing.T) {
+	tmpl := readTemplate(t)
+	name := regexp.MustCompile(`(?m)^  IngestStateMachine:\n(?:    .*\n)*?      Name: !Sub (\S+)`).FindStringSubmatch(tmpl)
+	if name == nil {
+		t.Fatal("IngestStateMachine has no Name: !Sub ...")
+	}
+	arn := "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:" + name[1]
+	stage := regexp.MustCompile(`(?ms)^  StageFunction:\n(.*?)\n  [A-Za-z]+:\n`).FindStringSubmatch(tmpl)
+	if stage == nil {
+		t.Fatal("no StageFunction")
+	}
+	if !strings.Contains(stage[1], "DOCMIND_INGEST_STATE_MACHINE_ARN: !Sub "+arn) {
+		t.Errorf("StageFunction's DOCMIND_INGEST_STATE_MACHINE_ARN is not %s", arn)
+	}
+	if !regexp.MustCompile(`Action: states:StartExecution\s+Resource: !Sub `+regexp.QuoteMeta(arn)).MatchString(stage[1]) {
+		t.Errorf("StageFunction may not start %s", arn)
+	}
+}
