@@ -189,7 +189,7 @@ func TestStageFunctionStartsFollowUps(t *testing.T) {
 	if !strings.Contains(stage[1], "DOCMIND_INGEST_STATE_MACHINE_ARN: !Sub "+arn) {
 		t.Errorf("StageFunction's DOCMIND_INGEST_STATE_MACHINE_ARN is not %s", arn)
 	}
-	if !regexp.MustCompile(`Action: states:StartExecution\s+Resource: !Sub `+regexp.QuoteMeta(arn)).MatchString(stage[1]) {
+	if !regexp.MustCompile(`Action: states:StartExecution\s+Resource: !Sub ` + regexp.QuoteMeta(arn)).MatchString(stage[1]) {
 		t.Errorf("StageFunction may not start %s", arn)
 	}
 }
