@@ -196,7 +196,7 @@ func (t *Trigger) remove(ctx context.Context, kb rag.KnowledgeBase, uri string, 
 		return res, rag.Errorf("ingest.Trigger", rag.KindConflict, "an ingestion of %s holds its lease", uri)
 	}
 	defer t.Leases.ReleaseLease(context.WithoutCancel(ctx), lease, holder)
-	ctx = HoldingLease(ctx, lease) // Service.Delete runs under this hold, not a second one
+	ctx = HoldingLease(ctx, lease) // the service's delete runs under this hold, not a second one
 	doc, err := t.Service.Runner.Stages.Records.GetDocumentBySource(ctx, t.Tenant, kb.ID, uri)
 	if rag.Is(err, rag.KindNotFound) {
 		return res, nil
