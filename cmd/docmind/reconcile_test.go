@@ -172,26 +172,7 @@ func TestReconcileFinishesAKilledKBDelete(t *testing.T) {
 	if _, err := os.Stat(inbox); !os.IsNotExist(err) {
 		t.Fatalf("inbox/manuals is still there: %v", err)
 	}
-	withStores(t, data, func(s *Stores, svc *ingest.Service) {
-		ctx := context.Background()
-		w := &ingest.Watcher{Service: svc, Tenant: "local", Root: filepath.Join(data, "inbox")}
-		if err := w.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if kbs, _ := s.SQL.ListKBs(ctx, "local"); len(kbs) != 0 {
-			t.Errorf("knowledge bases after repair and a scan: %v", kbs)
-		}
-		if n, _ := s.Vectors.Count(ctx, rag.Filter{Tenant: "local", KBIDs: []string{kbID}}); n != 0 {
-			t.Errorf("%d vectors left", n)
-		}
-		if objs, _ := s.Blobs.List(ctx, "sources/"); len(objs) != 0 {
-			t.Errorf("%d source blobs left", len(objs))
-		}
-	})
-	entries, _ := os.ReadDir(filepath.Join(data, "inbox"))
-	if len(entries) != 1 || !strings.HasPrefix(entries[0].Name(), ".deleted-manuals-") {
-		t.Fatalf("inbox entries %v, want the retired folder only", entries)
-	}
+	entries := assertKBGoneAfterScan(t, data, kbID, "manuals")
 	if _, err := os.Stat(filepath.Join(data, "inbox", entries[0].Name(), "sub", "deep.md")); err != nil {
 		t.Fatalf("the user's files were not kept: %v", err)
 	}
@@ -312,4 +293,31 @@ func TestReconcileIntervalSetting(t *testing.T) {
 			t.Errorf("DOCMIND_RECONCILE_INTERVAL=%q: %v, %v; want %v", c.value, cfg.Server.ReconcileInterval, err, c.want)
 		}
 	}
+}
+
+// assertKBGoneAfterScan checks that a deleted knowledge base stays gone: the next scan of the drop folder
+// (what `docmind serve` runs at start) does not bring it back, no vector or source blob of it is left,
+// and inbox/ holds only its retired folder, whose entries it returns.
+func assertKBGoneAfterScan(t *testing.T, data, kbID, name string) []os.DirEntry {
+	t.Helper()
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		ctx := context.Background()
+		if err := (&ingest.Watcher{Service: svc, Tenant: "local", Root: filepath.Join(data, "inbox")}).Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if kbs, _ := s.SQL.ListKBs(ctx, "local"); len(kbs) != 0 {
+			t.Errorf("knowledge bases after the repair and a scan: %v", kbs)
+		}
+		if n, _ := s.Vectors.Count(ctx, rag.Filter{Tenant: "local", KBIDs: []string{kbID}}); n != 0 {
+			t.Errorf("%d vectors left", n)
+		}
+		if objs, _ := s.Blobs.List(ctx, "sources/"); len(objs) != 0 {
+			t.Errorf("%d source blobs left", len(objs))
+		}
+	})
+	entries, _ := os.ReadDir(filepath.Join(data, "inbox"))
+	if len(entries) != 1 || !strings.HasPrefix(entries[0].Name(), ".deleted-"+name+"-") {
+		t.Fatalf("inbox entries %v, want the retired folder only", entries)
+	}
+	return entries
 }

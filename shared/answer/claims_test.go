@@ -70,9 +70,9 @@ docmind 服务协议
 第四条 协议终止
 
 任何一方提前 30 天书面通知，可终止本协议。协议终止后 30 天内，服务提供方删除客户的全部数据。`
-	demoSales = `## sales
-
-| region | quarter | revenue (kUSD) | new customers |
+	demoSales = "## sales\n\n" + demoSalesTable
+	// demoSalesTable is the demo's sales-figures.xlsx as the extractor writes it.
+	demoSalesTable = `| region | quarter | revenue (kUSD) | new customers |
 | --- | --- | --- | --- |
 | North | 2026-Q1 | 420 | 12 |
 | North | 2026-Q2 | 515 | 15 |

@@ -196,14 +196,7 @@ func TestReaderSkipsPlainTableHeader(t *testing.T) {
 // A question that names a column of the top table but none of its rows gets the column for every row,
 // each line naming its row by the cells that tell the rows apart, all of them past MaxSentences.
 func TestReaderColumnForEveryRow(t *testing.T) {
-	const regions = `| region | quarter | revenue (kUSD) | new customers |
-| --- | --- | --- | --- |
-| North | 2026-Q1 | 420 | 12 |
-| North | 2026-Q2 | 515 | 15 |
-| South | 2026-Q1 | 310 | 9 |
-| South | 2026-Q2 | 365 | 11 |
-| East | 2026-Q1 | 280 | 7 |
-| East | 2026-Q2 | 330 | 10 |`
+	regions := demoSalesTable
 	r := Extractive{}.Read("Which region had the most new customers?", []rank.Evidence{ev("sales.xlsx", regions, 1), ev("guide.md", "A new or changed file is ingested by every customer.", 0.9)})
 	want := []string{"new customers for North, 2026-Q1: 12 [1]", "new customers for North, 2026-Q2: 15 [1]", "new customers for South, 2026-Q1: 9 [1]",
 		"new customers for South, 2026-Q2: 11 [1]", "new customers for East, 2026-Q1: 7 [1]", "new customers for East, 2026-Q2: 10 [1]"}
