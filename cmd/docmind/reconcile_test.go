@@ -178,6 +178,48 @@ func TestReconcileFinishesAKilledKBDelete(t *testing.T) {
 	}
 }
 
+// A kb delete killed right after it recorded itself (before the folder was renamed): the scan must not
+// also count the folder's files as sources without a document, whose repair failed once the delete's
+// repair had moved them ("no such file", exit 1). One `reconcile --repair` ends consistent.
+func TestReconcileFinishesAKBDeleteKilledBeforeTheRename(t *testing.T) {
+	data := t.TempDir()
+	inbox := filepath.Join(data, "inbox", "manuals")
+	os.MkdirAll(inbox, 0o755)
+	for i := range 3 {
+		os.WriteFile(filepath.Join(inbox, fmt.Sprintf("p%d.md", i)), []byte(largeDoc(3+i)), 0o644)
+	}
+	var kbID string
+	withStores(t, data, func(s *Stores, svc *ingest.Service) {
+		ctx := context.Background()
+		if err := (&ingest.Watcher{Service: svc, Tenant: "local", Root: filepath.Join(data, "inbox")}).Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(inbox, "new.md"), []byte(largeDoc(2)), 0o644) // not ingested yet
+		kb, err := s.SQL.GetKBByName(ctx, "local", "manuals")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kbID = kb.ID
+		if err := s.SQL.MarkKBDeleting(ctx, kb); err != nil { // the kill comes next
+			t.Fatal(err)
+		}
+	})
+	code, r := reconcileJSONOf(t, data)
+	if code != exitFail || r.Drift[reconcile.DeletedKnowledgeBases] != 1 || sum(r.Drift) != 1 {
+		t.Fatalf("after the kill: exit %d, drift %v (want only the knowledge base: its files are not sources to ingest)", code, r.Drift)
+	}
+	if code, r = reconcileJSONOf(t, data, "--repair"); code != 0 || r.Repaired[reconcile.DeletedKnowledgeBases] != 1 {
+		t.Fatalf("repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
+	}
+	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
+		t.Fatalf("after repair: exit %d, drift %v", code, r.Drift)
+	}
+	entries := assertKBGoneAfterScan(t, data, kbID, "manuals")
+	if _, err := os.Stat(filepath.Join(data, "inbox", entries[0].Name(), "new.md")); err != nil {
+		t.Fatalf("the user's files were not kept: %v", err)
+	}
+}
+
 // kb delete removes sources and the folder at once (the issue: 601 source files and inbox/<kb>/ were left,
 // and the next serve re-created the knowledge base).
 func TestKBDeleteRemovesSourcesAndRetiresInbox(t *testing.T) {

@@ -85,7 +85,7 @@ func (s *Service) retireInboxFile(ctx context.Context, doc rag.Document) error {
 	if !ok || (s.InboxTenant != "" && doc.Tenant != s.InboxTenant) {
 		return nil
 	}
-	return s.moveInbox(ctx, kb, rel, time.Now())
+	return s.moveInbox(ctx, kb, rel)
 }
 
 // markDeleted writes the tombstone. Caller holds the source's lock.
@@ -262,9 +262,17 @@ func (s *Service) purgeKB(ctx context.Context, kb rag.KnowledgeBase) error {
 	return nil
 }
 
-// DeletedInboxName is the name a deleted knowledge base's drop folder gets.
+// DeletedInboxName is the name a deleted knowledge base's drop folder gets (before the suffix that
+// makes it unique, see retiredName).
 func DeletedInboxName(kb string, at time.Time) string {
 	return DeletedInboxPrefix + kb + "-" + at.UTC().Format("20060102T150405Z")
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 // retireInbox renames the knowledge base's drop folder, on disk (Service.Inbox) and in the blob store
@@ -275,14 +283,70 @@ func (s *Service) retireInbox(ctx context.Context, k rag.KnowledgeBase) error {
 	if s.InboxTenant != "" && k.Tenant != s.InboxTenant {
 		return nil
 	}
-	return s.moveInbox(ctx, k.Name, "", time.Now())
+	return s.moveInbox(ctx, k.Name, "")
 }
 
-// moveInbox moves inbox/<kb>/<rel> (the whole folder when rel is "") to inbox/.deleted-<kb>-<now>/<rel>,
-// on disk and in the blob store; what is missing is skipped.
-func (s *Service) moveInbox(ctx context.Context, kb, rel string, now time.Time) error {
+// maxRetiredSuffix bounds the search for a free retired name: thousands of deletes of one knowledge
+// base's files in one second are not a workload, a loop that never ends would be.
+const maxRetiredSuffix = 1000
+
+// retiredName is a retired name for inbox/<kb>/<rel> (the whole folder when rel is "") whose target is
+// free on disk and in the blob store: DeletedInboxName, then -2, -3... The name has one-second
+// resolution, and a document delete followed by its knowledge base's delete in the same second met the
+// document's retired folder: the folder rename failed ("file exists") after the delete was recorded, and
+// a single-file move onto an existing copy silently replaced the user's earlier file. (Review of #11.)
+func (s *Service) retiredName(ctx context.Context, kb, rel string) (string, error) {
+	base := DeletedInboxName(kb, s.now())
+	for i := 1; i <= maxRetiredSuffix; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		taken, err := s.retiredTaken(ctx, name, rel)
+		if err != nil {
+			return "", err
+		}
+		if !taken {
+			return name, nil
+		}
+	}
+	return "", rag.Errorf("ingest.Delete", rag.KindConflict, "no free retired name for inbox/%s/%s after %d tries", kb, rel, maxRetiredSuffix)
+}
+
+// retiredTaken reports whether inbox/<name>/<rel> exists on disk or has an object (any object under it
+// when rel is "").
+func (s *Service) retiredTaken(ctx context.Context, name, rel string) (bool, error) {
+	if s.Inbox != "" {
+		_, err := os.Lstat(filepath.Join(s.Inbox, name, filepath.FromSlash(rel)))
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return false, rag.E("ingest.Delete", rag.KindUnavailable, err)
+		}
+	}
+	key := "inbox/" + name + "/" + rel
+	objs, err := s.Runner.Stages.Blobs.List(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	for _, o := range objs {
+		if rel == "" || o.Key == key {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// moveInbox moves inbox/<kb>/<rel> (the whole folder when rel is "") to inbox/<retired name>/<rel>,
+// on disk and in the blob store; what is missing is skipped, and nothing already retired is overwritten
+// (retiredName).
+func (s *Service) moveInbox(ctx context.Context, kb, rel string) error {
 	const op = "ingest.Delete"
-	retired := DeletedInboxName(kb, now)
+	retired, err := s.retiredName(ctx, kb, rel)
+	if err != nil {
+		return err
+	}
 	if s.Inbox != "" {
 		from := filepath.Join(s.Inbox, kb, filepath.FromSlash(rel))
 		to := filepath.Join(s.Inbox, retired, filepath.FromSlash(rel))

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store"
@@ -222,5 +223,70 @@ func TestDeleteKBFinishesAfterItsRowsWent(t *testing.T) {
 	}
 	if err := e.svc.DeleteKB(ctx, tenant, kb.ID); !rag.Is(err, rag.KindNotFound) {
 		t.Fatalf("a finished delete repeated: %v, want NotFound", err)
+	}
+}
+
+// TestDocThenKBDeleteInTheSameSecond: the retired names have one-second resolution. A document delete
+// moved a.md to .deleted-manuals-<t>/, then the knowledge base's delete in the same second renamed the
+// folder onto it: "file exists", after the delete was recorded (503, half-deleted). Both now succeed,
+// in the local folder and in the blob drop folder, and no retired file is overwritten.
+func TestDocThenKBDeleteInTheSameSecond(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	e.svc.Inbox = root
+	at := time.Date(2026, 11, 30, 16, 41, 15, 0, time.UTC)
+	e.svc.Now = func() time.Time { return at }
+	b := e.svc.Runner.Stages.Blobs
+	dir := filepath.Join(root, "kk")
+	os.MkdirAll(dir, 0o755)
+	for _, n := range []string{"a.md", "b.md"} {
+		os.WriteFile(filepath.Join(dir, n), manual("local "+n), 0o644)
+		b.Put(ctx, "inbox/kk/"+n, strings.NewReader("blob "+n), "text/markdown")
+	}
+	if err := (&Watcher{Service: e.svc, Tenant: tenant, Root: root}).Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kb, err := e.db.GetKBByName(ctx, tenant, "kk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.db.GetDocumentBySource(ctx, tenant, kb.ID, "inbox/kk/a.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Delete(ctx, tenant, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	// a.md comes back under the same path and goes again, still in the same second: not onto the first
+	os.WriteFile(filepath.Join(dir, "a.md"), manual("local a.md, second copy"), 0o644)
+	if err := e.svc.retireInboxFile(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteKB(ctx, tenant, kb.ID); err != nil {
+		t.Fatalf("kb delete in the same second: %v", err)
+	}
+	base := DeletedInboxName("kk", at)
+	want := map[string]string{ // retired file -> content
+		filepath.Join(base, "a.md"):      "local a.md",
+		filepath.Join(base+"-2", "a.md"): "local a.md, second copy",
+		filepath.Join(base+"-3", "b.md"): "local b.md", // -2 holds the second a.md
+	}
+	for rel, text := range want {
+		got, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil || !strings.Contains(string(got), text) {
+			t.Errorf("%s: %q, %v; want %q", rel, got, err, text)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("inbox/kk still there: %v", err)
+	}
+	keys := blobKeys(t, b, "inbox/")
+	wantKeys := []string{"inbox/" + base + "-3/b.md", "inbox/" + base + "/a.md"}
+	if strings.Join(keys, " ") != strings.Join(wantKeys, " ") {
+		t.Fatalf("blob drop folder %v, want %v", keys, wantKeys)
+	}
+	if _, err := e.db.GetKB(ctx, tenant, kb.ID); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("knowledge base after delete: %v", err)
 	}
 }

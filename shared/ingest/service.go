@@ -39,6 +39,9 @@ type Service struct {
 	// invocation) the hold lasts until the deadline plus a minute, so a killed instance blocks the source
 	// briefly.
 	LeaseTTL time.Duration
+	// Now is the clock of the retired drop-folder names (nil: time.Now); tests fix it to make two
+	// deletes meet in the same second.
+	Now func() time.Time
 
 	mu    sync.Mutex
 	locks map[string]*keyLock // one ingestion at a time per (kb, source)
