@@ -248,23 +248,27 @@ export function stageSummary(ms) {
 }
 
 // claimSkip says a character is left out when a claim is looked for in the rendered answer: whitespace
-// (the answer's text is split around citation buttons and line breaks) and markdown's emphasis and code
-// marks (the claim's sentence is markdown, the rendered answer is not).
-const claimSkip = (ch) => /\s|[*_`]/.test(ch);
+// (the answer's text is split around citation buttons and line breaks), markdown's emphasis and code
+// marks (the claim's sentence is markdown, the rendered answer is not) and the "·" plainText puts between
+// table cells (a rendered table has none).
+const claimSkip = (ch) => /\s|[*_`·]/.test(ch);
 
 // claimNeedle reduces a claim's sentence as the server states it (markdown, its [n] markers removed,
 // with or without a space left before the final punctuation) to the characters to look for: its text
-// without whitespace, emphasis marks and trailing punctuation.
+// without whitespace, emphasis marks and trailing punctuation. A cited table row ("| Managers | 45 |")
+// loses its pipes first: its cells are separate text in the rendered table.
 export function claimNeedle(sentence) {
-  const s = plainText(String(sentence || "").replace(/\s*\[\d{1,3}\]/g, ""));
+  const s = plainText(String(sentence || "").replace(/\s*\[\d{1,3}\]/g, "").replace(/\|/g, " "));
   return [...s].filter(ch => !claimSkip(ch)).join("").replace(/[.,;:!?。，；：！？、…]+$/u, "");
 }
 
 // findClaim finds a claim's sentence in the answer's text segments (its text nodes in order, citation
-// buttons left out), ignoring whitespace and trailing punctuation. It returns where the match starts
-// and ends as [segment, offset] pairs (the end exclusive), or null when it is not there or too short
-// to mean anything.
-export function findClaim(segments, sentence) {
+// buttons left out), ignoring whitespace and trailing punctuation, from the after-th character looked
+// at (the previous claim's next: claims come in the answer's order, and an earlier uncited sentence with
+// the same text is not this one). It returns where the match starts and ends as [segment, offset] pairs
+// (the end exclusive) and where the next claim's search starts, or null when it is not there or too
+// short to mean anything.
+export function findClaim(segments, sentence, after = 0) {
   const needle = claimNeedle(sentence);
   if ([...needle].length < 4) return null;
   let hay = "";
@@ -276,10 +280,10 @@ export function findClaim(segments, sentence) {
       at.push([i, j]);
     }
   });
-  const k = hay.indexOf(needle);
+  const k = hay.indexOf(needle, after);
   if (k < 0) return null;
   const [ei, ej] = at[k + needle.length - 1];
-  return { start: at[k], end: [ei, ej + 1] };
+  return { start: at[k], end: [ei, ej + 1], next: k + needle.length };
 }
 
 // liveLink returns the URL a markdown link in an answer may open, or null when it is to be shown as
@@ -572,29 +576,41 @@ function renderMarkdown(box, text, sourceCount, turn) {
 
 // markClaims wraps each unsupported claim's sentence in <mark> where it is found in the answer (across
 // the text around citation buttons and emphasis), and lists every unsupported claim with its reason
-// below the answer.
+// below the answer, as text (the server states a claim in markdown). Every claim, supported ones too,
+// moves the search on: the claims are the answer's cited sentences in order. Marks only split text
+// nodes, so the text findClaim counts in stays the same from one claim to the next.
 function markClaims(turn, claims) {
-  const bad = (claims || []).filter(c => c && c.supported === false && c.sentence);
+  const all = (claims || []).filter(c => c && c.sentence);
+  const bad = all.filter(c => c.supported === false);
   if (!bad.length) return;
-  for (const c of bad) {
+  let after = 0;
+  for (const c of all) {
     const nodes = answerTextNodes(turn.box);
-    const hit = findClaim(nodes.map(n => n.data), c.sentence);
+    const hit = findClaim(nodes.map(n => n.data), c.sentence, after);
     if (!hit) continue;
+    after = hit.next;
+    if (c.supported !== false) continue;
     const title = c.reason ? `Not supported by the sources: ${c.reason}` : "Not supported by the sources";
     wrapClaim(nodes, hit, title);
   }
   const box = el("div", "claims");
   box.append(el("strong", "", "Not supported by the cited sources:"));
   const ul = el("ul");
-  for (const c of bad) ul.append(el("li", "", c.reason ? `“${c.sentence}” — ${c.reason}` : `“${c.sentence}”`));
+  for (const c of bad) {
+    const text = plainText(c.sentence);
+    ul.append(el("li", "", c.reason ? `“${text}” — ${c.reason}` : `“${text}”`));
+  }
   box.append(ul);
   turn.meta.before(box);
 }
 
-// answerTextNodes lists an answer's text nodes in order, leaving out the citation buttons' "[n]".
+// answerTextNodes lists an answer's text nodes in order, leaving out the citation buttons' "[n]" and the
+// " (url)" the page adds after an outside link's label (a claim states the label only).
 function answerTextNodes(box) {
+  const added = (n) => n.parentElement.closest("button.cite") ||
+    (n.parentElement.classList.contains("offsite") && n === n.parentElement.lastChild);
   const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT, {
-    acceptNode: (n) => (n.parentElement && n.parentElement.closest("button.cite") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    acceptNode: (n) => (n.parentElement && added(n) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
   });
   const out = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) out.push(n);

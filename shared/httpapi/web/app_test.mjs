@@ -101,12 +101,12 @@ test("findClaim finds a claim across the text split by citation buttons, with or
   // the rendered answer: "Employees get 20 days " [1] ". Managers get 40 days " [1] "."
   const segs = ["Employees get ", "20 days", " of leave ", ". Managers get 40 days ", "."];
   for (const sentence of ["Managers get 40 days.", "Managers get 40 days .", "Managers get 40 days [1]."]) {
-    assert.deepEqual(findClaim(segs, sentence), { start: [3, 2], end: [3, 22] }, sentence);
+    assert.deepEqual(findClaim(segs, sentence), { start: [3, 2], end: [3, 22], next: 43 }, sentence);
   }
   // markdown emphasis in the claim, none in the text; a match across segments
-  assert.deepEqual(findClaim(segs, "Employees get **20 days** of leave ."), { start: [0, 0], end: [2, 9] });
+  assert.deepEqual(findClaim(segs, "Employees get **20 days** of leave ."), { start: [0, 0], end: [2, 9], next: 25 });
   // line breaks and repeated spaces in the answer are not in the claim
-  assert.deepEqual(findClaim(["Managers\n  get 40\ndays"], "Managers get 40 days."), { start: [0, 0], end: [0, 22] });
+  assert.deepEqual(findClaim(["Managers\n  get 40\ndays"], "Managers get 40 days."), { start: [0, 0], end: [0, 22], next: 17 });
   assert.equal(findClaim(segs, "Interns get 5 days."), null);
   assert.equal(findClaim(segs, "[1]."), null, "nothing left to find");
   assert.equal(claimNeedle("Managers get **40** days [2]。"), "Managersget40days");
@@ -120,4 +120,26 @@ test("liveLink keeps a link live only to this origin or to one of the answer's s
   assert.equal(liveLink("https://example.org/policy?d=SECRET", sources, "http://127.0.0.1:8080"), null, "a source's URL with more on it is another URL");
   assert.equal(liveLink("javascript:alert(1)", [{ url: "javascript:alert(1)" }], ""), null);
   assert.equal(liveLink("https://example.org/policy", undefined, ""), null);
+});
+
+test("claimNeedle reads a cited table row as its cells' text, as the rendered table has it", () => {
+  assert.equal(claimNeedle("| Managers | 45 |"), "Managers45");
+  assert.equal(claimNeedle("| Annual | 45 [1] |"), "Annual45");
+  assert.equal(claimNeedle("| Annual | | 45 |"), "Annual45", "an empty cell adds nothing");
+  assert.equal(claimNeedle("Managers get 45·days."), "Managersget45days");
+  // the rendered table: one text node per cell, the citation button left out
+  assert.deepEqual(findClaim(["Role", "Days", "Staff", "20 ", "Managers", "45 "], "| Managers | 45 |"), { start: [4, 0], end: [5, 2], next: 25 });
+});
+
+test("findClaim looks after the previous claim's match, and a claim's outside link is its label", () => {
+  // "Managers get 45 days." said twice: uncited first, then cited (the claim)
+  const segs = ["Managers get 45 days. Staff get 20 days ", ". Managers get 45 days ", "."];
+  const first = findClaim(segs, "Staff get 20 days.");
+  assert.deepEqual(first, { start: [0, 22], end: [0, 39], next: 32 });
+  assert.deepEqual(findClaim(segs, "Managers get 45 days.", first.next), { start: [1, 2], end: [1, 22], next: 50 });
+  assert.deepEqual(findClaim(segs, "Managers get 45 days."), { start: [0, 0], end: [0, 20], next: 17 }, "from the start, the first");
+  assert.equal(findClaim(segs, "Staff get 20 days.", first.next), null, "nothing after itself");
+  // an outside link renders as "label (url)"; the page leaves the " (url)" out of the segments
+  assert.deepEqual(findClaim(["See the ", "leave policy", " for details "], "See the [leave policy](https://exfil.example/p) for details."),
+    { start: [0, 0], end: [2, 12], next: 27 });
 });
