@@ -47,12 +47,12 @@ func (l *library) ask(w http.ResponseWriter, r *http.Request) {
 	if !admitted {
 		return
 	}
+	r, meter := metered(r)
+	var done *answer.Done
+	defer func() { l.h.charge(r.Context(), p, meter, done) }()
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
-	done, err := l.answer(ctx, req)
-	if done != nil {
-		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
-	}
+	done, err = l.answer(ctx, req)
 	if err == nil && done == nil {
 		err = rag.Errorf("httpapi.ask", rag.KindInternal, "no answer")
 	}

@@ -59,6 +59,9 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	if !admitted {
 		return
 	}
+	r, meter := metered(r)
+	var done *answer.Done
+	defer func() { l.h.charge(r.Context(), p, meter, done) }()
 	// the knowledge bases are re-checked once the conversation's are known (a role may have been revoked
 	// since), before the question is stored
 	restrict := func() error { return l.restrictKBs(r.Context(), p, &req) }
@@ -78,7 +81,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client is gone
 	}
-	done, err := l.run(ctx, req, stream.Send)
+	done, err = l.run(ctx, req, stream.Send)
 	if err != nil && errors.Is(r.Context().Err(), context.Canceled) {
 		// the client hung up (the page's stop button): the answer keeps what it was sent. A request
 		// context past its deadline is not a stop: on Lambda, streamcap.Reserve ends it early so that the
@@ -96,9 +99,6 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 			addDegraded(done, "limits")
 		}
 		l.finish(ctx, conv, stream, done)
-	}
-	if done != nil {
-		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
 	}
 	// One line per question: the span timeline of the same events the client saw and the trace stores.
 	attrs := []any{"tenant", tenant, "conversation", conv.conversationID(), "message", conv.messageID(), "spans", sse.Spans(stream.Events)}

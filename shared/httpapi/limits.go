@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/limits"
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -43,9 +45,23 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, p rag.Principal)
 	return false, false
 }
 
-// spend charges the tokens an answer used to the caller's daily budget.
-func (h *handler) spend(ctx context.Context, p rag.Principal, tokens int) {
+// metered returns r with a context that counts the tokens of every model call made with it (the small
+// model's and the main model's, streamed or not, finished or cut), and the meter counting them. Callers
+// defer charge right after, so that every exit path pays: a stopped answer, an error, a timeout.
+func metered(r *http.Request) (*http.Request, *llm.Meter) {
+	m := &llm.Meter{}
+	return r.WithContext(llm.WithMeter(r.Context(), m)), m
+}
+
+// charge spends on the caller's daily budget what the request's model calls counted, or the answer's own
+// usage when that is more: an Asker runs the model in another process (the answer state machine), where
+// this request's meter cannot see it.
+func (h *handler) charge(ctx context.Context, p rag.Principal, m *llm.Meter, done *answer.Done) {
+	tokens := m.Tokens()
+	if done != nil {
+		tokens = max(tokens, int64(done.Usage.PromptTokens+done.Usage.CompletionTokens))
+	}
 	if h.d.Limits != nil && tokens > 0 {
-		h.d.Limits.Spend(context.WithoutCancel(ctx), p.Tenant, p.UserID, int64(tokens))
+		h.d.Limits.Spend(context.WithoutCancel(ctx), p.Tenant, p.UserID, tokens)
 	}
 }

@@ -287,18 +287,18 @@ func (l *library) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !admitted {
 		return
 	}
+	r, meter := metered(r)
+	var done *answer.Done
+	defer func() { l.h.charge(r.Context(), p, meter, done) }()
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
 	if in.Stream {
-		l.streamCompletion(ctx, w, r, p, req, limitsDown)
+		done = l.streamCompletion(ctx, w, req, limitsDown)
 		return
 	}
-	done, err := l.run(ctx, req, func(string, any) error { return nil })
-	if done != nil {
-		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
-		if limitsDown {
-			addDegraded(done, "limits") // limits failed open: the docmind extension says so
-		}
+	done, err = l.run(ctx, req, func(string, any) error { return nil })
+	if done != nil && limitsDown {
+		addDegraded(done, "limits") // limits failed open: the docmind extension says so
 	}
 	if err != nil {
 		l.oaiError(w, err)
@@ -331,8 +331,9 @@ func (l *library) oaiAsk(r *http.Request) (rag.Principal, oaiRequest, answer.Req
 
 // streamCompletion streams the answer as chat.completion.chunk events: the role, one chunk per token,
 // the last chunk with the finish reason and the extensions, then [DONE]. A failure after the headers
-// is streamed as an error object, which OpenAI clients raise.
-func (l *library) streamCompletion(ctx context.Context, w http.ResponseWriter, r *http.Request, p rag.Principal, req answer.Request, limitsDown bool) {
+// is streamed as an error object, which OpenAI clients raise. It returns the answer's done object (nil
+// when the answer did not finish), for the caller to charge.
+func (l *library) streamCompletion(ctx context.Context, w http.ResponseWriter, req answer.Request, limitsDown bool) *answer.Done {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
@@ -342,7 +343,7 @@ func (l *library) streamCompletion(ctx context.Context, w http.ResponseWriter, r
 	call := newOAICall()
 	empty := ""
 	if err := s.write(call.chunk(oaiDelta{Role: "assistant", Content: &empty})); err != nil {
-		return
+		return nil
 	}
 	done, err := l.run(ctx, req, func(_ string, v any) error {
 		if t, ok := v.(answer.TokenEvent); ok {
@@ -350,20 +351,18 @@ func (l *library) streamCompletion(ctx context.Context, w http.ResponseWriter, r
 		}
 		return nil
 	})
-	if done != nil {
-		l.h.spend(r.Context(), p, done.Usage.PromptTokens+done.Usage.CompletionTokens)
-		if limitsDown {
-			addDegraded(done, "limits")
-		}
+	if done != nil && limitsDown {
+		addDegraded(done, "limits")
 	}
 	if err != nil {
 		_ = s.write(oaiErrorBody{oaiErrorDetail{Message: publicMessage(err), Type: "server_error", Code: rag.KindOf(err).String()}})
-		return
+		return done
 	}
 	if s.write(call.last(done)) == nil {
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 		_ = s.rc.Flush()
 	}
+	return done
 }
 
 // oaiStream writes data-only SSE events; after a failed write it refuses the rest, so that a client

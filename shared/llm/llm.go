@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -74,7 +75,18 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onDelta func(string) e
 	creq := chatRequest(req)
 	creq.Stream, creq.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
 	var usage Usage
+	// received is the text of the last attempt, kept only when a meter will need to estimate from it
+	var received strings.Builder
+	if meterOf(ctx) != nil {
+		inner := onDelta
+		onDelta = func(s string) error {
+			received.WriteString(s)
+			return inner(s)
+		}
+	}
+	defer func() { record(ctx, req, usage, received.String()) }()
 	for attempt := 0; ; attempt++ {
+		received.Reset()
 		delivered, err := o.once(ctx, creq, onDelta, &usage)
 		if err == nil {
 			return usage, nil

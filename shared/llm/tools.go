@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -48,6 +49,7 @@ func (o *OpenAI) CallTools(ctx context.Context, req Request, tools []Tool) (Repl
 		resp, err := o.client.CreateChatCompletion(ctx, creq)
 		if err == nil {
 			r := Reply{Usage: Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}}
+			record(ctx, req, r.Usage, replyText(resp))
 			if len(resp.Choices) == 0 {
 				return r, rag.Errorf(op, rag.KindInvalid, "the model returned no choice")
 			}
@@ -59,6 +61,9 @@ func (o *OpenAI) CallTools(ctx context.Context, req Request, tools []Tool) (Repl
 			return r, nil
 		}
 		kind := classify(err)
+		if ctx.Err() != nil {
+			record(ctx, req, Usage{}, "") // a call cut by the caller: the provider has read the prompt
+		}
 		if attempt == 1 || kind != rag.KindUnavailable || ctx.Err() != nil {
 			return Reply{}, rag.E(op, kind, err)
 		}
@@ -66,4 +71,16 @@ func (o *OpenAI) CallTools(ctx context.Context, req Request, tools []Tool) (Repl
 			return Reply{}, rag.E(op, rag.KindUnavailable, err)
 		}
 	}
+}
+
+// replyText is a reply's text and tool-call arguments, what an estimate of its completion tokens reads.
+func replyText(resp openai.ChatCompletionResponse) string {
+	var b strings.Builder
+	for _, c := range resp.Choices {
+		b.WriteString(c.Message.Content)
+		for _, t := range c.Message.ToolCalls {
+			b.WriteString(t.Function.Arguments)
+		}
+	}
+	return b.String()
 }
