@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,15 +118,24 @@ func (l *library) resolveKB(ctx context.Context, tenant, key string) (rag.Knowle
 const maxJSONBody = 64 << 10
 
 // decodeBody decodes a JSON body of at most 64 KiB with no unknown fields; shape names the expected form
-// in the error. A larger body is TooLarge (413), never a confusing parse error.
+// in the error. A larger body is TooLarge (413), never a confusing parse error: a declared length over the
+// limit is refused before a byte is read, and a body without one (chunked) is read up to the limit before
+// it is parsed, so that 10 MB of something that is not JSON is "too large", not "invalid character".
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, shape string) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if r.ContentLength > maxJSONBody {
+		return errTooLarge{limit: maxJSONBody}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return errTooLarge{limit: mbe.Limit}
 		}
+		return rag.Errorf("httpapi", rag.KindInvalid, "body could not be read: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return rag.Errorf("httpapi", rag.KindInvalid, "body must be %s: %v", shape, err)
 	}
 	return nil
