@@ -177,3 +177,88 @@ func TestWorkflowWaitsOutThrottling(t *testing.T) {
 		t.Fatalf("%d delays totalling %v: want 10 growing waits, minutes in all", len(w.delays), total)
 	}
 }
+
+// flakyStarts fails the first execution start after arm (a Step Functions outage during FollowUp).
+type flakyStarts struct {
+	Executions
+	armed atomic.Bool
+}
+
+func (f *flakyStarts) Start(ctx context.Context, name string, input []byte) (bool, error) {
+	if f.armed.CompareAndSwap(true, false) {
+		return false, rag.Errorf("fake", rag.KindUnavailable, "StartExecution: service unavailable")
+	}
+	return f.Executions.Start(ctx, name, input)
+}
+
+// TestCommitRetryAfterFailedFollowUp: v1's Commit committed and released the lease, then its follow-up
+// failed to start (Unavailable), so the ASL retries Commit. The retry runs while v2's execution holds
+// the lease at its own Commit: it must not commit v1 again (ready over v2's work, v2's staging deleted),
+// only start the follow-up. Then the retry with the lease free, after v2 committed, changes nothing
+// either; v2 serves and the stores agree.
+func TestCommitRetryAfterFailedFollowUp(t *testing.T) {
+	w := newWorkflowEnv(t)
+	flaky := &flakyStarts{Executions: w.sfn}
+	w.wf.Executions, w.wf.Name = flaky, awsrt.ExecutionName
+	ctx := context.Background()
+	const key = "inbox/kb/plan.md"
+	var v1Commit FinishIn
+	inner := w.sfn.runner.Invoke
+	w.sfn.runner.Invoke = func(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error) {
+		var env Envelope
+		if json.Unmarshal(input, &env) == nil && env.Stage == "Commit" && v1Commit.Job.Holder == "" {
+			json.Unmarshal(env.Input, &v1Commit)
+		}
+		return inner(ctx, resource, input)
+	}
+	w.handle(t, w.bucket.put(key, manual("Version one: 5 seats.")))
+	d1, ok := w.doc(t, "kb", key)
+	if !ok || d1.Status != rag.StatusReady || v1Commit.Job.Holder == "" {
+		t.Fatalf("v1: %+v, commit input captured %v", d1, v1Commit.Job.Holder != "")
+	}
+	kb1, _ := w.sql.GetKB(ctx, tenant, d1.KBID)
+
+	var retryErr error
+	overlapOnce(w, "Commit", func() { // v2's execution is at its Commit and holds the lease
+		staged := blobKeys(t, w.wf.Stages.staging(), StagingPrefix(tenant, d1.ID))
+		flaky.armed.Store(true)
+		if _, err := w.wf.Commit(ctx, v1Commit); err == nil {
+			t.Error("the armed follow-up start did not fail")
+		}
+		_, retryErr = w.wf.Commit(ctx, v1Commit) // the ASL's retry
+		if got := blobKeys(t, w.wf.Stages.staging(), StagingPrefix(tenant, d1.ID)); len(got) != len(staged) || len(staged) == 0 {
+			t.Errorf("v1's Commit retry under v2's lease touched v2's staging: %d payloads before, %d after", len(staged), len(got))
+		}
+		if d, _ := w.doc(t, "kb", key); d.SourceSequencer == d1.SourceSequencer || d.ContentHash != d1.ContentHash {
+			t.Errorf("v1's retry re-committed: %+v", d)
+		}
+	})
+	v2 := w.bucket.put(key, manual("Version two: 9 seats."))
+	w.handle(t, v2)
+	if retryErr != nil {
+		t.Fatalf("v1's Commit retry: %v", retryErr)
+	}
+	if _, err := w.sfn.last(); err != nil {
+		t.Fatalf("v2's execution: %v", err)
+	}
+	d, ok := w.doc(t, "kb", key)
+	if !ok || d.Status != rag.StatusReady || d.SourceSequencer != v2.Sequencer || !w.hasText(t, d.ID, "9 seats") || w.hasText(t, d.ID, "5 seats") {
+		t.Fatalf("document %+v after v2; want v2 ready", d)
+	}
+	// the same retry once v2 is done and the lease free: nothing is committed again
+	before, _ := w.sql.GetKB(ctx, tenant, d.KBID)
+	if _, err := w.wf.Commit(ctx, v1Commit); err != nil {
+		t.Fatalf("late retry: %v", err)
+	}
+	after, _ := w.sql.GetKB(ctx, tenant, d.KBID)
+	if d2, _ := w.doc(t, "kb", key); d2.ContentHash != d.ContentHash || d2.SourceSequencer != v2.Sequencer || after.Version != before.Version {
+		t.Fatalf("late retry changed the document or the knowledge base: %+v, version %d -> %d", d2, before.Version, after.Version)
+	}
+	if before.Version <= kb1.Version {
+		t.Fatalf("knowledge-base version %d after v2, %d after v1", before.Version, kb1.Version)
+	}
+	w.consistent(t, d.ID)
+	if ok, _ := w.sql.AcquireLease(ctx, LeaseName(tenant, d.KBID, key), "other", time.Minute); !ok {
+		t.Fatal("a lease was left held")
+	}
+}

@@ -413,17 +413,60 @@ type WorkflowCommitOut struct {
 	FollowUp string `json:"follow_up,omitempty"`
 }
 
-// Commit is Stages.Commit (status ready last), the release of the source's lease, then the follow-up
-// for a newer version recorded meanwhile (FollowUp). A failed start is Unavailable: the ASL retries
-// Commit (every step of it is idempotent), and MarkFailed tries the follow-up again.
+// Commit is Stages.Commit (status ready last) under the source's lease, the release of the lease, then
+// the follow-up for a newer version recorded meanwhile (FollowUp). A failed start is Unavailable: the
+// ASL retries Commit, and MarkFailed tries the follow-up again. A retry re-takes the lease under the
+// execution's holder and commits only what this execution prepared and has not committed yet: before,
+// a retry after a failed follow-up ran Stages.Commit again with no lease, possibly while a newer
+// version's execution held it, marking the document ready over that version's work and deleting its
+// staging (review of #11). When another holder has the lease, or the document was committed already
+// (by this execution) or prepared since by another, only the follow-up is left to do.
 func (w *Workflow) Commit(ctx context.Context, in FinishIn) (WorkflowCommitOut, error) {
-	out, err := w.Stages.Commit(ctx, CommitIn{ChunkOut: in.Chunk, ContentHash: in.ContentHash})
-	if err != nil {
-		return WorkflowCommitOut{CommitOut: out}, err
+	const op = "ingest.Commit"
+	j := in.Job
+	if err := j.validate(op); err != nil {
+		return WorkflowCommitOut{}, err
 	}
-	w.Leases.ReleaseLease(context.WithoutCancel(ctx), LeaseName(in.Job.Tenant, in.Job.KBID, in.Job.SourceURI), in.Job.Holder)
-	next, err := w.FollowUp(ctx, in.Job)
-	return WorkflowCommitOut{CommitOut: out, FollowUp: next}, err
+	out := WorkflowCommitOut{CommitOut: CommitOut{Doc: in.Chunk.Doc}}
+	lease := LeaseName(j.Tenant, j.KBID, j.SourceURI)
+	ok, err := w.Leases.AcquireLease(ctx, lease, j.Holder, w.ttl())
+	if err != nil {
+		return out, err
+	}
+	if ok {
+		todo, err := w.uncommitted(ctx, in)
+		if err != nil {
+			return out, err // the lease stays ours: the retry re-takes it
+		}
+		if todo {
+			if out.CommitOut, err = w.Stages.Commit(ctx, CommitIn{ChunkOut: in.Chunk, ContentHash: in.ContentHash}); err != nil {
+				return out, err
+			}
+		} else {
+			w.Stages.cleanStaging(ctx, in.Chunk.Doc) // a commit that ended before its cleanup; the lease is ours
+		}
+		w.Leases.ReleaseLease(context.WithoutCancel(ctx), lease, j.Holder)
+	}
+	out.FollowUp, err = w.FollowUp(ctx, j)
+	return out, err
+}
+
+// uncommitted reports whether the document is still as this execution's Prepare left it: prepared at
+// the job's sequencer (another version's Prepare has not run since) and not yet ready with this
+// content. Caller holds the lease.
+func (w *Workflow) uncommitted(ctx context.Context, in FinishIn) (bool, error) {
+	doc, err := w.Stages.Records.GetDocument(ctx, in.Job.Tenant, in.Job.DocumentID)
+	if rag.Is(err, rag.KindNotFound) {
+		return true, nil // Stages.Commit reports it
+	}
+	if err != nil {
+		return false, err
+	}
+	if doc.SourceSequencer != truncate(in.Job.Sequencer, 64) {
+		return false, nil
+	}
+	done := doc.Status == rag.StatusReady && doc.Error == "" && in.ContentHash != "" && doc.ContentHash == in.ContentHash
+	return !done, nil
 }
 
 // FollowUp starts an execution for the source's newest version when it is a newer put than j, and
