@@ -148,8 +148,20 @@ func claimNames(s string) []string {
 			kept = append(kept, core)
 		}
 	}
+	// a person after the word that introduces one ("创始人是李明", "由李明创立"): its first two
+	// characters, surname and given name, must be in the passage
+	for _, m := range reCNPerson.FindAllStringSubmatch(s, -1) {
+		name := m[2] + m[3] // one of the two is empty
+		if core := string([]rune(name)[:2]); !slices.Contains(kept, core) {
+			kept = append(kept, core)
+		}
+	}
 	return kept
 }
+
+// reCNPerson finds a Chinese person's name (2 or 3 characters) after 创始人是/负责人为/作者是 ..., or
+// between 由 and the verb of what that person did ("由李明创立"; 由于 is "because").
+var reCNPerson = regexp.MustCompile(`(创始人|创办人|创立者|创建者|负责人|董事长|总经理|首席执行官|作者|导演|主编|发明人|发明者|设计者|设计师|法定代表人)(?:是|为|：|:)\s*(\p{Han}{2,3})|由\s*(\p{Han}{2,3}?)(?:于|在)?(?:创立|创办|创建|建立|成立|发起|领导|主持|执导|编写|撰写|设计|发明|提出|主演|创作|编著)`)
 
 func isCapitalised(w string) bool {
 	r, _ := utf8.DecodeRuneInString(w)

@@ -39,6 +39,8 @@ func CheckClaims(answer string, ev []rank.Evidence) []Claim {
 	sentences := claimSentences(body)
 	out := []Claim{}
 	cache := map[int]*passageFacts{}
+	var prevCites []int
+	var prevRows map[string]bool
 	for _, s := range sentences {
 		var cites []int
 		for _, m := range citeRe.FindAllStringSubmatch(s, -1) {
@@ -59,7 +61,14 @@ func CheckClaims(answer string, ev []rank.Evidence) []Claim {
 			}
 			facts = append(facts, cache[n])
 		}
-		c.Supported, c.Reason, c.NumberMissing = checkClaim(plain, cites, facts)
+		// "It supports 25 users [1]." after "The Team plan costs $49 per month [1].": a claim that names
+		// no row is about the row the claim before it, citing the same, named
+		var rows map[string]bool
+		if slices.Equal(cites, prevCites) {
+			rows = prevRows
+		}
+		c.Supported, c.Reason, c.NumberMissing, prevRows = checkClaimAfter(plain, cites, facts, true, rows)
+		prevCites = cites
 		out = append(out, c)
 	}
 	return out
@@ -123,6 +132,14 @@ type lineFacts struct {
 	// bare says the line holds numbers and at most one word of its own, fewer than its numbers (a
 	// table row whose layout was lost: "低于 95.0% 50%").
 	bare bool
+	// text is the line, folded; for a table row under a header, cells are its cells and heads the
+	// header's (folded), keyCol the index of its key cell: a number is read in its column.
+	text         string
+	cells, heads []string
+	keyCol       int
+	// negated is the parity of the line's negations (negations): a claim saying the opposite of the
+	// line it is about is not supported by it.
+	negated bool
 }
 
 var reScale = regexp.MustCompile(`(?i)\b(thousands?|millions?|billions?|mn|bn)\b|\(k[a-z]{0,3}\)|\bk(usd|eur|gbp|cny)\b|万|亿|千`)
@@ -171,13 +188,15 @@ func (f *passageFacts) load() {
 				header, lf.header = t, true
 			} else {
 				context = header
+				lf.cells, lf.heads = rowCells(foldLower(t)), rowCells(foldLower(header))
 			}
-			lf.key = rowKeyTerms(cells)
+			lf.key, lf.keyCol = rowKeyTerms(cells)
 			previous = t
 		} else {
 			header, previous = "", ""
 		}
 		lt := foldLower(t)
+		lf.text, lf.negated = lt, negations(lt)%2 == 1
 		lf.dates = extractDates(lt)
 		lf.numbers = datedNumbers(lt, lf.dates)
 		own := text.Analyze(t)
@@ -202,6 +221,11 @@ func (f *passageFacts) load() {
 		lf.scale = reScale.MatchString(t + " " + context)
 		f.lines = append(f.lines, lf)
 	}
+	f.weigh()
+}
+
+// weigh sets each term's weight in the passage from the share of lines holding it.
+func (f *passageFacts) weigh() {
 	df := map[string]int{}
 	for _, l := range f.lines {
 		for x := range l.terms {
@@ -244,9 +268,10 @@ func isSeparatorRow(cells []string) bool {
 	return true
 }
 
-// rowKeyTerms are the terms of a row's first cell that is not a number (nil when there is none).
-func rowKeyTerms(cells []string) map[string]bool {
-	for _, c := range cells {
+// rowKeyTerms are the terms of a row's first cell that is not a number (nil when there is none), and
+// that cell's index.
+func rowKeyTerms(cells []string) (map[string]bool, int) {
+	for i, c := range cells {
 		ts := text.Analyze(c)
 		if len(contentOf(ts)) == 0 {
 			continue
@@ -255,9 +280,9 @@ func rowKeyTerms(cells []string) map[string]bool {
 		for _, t := range ts {
 			key[t] = true
 		}
-		return key
+		return key, i
 	}
-	return nil
+	return nil, -1
 }
 
 // aboutLines returns the lines of the passage a claim (or the clause of it holding a fact) is about:
@@ -352,6 +377,7 @@ type claimFacts struct {
 	terms   []string        // content terms (contentTerms)
 	dates   []factIn[date]
 	numbers []factIn[number]
+	folded  string // the claim, folded
 }
 
 type factIn[T any] struct {
@@ -361,6 +387,9 @@ type factIn[T any] struct {
 	// plan costs $199"), a key-like word after it is usually about something else ("email within 2
 	// business days").
 	clause, lead []string
+	// units is what the fact is counted in: its time unit and currency as written next to it, and the
+	// period its clause states (numbers only).
+	units units
 }
 
 // reClause ends a clause: a fact is about the words of its own clause ("Team costs $49, Business
@@ -372,7 +401,7 @@ func readClaim(s string) claimFacts {
 	folded := foldLower(s)
 	ds := extractDates(folded)
 	rest := maskDates(folded, ds)
-	c := claimFacts{all: map[string]bool{}, terms: contentTerms(rest)}
+	c := claimFacts{all: map[string]bool{}, terms: contentTerms(rest), folded: folded}
 	for _, t := range text.Analyze(s) {
 		c.all[t] = true
 	}
@@ -396,7 +425,7 @@ func readClaim(s string) claimFacts {
 	}
 	for _, d := range ds {
 		clause, lead := clauseAt(d.start)
-		c.dates = append(c.dates, factIn[date]{d, clause, lead})
+		c.dates = append(c.dates, factIn[date]{d, clause, lead, units{}})
 	}
 	for i := 1; i < len(bounds); i++ {
 		part, off := rest[bounds[i-1]:bounds[i]], 0
@@ -405,7 +434,9 @@ func readClaim(s string) claimFacts {
 				off += k
 			}
 			clause, lead := clauseAt(bounds[i-1] + off)
-			c.numbers = append(c.numbers, factIn[number]{n, clause, lead})
+			u := adjacentUnits(part[:off], part[min(len(part), off+len(n.raw)):])
+			u.period = periodOf(part)
+			c.numbers = append(c.numbers, factIn[number]{n, clause, lead, u})
 		}
 	}
 	return c
@@ -422,14 +453,54 @@ func checkClaim(s string, cites []int, facts []*passageFacts) (bool, string, boo
 // checkClaimQuotes is checkClaim; without quotes, a quote is checked fact by fact like any sentence
 // (the tests measure those checks on sentences known to be right).
 func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool) (bool, string, bool) {
+	ok, why, missing, _ := checkClaimAfter(s, cites, facts, quotes, nil)
+	return ok, why, missing
+}
+
+// checkClaimAfter is checkClaimQuotes for a claim following one that named the table rows prev (their
+// key terms; nil when none): a claim naming no row is read as naming those. It also returns the rows
+// this claim is about, for the next one.
+func checkClaimAfter(s string, cites []int, facts []*passageFacts, quotes bool, prev map[string]bool) (ok bool, why string, missing bool, rows map[string]bool) {
 	where := citeList(cites)
 	if quotes && claimQuoted(s, facts) {
-		return true, "supported", false
+		return true, "supported", false, nil
 	}
 	for _, f := range facts {
 		f.load()
 	}
 	c := readClaim(s)
+	rows = namedRows(c.all, facts)
+	if len(rows) == 0 && len(prev) > 0 {
+		for t := range prev {
+			c.all[t] = true
+		}
+		rows = prev
+	}
+	ok, why, missing = checkFacts(s, c, where, cites, facts)
+	return ok, why, missing, rows
+}
+
+// namedRows is the union of the key terms of the table rows of facts whose whole key terms names.
+func namedRows(terms map[string]bool, facts []*passageFacts) map[string]bool {
+	var out map[string]bool
+	for _, f := range facts {
+		for _, l := range f.lines {
+			if l.key == nil || l.header || !termSubset(l.key, terms) {
+				continue
+			}
+			if out == nil {
+				out = map[string]bool{}
+			}
+			for t := range l.key {
+				out[t] = true
+			}
+		}
+	}
+	return out
+}
+
+// checkFacts checks claim s, read as c, fact by fact against its cited passages (loaded).
+func checkFacts(s string, c claimFacts, where string, cites []int, facts []*passageFacts) (bool, string, bool) {
 	for _, d := range c.dates {
 		found, about := false, false
 		for _, f := range facts {
@@ -447,27 +518,8 @@ func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool)
 			return false, msg, true
 		}
 	}
-	together := numbersTogether(c.numbers, c.terms, c.all, facts)
-	for _, n := range c.numbers {
-		if together {
-			break
-		}
-		found, about := false, false
-		for _, f := range facts {
-			if !f.numbers.has(n.fact.value) && !(n.fact.scaled() && f.numbers.has(n.fact.base)) {
-				continue
-			}
-			found = true
-			for _, i := range f.aboutLines(c.all, n.lead, n.clause, c.terms) {
-				l := f.lines[i]
-				if l.numbers.has(n.fact.value) || n.fact.scaled() && l.scale && l.numbers.has(n.fact.base) {
-					about = true
-				}
-			}
-		}
-		if msg := factMessage(n.fact.raw, where, found, about); msg != "" {
-			return false, msg, true
-		}
+	if msg := checkNumbers(c, where, facts); msg != "" {
+		return false, msg, true
 	}
 	for _, name := range claimNames(s) {
 		found := false
@@ -495,6 +547,12 @@ func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool)
 	}
 	if float64(have)/float64(len(c.terms)) < ClaimTermShare {
 		return false, fmt.Sprintf("only %d of its %d content terms are in %s", have, len(c.terms), where), false
+	}
+	folded := foldLower(s)
+	for k, f := range facts {
+		if opposite(folded, c.terms, f) {
+			return false, fmt.Sprintf("%s says the opposite", citeList(cites[k:k+1])), false
+		}
 	}
 	return true, "supported", false
 }
@@ -748,4 +806,225 @@ func ClaimsSupported(cs []Claim) float64 {
 		}
 	}
 	return float64(n) / float64(len(cs))
+}
+
+// numberFits says why number n of a claim, found in line l, is not the line's fact ("" when it is): in a
+// table row, the clause names a column ("$25 per month" names the monthly price) and n is in another
+// (25 is the users cell); or the line counts n in another unit of the same kind ("10 weeks", the line
+// says days; "€49", the column is USD; "per year", the column is monthly).
+func (l lineFacts) numberFits(n factIn[number], claim string) string {
+	if l.heads == nil {
+		return l.proseUnitsFit(n)
+	}
+	var in []int // the columns holding n
+	named, inNamed := false, false
+	for i, h := range l.heads {
+		if i == l.keyCol || i >= len(l.cells) {
+			continue
+		}
+		holds := cellHolds(l.cells[i], n.fact)
+		if holds && strings.ContainsFunc(l.cells[i], unicode.IsLetter) && strings.Contains(claim, l.cells[i]) {
+			return "" // the claim names the cell itself ("2026-Q2"): the number is its key, not its value
+		}
+		if holds {
+			in = append(in, i)
+		}
+		if termsLike(contentTerms(h), n.clause) {
+			named = true
+			inNamed = inNamed || holds
+		}
+	}
+	if len(in) == 0 { // in the key cell or the header's context only: nothing to compare
+		return ""
+	}
+	if named && !inNamed {
+		return fmt.Sprintf("holds it in the %q column, which the sentence does not name", l.heads[in[0]])
+	}
+	for _, i := range in {
+		u := headerUnits(l.heads[i])
+		for _, cu := range numberUnits(l.cells[i], n.fact.value) {
+			u = overlay(u, cu)
+		}
+		if n.units.conflicts(u) == "" {
+			return ""
+		}
+	}
+	u := headerUnits(l.heads[in[0]])
+	return fmt.Sprintf("states it in %s (%q column), not %s", u.describe(), l.heads[in[0]], n.units.describe())
+}
+
+// proseUnitsFit is numberFits for a line that is not a table row: some occurrence of the number must
+// not be counted in another unit than the claim's.
+func (l lineFacts) proseUnitsFit(n factIn[number]) string {
+	us := numberUnits(l.text, n.fact.value)
+	if n.fact.scaled() {
+		us = append(us, numberUnits(l.text, n.fact.base)...)
+	}
+	for _, u := range us {
+		if n.units.conflicts(u) == "" {
+			return ""
+		}
+	}
+	if len(us) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("states it in %s, not %s", us[0].describe(), n.units.describe())
+}
+
+// overlay is u with what v states set over it (a cell's "20 days" says more than its header).
+func overlay(u, v units) units {
+	if v.time != "" {
+		u.time = v.time
+	}
+	if v.period != "" {
+		u.period = v.period
+	}
+	if v.currency != "" {
+		u.currency = v.currency
+	}
+	return u
+}
+
+// cellHolds reports whether a folded table cell states number n (its value, or its base when scaled).
+func cellHolds(cell string, n number) bool {
+	set := numbersOf(cell)
+	return set.has(n.value) || n.scaled() && set.has(n.base)
+}
+
+// termsLike reports whether a and b share a term, or two terms sharing their first five or more
+// letters ("month" and "monthli").
+func termsLike(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+			if k := min(len(x), len(y)); k >= 5 && !hasCJK(x) && x[:k] == y[:k] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// English negations, and the Chinese negating characters with the words in which they negate nothing
+// (非常 is "very", 未来 "future", 不仅 "not only ... but"). "without" is left out: it qualifies a noun
+// ("PDFs without a text layer are refused, because docmind does not do OCR" negates one verb, not two).
+var (
+	enNegations = map[string]bool{"not": true, "no": true, "never": true, "none": true, "nothing": true, "nobody": true,
+		"nor": true, "neither": true, "cannot": true}
+	cnNegations  = "不没无未非别勿"
+	cnNotNegated = []string{"不仅", "不但", "不光", "不断", "不同", "不过", "不少", "不久", "不管", "不论", "不如", "不错", "不已",
+		"无论", "无数", "无线", "无锡", "非常", "非洲", "除非", "未来", "淹没", "埋没", "出没", "隐没", "沉没", "别人", "别的", "别名",
+		"别称", "分别", "区别", "特别", "类别", "级别", "性别", "个别", "告别", "差别", "识别", "辨别", "鉴别", "派别", "别墅"}
+)
+
+// negations counts the negations of folded text s: "no" and "not" words, n't, and the Chinese
+// negating characters outside the words where they negate nothing. A leading answer word ("yes,",
+// "no,", "不，", "会的，") is not counted: it answers the question, the clause after it states the fact.
+func negations(s string) int {
+	s = strings.TrimSpace(s)
+	if m := reAnswerWord.FindStringIndex(s); m != nil {
+		s = s[m[1]:]
+	}
+	n := 0
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' || text.IsCJK(r) }) {
+		w = strings.Trim(w, "'")
+		if enNegations[w] || strings.HasSuffix(w, "n't") {
+			n++
+		}
+	}
+	rs := []rune(s)
+	for i, r := range rs {
+		if !strings.ContainsRune(cnNegations, r) {
+			continue
+		}
+		word := false
+		for _, x := range cnNotNegated {
+			xr := []rune(x)
+			for k := range xr {
+				if xr[k] == r && i-k >= 0 && i-k+len(xr) <= len(rs) && string(rs[i-k:i-k+len(xr)]) == x {
+					word = true
+				}
+			}
+		}
+		if !word {
+			n++
+		}
+	}
+	return n
+}
+
+var reAnswerWord = regexp.MustCompile(`^(yes|no|yeah|nope|correct|right|indeed)\b[,.!:;]\s*|^(是的|对的|对|是|会的|会|不会|不是|没有|不|否|可以|不可以|能|不能)[,.!:;]\s*`)
+
+// opposite reports whether the line of a passage a claim is about (the ones sharing most of its
+// weighted content terms, at least half of them and two) says the opposite of the claim: one of them
+// negated, the other not. Any such line agreeing with the claim keeps it.
+func opposite(claim string, terms []string, f *passageFacts) bool {
+	if len(terms) < 2 {
+		return false
+	}
+	all := make([]int, len(f.lines))
+	for i := range all {
+		all[i] = i
+	}
+	negated := negations(claim)%2 == 1
+	seen := false
+	for _, i := range f.bestLines(all, terms) {
+		l := f.lines[i]
+		if l.key != nil { // a cell's "None" or "no" is a value, not a statement negated
+			continue
+		}
+		have := 0
+		for _, t := range terms {
+			if l.terms[t] {
+				have++
+			}
+		}
+		if have < 2 || 2*have < len(terms) {
+			continue
+		}
+		if l.negated == negated {
+			return false
+		}
+		seen = true
+	}
+	return seen
+}
+
+// checkNumbers says why a number of claim c is not supported by the line of a cited passage it is
+// about ("" when every one is): not in the passages, in another line, in another column, or counted
+// in another unit.
+func checkNumbers(c claimFacts, where string, facts []*passageFacts) string {
+	together := numbersTogether(c.numbers, c.terms, c.all, facts)
+	for _, n := range c.numbers {
+		if together {
+			break
+		}
+		found, about, why := false, false, ""
+		for _, f := range facts {
+			if !f.numbers.has(n.fact.value) && !(n.fact.scaled() && f.numbers.has(n.fact.base)) {
+				continue
+			}
+			found = true
+			for _, i := range f.aboutLines(c.all, n.lead, n.clause, c.terms) {
+				l := f.lines[i]
+				if !l.numbers.has(n.fact.value) && !(n.fact.scaled() && l.scale && l.numbers.has(n.fact.base)) {
+					continue
+				}
+				if w := l.numberFits(n, c.folded); w != "" {
+					why = w
+					continue
+				}
+				about = true
+			}
+		}
+		if found && !about && why != "" {
+			return fmt.Sprintf("%s: %s %s", strings.TrimSpace(n.fact.raw), where, why)
+		}
+		if msg := factMessage(n.fact.raw, where, found, about); msg != "" {
+			return msg
+		}
+	}
+	return ""
 }

@@ -274,3 +274,64 @@ func TestCheckClaimsParaphrases(t *testing.T) {
 		}
 	}
 }
+
+// Issue #13, second review: a number from another column of the same row, a number in another unit,
+// a claim saying the opposite of its source, a Chinese person the source never names, and a claim
+// about the row the claim before it named. Each answer's claims, in order.
+func TestCheckClaimsSecondReview(t *testing.T) {
+	handbook := []rank.Evidence{ev("employee-handbook.docx", demoHandbook, 1)}
+	prices := []rank.Evidence{ev("price-list.csv", demoPrices, 1)}
+	sla := []rank.Evidence{ev("服务协议.pdf", demoSLA, 1)}
+	guide := []rank.Evidence{ev("docmind-guide.md", "docmind reads Markdown, HTML, DOCX, XLSX, PPTX, CSV\nand PDF. Scanned PDFs without a text layer are refused, because docmind does not do OCR.", 1)}
+	founder := []rank.Evidence{ev("公司.md", "示例公司成立于2010年，公司总部位于北京，由王芳创立。创始人是王芳。", 1)}
+	for _, c := range []struct {
+		name, answer string
+		ev           []rank.Evidence
+		supported    []bool
+	}{
+		// finding 2: the number is in the row, in another column than the one the sentence names
+		{"users cell as the price", "The Team plan costs $25 per month [1].", prices, []bool{false}},
+		{"price cell as users", "The Team plan allows 49 users [1].", prices, []bool{false}},
+		{"approval cell as days", "Employees get 3 days of sick leave per year [1].", handbook, []bool{false}},
+		{"users, right", "The Team plan allows 25 users [1].", prices, []bool{true}},
+		{"approval cell, right", "No approval is needed for sick leave of up to 3 days [1].", handbook, []bool{true}},
+		// finding 3: another unit of the same kind
+		{"weeks for days", "Employees get 10 weeks of sick leave [1].", handbook, []bool{false}},
+		{"per month for per year", "Employees get 10 days of sick leave per month [1].", handbook, []bool{false}},
+		{"per year for a monthly price", "The Team plan costs $49 per year [1].", prices, []bool{false}},
+		{"euros for USD", "The Team plan costs €49 per month [1].", prices, []bool{false}},
+		{"prose: per month for per year", "Each employee may claim up to 500 USD per month for home-office equipment [1].", handbook, []bool{false}},
+		{"prose: euros for USD", "Each employee may claim up to €500 per year for home-office equipment [1].", handbook, []bool{false}},
+		{"prose: weeks for days", "Claims must be filed within 30 weeks of the trip [1].", handbook, []bool{false}},
+		{"units, right", "The Team plan costs 49 USD a month [1].", prices, []bool{true}},
+		{"prose units, right", "Claims must be filed within 30 days of the trip [1].", handbook, []bool{true}},
+		{"Chinese days, right", "年假每年 20 天 [1]。", handbook, []bool{true}},
+		{"Chinese months for days", "年假每年 20 个月 [1]。", handbook, []bool{false}},
+		// finding 5: the opposite of the source
+		{"Chinese negation flipped", "会的，服务提供方会将客户数据用于模型训练[1]。", sla, []bool{false}},
+		{"English negation flipped", "Yes, docmind does do OCR for scanned PDFs [1].", guide, []bool{false}},
+		{"Chinese negation kept", "不会，服务提供方不会将客户数据用于模型训练[1]。", sla, []bool{true}},
+		{"English negation kept", "No, docmind does not do OCR, so scanned PDFs without a text layer are refused [1].", guide, []bool{true}},
+		{"quote", "Scanned PDFs without a text layer are refused, because docmind does not do OCR [1].", guide, []bool{true}},
+		{"double negative", "服务提供方不得不将客户数据用于模型训练[1]。", sla, []bool{false}},
+		// finding 8: a Chinese person the source does not name
+		{"founder not in source", "公司总部位于北京，由李明创立[1]。", founder, []bool{false}},
+		{"founder after 创始人是", "公司的创始人是李明[1]。", founder, []bool{false}},
+		{"founder, right", "公司总部位于北京，由王芳创立[1]。", founder, []bool{true}},
+		{"由于 is not a name", "由于总部位于北京，公司成立于2010年[1]。", founder, []bool{true}},
+		// finding 9: a pronoun claim is about the row named before it
+		{"pronoun", "The Team plan costs $49 per month [1]. It supports 25 users [1].", prices, []bool{true, true}},
+		{"pronoun, wrong", "The Team plan costs $49 per month [1]. It supports 200 users [1].", prices, []bool{true, false}},
+	} {
+		claims := CheckClaims(c.answer, c.ev)
+		if len(claims) != len(c.supported) {
+			t.Errorf("%s: claims %+v", c.name, claims)
+			continue
+		}
+		for i, cl := range claims {
+			if cl.Supported != c.supported[i] {
+				t.Errorf("%s: %q supported %v (%s), want %v", c.name, cl.Sentence, cl.Supported, cl.Reason, c.supported[i])
+			}
+		}
+	}
+}

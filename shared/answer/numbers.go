@@ -2,8 +2,10 @@ package answer
 
 import (
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/docmind/docmind/shared/text"
 )
@@ -216,4 +218,139 @@ func numbersOf(s string) numberSet {
 		set[n.value] = true
 	}
 	return set
+}
+
+// units is what a number is counted in: a time unit ("10 days"), the period it is per ("per year",
+// "monthly", "每月") and a currency ("$49", "49 USD"); "" when the text does not say. A claim's number
+// is not supported by the same number counted in another unit of the same kind: "10 weeks" is not
+// "10 days", "$49 per year" is not a monthly price, "€49" is not 49 USD.
+type units struct{ time, period, currency string }
+
+// conflicts names the kind on which u and v state different units ("" when none does).
+func (u units) conflicts(v units) string {
+	switch {
+	case u.time != "" && v.time != "" && u.time != v.time:
+		return "time"
+	case u.period != "" && v.period != "" && u.period != v.period:
+		return "period"
+	case u.currency != "" && v.currency != "" && u.currency != v.currency:
+		return "currency"
+	}
+	return ""
+}
+
+// describe writes u as the reader would ("days", "per year", "usd").
+func (u units) describe() string {
+	var parts []string
+	if u.currency != "" {
+		parts = append(parts, strings.ToUpper(u.currency))
+	}
+	if u.time != "" {
+		parts = append(parts, u.time+"s")
+	}
+	if u.period != "" {
+		parts = append(parts, "per "+u.period)
+	}
+	return strings.Join(parts, " ")
+}
+
+var (
+	// a time unit right after a number (the text is folded: lower case, half-width)
+	reTimeAfter = regexp.MustCompile(`^\s?-?\s?(second|minute|hour|day|week|month|year|decade)s?\b|^\s?(秒|分钟|小时|天|周|星期|个月|年)`)
+	// a time unit anywhere (a column header: "days per year")
+	reTimeWord = regexp.MustCompile(`\b(second|minute|hour|day|week|month|year|decade)s?\b`)
+	rePeriod   = regexp.MustCompile(`\b(per|a|an|each|every)\s(day|week|month|year|hour)\b|\b(daily|weekly|monthly|yearly|annually|hourly)\b|/\s?(mo|month|yr|year|day|week|hour)\b|每(天|日|周|星期|个月|月|年|小时)|(月|年)均`)
+	// a currency right before ("$49") or right after ("49 usd", "49元") a number
+	reCurrencyBefore = regexp.MustCompile(`(\$|€|£|¥|\busd|\beur|\bgbp|\bcny|\brmb)\s?$`)
+	reCurrencyAfter  = regexp.MustCompile(`^\s?(usd|eur|gbp|cny|rmb|dollars?|euros?|pounds? sterling|yuan|美元|美金|欧元|英镑|人民币|元)`)
+)
+
+var unitNames = map[string]string{"秒": "second", "分钟": "minute", "小时": "hour", "天": "day", "日": "day", "周": "week", "星期": "week",
+	"个月": "month", "月": "month", "年": "year", "mo": "month", "yr": "year", "daily": "day", "weekly": "week", "monthly": "month",
+	"yearly": "year", "annually": "year", "hourly": "hour"}
+
+// unitName is the English singular of a folded time unit as written.
+func unitName(w string) string {
+	if n, ok := unitNames[w]; ok {
+		return n
+	}
+	return strings.TrimSuffix(w, "s")
+}
+
+// periodOf reads the period folded text s states ("" when none).
+func periodOf(s string) string {
+	m := rePeriod.FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	for _, g := range m[2:] {
+		if g != "" {
+			return unitName(g)
+		}
+	}
+	return ""
+}
+
+// adjacentUnits reads the time unit and currency written right around a number: before and after are
+// the folded text on either side of it.
+func adjacentUnits(before, after string) units {
+	var u units
+	if m := reTimeAfter.FindStringSubmatch(after); m != nil {
+		u.time = unitName(m[1] + m[2])
+	}
+	if m := reCurrencyBefore.FindStringSubmatch(before); m != nil {
+		u.currency = currencyCode(m[1])
+	} else if m := reCurrencyAfter.FindStringSubmatch(after); m != nil {
+		u.currency = currencyCode(m[1])
+	}
+	return u
+}
+
+// currencyCode is the code of one currency as written ("$" is usd).
+func currencyCode(w string) string {
+	if cs := currencyCodes(w); len(cs) > 0 {
+		return cs[0]
+	}
+	return ""
+}
+
+// numberUnits returns the units of each occurrence of value v (or, scaled, its base) in folded text s,
+// with the period its clause states ("每年3~8月……每月月圆后的第2~4日": 2 is per month).
+func numberUnits(s string, v float64) []units {
+	var out []units
+	bounds := []int{0}
+	for _, m := range reClause.FindAllStringIndex(s, -1) {
+		_, n := utf8.DecodeRuneInString(s[m[0]:])
+		bounds = append(bounds, m[0]+n)
+	}
+	bounds = append(bounds, len(s))
+	for i := 1; i < len(bounds); i++ {
+		part := s[bounds[i-1]:max(bounds[i-1], bounds[i])]
+		period, off := periodOf(part), 0
+		for _, n := range extractNumbers(part) {
+			k := strings.Index(part[off:], n.raw)
+			if k < 0 {
+				continue
+			}
+			at := off + k
+			off = at + len(n.raw)
+			if !(numberSet{n.value: true}).has(v) && !(numberSet{n.base: true}).has(v) {
+				continue
+			}
+			u := adjacentUnits(part[:at], part[off:])
+			u.period = period
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// headerUnits reads what a table column's header says its cells are counted in: "days per year" is
+// days, per year; "monthly price (usd)" is USD, per month.
+func headerUnits(h string) units {
+	u := units{period: periodOf(h), currency: currencyCode(h)}
+	if m := reTimeWord.FindStringSubmatch(rePeriod.ReplaceAllString(h, " ")); m != nil {
+		u.time = m[1]
+	}
+	return u
 }
