@@ -84,10 +84,12 @@ func TestTrustModelClaims(t *testing.T) {
 		return `{"scope":"KB_QUERY","rewrite":"` + rewrite + `","intent":"policy","complexity":"simple","specificity":"precise","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`
 	}
 	const (
-		annual = "How many days of paid annual leave do full-time employees get?"
-		sick   = "How many sick leave days per year?"
-		team   = "What is the monthly price of the Team plan?"
-		refund = "服务月可用性未达到 99.9% 时返还多少服务费？"
+		annual   = "How many days of paid annual leave do full-time employees get?"
+		sick     = "How many sick leave days per year?"
+		team     = "What is the monthly price of the Team plan?"
+		refund   = "服务月可用性未达到 99.9% 时返还多少服务费？"
+		training = "服务提供方会将客户数据用于模型训练吗？"
+		ocr      = "Does docmind do OCR for scanned PDFs?"
 	)
 	for _, c := range []struct {
 		name, question, rewrite, file, reply string
@@ -103,6 +105,19 @@ func TestTrustModelClaims(t *testing.T) {
 		{"Business price for Team", team, "Team plan monthly price", "price-list.csv", "The monthly price of the Team plan is 199 USD [1].", []bool{false}, ""},
 		{"Business documents for Team", team, "Team plan monthly price", "price-list.csv", "The Team plan includes 200000 documents [1].", []bool{false}, ""},
 		{"Team price with a dollar sign", team, "Team plan monthly price", "price-list.csv", "The Team plan costs $49 per month [1].", []bool{true}, "The Team plan costs $49 per month."},
+		// issue #13, second review: a number from another column of the cited row, another unit, and a
+		// claim naming no row, after one naming the Team row
+		{"Team users as the price", team, "Team plan monthly price", "price-list.csv", "The Team plan costs $25 per month [1].", []bool{false}, ""},
+		{"Team price as users", team, "Team plan monthly price", "price-list.csv", "The Team plan allows 49 users [1].", []bool{false}, ""},
+		{"sick leave approval cell as days", sick, "sick leave days per year", "employee-handbook.docx", "Employees get 3 days of sick leave per year [1].", []bool{false}, ""},
+		{"sick leave in weeks", sick, "sick leave days per year", "employee-handbook.docx", "Employees get 10 weeks of sick leave [1].", []bool{false}, ""},
+		{"Team price in euros", team, "Team plan monthly price", "price-list.csv", "The Team plan costs €49 per month [1].", []bool{false}, ""},
+		{"Team price per year", team, "Team plan monthly price", "price-list.csv", "The Team plan costs $49 per year [1].", []bool{false}, ""},
+		{"Team users after its price", team, "Team plan monthly price", "price-list.csv", "The Team plan costs $49 per month [1]. It supports 25 users [1].", []bool{true, true}, ""},
+		// ... and a claim saying the opposite of the line it cites
+		{"training negated", training, "客户数据 模型训练", "服务协议.pdf", "会的，服务提供方会将客户数据用于模型训练[1]。", []bool{false}, ""},
+		{"training kept", training, "客户数据 模型训练", "服务协议.pdf", "不会，服务提供方不会将客户数据用于模型训练[1]。", []bool{true}, ""},
+		{"OCR negated", ocr, "docmind OCR scanned PDFs", "docmind-guide.md", "Yes, docmind does do OCR for scanned PDFs [1].", []bool{false}, ""},
 		{"SLA table quoted", refund, "服务月可用性 返还服务费", "服务协议.pdf", "- 99.0% 至 99.9% 10% [1]\n- 95.0% 至 99.0% 25% [1]\n- 低于 95.0% 50% [1]", []bool{true, true, true}, "99.0% 至 99.9% 10%"},
 		{"SLA row in words", refund, "服务月可用性 返还服务费", "服务协议.pdf", "月可用性在 99.0% 至 99.9% 之间时，返还 10% 的服务费【1】。", []bool{true}, "月可用性在 99.0% 至 99.9% 之间时，返还 10% 的服务费。"},
 	} {
