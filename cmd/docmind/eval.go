@@ -170,6 +170,10 @@ func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFi
 		if err != nil {
 			return fail(e, rag.E("eval", rag.KindInvalid, err))
 		}
+		if len(fitted) == 0 {
+			return fail(e, rag.Errorf("eval", rag.KindInvalid, "no answerer gave %d answers in one language: nothing to calibrate", minCalibrationAnswers))
+		}
+		fitted = keepOthers(calFile, fitted)
 		b, _ := json.MarshalIndent(fitted, "", "  ")
 		if err := os.WriteFile(calFile, append(b, '\n'), 0o644); err != nil {
 			return fail(e, rag.E("eval", rag.KindInternal, err))
@@ -217,6 +221,9 @@ func samplesByAnswerer(results []eval.AnswerResult, keep func(i int) bool) map[s
 func fitCalibrations(results []eval.AnswerResult, dirs []string) (answer.Calibrations, error) {
 	out := answer.Calibrations{}
 	for name, samples := range samplesByAnswerer(results, func(int) bool { return true }) {
+		if len(samples) < minCalibrationAnswers {
+			continue // e.g. the few questions the extractive reader answered when the model failed
+		}
 		c, err := answer.Fit(name, samples)
 		if err != nil {
 			return nil, fmt.Errorf("answerer %s: %w", name, err)
@@ -225,6 +232,26 @@ func fitCalibrations(results []eval.AnswerResult, dirs []string) (answer.Calibra
 		out[name] = c
 	}
 	return out, nil
+}
+
+// minCalibrationAnswers is the fewest answers a calibration key is fitted on (answer.Fit's minimum). A
+// run with a model configured also holds the few answers the extractive reader wrote when the model
+// failed: they are too few for a map of their own, and must not fail the llm maps' fit.
+const minCalibrationAnswers = 20
+
+// keepOthers adds to fitted the maps of path that this run did not fit: calibrating with a model
+// configured fits llm/zh and llm/en and must not drop the shipped extractive maps (nor the reverse).
+func keepOthers(path string, fitted answer.Calibrations) answer.Calibrations {
+	old := answer.Calibrations{}
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &old) // an unreadable file has nothing worth keeping
+	}
+	for k, c := range old {
+		if _, ok := fitted[k]; !ok && c != nil {
+			fitted[k] = c
+		}
+	}
+	return fitted
 }
 
 // fittedOn names the datasets that gave calibration key its answers, with how many each gave.
@@ -250,6 +277,9 @@ func crossFit(results []eval.AnswerResult) error {
 	for f := range crossFolds {
 		folds[f] = answer.Calibrations{}
 		for name, samples := range samplesByAnswerer(results, func(i int) bool { return i%crossFolds != f }) {
+			if len(samples) < minCalibrationAnswers {
+				continue // too few to fit: those answers keep their uncalibrated confidence
+			}
 			c, err := answer.Fit(name, samples)
 			if err != nil {
 				return fmt.Errorf("fold %d, answerer %s: %w", f, name, err)

@@ -129,7 +129,7 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 			c.Reason = fmt.Sprintf("estimated from the %s answers of %s, %.0f%% of them right: %s", k.Answerer, k.FittedOn, 100*k.Positive, k.explain(f))
 		}
 	} else {
-		c.Reason = fmt.Sprintf("uncalibrated (no calibration for the %s answerer): citation coverage %.0f%%, retrieval signal %.2f", answerer, 100*c.Coverage, c.Signal)
+		c.Score, c.Reason = uncalibrated(c, answerer, CalibrationKey(answerer, f.Vector()))
 	}
 	var missing []string
 	numberMissing := false
@@ -149,6 +149,25 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 	c.Score = math.Round(c.Score*1000) / 1000
 	c.Band = Band(c.Score)
 	return c, claims
+}
+
+// UncalibratedCap is the highest score an answer gets without a calibration for its answerer and
+// language: HIGH means "right at least 85% of the time", and nothing has measured how often an
+// uncalibrated answerer is right (the old formula gave every cited model answer 0.95).
+const UncalibratedCap = 0.84
+
+// uncalibrated is the Score formula's estimate capped below HIGH, and the reason, saying how to get a
+// calibration for that answerer.
+func uncalibrated(c Confidence, answerer, key string) (float64, string) {
+	why := fmt.Sprintf("no calibration for the %s answerer (%s)", answerer, key)
+	if answerer == "llm" {
+		why = fmt.Sprintf("no calibration for model answers yet (%s): run docmind eval --variant answer --calibrate with the model configured", key)
+	}
+	reason := fmt.Sprintf("uncalibrated, %s; citation coverage %.0f%%, retrieval signal %.2f", why, 100*c.Coverage, c.Signal)
+	if c.Score > UncalibratedCap {
+		reason += fmt.Sprintf(", capped at %.2f (never HIGH uncalibrated)", UncalibratedCap)
+	}
+	return math.Min(c.Score, UncalibratedCap), reason
 }
 
 // Recalibrate is Assess's estimate for an answer whose features and share of supported claims are

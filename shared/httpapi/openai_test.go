@@ -82,7 +82,7 @@ func TestOpenAICompatible(t *testing.T) {
 	code, v := post(`{"model":"x","messages":[{"role":"user","content":[{"type":"text","text":"How many days "},{"type":"text","text":"of annual leave?"}]}],"kbs":["handbook"]}`)
 	src, _ := v["sources"].([]any)
 	ext, _ := v["docmind"].(map[string]any)
-	if code != 200 || len(src) != 1 || src[0].(map[string]any)["file_name"] != "handbook.docx" || ext["band"] != "HIGH" || f.rec.got[len(f.rec.got)-1].Filter.KBIDs[0] != f.mine.ID {
+	if code != 200 || len(src) != 1 || src[0].(map[string]any)["file_name"] != "handbook.docx" || ext["band"] != "MEDIUM" || f.rec.got[len(f.rec.got)-1].Filter.KBIDs[0] != f.mine.ID {
 		t.Fatalf("%d %v", code, v)
 	}
 	// History comes from the messages: a question about the conversation is answered from it.
