@@ -77,6 +77,11 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
+	if id := conv.conversationID(); id != "" {
+		// named before the answer: a client that stops it (its done, which names it too, never comes)
+		// still knows which conversation holds the question
+		w.Header().Set("X-Docmind-Conversation", id)
+	}
 	stream, err := sse.Start(w)
 	if err != nil {
 		return // the client is gone

@@ -75,6 +75,10 @@ func TestChatStopKeepsWhatArrived(t *testing.T) {
 	if len(msgs) != 2 || msgs[1].Role != "assistant" {
 		t.Fatalf("messages %+v: the stopped answer must be stored after the question", msgs)
 	}
+	// the response named the conversation before the answer (the page adopts a stopped one by it)
+	if got := resp.Header.Get("X-Docmind-Conversation"); got != conv[0].ID {
+		t.Fatalf("X-Docmind-Conversation %q, want the conversation %q", got, conv[0].ID)
+	}
 	m := msgs[1]
 	if m.Content != "Full-time employees get 20 days [1]" {
 		t.Fatalf("stored answer %q, want the text that was sent", m.Content)

@@ -243,6 +243,7 @@ test("stop aborts the stream and keeps what arrived", async (t) => {
     `the reopened answer is the one shown at stop (the server may have sent a word more):\n shown:    ${text}\n reopened: ${reopened}`);
   assert.equal(await p.locator(".turn", { hasText: "No answer was stored" }).count(), 0);
   assert.equal(await again.locator(".meta .badge").count(), 1, "stopped, without a confidence badge it never had");
+  assert.equal(await again.locator(".timeline summary").textContent(), "Stopped", "the reopened timeline reads as it did at stop");
   // conversations are searchable and deletable (after confirmation)
   await p.locator("#conversations li", { hasText: "zzslow" }).waitFor();
   await p.fill("#conv-search", "zzslow");
@@ -319,6 +320,86 @@ test("the real server's claim check marks an unsupported cited sentence once in 
   assert.match(await turn.locator(".claims").textContent(), /Managers get 45 days of paid annual leave per year/);
   assert.equal(await turn.locator(".a .cite").count(), 2, "both citation buttons stay, outside the mark");
   assert.equal(await turn.locator(".a strong").first().textContent(), "20 days");
+  assert.doesNotMatch(await turn.locator(".claims").textContent(), /\*\*|\||\]\(/, "the list shows the claims as text, not markdown");
+  assert.deepEqual(p.errors, []);
+});
+
+test("a cited table row is marked; a claim is marked where it is cited, not at an earlier uncited copy, nor missed for an outside link; the list is text", async (t) => {
+  const p = await page(t);
+  const source = { n: 1, document_id: "doc_1", file_name: "handbook.pdf", snippet: "Staff get 20 days.", score: 0.9 };
+  const answerText = "Managers get 45 days. Staff get 20 days [1]. Managers get 45 days [1]. See the [leave policy](https://exfil.example/p) for details [1].\n\n" +
+    "| Role | Days |\n| --- | --- |\n| Staff | 20 [1] |\n| Managers | 45 [1] |\n";
+  // the server's claims: the cited sentences and rows in order, as markdown without their [n]
+  const claims = [
+    { sentence: "Staff get 20 days.", citations: [1], supported: true },
+    { sentence: "Managers get 45 days.", citations: [1], supported: false, reason: "45 is not in source [1]" },
+    { sentence: "See the [leave policy](https://exfil.example/p) for details.", citations: [1], supported: false, reason: "no source has it" },
+    { sentence: "| Staff | 20 |", citations: [1], supported: true },
+    { sentence: "| Managers | 45 |", citations: [1], supported: false, reason: "45 is not in source [1]" },
+  ];
+  await p.route("**/api/chat", (route) => route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body:
+    sse([["start", { sources: [source], path: "STANDARD" }], ["token", { text: answerText }],
+      ["done", { answer: answerText, sources: [source], path: "STANDARD", confidence: { score: 0.5, band: "MEDIUM" }, degraded: [], claims }]]) }));
+  const turn = await askAndWait(p, "How much leave do managers get?");
+  const first = turn.locator(".a p").first();
+  assert.ok(await first.evaluate(e => e.firstChild.nodeType === Node.TEXT_NODE && e.firstChild.data.startsWith("Managers get 45 days. ")),
+    "the uncited first copy is not marked");
+  const marks = await first.locator("mark.unsupported").allTextContents();
+  assert.equal(marks.length, 2, `marks in the paragraph: ${JSON.stringify(marks)}`);
+  assert.equal(marks[0], "Managers get 45 days");
+  assert.match(marks[1], /^See the leave policy \(https:\/\/exfil\.example\/p\) for details/);
+  const row = turn.locator(".a tr", { hasText: "Managers" });
+  assert.deepEqual((await row.locator("mark.unsupported").allTextContents()).map(x => x.trim()), ["Managers", "45"], "the cited row is marked, cell by cell");
+  assert.equal(await turn.locator(".a tr", { hasText: "Staff" }).locator("mark").count(), 0, "a supported row is not");
+  assert.deepEqual(await turn.locator(".claims li").allTextContents(), [
+    "“Managers get 45 days.” — 45 is not in source [1]",
+    "“See the leave policy for details.” — no source has it",
+    "“Managers · 45” — 45 is not in source [1]",
+  ]);
+  assert.deepEqual(p.errors, []);
+});
+
+test("a stopped first answer adopts its own conversation by id: not an older one with the same title, and not over New", async (t) => {
+  const p = await page(t);
+  // an older conversation with the same title
+  const q = "zzadopt: what is docmind?";
+  await askAndWait(p, q);
+  await p.click("#new");
+  // stopped before the server answered (so before it named a conversation): nothing is adopted
+  await p.route("**/api/chat", () => {}); // never answers
+  await p.fill("#question", q);
+  await p.press("#question", "Enter");
+  await p.locator("#stop").waitFor();
+  const listed = p.waitForResponse((r) => r.url().endsWith("/api/conversations"));
+  await p.click("#stop");
+  await p.locator(".turn").last().locator(".meta .badge", { hasText: "stopped" }).waitFor();
+  await listed;
+  await p.locator("#conversations li", { hasText: "zzadopt" }).first().waitFor();
+  assert.equal(await p.locator("#conversations li.current").count(), 0, "the older conversation of the same title is not adopted");
+  await p.unroute("**/api/chat");
+  // stopped mid-answer, then New before the conversation list has come back: New stays
+  let release;
+  const held = new Promise((r) => { release = r; });
+  await p.route("**/api/conversations", async (route) => { await held; return route.continue(); });
+  await p.fill("#question", "Please answer zzslow zzadopt: what is docmind?");
+  await p.press("#question", "Enter");
+  const turn = p.locator(".turn").last();
+  await until("a few streamed words", async () => (await turn.locator(".a").textContent()).length > 40);
+  await p.click("#stop");
+  await turn.locator(".meta .badge", { hasText: "stopped" }).waitFor();
+  await p.click("#new");
+  release();
+  await p.locator("#conversations li", { hasText: "zzslow zzadopt" }).waitFor();
+  await p.unroute("**/api/conversations");
+  assert.equal(await p.locator("#conversations li.current").count(), 0, "New is not replaced by the stopped conversation");
+  // the next question starts a conversation of its own
+  let sent = null;
+  await p.route("**/api/chat", (route) => {
+    sent = route.request().postDataJSON();
+    return route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body: sse([["done", { answer: "ok", sources: [], path: "STANDARD", degraded: [], claims: [] }]]) });
+  });
+  await askAndWait(p, "a fresh question");
+  assert.equal(sent.conversation_id, undefined, `the question after New sent ${JSON.stringify(sent)}`);
   assert.deepEqual(p.errors, []);
 });
 

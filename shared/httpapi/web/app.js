@@ -347,6 +347,7 @@ const state = {
   kbs: [],
   turnCount: 0,
   controller: null, // the AbortController of the streaming answer
+  convEpoch: 0, // counts New and Open: an answer stopped before either does not adopt its conversation
   docsTimer: 0,
   me: null,
   ingest: true, // whether this server takes uploads, deletes and reprocessing (GET /api/kbs says)
@@ -699,7 +700,8 @@ function finishTurn(turn, d) {
   renderMarkdown(turn.box, d.answer ?? turn.text, turn.sources.length, turn);
   const steps = turn.steps.children.length;
   const secs = d.stage_ms && d.stage_ms.total ? ` · ${(d.stage_ms.total / 1000).toFixed(1)} s` : "";
-  turn.summary.textContent = `${steps} step${steps === 1 ? "" : "s"} · path ${d.short_circuit || d.path || turn.path || "?"}${secs}`;
+  // a reopened stopped answer reads as it did when it was stopped
+  turn.summary.textContent = d.stopped ? "Stopped" : `${steps} step${steps === 1 ? "" : "s"} · path ${d.short_circuit || d.path || turn.path || "?"}${secs}`;
   turn.timeline.open = false;
   const band = d.confidence && d.confidence.band;
   // a stopped answer (stored by the server with what was sent before the stop) has no confidence
@@ -797,10 +799,13 @@ async function ask(question) {
   if (state.conversation) body.conversation_id = state.conversation;
   const controller = new AbortController();
   state.controller = controller;
+  const epoch = state.convEpoch;
+  let started = ""; // the conversation the server stored the question in, named before the answer
   setStreaming(true);
   try {
     const r = await request("/api/chat", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal: controller.signal });
     if (!r.ok) { failTurn(turn, await errorMessage(r), false); return; }
+    started = r.headers.get("X-Docmind-Conversation") || "";
     const reader = r.body.getReader();
     const dec = new TextDecoder();
     let buf = "";
@@ -827,19 +832,14 @@ async function ask(question) {
   } finally {
     state.controller = null;
     setStreaming(false);
-    const adopt = controller.byUser && !state.conversation;
-    loadConversations().then(() => { if (adopt && !state.conversation) adoptConversation(question); });
+    // A stopped first answer's conversation (its done, which names it, never came) becomes the open
+    // one, so that the next question goes on with it: by the id the response named, never by title
+    // (an older conversation may have the same one), and not when New or a reopened conversation has
+    // replaced it since (epoch). Stopped before the response came, nothing is adopted.
+    if (controller.byUser && !state.conversation && started && state.convEpoch === epoch) state.conversation = started;
+    loadConversations();
     loadMemories();
   }
-}
-
-// adoptConversation makes the conversation a stopped first answer started the open one (its done, which
-// names it, never came), so that the next question continues it: the newest one titled with the
-// question (the server keeps a title's first 200 characters).
-function adoptConversation(question) {
-  const title = [...question.trim()].slice(0, 200).join("");
-  const c = state.conversations.find(x => x.title === title);
-  if (c) { state.conversation = c.id; renderConversations(); }
 }
 
 function setStreaming(on) {
@@ -913,6 +913,7 @@ function alertStatus(message) {
 
 function newConversation() {
   state.controller?.abort();
+  state.convEpoch++;
   state.conversation = "";
   $("turns").textContent = "";
   const empty = el("div", "empty");
@@ -929,6 +930,7 @@ function newConversation() {
 // through the same handlers as a live answer, so that its timeline, warnings and sources come back.
 async function openConversation(id) {
   state.controller?.abort();
+  state.convEpoch++;
   let data;
   try {
     data = await api(`/api/conversations/${encodeURIComponent(id)}/messages`);
