@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
@@ -13,6 +15,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -844,6 +847,18 @@ func TestBrowserOriginSafety(t *testing.T) {
 	if code, body := local.do(t, http.MethodPost, "/api/chat", "application/json", strings.NewReader(huge)); code != 413 || !strings.Contains(string(body), "too large") {
 		t.Errorf("10 MB /api/chat body: %d %.200s, want 413 too large", code, body)
 	}
+	// 10 MB that is not JSON at all is too large too, not "invalid character" (400): with its length
+	// declared, and chunked (no length: read up to the limit, then refused)
+	notJSON := strings.Repeat("a", 10<<20)
+	for _, path := range []string{"/api/chat", "/api/search", "/api/kbs"} {
+		if code, body := local.do(t, http.MethodPost, path, "application/json", strings.NewReader(notJSON)); code != 413 || !strings.Contains(string(body), "too large") {
+			t.Errorf("10 MB of 'a' to %s: %d %.200s, want 413 too large", path, code, body)
+		}
+		chunked := io.MultiReader(strings.NewReader(notJSON)) // not a *strings.Reader: no Content-Length
+		if code, body := local.do(t, http.MethodPost, path, "application/json", chunked); code != 413 || !strings.Contains(string(body), "too large") {
+			t.Errorf("10 MB of 'a' chunked to %s: %d %.200s, want 413 too large", path, code, body)
+		}
+	}
 	port := base[strings.LastIndex(base, ":")+1:]
 	for host, want := range map[string]int{"evil.example:" + port: 403, "127.0.0.1.nip.io:" + port: 403, "localhost:" + port: 200, "127.0.0.1:1": 403} {
 		req, _ := http.NewRequest(http.MethodGet, base+"/api/kbs", nil)
@@ -883,8 +898,13 @@ func TestRateLimitBeforeAnyModelCall(t *testing.T) {
 	codes := map[int]int{}
 	retryAfter := ""
 	var rejectLatency []time.Duration
-	tokens := 0
 	var wg sync.WaitGroup
+	// the limiter's window here is Burst x 60 s / PerMinute = one minute, aligned to the clock: a burst
+	// that straddled a window's end could be admitted one request more (the sliding estimate rounds the
+	// previous window's share down), so the burst starts clear of the boundary and exactly rate pass
+	if left := time.Minute - time.Duration(time.Now().UnixNano()%int64(time.Minute)); left < 10*time.Second {
+		time.Sleep(left + 100*time.Millisecond)
+	}
 	began := time.Now()
 	for i := 0; i < 10*rate; i++ {
 		wg.Go(func() {
@@ -897,7 +917,7 @@ func TestRateLimitBeforeAnyModelCall(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			b, _ := io.ReadAll(resp.Body)
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			took := time.Since(start)
 			mu.Lock()
@@ -907,13 +927,13 @@ func TestRateLimitBeforeAnyModelCall(t *testing.T) {
 				retryAfter = resp.Header.Get("Retry-After")
 				rejectLatency = append(rejectLatency, took)
 			}
-			tokens += usageTokens(b)
 		})
 	}
 	wg.Wait()
 	burst := time.Since(began)
 	calls := fake.Calls()
-	if codes[200] > rate || codes[429] < 10*rate-rate || retryAfter == "" {
+	// exactly the burst allowance passes: a limiter admitting nothing (or everything) fails here
+	if codes[200] != rate || codes[429] != 10*rate-rate || retryAfter == "" {
 		t.Fatalf("burst of %d at rate %d: statuses %v, Retry-After %q", 10*rate, rate, codes, retryAfter)
 	}
 	// every kind counts: a limiter placed after the understanding call would make refused requests call
@@ -947,16 +967,19 @@ func TestRateLimitBeforeAnyModelCall(t *testing.T) {
 	}
 	pct := func(q float64) time.Duration { return pctOf(rejectLatency, q) }
 	t.Logf("STR-08: reject_latency one at a time p50 %v p99 %v (n=%d)", pctOf(oneByOne, 0.50), pctOf(oneByOne, 0.99), len(oneByOne))
-	perAnswer := 0
-	if codes[200] > 0 {
-		perAnswer = tokens / codes[200]
+	// llm_tokens_per_min: what the fake model reported for every call the burst made. Burst = PerMinute
+	// and the window is one minute, so the burst is the whole of this user's minute: 10x the rate for a
+	// minute lets these tokens through and no more
+	tokens := 0
+	for _, c := range calls {
+		tokens += c.ReportedTokens()
 	}
 	t.Logf("STR-08: %d requests at 10x the rate (%d/min, burst %d) in %v: %v; model calls %d (%d per admitted question)",
 		10*rate, rate, rate, burst.Round(time.Millisecond), codes, len(calls), perQuestion)
 	t.Logf("STR-08: admitted_rps %.1f over the burst (the burst allowance; sustained %.3f/s = %d/min); reject_latency p50 %v p99 %v (n=%d); "+
-		"llm_tokens_per_min <= %d (%d tokens per admitted answer x %d/min)",
+		"llm_tokens_per_min %d (reported by the model for the %d calls of the %d admitted questions of the minute)",
 		float64(codes[200])/burst.Seconds(), float64(rate)/60, rate, pct(0.50), pct(0.99),
-		len(rejectLatency), perAnswer*rate, perAnswer, rate)
+		len(rejectLatency), tokens, len(calls), codes[200])
 }
 
 // usageTokens reads the prompt and completion tokens of a chat stream's done event (0 when none).
@@ -1293,4 +1316,135 @@ func TestRevokedAnswersAreWithheld(t *testing.T) {
 		t.Errorf("carol after the deletion: %d canary occurrences", n)
 	}
 	t.Logf("after delete: %d canary occurrences in alice's stored conversation", strings.Count(string(b), canaryA))
+}
+
+// tokensSpent reads a user's daily token counter from the limiter's KV store (0 before any spend).
+func (w *authWorld) tokensSpent(t *testing.T, email string) int64 {
+	t.Helper()
+	u, err := w.m.Stores.SQL.GetUserByEmail(t.Context(), "tenant-a", email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "limits:tokens:" + url.QueryEscape("tenant-a") + ":" + url.QueryEscape(u.ID) + ":" + time.Now().UTC().Format("20060102")
+	b, err := w.m.Stores.KV.Get(t.Context(), key)
+	if rag.KindOf(err) == rag.KindNotFound {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		t.Fatalf("token counter %q: %v", b, err)
+	}
+	return n
+}
+
+// stopChat asks a question and hangs up after the answer's first tokens tokens (the page's stop button).
+// It returns the status; a 200 stream that finished before the stop fails the test.
+func stopChat(t *testing.T, c client, question string, tokens int) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	b, _ := json.Marshal(map[string]string{"question": question})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/api/chat", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 429 || !strings.Contains(string(body), `"limit":"daily_tokens"`) {
+			t.Fatalf("a question to stop: %d %s", resp.StatusCode, body)
+		}
+		return resp.StatusCode
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for n := 0; sc.Scan(); {
+		switch sc.Text() {
+		case "event: token":
+			if n++; n == tokens {
+				return 200 // the deferred cancel hangs up
+			}
+		case "event: done":
+			t.Fatalf("the answer finished before its %d-th token: the stop could not be tested", tokens)
+		}
+	}
+	t.Fatalf("the stream ended before its %d-th token: %v", tokens, sc.Err())
+	return 0
+}
+
+// STR-08, the budget's other half: every model call of a request is charged, the small model's as well
+// as the main model's, and a stopped answer as well as a finished one (a stopped answer used to be free,
+// so a user who pressed stop after the first words never ran out of budget).
+func TestEveryModelCallIsCharged(t *testing.T) {
+	answerText := strings.Repeat("Project Falcon's launch code word is "+canaryA+" [1]. ", 8) // 48 words
+	fake := llmtest.New(t, func(c llmtest.Call) llmtest.Reply {
+		if strings.Contains(c.System(), "You analyse one question") {
+			return llmtest.Reply{Content: `{"scope":"KB_QUERY","rewrite":"","intent":"x","complexity":"simple","specificity":"precise","decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[]}`}
+		}
+		return llmtest.Reply{Content: answerText, Gap: 40 * time.Millisecond}
+	})
+	const budget = 500
+	w := newAuthWorld(t, func(m *Main) {
+		c := &m.Config.Chat
+		c.Provider, c.BaseURL, c.APIKey, c.MainModel, c.SmallModel = "openai", fake.URL, "sk-test", "main", "small"
+		c.CacheEnabled = false
+		m.Config.Auth.DailyTokens = budget
+	})
+	fake.Calls()
+
+	// a finished answer: charged what the fake reported for every call, the small model's included
+	code, body := w.dave.json(t, http.MethodPost, "/api/chat", map[string]any{"question": "What is the launch code word of Project Falcon?"})
+	if code != 200 || !strings.Contains(string(body), canaryA) {
+		t.Fatalf("a full answer: %d %.300s", code, body)
+	}
+	calls := fake.Calls()
+	reported, small := 0, 0
+	for _, c := range calls {
+		reported += c.ReportedTokens()
+		if c.Model == "small" {
+			small += c.ReportedTokens()
+		}
+	}
+	if small == 0 {
+		t.Fatalf("no small-model call among %v: the small model's charge could not be tested", kinds(calls))
+	}
+	poll(t, "the full answer to be charged", func() bool { return w.tokensSpent(t, "dave@a.example") > 0 })
+	full := w.tokensSpent(t, "dave@a.example")
+	if full != int64(reported) {
+		t.Errorf("a full answer charged %d tokens, want %d, what the model reported for its calls %v (the main model's alone: %d)",
+			full, reported, kinds(calls), usageTokens(body))
+	}
+
+	// stopped answers: each charged (the understanding call reported, the cut answer estimated), so the
+	// budget runs out after about as many stopped answers as full ones
+	var charges []int64
+	stopped := 0
+	for stopped < 20 {
+		before := w.tokensSpent(t, "carol@a.example")
+		if stopChat(t, w.carol, fmt.Sprintf("What is the launch code word of Project Falcon? %d", stopped), 5) == 429 {
+			break
+		}
+		stopped++
+		poll(t, "a stopped answer to be charged", func() bool { return w.tokensSpent(t, "carol@a.example") > before })
+		charges = append(charges, w.tokensSpent(t, "carol@a.example")-before)
+	}
+	fullAnswers := (budget + full - 1) / full // admitted while the counter is under the budget
+	t.Logf("STR-08: a full answer charged %d tokens (small model %d); stopped answers charged %v; the budget of %d ran out after %d stopped answers (%d full ones)",
+		full, small, charges, budget, stopped, fullAnswers)
+	if stopped == 20 {
+		t.Fatalf("20 stopped answers and the budget of %d never ran out: stopped answers are not charged (%v)", budget, charges)
+	}
+	if stopped > 2*int(fullAnswers)+1 {
+		t.Errorf("the budget ran out after %d stopped answers, %d full ones: stopped answers are undercharged (%v)", stopped, fullAnswers, charges)
+	}
+	for i, c := range charges {
+		if c < int64(small) {
+			t.Errorf("stopped answer %d charged %d tokens, less than its small-model calls alone (%d)", i, c, small)
+		}
+	}
 }

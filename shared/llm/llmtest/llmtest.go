@@ -71,6 +71,21 @@ func (c Call) ToolNames() []string {
 	return out
 }
 
+// The usage the server reports: every streamed call (in its last chunk, which a cut stream never sends)
+// and every non-streamed call.
+const (
+	StreamPromptTokens, StreamCompletionTokens = 100, 10
+	PlainPromptTokens, PlainCompletionTokens   = 50, 5
+)
+
+// ReportedTokens is the prompt and completion tokens the server reports for c when it answers in full.
+func (c Call) ReportedTokens() int {
+	if c.Stream {
+		return StreamPromptTokens + StreamCompletionTokens
+	}
+	return PlainPromptTokens + PlainCompletionTokens
+}
+
 // ToolCall is a scripted tool call.
 type ToolCall struct {
 	ID, Name, Arguments string
@@ -168,7 +183,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-test", "object": "chat.completion",
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "stop"}},
-			"usage":   map[string]int{"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}})
+			"usage": map[string]int{"prompt_tokens": PlainPromptTokens, "completion_tokens": PlainCompletionTokens,
+				"total_tokens": PlainPromptTokens + PlainCompletionTokens}})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -199,7 +215,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.mu.Unlock()
 		}
 	}
-	fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":10,\"total_tokens\":110}}\n\n")
+	fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n",
+		StreamPromptTokens, StreamCompletionTokens, StreamPromptTokens+StreamCompletionTokens)
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	flush()
 }

@@ -1,0 +1,74 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/docmind/docmind/shared/llm/llmtest"
+)
+
+// The meter counts every call of a request: reported usage when the provider sent it, an estimate from
+// the text when the stream was cut before its usage chunk (the client's stop button), tool calls too.
+func TestMeterCountsEveryCall(t *testing.T) {
+	long := "Project Falcon's launch code word is written in the handbook on page twelve of the second part."
+	fake := llmtest.New(t, func(c llmtest.Call) llmtest.Reply {
+		switch c.Last() {
+		case "stop me":
+			return llmtest.Reply{Content: long, Gap: 20 * time.Millisecond}
+		case "tools":
+			return llmtest.Reply{Content: "ok"}
+		}
+		return llmtest.Reply{Content: "a short answer"}
+	})
+	o := NewOpenAI(fake.URL, "sk-test", nil)
+	req := func(q string) Request {
+		return Request{Model: "m", Messages: []Message{{Role: "system", Content: "You answer."}, {Role: "user", Content: q}}}
+	}
+	nop := func(string) error { return nil }
+
+	t.Run("reported", func(t *testing.T) {
+		m := &Meter{}
+		if _, err := o.Stream(WithMeter(context.Background(), m), req("full"), nop); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Tokens(); got != 110 { // llmtest reports 100 + 10 per stream
+			t.Errorf("a finished stream: %d tokens, want the reported 110", got)
+		}
+		if _, err := o.CallTools(WithMeter(context.Background(), m), req("tools"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Tokens(); got != 110+55 {
+			t.Errorf("plus a tool call: %d tokens, want 165", got)
+		}
+	})
+	t.Run("stopped by the caller", func(t *testing.T) {
+		m := &Meter{}
+		ctx, cancel := context.WithCancel(WithMeter(context.Background(), m))
+		defer cancel()
+		n := 0
+		_, err := o.Stream(ctx, req("stop me"), func(string) error {
+			if n++; n == 4 {
+				return errors.New("stop") // what a gone client's write error does
+			}
+			return nil
+		})
+		if err == nil {
+			t.Fatal("a stopped stream returned no error")
+		}
+		// no usage chunk arrived: the prompt and the four words received are estimated
+		if got := m.Tokens(); got < 5 || got >= 110 {
+			t.Errorf("a stream stopped after 4 words: %d tokens, want an estimate between 5 and 110", got)
+		}
+	})
+	t.Run("no meter, nothing kept", func(t *testing.T) {
+		if _, err := o.Stream(context.Background(), req("full"), nop); err != nil {
+			t.Fatal(err)
+		}
+		var m *Meter
+		if m.Tokens() != 0 {
+			t.Error("a nil meter counts")
+		}
+	})
+}
