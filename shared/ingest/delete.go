@@ -173,12 +173,15 @@ func deletePrefix(ctx context.Context, b store.Blobs, prefix string) error {
 	return nil
 }
 
-// DeleteKB removes a knowledge base from every store. The delete is recorded first (so an interrupted
-// one is finished by repeating it or by `docmind reconcile --repair`); then its drop folder is renamed
-// (so no scan or event re-creates it meanwhile), every document is marked deleted (hidden at once) and
-// purged, vectors no document owns any more and every blob under the knowledge base's source prefix go,
-// and the SQL rows and the record go last. NotFound when the knowledge base is not the tenant's and no
-// delete of it is unfinished.
+// DeleteKB removes a knowledge base from every store. Every document's source lease is taken first:
+// Conflict, with nothing changed, while an ingestion or a delete holds one (before, the conflict came
+// after the delete was recorded, the folder renamed and every document tombstoned, so the caller's 409
+// described a delete that had mostly happened: review of #11). Then the delete is recorded (so an
+// interrupted one is finished by repeating it or by `docmind reconcile --repair`), its drop folder is
+// renamed (so no scan or event re-creates it meanwhile), every document is marked deleted (hidden at
+// once) and purged, vectors no document owns any more and every blob under the knowledge base's source
+// prefix go, and the SQL rows and the record go last. NotFound when the knowledge base is not the
+// tenant's and no delete of it is unfinished.
 func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 	const op = "ingest.DeleteKB"
 	rm, ok := s.Runner.Stages.Records.(KBRemover)
@@ -200,13 +203,22 @@ func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 	if err != nil {
 		return err
 	}
+	docs, err := s.Runner.Stages.Records.ListDocuments(ctx, kb.Tenant, kb.ID, "")
+	if err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	held, unlock, err := s.lockDocuments(ctx, docs)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := rm.MarkKBDeleting(ctx, kb); err != nil {
 		return err
 	}
 	if err := s.retireInbox(ctx, kb); err != nil {
 		return fmt.Errorf("retire the drop folder of %s: %w", kb.Name, err)
 	}
-	if err := s.purgeKB(ctx, kb); err != nil {
+	if err := s.purgeKB(ctx, kb, held); err != nil {
 		return err
 	}
 	if err := rm.DeleteKB(ctx, tenant, kb.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
@@ -215,9 +227,40 @@ func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 	return rm.UnmarkKBDeleting(ctx, tenant, kb.ID)
 }
 
+// lockDocuments takes the source lock of every document, in source order (two deletes of one knowledge
+// base cannot deadlock), and returns the sources held (sourceLockKey) and the release of them all. On a
+// Conflict (or any error) the locks taken so far are released.
+func (s *Service) lockDocuments(ctx context.Context, docs []rag.Document) (map[string]bool, func(), error) {
+	sorted := slices.Clone(docs)
+	slices.SortFunc(sorted, func(a, b rag.Document) int { return strings.Compare(a.SourceURI, b.SourceURI) })
+	held := map[string]bool{} // documents of one source share its lock
+	var unlocks []func()
+	release := func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+	}
+	for _, d := range sorted {
+		if key := sourceLockKey(d); !held[key] {
+			unlock, err := s.lockSource(ctx, d.Tenant, d.KBID, d.SourceURI)
+			if err != nil {
+				release()
+				return nil, nil, fmt.Errorf("delete %s: %w", d.FileName, err)
+			}
+			unlocks, held[key] = append(unlocks, unlock), true
+		}
+	}
+	return held, release, nil
+}
+
+// sourceLockKey names a document's source lock (lockSource) within the process.
+func sourceLockKey(d rag.Document) string { return d.KBID + "\x00" + d.SourceURI }
+
 // purgeKB removes every document, vector and source of the knowledge base, SQL rows of the knowledge
-// base itself excepted.
-func (s *Service) purgeKB(ctx context.Context, kb rag.KnowledgeBase) error {
+// base itself excepted. held are the sources whose lock the caller holds (sourceLockKey); a document
+// created since is locked here (a Conflict then leaves the recorded delete to a repeated delete or to
+// reconcile).
+func (s *Service) purgeKB(ctx context.Context, kb rag.KnowledgeBase, held map[string]bool) error {
 	st := s.Runner.Stages
 	docs, err := st.Records.ListDocuments(ctx, kb.Tenant, kb.ID, "")
 	if err != nil && !rag.Is(err, rag.KindNotFound) {
@@ -229,6 +272,12 @@ func (s *Service) purgeKB(ctx context.Context, kb rag.KnowledgeBase) error {
 		}
 	}
 	for _, d := range docs {
+		if held[sourceLockKey(d)] {
+			if err := s.purge(ctx, d); err != nil {
+				return fmt.Errorf("delete %s: %w", d.FileName, err)
+			}
+			continue
+		}
 		unlock, err := s.lockSource(ctx, d.Tenant, d.KBID, d.SourceURI)
 		if err == nil {
 			err = s.purge(ctx, d)

@@ -290,3 +290,61 @@ func TestDocThenKBDeleteInTheSameSecond(t *testing.T) {
 		t.Fatalf("knowledge base after delete: %v", err)
 	}
 }
+
+// TestDeleteKBConflictChangesNothing: an ingestion elsewhere holds one document's lease. The delete
+// answers Conflict before it records anything: the knowledge base, its folder and its documents are as
+// they were (before, the 409 came after the delete was recorded, the folder renamed and every document
+// tombstoned). Once the lease is free the same delete succeeds.
+func TestDeleteKBConflictChangesNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.svc.Leases = e.db.DB
+	root := t.TempDir()
+	e.svc.Inbox = root
+	dir := filepath.Join(root, "kk")
+	os.MkdirAll(dir, 0o755)
+	for _, n := range []string{"a.md", "b.md", "c.md"} {
+		os.WriteFile(filepath.Join(dir, n), manual("text of "+n), 0o644)
+	}
+	if err := (&Watcher{Service: e.svc, Tenant: tenant, Root: root}).Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kb, err := e.db.GetKBByName(ctx, tenant, "kk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := LeaseName(tenant, kb.ID, "inbox/kk/b.md")
+	if ok, err := e.db.AcquireLease(ctx, busy, "exec-elsewhere", time.Hour); !ok || err != nil {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+	if err := e.svc.DeleteKB(ctx, tenant, kb.ID); !rag.Is(err, rag.KindConflict) {
+		t.Fatalf("DeleteKB with a lease held: %v, want Conflict", err)
+	}
+	if pending, _ := e.db.ListKBDeletions(ctx, tenant); len(pending) != 0 {
+		t.Fatalf("the refused delete was recorded: %+v", pending)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.md")); err != nil {
+		t.Fatalf("the refused delete moved the drop folder: %v", err)
+	}
+	docs, _ := e.db.ListDocuments(ctx, tenant, kb.ID, "")
+	for _, d := range docs {
+		if d.Status != rag.StatusReady {
+			t.Fatalf("the refused delete changed %s: %s", d.SourceURI, d.Status)
+		}
+	}
+	if len(docs) != 3 {
+		t.Fatalf("%d documents, want 3", len(docs))
+	}
+	// the locks taken before the conflict were released: the other sources are free
+	if ok, _ := e.db.AcquireLease(ctx, LeaseName(tenant, kb.ID, "inbox/kk/a.md"), "probe", time.Minute); !ok {
+		t.Fatal("the refused delete left a.md's lease held")
+	}
+	e.db.ReleaseLease(ctx, LeaseName(tenant, kb.ID, "inbox/kk/a.md"), "probe")
+	e.db.ReleaseLease(ctx, busy, "exec-elsewhere")
+	if err := e.svc.DeleteKB(ctx, tenant, kb.ID); err != nil {
+		t.Fatalf("DeleteKB once the lease is free: %v", err)
+	}
+	if _, err := e.db.GetKB(ctx, tenant, kb.ID); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("knowledge base after the delete: %v", err)
+	}
+}

@@ -563,9 +563,9 @@ func (s *Stages) Commit(ctx context.Context, in CommitIn) (CommitOut, error) {
 		return CommitOut{}, err
 	}
 	if doc, err := s.Records.GetDocument(ctx, in.Tenant, in.DocumentID); err == nil && doc.Status == rag.StatusDeleted {
-		// a knowledge-base delete tombstoned it while this run held the source (it marks every document
-		// before taking their leases): ready would bring it back. The delete, repeated or finished by the
-		// consistency run, purges what this run wrote.
+		// a knowledge-base delete tombstoned it while this run held the source (a document created after
+		// the delete took its documents' leases, or a run without leases): ready would bring it back. The
+		// delete, repeated or finished by the consistency run, purges what this run wrote.
 		s.cleanStaging(ctx, in.Doc)
 		return CommitOut{Doc: in.Doc}, nil
 	}
