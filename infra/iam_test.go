@@ -301,6 +301,11 @@ func TestS3PolicyEvaluator(t *testing.T) {
 		{"MigrateFunction", "s3:GetObject", "inbox/handbook/a.md", false},
 		{"ConsistencyFunction", "s3:PutObject", "inbox/.deleted-kb-20260101T000000Z/a.md", true},
 		{"ConsistencyFunction", "s3:PutObject", "inbox/kb/a.md", false},
+		{"ApiFunction", "s3:PutObject", "uploads/" + tenant + "/doc", true},
+		{"ApiFunction", "s3:PutObject", "uploads/other/doc", false},
+		{"ApiFunction", "s3:GetObject", "sources/other/kb/doc/source.md", false},
+		{"ApiFunction", "s3:DeleteObject", "staging/other/doc/chunks.json", false},
+		{"ApiFunction", "s3:ListBucket", "sources/other/kb/", false},
 	}
 	for _, c := range cases {
 		if got := pol[c.fn].allows(c.action, c.key); got != c.want {
@@ -308,7 +313,7 @@ func TestS3PolicyEvaluator(t *testing.T) {
 		}
 	}
 	// the workflow's functions reach no other tenant's prefixes, with any action they hold
-	for _, fn := range []string{"StageFunction", "ExtractFunction", "IngestFunction", "ConsistencyFunction"} {
+	for _, fn := range []string{"StageFunction", "ExtractFunction", "IngestFunction", "ConsistencyFunction", "ApiFunction"} {
 		for _, st := range pol[fn].Statements {
 			for _, a := range st.Actions {
 				for _, key := range []string{"sources/other/kb/doc/source.md", "staging/other/doc/chunks.json", "uploads/other/doc"} {
@@ -338,6 +343,7 @@ func TestDeletesAreAllowedByTheirFunctionsPolicies(t *testing.T) {
 	}
 	knowledgeBase := append([]s3Request{
 		{"s3:ListBucket", "inbox/handbook/"},
+		{"s3:ListBucket", "inbox/" + deleted + "/HR policy.md"}, // a free retired name is looked for first
 		{"s3:GetObject", "inbox/handbook/HR policy.md"},
 		{"s3:PutObject", "inbox/" + deleted + "/HR policy.md"},
 		{"s3:DeleteObject", "inbox/handbook/HR policy.md"},
