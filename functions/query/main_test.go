@@ -379,3 +379,27 @@ func TestOpenRefusesEmbeddedStores(t *testing.T) {
 		t.Errorf("auth none on a public URL: %v", err)
 	}
 }
+
+// TestKBsSayNoIngest: the query function takes no uploads, deletes or reprocessing (the ingest function
+// does), and GET /api/kbs says so, so that the page hides them instead of offering what fails.
+func TestKBsSayNoIngest(t *testing.T) {
+	f := newFixture(t, "none", caps{URLAuth: authIAM, MaxTokens: 256, StreamMax: time.Minute, IdleGap: time.Second, Reserve: 3 * time.Second}, llmtest.Reply{Content: "x"})
+	res, err := f.h(context.Background(), urlEvent("GET", "/api/kbs", "", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := readPrelude(t, res)
+	var got struct {
+		KnowledgeBases []json.RawMessage `json:"knowledge_bases"`
+		Ingest         *bool             `json:"ingest"`
+	}
+	if err := json.NewDecoder(s.body).Decode(&got); err != nil || s.prelude.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/kbs: %d, %v", s.prelude.StatusCode, err)
+	}
+	if got.Ingest == nil || *got.Ingest {
+		t.Fatalf(`GET /api/kbs says ingest %v, want false`, got.Ingest)
+	}
+	if len(got.KnowledgeBases) == 0 {
+		t.Fatal("no knowledge bases listed: the fixture has one")
+	}
+}
