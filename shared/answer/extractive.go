@@ -413,6 +413,9 @@ func bridge(picked, units []unit, qterms []string, asked Asked, q string) (unit,
 			continue // names of the best passage: the first hop
 		}
 		for _, n := range newNames(p.show, q) {
+			if unitOrCurrency(n) {
+				continue
+			}
 			if t := text.Analyze(n); len(t) == 1 && utf8.RuneCountInString(t[0]) > 2 {
 				names[t[0]] = true
 			}
@@ -448,8 +451,14 @@ func bridge(picked, units []unit, qterms []string, asked Asked, q string) (unit,
 		if hits == 0 {
 			continue
 		}
+		// A shared name alone is not enough: the line must also share a content term of the question or
+		// hold what it asks for, or any line naming the first hop's subject would be quoted.
+		held := asked != AskedNone && holdsAsked(u.show, asked, q)
+		if !held && !lineSharesTerm(u, qterms) {
+			continue
+		}
 		v := float64(hits) + 2*u.score
-		if asked != AskedNone && holds(u.show, asked, q) {
+		if held {
 			v += 0.5
 		}
 		v -= 0.1 * float64(u.pos) // a passage introduces its subject first
@@ -1269,4 +1278,43 @@ func Tokens(s string) []string {
 		out = append(out, s[start:])
 	}
 	return out
+}
+
+// unitOrCurrency reports the capitalised words that are currency codes or units of measure ("USD",
+// "GB", "KG"): newNames reads them as names, and the bridge followed them to any line with an amount
+// in the same currency ("Who acquired GitHub?" quoted the handbook's 500 USD home-office allowance).
+func unitOrCurrency(w string) bool {
+	if currencyCode(strings.ToLower(w)) != "" {
+		return true
+	}
+	_, ok := unitWords[strings.ToUpper(w)]
+	return ok && strings.ToUpper(w) == w
+}
+
+// unitWords are units of measure written in capitals (currencies are currencyCode's).
+var unitWords = map[string]struct{}{"USD": {}, "EUR": {}, "GBP": {}, "CNY": {}, "RMB": {}, "JPY": {}, "HKD": {}, "CHF": {},
+	"CAD": {}, "AUD": {}, "KB": {}, "MB": {}, "GB": {}, "TB": {}, "PB": {}, "KM": {}, "CM": {}, "MM": {}, "KG": {}, "MG": {},
+	"ML": {}, "KW": {}, "KWH": {}, "MW": {}, "GHZ": {}, "MHZ": {}, "HZ": {}, "MPH": {}, "KPH": {}, "AM": {}, "PM": {}, "UTC": {}, "GMT": {}}
+
+// holdsAsked is holds, with a currency code or unit not counted as the name a question asks for.
+func holdsAsked(s string, asked Asked, q string) bool {
+	if asked != AskedName {
+		return holds(s, asked, q)
+	}
+	for _, n := range newNames(s, q) {
+		if !unitOrCurrency(n) {
+			return true
+		}
+	}
+	return reAlias.MatchString(s)
+}
+
+// lineSharesTerm reports whether line u holds one of the question's content terms.
+func lineSharesTerm(u unit, qterms []string) bool {
+	for _, t := range u.terms {
+		if slices.Contains(qterms, t) {
+			return true
+		}
+	}
+	return false
 }
