@@ -197,6 +197,13 @@ func TestChatStreamsThroughLambdaURL(t *testing.T) {
 	if last.name != "done" {
 		t.Fatalf("last event %s %s", last.name, last.data)
 	}
+	// the conversation is named before the stream too (the page adopts a stopped answer's by it)
+	var stored struct {
+		ConversationID string `json:"conversation_id"`
+	}
+	if json.Unmarshal(last.data, &stored) != nil || stored.ConversationID == "" || s.prelude.Headers["X-Docmind-Conversation"] != stored.ConversationID {
+		t.Errorf("X-Docmind-Conversation %q, done's conversation %s", s.prelude.Headers["X-Docmind-Conversation"], last.data)
+	}
 	words := len(strings.Fields(answerText))
 	if len(tokens) < words/2 {
 		t.Fatalf("%d token events for %d words: %v", len(tokens), words, names(frames))
