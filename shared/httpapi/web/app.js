@@ -32,11 +32,16 @@ export function parseSSE(buffer) {
   return { events, rest };
 }
 
-// citationParts splits an answer into text and citation parts; a marker [n] is a citation only when
-// 1 <= n <= sourceCount (an invalid one stays plain text, never a link).
+// citeMarker is a citation marker as the server reads it (shared/answer citeRe): [n], or the full-width
+// 【n】 or ［n］ some models write in Chinese. The page must read the same markers, or a claim the server
+// checked against source n shows as plain text with no link to it.
+const citeMarker = "[\\[【［](\\d{1,3})[\\]】］]";
+
+// citationParts splits an answer into text and citation parts; a marker [n] (or 【n】, ［n］) is a
+// citation only when 1 <= n <= sourceCount (an invalid one stays plain text, never a link).
 export function citationParts(text, sourceCount) {
   const parts = [];
-  const re = /\[(\d{1,3})\]/g;
+  const re = new RegExp(citeMarker, "g");
   let last = 0;
   let m;
   while ((m = re.exec(text)) !== null) {
@@ -258,7 +263,7 @@ const claimSkip = (ch) => /\s|[*_`·]/.test(ch);
 // without whitespace, emphasis marks and trailing punctuation. A cited table row ("| Managers | 45 |")
 // loses its pipes first: its cells are separate text in the rendered table.
 export function claimNeedle(sentence) {
-  const s = plainText(String(sentence || "").replace(/\s*\[\d{1,3}\]/g, "").replace(/\|/g, " "));
+  const s = plainText(String(sentence || "").replace(new RegExp("\\s*" + citeMarker, "g"), "").replace(/\|/g, " "));
   return [...s].filter(ch => !claimSkip(ch)).join("").replace(/[.,;:!?。，；：！？、…]+$/u, "");
 }
 

@@ -143,3 +143,16 @@ test("findClaim looks after the previous claim's match, and a claim's outside li
   assert.deepEqual(findClaim(["See the ", "leave policy", " for details "], "See the [leave policy](https://exfil.example/p) for details."),
     { start: [0, 0], end: [2, 12], next: 27 });
 });
+
+test("full-width citations 【n】 and ［n］ are links and leave claims, as on the server", () => {
+  assert.deepEqual(citationParts("年假20天【1】，病假［2］，另见【3】。", 2), [
+    { text: "年假20天" }, { cite: 1 }, { text: "，病假" }, { cite: 2 }, { text: "，另见【3】。" },
+  ]);
+  assert.deepEqual(parseInline("年假**20**天【1】", 1), [
+    { t: "text", v: "年假" }, { t: "strong", c: [{ t: "text", v: "20" }] }, { t: "text", v: "天" }, { t: "cite", n: 1 },
+  ]);
+  assert.equal(claimNeedle("全职员工每年享有20天带薪年假【1】。"), "全职员工每年享有20天带薪年假");
+  assert.equal(claimNeedle("Managers get 40 days ［2］."), "Managersget40days");
+  const segments = ["全职员工每年享有20天带薪年假", "。"];
+  assert.notEqual(findClaim(segments, "全职员工每年享有20天带薪年假【1】。"), null);
+});
