@@ -70,6 +70,8 @@ type Store interface {
 	SetUserSubject(ctx context.Context, tenant, id, subject string) error
 	CreateUser(ctx context.Context, u *rag.User) error
 	SetUserRole(ctx context.Context, tenant, id, role string) error
+	// AppendAudit records a tenant role the identity provider's groups changed (who, what, when).
+	AppendAudit(ctx context.Context, e *rag.AuditEntry) error
 }
 
 // Verifier checks a JWT (auth.JWTVerifier).
@@ -85,8 +87,11 @@ type Authenticator struct {
 	// AdminGroup, when set, makes the identity provider decide who is a tenant admin: a JWT whose groups
 	// claim holds it (for example a Cognito group) signs in as admin, and one without it as a member, even
 	// if SQL said admin (someone removed from the group must not stay admin). The SQL role is updated to
-	// match at sign-in, so the user's API keys follow too. Unset: the role in SQL decides (docmind user
-	// set-role, PATCH /api/users/{id}).
+	// match at sign-in (and audited as user.set_role). A key of a user who signs in by token never carries
+	// admin: the group is the only source of that role, and someone removed from it who then uses only
+	// keys would otherwise keep the admin role SQL last recorded, since no sign-in comes to update it.
+	// Admins who work with keys are users without a subject (created by `docmind user create`, never
+	// signed in by token). Unset: the role in SQL decides (docmind user set-role, PATCH /api/users/{id}).
 	AdminGroup string
 	// Local is the principal of every request in mode none.
 	Local rag.Principal
@@ -147,7 +152,16 @@ func (a *Authenticator) byKey(ctx context.Context, key string) (rag.Principal, e
 			a.Log.Warn("recording an API key's use failed", "key", k.ID, "err", err)
 		}
 	}
-	return rag.Principal{Tenant: u.Tenant, UserID: u.ID, Email: u.Email, Role: u.Role, Method: "key", KeyID: k.ID}, nil
+	return rag.Principal{Tenant: u.Tenant, UserID: u.ID, Email: u.Email, Role: a.keyRole(u), Method: "key", KeyID: k.ID}, nil
+}
+
+// keyRole is the tenant role a user's API key carries: SQL's, except that with AdminGroup set a user who
+// signs in by token (a subject is linked) is at most a member through a key; see AdminGroup.
+func (a *Authenticator) keyRole(u rag.User) string {
+	if a.AdminGroup != "" && u.Subject != "" && u.Role == rag.RoleAdmin {
+		return rag.RoleMember
+	}
+	return u.Role
 }
 
 func (a *Authenticator) byJWT(ctx context.Context, token string) (rag.Principal, error) {
@@ -189,6 +203,13 @@ func (a *Authenticator) groupRole(ctx context.Context, u rag.User, c auth.Claims
 		}
 		if a.Log != nil {
 			a.Log.Info("tenant role follows the token's groups", "tenant", u.Tenant, "user", u.ID, "from", u.Role, "to", role)
+		}
+		// the audit log is where an admin looks for who became admin and when; a failed write is logged,
+		// not fatal: the role change itself is already recorded and must hold
+		e := &rag.AuditEntry{Tenant: u.Tenant, Actor: "idp:" + a.AdminGroup, Action: "user.set_role", Target: u.ID,
+			Detail: u.Email + " " + u.Role + " -> " + role + " (token groups)"}
+		if err := a.Store.AppendAudit(context.WithoutCancel(ctx), e); err != nil && a.Log != nil {
+			a.Log.Warn("auditing a role change failed", "tenant", u.Tenant, "user", u.ID, "err", err)
 		}
 	}
 	return role, nil

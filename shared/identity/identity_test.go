@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,12 @@ type fakeStore struct {
 	keys    map[string]rag.APIKey
 	touched int
 	down    bool
+	audit   []rag.AuditEntry
+}
+
+func (f *fakeStore) AppendAudit(_ context.Context, e *rag.AuditEntry) error {
+	f.audit = append(f.audit, *e)
+	return nil
 }
 
 func newFakeStore() *fakeStore {
@@ -173,6 +180,16 @@ func TestJWTProvisioning(t *testing.T) {
 	if p, err := signIn("ann-again"); err != nil || !p.IsAdmin() || st.users["usr_ann"].Role != rag.RoleAdmin {
 		t.Fatalf("back in the group: %+v, %v, SQL role %q; want admin in both", p, err, st.users["usr_ann"].Role)
 	}
+	// each change the groups made is in the audit log, not only in a log line: out, then back in
+	var changes []string
+	for _, e := range st.audit {
+		if e.Action == "user.set_role" && e.Target == "usr_ann" {
+			changes = append(changes, e.Detail)
+		}
+	}
+	if want := []string{"ann@x.io admin -> member (token groups)", "ann@x.io member -> admin (token groups)"}; !slices.Equal(changes, want) {
+		t.Fatalf("audited role changes %q, want %q", changes, want)
+	}
 	p, err = signIn("squatter")
 	if err != nil || p.UserID == "usr_ann" || p.IsAdmin() || strings.Contains(p.Email, "ann@") {
 		t.Fatalf("an unverified email must not become ann: %+v, %v", p, err)
@@ -214,4 +231,37 @@ type memberStore map[string]rag.KBRole
 
 func (m memberStore) MemberRoles(context.Context, string, string) (map[string]rag.KBRole, error) {
 	return m, nil
+}
+
+// With AdminGroup set the identity provider is the only source of the admin role: a key of a user who
+// signs in by token is a member's key even while SQL still says admin (removed from the group, she may
+// never sign in by token again to have SQL updated). A user without a subject (created for keys by the
+// CLI) keeps SQL's role; without AdminGroup, SQL decides for everyone.
+func TestKeysOfTokenUsersNeverCarryAdmin(t *testing.T) {
+	st := newFakeStore()
+	st.users["usr_tok"] = rag.User{ID: "usr_tok", Tenant: "t1", Email: "tok@x.io", Role: rag.RoleAdmin, Subject: "sub-tok"}
+	st.users["usr_ops"] = rag.User{ID: "usr_ops", Tenant: "t1", Email: "ops@x.io", Role: rag.RoleAdmin}
+	keys := map[string]string{}
+	for _, id := range []string{"usr_tok", "usr_ops"} {
+		key, _, hash, err := auth.NewAPIKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.keys[hash] = rag.APIKey{ID: "key_" + id, Tenant: "t1", UserID: id, Hash: hash}
+		keys[id] = key
+	}
+	for _, c := range []struct {
+		group, user string
+		admin       bool
+	}{
+		{"docmind-admins", "usr_tok", false},
+		{"docmind-admins", "usr_ops", true},
+		{"", "usr_tok", true},
+	} {
+		a := &Authenticator{Mode: Mode{Keys: true, JWT: true}, Store: st, AdminGroup: c.group}
+		p, err := a.Authenticate(t.Context(), "Bearer "+keys[c.user])
+		if err != nil || p.UserID != c.user || p.IsAdmin() != c.admin {
+			t.Errorf("AdminGroup %q, key of %s: %+v, %v; want admin %v", c.group, c.user, p, err, c.admin)
+		}
+	}
 }
