@@ -548,11 +548,8 @@ func checkFacts(s string, c claimFacts, where string, cites []int, facts []*pass
 	if float64(have)/float64(len(c.terms)) < ClaimTermShare {
 		return false, fmt.Sprintf("only %d of its %d content terms are in %s", have, len(c.terms), where), false
 	}
-	folded := foldLower(s)
-	for k, f := range facts {
-		if opposite(folded, c.terms, f) {
-			return false, fmt.Sprintf("%s says the opposite", citeList(cites[k:k+1])), false
-		}
+	if k := opposed(foldLower(s), c.terms, facts); k >= 0 {
+		return false, fmt.Sprintf("%s says the opposite", citeList(cites[k:k+1])), false
 	}
 	return true, "supported", false
 }
@@ -957,22 +954,39 @@ func negations(s string) int {
 
 var reAnswerWord = regexp.MustCompile(`^(yes|no|yeah|nope|correct|right|indeed)\b[,.!:;]\s*|^(是的|对的|对|是|会的|会|不会|不是|没有|不|否|可以|不可以|能|不能)[,.!:;]\s*`)
 
-// opposite reports whether the line of a passage a claim is about (the ones sharing most of its
-// weighted content terms, at least half of them and two) says the opposite of the claim: one of them
-// negated, the other not. Any such line agreeing with the claim keeps it.
-func opposite(claim string, terms []string, f *passageFacts) bool {
+// opposed returns the index of the cited passage whose line the claim is about says the opposite of
+// it, -1 when none does or another cited passage agrees with the claim.
+func opposed(claim string, terms []string, facts []*passageFacts) int {
 	if len(terms) < 2 {
-		return false
+		return -1
 	}
+	negated, k := negations(claim)%2 == 1, -1
+	for i, f := range facts {
+		switch f.agrees(negated, terms) {
+		case 1:
+			return -1
+		case -1:
+			if k < 0 {
+				k = i
+			}
+		}
+	}
+	return k
+}
+
+// agrees compares a claim's negation with the lines of the passage it is about (the ones sharing most
+// of its weighted content terms, at least half of them and two): 1 when one of them is negated as the
+// claim is, -1 when they all say the opposite (one negated, the other not), 0 when no line is about
+// the claim. Table rows are not compared: a cell's "None" is a value, not a statement negated.
+func (f *passageFacts) agrees(negated bool, terms []string) int {
 	all := make([]int, len(f.lines))
 	for i := range all {
 		all[i] = i
 	}
-	negated := negations(claim)%2 == 1
 	seen := false
 	for _, i := range f.bestLines(all, terms) {
 		l := f.lines[i]
-		if l.key != nil { // a cell's "None" or "no" is a value, not a statement negated
+		if l.key != nil {
 			continue
 		}
 		have := 0
@@ -985,11 +999,14 @@ func opposite(claim string, terms []string, f *passageFacts) bool {
 			continue
 		}
 		if l.negated == negated {
-			return false
+			return 1
 		}
 		seen = true
 	}
-	return seen
+	if seen {
+		return -1
+	}
+	return 0
 }
 
 // checkNumbers says why a number of claim c is not supported by the line of a cited passage it is
