@@ -102,7 +102,7 @@ func allowCORS(w http.ResponseWriter, r *http.Request, allowed []string) bool {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
 	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate")
+	h.Set("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate, X-Docmind-Conversation")
 	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
 		return false
 	}
