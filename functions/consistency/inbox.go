@@ -54,8 +54,9 @@ type s3Inbox struct {
 }
 
 var (
-	_ reconcile.Inbox         = (*s3Inbox)(nil)
-	_ reconcile.InboxPresence = (*s3Inbox)(nil)
+	_ reconcile.Inbox          = (*s3Inbox)(nil)
+	_ reconcile.InboxPresence  = (*s3Inbox)(nil)
+	_ reconcile.SourceVersions = (*s3Inbox)(nil)
 )
 
 type objectLister interface {
@@ -178,6 +179,62 @@ func (in *s3Inbox) Ingest(ctx context.Context, tenant, uri string) error {
 		return rag.Errorf(op, rag.KindInternal, "the trigger answered %q for %s", res.Action, uri)
 	}
 	in.log().Info("drop-folder repair", "uri", uri, "action", res.Action, "execution", res.Execution, "document", res.DocumentID, "sequencer", seq)
+	return nil
+}
+
+// NewerPut reports whether the newest event recorded for the source is a put above sequencer (a
+// document's SourceSequencer, as its execution's Prepare stored it). Sequencers compare as
+// sqldb.SequencerKey pads them.
+func (in *s3Inbox) NewerPut(ctx context.Context, tenant, uri, sequencer string) (bool, error) {
+	if tenant != in.Tenant || sequencer == "" {
+		return false, nil
+	}
+	ev, err := in.Events.GetSourceEvent(ctx, tenant, uri)
+	if rag.Is(err, rag.KindNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	mine, err := sqldb.SequencerKey(sequencer)
+	if err != nil {
+		return false, nil // not an S3 sequencer: the document was not prepared by an execution
+	}
+	return ev.Event == sqldb.SourcePut && ev.Sequencer > mine, nil
+}
+
+// IngestNewest hands the trigger the source's newest recorded put again (its version and sequencer),
+// under the repair label: the execution it starts prepares that version, which the workflow accepts
+// because its sequencer is the recorded one. A removal recorded since is left to the event path
+// (nothing to do); a replay of the same repair is ExecutionAlreadyExists (done).
+func (in *s3Inbox) IngestNewest(ctx context.Context, tenant, uri string) error {
+	const op = "consistency.inbox"
+	kb, rel, ok := ingest.SplitInboxKey(uri)
+	if !ok || tenant != in.Tenant {
+		return rag.Errorf(op, rag.KindInvalid, "not a drop-folder source of tenant %s: %s", in.Tenant, uri)
+	}
+	ev, err := in.Events.GetSourceEvent(ctx, tenant, uri)
+	if err != nil {
+		return err
+	}
+	if ev.Event != sqldb.SourcePut {
+		return nil
+	}
+	seq := strings.ToUpper(strings.TrimLeft(ev.Sequencer, "0")) // one spelling, as repairSequencer's
+	if seq == "" {
+		seq = "0"
+	}
+	ch := ingest.SourceChange{Bucket: in.Bucket, Key: ingest.SourceURI(kb, rel), VersionID: ev.VersionID, Sequencer: seq}
+	res, err := in.Trigger.Handle(ctx, ch)
+	if err != nil {
+		return err
+	}
+	switch res.Action {
+	case ingest.ActionStarted, ingest.ActionDuplicate, ingest.ActionStale:
+	default:
+		return rag.Errorf(op, rag.KindInternal, "the trigger answered %q for %s", res.Action, uri)
+	}
+	in.log().Info("stale version repair", "uri", uri, "action", res.Action, "execution", res.Execution, "document", res.DocumentID, "sequencer", seq)
 	return nil
 }
 

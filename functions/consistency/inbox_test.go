@@ -356,3 +356,48 @@ func TestRepairSequencer(t *testing.T) {
 		}
 	}
 }
+
+// stale_versions on AWS: v2 of an object was recorded by the S3 path but its execution gave up (the
+// lease) and no follow-up ran, so the document is ready at v1's sequencer. The scheduled run starts one
+// execution for v2's recorded version and sequencer (which the workflow's Prepare accepts); a replayed
+// repair is ExecutionAlreadyExists.
+func TestStaleVersionIsIngestedAgain(t *testing.T) {
+	w := newAWSWorld(t)
+	ctx := context.Background()
+	k := "inbox/manuals/plan.md"
+	w.put(t, k, doc("plan one"))
+	rep, err := w.svc.Ingest(ctx, testTenant, ingest.Source{KBName: "manuals", URI: k, Name: "plan.md", Data: []byte(doc("plan one"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := w.db.GetDocument(ctx, testTenant, rep.DocumentID)
+	d.SourceSequencer = "0055AED6DCD90281E5" // as v1's execution prepared it
+	if err := w.db.UpdateDocument(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	v2 := w.put(t, k, doc("plan two"))
+	if _, err := w.db.RecordSourceEvent(ctx, sqldb.SourceEvent{Tenant: testTenant, KBID: d.KBID, SourceURI: k,
+		Sequencer: "0055AED6DCD90281F0", VersionID: v2, Event: sqldb.SourcePut}); err != nil {
+		t.Fatal(err)
+	}
+	chk := w.checker()
+	chk.Now = func() time.Time { return time.Now().Add(time.Hour) } // past Grace
+	res, err := chk.Run(ctx, reconcile.Options{Repair: true})
+	if err != nil || res.Drift[reconcile.StaleVersions] != 1 || res.Repaired[reconcile.StaleVersions] != 1 {
+		t.Fatalf("report %+v, %v", res, err)
+	}
+	jobs := w.sfn.jobs(t)
+	if len(jobs) != 1 || jobs[0].VersionID != v2 || awsrt.CompareSequencer(jobs[0].Sequencer, "0055AED6DCD90281F0") != 0 || jobs[0].DocumentID != d.ID {
+		t.Fatalf("jobs %+v; want one for version %s at sequencer 0055AED6DCD90281F0", jobs, v2)
+	}
+	if res, err = chk.Run(ctx, reconcile.Options{Repair: true}); err != nil || res.Repaired[reconcile.StaleVersions] != 1 || w.sfn.repeats != 1 {
+		t.Fatalf("replayed repair: %+v, %v, %d repeats", res, err, w.sfn.repeats)
+	}
+	// once the execution prepared v2, the document is current
+	d, _ = w.db.GetDocument(ctx, testTenant, d.ID)
+	d.SourceSequencer = jobs[0].Sequencer
+	w.db.UpdateDocument(ctx, &d)
+	if res, err = chk.Run(ctx, reconcile.Options{}); err != nil || res.Drift[reconcile.StaleVersions] != 0 {
+		t.Fatalf("after v2 was prepared: %+v, %v", res.Drift, err)
+	}
+}

@@ -134,3 +134,79 @@ func TestDropFolderDocumentWithoutFile(t *testing.T) {
 		t.Fatalf("second run: %v, %v", again.Drift, err)
 	}
 }
+
+// versionedInbox is a fakeInbox that also knows the newest recorded put per source (SourceVersions).
+type versionedInbox struct {
+	fakeInbox
+	newest  map[string]string // uri -> sequencer of the newest recorded put
+	started []string
+}
+
+func (v *versionedInbox) NewerPut(_ context.Context, _, uri, seq string) (bool, error) {
+	n, ok := v.newest[uri]
+	return ok && seq != "" && n > seq, nil // the test's sequencers have one width
+}
+
+func (v *versionedInbox) IngestNewest(_ context.Context, _, uri string) error {
+	v.started = append(v.started, uri)
+	return nil
+}
+
+// A ready drop-folder document prepared at an older sequencer than the newest put recorded for its
+// source serves an older version (that version's execution gave up on the lease and its follow-up never
+// started): stale_versions, repaired by starting the newest put's ingestion. Within Grace it is left to
+// the event path; a document at the newest sequencer is not stale.
+func TestStaleDropFolderVersion(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	ids := map[string]string{}
+	for _, name := range []string{"current.md", "stale.md"} {
+		uri := ingest.SourceURI("manuals", name)
+		rep, err := w.svc.Ingest(ctx, tenant, ingest.Source{KBName: "manuals", URI: uri, Name: name, Data: []byte("# " + name + "\n\nThe waiting period is ninety days.")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := w.db.GetDocument(ctx, tenant, rep.DocumentID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.SourceSequencer = "00A1"
+		if err := w.db.UpdateDocument(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = d.ID
+	}
+	inbox := &versionedInbox{fakeInbox: fakeInbox{tenant: tenant, files: []string{"inbox/manuals/current.md", "inbox/manuals/stale.md"}},
+		newest: map[string]string{"inbox/manuals/current.md": "00A1", "inbox/manuals/stale.md": "00B7"}}
+	chk := func(later time.Duration) *reconcile.Checker {
+		c := w.checker(later)
+		c.Inbox = inbox
+		return c
+	}
+	if rep, err := chk(0).Run(ctx, reconcile.Options{}); err != nil || !rep.Clean() {
+		t.Fatalf("within Grace: %v, %v; want no drift", rep.Drift, err)
+	}
+	dry, err := chk(2*time.Hour).Run(ctx, reconcile.Options{})
+	if err != nil || dry.Drift[reconcile.StaleVersions] != 1 || sumMap(dry.Drift) != 1 {
+		t.Fatalf("drift %v, %v; want stale_versions 1", dry.Drift, err)
+	}
+	if f := dry.Findings[0]; f.DocumentID != ids["stale.md"] || !slices.Equal(f.IDs, []string{"inbox/manuals/stale.md"}) {
+		t.Fatalf("finding %+v", f)
+	}
+	rep, err := chk(2*time.Hour).Run(ctx, reconcile.Options{Repair: true})
+	if err != nil || rep.Repaired[reconcile.StaleVersions] != 1 || !slices.Equal(inbox.started, []string{"inbox/manuals/stale.md"}) {
+		t.Fatalf("repair: %+v, %v, started %v", rep, err, inbox.started)
+	}
+	// the started execution prepares the newest put: the document is at its sequencer, and clean
+	d, _ := w.db.GetDocument(ctx, tenant, ids["stale.md"])
+	d.SourceSequencer = "00B7"
+	if err := w.db.UpdateDocument(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := chk(4*time.Hour).Run(ctx, reconcile.Options{}); err != nil || !again.Clean() {
+		t.Fatalf("after the newest version was prepared: %v, %v", again.Drift, err)
+	}
+	if len(inbox.ingests) != 0 {
+		t.Fatalf("the repair ingested files %v", inbox.ingests)
+	}
+}

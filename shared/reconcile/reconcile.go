@@ -27,6 +27,11 @@
 //     or happened while nothing watched. Repair: ingest it again from the drop folder when the file is
 //     there, or from its original (Originals: a file:// path still on disk), else delete the document
 //     (its source was removed and the removal was missed).
+//   - stale_versions (documents, when the Inbox implements SourceVersions): a ready drop-folder
+//     document, unchanged for Grace, prepared at an S3 sequencer below the newest put recorded for its
+//     source: that version's execution gave up (its lease was held for longer than its retries) and its
+//     follow-up never started, so the document serves older content. Repair: start the ingestion of
+//     the newest recorded put.
 //   - staging_leftovers (objects): staging payloads of a document that is not being ingested. Repair:
 //     delete them.
 //
@@ -59,12 +64,13 @@ const (
 	StuckDocuments         = "stuck_documents"
 	SourcesWithoutDocument = "sources_without_document"
 	DocumentsWithoutSource = "documents_without_source"
+	StaleVersions          = "stale_versions"
 	StagingLeftovers       = "staging_leftovers"
 )
 
 // Classes lists every drift class; a report has a count for each, 0 when clean.
 var Classes = []string{DeletedKnowledgeBases, ReadyWithoutVectors, VectorsWithoutRows, DeletedDocuments, StuckDocuments,
-	SourcesWithoutDocument, DocumentsWithoutSource, StagingLeftovers}
+	SourcesWithoutDocument, DocumentsWithoutSource, StaleVersions, StagingLeftovers}
 
 // Records is the relational store as the check reads it (sqldb.DB implements it).
 type Records interface {
@@ -119,6 +125,16 @@ type Originals interface {
 	// Reingest ingests the document again from its original, which stores its source again; NotFound
 	// when this checker cannot read that original (gone, or not a kind of uri it knows).
 	Reingest(ctx context.Context, d rag.Document) error
+}
+
+// SourceVersions is an Inbox that knows the newest recorded S3 event of each drop-folder source (the
+// consistency function's): a ready document prepared at an older sequencer serves an older version.
+type SourceVersions interface {
+	// NewerPut reports whether a put newer than sequencer (the document's SourceSequencer) is recorded
+	// for the source; false when none is recorded, the newest is a removal, or sequencer is empty.
+	NewerPut(ctx context.Context, tenant, uri, sequencer string) (bool, error)
+	// IngestNewest starts the ingestion of the source's newest recorded put.
+	IngestNewest(ctx context.Context, tenant, uri string) error
 }
 
 // InboxPresence is an Inbox that can also list every file in the drop folder, however young and

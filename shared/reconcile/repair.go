@@ -78,6 +78,8 @@ func (c *Checker) fix(ctx context.Context, f Finding) error {
 		return c.deleteBlobs(ctx, f.IDs)
 	case DocumentsWithoutSource:
 		return c.restoreOrDelete(ctx, f)
+	case StaleVersions:
+		return c.Inbox.(SourceVersions).IngestNewest(ctx, f.Tenant, f.IDs[0])
 	case StagingLeftovers:
 		return c.deleteBlobs(ctx, f.IDs)
 	}

@@ -115,6 +115,15 @@ func (c *Checker) scan(ctx context.Context, tenant, kbName string, start time.Ti
 		case st.lostInboxFile(d, graceBefore):
 			f.Class, f.IDs, f.n = DocumentsWithoutSource, []string{d.SourceURI}, 1
 			out = append(out, f)
+		default:
+			stale, err := c.staleVersion(ctx, st, d, graceBefore)
+			if err != nil {
+				return nil, err
+			}
+			if stale {
+				f.Class, f.IDs, f.n = StaleVersions, []string{d.SourceURI}, 1
+				out = append(out, f)
+			}
 		}
 	}
 	for _, o := range st.chunkOrphans {
@@ -153,6 +162,24 @@ func (st tenantState) lostInboxFile(d rag.Document, graceBefore time.Time) bool 
 	}
 	kb, ok := inboxKB(d.SourceURI)
 	return ok && kb == st.kbs[d.KBID].Name && !st.present[d.SourceURI]
+}
+
+// staleVersion reports whether d is a drop-folder document of its knowledge base's folder, unchanged
+// for Grace, with a newer put recorded for its source than the one it was prepared at (SourceVersions).
+// Within Grace the version's own execution or follow-up may still be on its way.
+func (c *Checker) staleVersion(ctx context.Context, st tenantState, d rag.Document, graceBefore time.Time) (bool, error) {
+	sv, ok := c.Inbox.(SourceVersions)
+	if !ok || d.SourceSequencer == "" || !d.UpdatedAt.Before(graceBefore) {
+		return false, nil
+	}
+	if kb, ok := inboxKB(d.SourceURI); !ok || kb != st.kbs[d.KBID].Name {
+		return false, nil
+	}
+	newer, err := sv.NewerPut(ctx, st.tenant, d.SourceURI, d.SourceSequencer)
+	if err != nil {
+		return false, fmt.Errorf("newest event of %s: %w", d.SourceURI, err)
+	}
+	return newer, nil
 }
 
 // orphans are the vectors and blobs whose document does not exist.
