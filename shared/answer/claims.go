@@ -15,8 +15,10 @@ import (
 )
 
 // Claim is one sentence of an answer that cites passages, checked against them: Supported when it
-// quotes a cited passage, or when every number, date and amount it states is in the line of a cited
-// passage it is about, every name it states is in one, and enough of its content terms are. Reason says what was found missing (or "supported").
+// quotes a cited passage, or when every number, date and amount it states is in the line (or table
+// cell) of a cited passage it is about, in the same units, every name it states is in one, enough of
+// its content terms are, and that line does not say the opposite. Reason says what was found missing
+// or contradicted (or "supported").
 type Claim struct {
 	Sentence  string `json:"sentence"`
 	Citations []int  `json:"citations"`
@@ -442,16 +444,12 @@ func readClaim(s string) claimFacts {
 	return c
 }
 
-// checkClaim checks one sentence against its cited passages. A sentence found word for word in one
-// of them is supported. Otherwise every date and number (normalised) must be in a line of a cited
-// passage that the sentence is about, every name (see claimNames) in a cited passage, and at least
-// ClaimTermShare of its content terms too.
-func checkClaim(s string, cites []int, facts []*passageFacts) (bool, string, bool) {
-	return checkClaimQuotes(s, cites, facts, true)
-}
-
-// checkClaimQuotes is checkClaim; without quotes, a quote is checked fact by fact like any sentence
-// (the tests measure those checks on sentences known to be right).
+// checkClaimQuotes checks one sentence against its cited passages. A sentence found word for word in
+// one of them is supported (unless quotes is false: the tests measure the other checks on sentences
+// known to be right). Otherwise every date and number (normalised) must be in a line of a cited
+// passage that the sentence is about (in a table row, in a column its clause names, when it names
+// one) and counted in the same units, every name (see claimNames) in a cited passage, at least
+// ClaimTermShare of its content terms too, and the line it is about must not say the opposite.
 func checkClaimQuotes(s string, cites []int, facts []*passageFacts, quotes bool) (bool, string, bool) {
 	ok, why, missing, _ := checkClaimAfter(s, cites, facts, quotes, nil)
 	return ok, why, missing
