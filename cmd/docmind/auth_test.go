@@ -515,6 +515,13 @@ func TestAdminEndpoints(t *testing.T) {
 	if !strings.Contains(string(body), k.Prefix) || strings.Contains(string(body), k.Key) || !strings.Contains(string(body), `"last_used_at"`) {
 		t.Errorf("the tenant's keys must show hana's prefix and last use, never the key: %s", body)
 	}
+	// with each key's user's email, as docmind key list prints it
+	var listed struct{ Keys []struct{ ID, Email string } }
+	if json.Unmarshal(body, &listed) != nil || !slices.ContainsFunc(listed.Keys, func(l struct{ ID, Email string }) bool {
+		return l.ID == k.ID && l.Email == "hana@a.example"
+	}) {
+		t.Errorf("the tenant's keys must name hana's key's user by email: %s", body)
+	}
 	// a member cannot revoke another's key (404: ids leak nothing), the admin can; it stops at once
 	if code := status(w.carol, http.MethodDelete, "/api/keys/"+k.ID, nil); code != 404 {
 		t.Errorf("carol revoking hana's key: %d, want 404", code)
@@ -530,6 +537,10 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 	if code := status(hana, http.MethodGet, "/api/me", nil); code != 401 {
 		t.Errorf("a revoked key: %d, want 401", code)
+	}
+	// revoking it again is 409, as docmind key revoke refuses it, and no second key.revoke entry
+	if code := status(w.alice, http.MethodDelete, "/api/keys/"+k.ID, nil); code != 409 {
+		t.Errorf("revoking a revoked key: %d, want 409", code)
 	}
 	// members of a knowledge base, listed by its owner
 	if code, body := w.alice.json(t, http.MethodGet, "/api/kbs/"+w.kbA+"/members", nil); code != 200 || !strings.Contains(string(body), `"reader"`) || !strings.Contains(string(body), `"editor"`) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 
@@ -196,14 +197,22 @@ func cmdTenant(e env, args []string) int {
 	}
 	defer db.Close()
 	if rest[0] == "create" {
-		if err := db.EnsureTenant(e.ctx, rest[1]); err != nil {
+		existed, err := tenantExists(e, db, rest[1])
+		if err == nil {
+			err = db.EnsureTenant(e.ctx, rest[1])
+		}
+		if err != nil {
 			return fail(e, err)
 		}
-		audit(e, db, rest[1], "tenant.create", rest[1], "")
+		if !existed { // creating a tenant that exists changes nothing, so it is no audit event
+			audit(e, db, rest[1], "tenant.create", rest[1], "")
+		}
 		if c.json {
-			printJSON(e.stdout, map[string]string{"tenant": rest[1]})
-		} else {
+			printJSON(e.stdout, map[string]any{"tenant": rest[1], "created": !existed})
+		} else if existed {
 			fmt.Fprintf(e.stdout, "tenant %s exists\n", rest[1])
+		} else {
+			fmt.Fprintf(e.stdout, "tenant %s created\n", rest[1])
 		}
 		return exitOK
 	}
@@ -386,4 +395,13 @@ func printList[T any](e env, c common, items []T, err error, empty string, line 
 		fmt.Fprintln(e.stdout, line(it))
 	}
 	return exitOK
+}
+
+// tenantExists reports whether the tenants table has id.
+func tenantExists(e env, db *sqldb.DB, id string) (bool, error) {
+	tenants, err := db.ListTenants(e.ctx)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(tenants, func(t sqldb.Tenant) bool { return t.ID == id }), nil
 }

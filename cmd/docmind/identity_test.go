@@ -209,6 +209,49 @@ func TestUserSetRoleAndDelete(t *testing.T) {
 	}
 }
 
+// tenant create is audited when it creates the tenant, not when the tenant already exists (nothing
+// changed), and says which happened.
+func TestTenantCreateAuditsOnlyACreation(t *testing.T) {
+	data := t.TempDir()
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, nil, append(args, "--data", data)...)
+	}
+	for i, want := range []bool{true, false, false} {
+		code, out, errOut := cli("tenant", "create", "acme", "--json")
+		var got struct {
+			Tenant  string
+			Created bool
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Tenant != "acme" || got.Created != want {
+			t.Fatalf("tenant create #%d: %d %q %s, want created %v", i+1, code, out, errOut, want)
+		}
+	}
+	if code, out, _ := cli("tenant", "create", "acme"); code != 0 || !strings.Contains(out, "tenant acme exists") {
+		t.Fatalf("tenant create of an existing tenant: %d %q", code, out)
+	}
+	cfg := config.Default()
+	cfg.DataDir = data
+	db, err := openSQL(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	entries, err := db.ListAudit(context.Background(), "acme", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Action == "tenant.create" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tenant.create entries after one creation and three repeats, want 1", n)
+	}
+}
+
 // docmind search and ask with --tenant and --user see only what that user may read, as the server's
 // requests of that user do; the operator (no --user) sees the whole tenant.
 func TestSearchAskAsUser(t *testing.T) {

@@ -210,7 +210,40 @@ func (a *admin) listKeys(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"keys": keys})
+	emails, err := a.emails(r.Context(), p, user)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := make([]listedKey, len(keys))
+	for i, k := range keys {
+		out[i] = listedKey{APIKey: k, Email: emails[k.UserID]}
+	}
+	WriteJSON(w, http.StatusOK, map[string][]listedKey{"keys": out})
+}
+
+// listedKey is a key as GET /api/keys lists it: with its user's email, as `docmind key list` prints it
+// (empty for a deleted user).
+type listedKey struct {
+	rag.APIKey
+	Email string `json:"email,omitempty"`
+}
+
+// emails maps user ids to emails for a key listing: the caller's own when user is the caller, every
+// user of the tenant when it is empty (an admin's ?all=1).
+func (a *admin) emails(ctx context.Context, p rag.Principal, user string) (map[string]string, error) {
+	if user != "" {
+		return map[string]string{p.UserID: p.Email}, nil
+	}
+	users, err := a.store.ListUsers(ctx, p.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(users))
+	for _, u := range users {
+		out[u.ID] = u.Email
+	}
+	return out, nil
 }
 
 // createKey makes a key for the caller, or (admins) for another user of the tenant named by email. The
@@ -285,7 +318,8 @@ func CreateKey(ctx context.Context, store KeyCreator, tenant, userID, name strin
 }
 
 // revokeKey revokes one of the caller's keys, or any key of the tenant (admins). Another user's key is
-// NotFound for a non-admin.
+// NotFound for a non-admin; a key already revoked is 409 Conflict, as `docmind key revoke` refuses it
+// (the first revocation is the one in the audit log).
 func (a *admin) revokeKey(w http.ResponseWriter, r *http.Request) {
 	p, ok := a.h.principal(w, r)
 	if !ok {
@@ -312,9 +346,11 @@ func (a *admin) revokeKey(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, notFoundAs(err, "no key %q", id))
 		return
 	}
-	if changed { // revoking a revoked key is harmless and is not a second revocation in the log
-		a.h.audit(r.Context(), p, "key.revoke", id, "")
+	if !changed {
+		a.fail(w, r, rag.Errorf("httpapi", rag.KindConflict, "key %s was already revoked", id))
+		return
 	}
+	a.h.audit(r.Context(), p, "key.revoke", id, "")
 	w.WriteHeader(http.StatusNoContent)
 }
 
