@@ -1355,10 +1355,19 @@ func (w *authWorld) tokensSpent(t *testing.T, email string) int64 {
 // It returns the status; a 200 stream that finished before the stop fails the test.
 func stopChat(t *testing.T, c client, question string, tokens int) int {
 	t.Helper()
+	return stopStream(t, c, "/api/chat", map[string]any{"question": question}, tokens,
+		func(line string) bool { return line == "event: token" }, func(line string) bool { return line == "event: done" })
+}
+
+// stopStream posts body to a streaming path and hangs up after n lines for which isToken holds; a line
+// for which isEnd holds first (the answer finished) fails the test. It returns the status (429 for a
+// spent budget, which is not a failure).
+func stopStream(t *testing.T, c client, path string, body any, n int, isToken, isEnd func(string) bool) int {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	b, _ := json.Marshal(map[string]string{"question": question})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/api/chat", bytes.NewReader(b))
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := http.DefaultClient.Do(req)
@@ -1369,22 +1378,22 @@ func stopChat(t *testing.T, c client, question string, tokens int) int {
 	if resp.StatusCode != 200 {
 		body, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 429 || !strings.Contains(string(body), `"limit":"daily_tokens"`) {
-			t.Fatalf("a question to stop: %d %s", resp.StatusCode, body)
+			t.Fatalf("a question to stop on %s: %d %s", path, resp.StatusCode, body)
 		}
 		return resp.StatusCode
 	}
 	sc := bufio.NewScanner(resp.Body)
-	for n := 0; sc.Scan(); {
-		switch sc.Text() {
-		case "event: token":
-			if n++; n == tokens {
+	for seen := 0; sc.Scan(); {
+		switch {
+		case isToken(sc.Text()):
+			if seen++; seen == n {
 				return 200 // the deferred cancel hangs up
 			}
-		case "event: done":
-			t.Fatalf("the answer finished before its %d-th token: the stop could not be tested", tokens)
+		case isEnd(sc.Text()):
+			t.Fatalf("the answer on %s finished before its %d-th token: the stop could not be tested", path, n)
 		}
 	}
-	t.Fatalf("the stream ended before its %d-th token: %v", tokens, sc.Err())
+	t.Fatalf("the stream on %s ended before its %d-th token: %v", path, n, sc.Err())
 	return 0
 }
 
@@ -1399,7 +1408,7 @@ func TestEveryModelCallIsCharged(t *testing.T) {
 		}
 		return llmtest.Reply{Content: answerText, Gap: 40 * time.Millisecond}
 	})
-	const budget = 500
+	const budget = 1000
 	w := newAuthWorld(t, func(m *Main) {
 		c := &m.Config.Chat
 		c.Provider, c.BaseURL, c.APIKey, c.MainModel, c.SmallModel = "openai", fake.URL, "sk-test", "main", "small"
@@ -1429,6 +1438,45 @@ func TestEveryModelCallIsCharged(t *testing.T) {
 	if full != int64(reported) {
 		t.Errorf("a full answer charged %d tokens, want %d, what the model reported for its calls %v (the main model's alone: %d)",
 			full, reported, kinds(calls), usageTokens(body))
+	}
+
+	// every other way to ask is charged the same way: /api/ask and /v1 in full what the model reported,
+	// and /v1 streamed and stopped (the reported understanding call plus the cut answer's estimate: its
+	// prompt, counted from the text, is longer than the fake's fixed 100 tokens)
+	oai := func(stream bool) map[string]any {
+		return map[string]any{"model": "docmind", "stream": stream, "messages": []map[string]string{{"role": "user", "content": "What is the launch code word of Project Falcon?"}}}
+	}
+	for _, c := range []struct {
+		name string
+		ask  func() int
+	}{
+		{"/api/ask", func() int {
+			code, _ := w.dave.json(t, http.MethodPost, "/api/ask", map[string]any{"question": "What is the launch code word of Project Falcon?"})
+			return code
+		}},
+		{"/v1/chat/completions", func() int {
+			code, _ := w.dave.json(t, http.MethodPost, "/v1/chat/completions", oai(false))
+			return code
+		}},
+		{"/v1/chat/completions stopped", func() int {
+			return stopStream(t, w.dave, "/v1/chat/completions", oai(true), 5,
+				func(l string) bool { return strings.HasPrefix(l, "data: {") && strings.Contains(l, `"content"`) },
+				func(l string) bool { return l == "data: [DONE]" })
+		}},
+	} {
+		before := w.tokensSpent(t, "dave@a.example")
+		if code := c.ask(); code != 200 {
+			t.Fatalf("%s: %d", c.name, code)
+		}
+		poll(t, c.name+" to be charged", func() bool { return w.tokensSpent(t, "dave@a.example") > before })
+		got, want := w.tokensSpent(t, "dave@a.example")-before, 0
+		for _, call := range fake.Calls() {
+			want += call.ReportedTokens()
+		}
+		if !strings.HasSuffix(c.name, "stopped") && got != int64(want) {
+			t.Errorf("%s charged %d tokens, want %d (reported for its calls)", c.name, got, want)
+		}
+		t.Logf("%s charged %d tokens", c.name, got)
 	}
 
 	// stopped answers: each charged (the understanding call reported, the cut answer estimated), so the
