@@ -911,7 +911,7 @@ var (
 	cnNegations  = "不没无未非别勿"
 	cnNotNegated = []string{"不仅", "不但", "不光", "不断", "不同", "不过", "不少", "不久", "不管", "不论", "不如", "不错", "不已",
 		"无论", "无数", "无线", "无锡", "非常", "非洲", "除非", "未来", "淹没", "埋没", "出没", "隐没", "沉没", "别人", "别的", "别名",
-		"别称", "分别", "区别", "特别", "类别", "级别", "性别", "个别", "告别", "差别", "识别", "辨别", "鉴别", "派别", "别墅"}
+		"别称", "没收", "分别", "区别", "特别", "类别", "级别", "性别", "个别", "告别", "差别", "识别", "辨别", "鉴别", "派别", "别墅"}
 )
 
 // negations counts the negations of folded text s: "no" and "not" words, n't, and the Chinese
@@ -923,6 +923,7 @@ func negations(s string) int {
 		s = s[m[1]:]
 	}
 	n := 0
+	s = strings.ReplaceAll(s, "’", "'") // "doesn’t"
 	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' || text.IsCJK(r) }) {
 		w = strings.Trim(w, "'")
 		if enNegations[w] || strings.HasSuffix(w, "n't") {

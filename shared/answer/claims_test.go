@@ -312,6 +312,7 @@ func TestCheckClaimsSecondReview(t *testing.T) {
 		{"English negation flipped", "Yes, docmind does do OCR for scanned PDFs [1].", guide, []bool{false}},
 		{"Chinese negation kept", "不会，服务提供方不会将客户数据用于模型训练[1]。", sla, []bool{true}},
 		{"English negation kept", "No, docmind does not do OCR, so scanned PDFs without a text layer are refused [1].", guide, []bool{true}},
+		{"English negation, curly apostrophe", "Scanned PDFs are refused: docmind doesn’t do OCR [1].", guide, []bool{true}},
 		{"quote", "Scanned PDFs without a text layer are refused, because docmind does not do OCR [1].", guide, []bool{true}},
 		{"one cited source agrees", "Since version 2, docmind does OCR for scanned PDFs [1][2].", append(guide, ev("release-notes.txt", "Version 2: docmind does OCR for scanned PDFs now.", 2)), []bool{true}},
 		{"double negative", "服务提供方不得不将客户数据用于模型训练[1]。", sla, []bool{false}},
