@@ -55,10 +55,11 @@ func metered(r *http.Request) (*http.Request, *llm.Meter) {
 
 // charge spends on the caller's daily budget what the request's model calls counted, or the answer's own
 // usage when that is more: an Asker runs the model in another process (the answer state machine), where
-// this request's meter cannot see it.
+// this request's meter cannot see it. A cached answer's usage is the original's, not this request's: a
+// cache hit is charged only the calls it made (the understanding step, if it ran).
 func (h *handler) charge(ctx context.Context, p rag.Principal, m *llm.Meter, done *answer.Done) {
 	tokens := m.Tokens()
-	if done != nil {
+	if done != nil && !done.FromCache {
 		tokens = max(tokens, int64(done.Usage.PromptTokens+done.Usage.CompletionTokens))
 	}
 	if h.d.Limits != nil && tokens > 0 {

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/limits"
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -114,5 +116,27 @@ func TestRolesReadOncePerRequest(t *testing.T) {
 	}
 	if got := f.rec.got[len(f.rec.got)-1].Filter.KBIDs; len(got) != 1 || got[0] != f.mine.ID {
 		t.Fatalf("retrieval filter %v, want only %s", got, f.mine.ID)
+	}
+}
+
+// charge spends what the request's model calls counted; an answer's own usage counts only when it is more
+// (an Asker ran the model elsewhere) and never for a cached answer, whose usage is the original's.
+func TestChargeCountsThisRequestsCalls(t *testing.T) {
+	used := llm.Usage{PromptTokens: 200, CompletionTokens: 20}
+	for _, c := range []struct {
+		name string
+		done *answer.Done
+		want int64
+	}{
+		{"stopped: no done, nothing counted", nil, 0},
+		{"answered elsewhere (Asker)", &answer.Done{Usage: used}, 220},
+		{"a cache hit", &answer.Done{Usage: used, FromCache: true}, 0},
+	} {
+		lim := &fakeLimiter{}
+		h := &handler{d: Deps{Limits: lim}}
+		h.charge(t.Context(), rag.Principal{Tenant: "t", UserID: "u"}, &llm.Meter{}, c.done)
+		if got := lim.spent.Load(); got != c.want {
+			t.Errorf("%s: spent %d, want %d", c.name, got, c.want)
+		}
 	}
 }

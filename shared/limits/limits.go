@@ -20,9 +20,10 @@
 //     count; a refused request takes its increment back, so the counters hold admitted requests only and a
 //     client hammering at 10× its rate still gets its PerMinute through.
 //
-// The daily token budget is a counter per user and UTC day that Spend adds to after a model call; Allow
-// refuses once it has reached DailyTokens. It is a soft cap: calls admitted before the counter crossed the
-// budget may finish and overshoot by one call's tokens.
+// The daily token budget is a counter per user and UTC day that Spend adds to when a request ends, with
+// every model call the request made (the HTTP edge counts them with an llm.Meter: small and main model,
+// finished or stopped by the client); Allow refuses once it has reached DailyTokens. It is a soft cap:
+// requests admitted before the counter crossed the budget may finish and overshoot by their own tokens.
 //
 // A failing KV store fails open: Allow admits and marks the Decision Degraded, so the caller can log and
 // report degraded "limits" instead of refusing every request because a cache is down.
