@@ -166,21 +166,8 @@ func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFi
 		closeStores()
 	}
 	if calibrate {
-		fitted, err := fitCalibrations(results, dirs)
-		if err != nil {
-			return fail(e, rag.E("eval", rag.KindInvalid, err))
-		}
-		if len(fitted) == 0 {
-			return fail(e, rag.Errorf("eval", rag.KindInvalid, "no answerer gave %d answers in one language: nothing to calibrate", minCalibrationAnswers))
-		}
-		fitted = keepOthers(calFile, fitted)
-		b, _ := json.MarshalIndent(fitted, "", "  ")
-		if err := os.WriteFile(calFile, append(b, '\n'), 0o644); err != nil {
-			return fail(e, rag.E("eval", rag.KindInternal, err))
-		}
-		fmt.Fprintf(e.stderr, "docmind: calibration for %d answerer(s) written to %s; rebuild to ship it\n", len(fitted), calFile)
-		if err := crossFit(results); err != nil {
-			return fail(e, rag.E("eval", rag.KindInvalid, err))
+		if code, ok := calibrateAnswers(e, cfg, results, dirs, calFile); !ok {
+			return code
 		}
 	}
 	if outFile != "" {
@@ -196,6 +183,64 @@ func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFi
 		}
 	}
 	return exitOK
+}
+
+// calibrateAnswers fits the maps of the answerer this run calibrates, writes them with the file's other
+// maps to calFile, and cross-fits the results' confidences for the report.
+func calibrateAnswers(e env, cfg config.Config, results []eval.AnswerResult, dirs []string, calFile string) (int, bool) {
+	who := calibratedAnswerer(cfg)
+	fitted, err := fitCalibrations(results, dirs, who)
+	if err != nil {
+		return fail(e, rag.E("eval", rag.KindInvalid, err)), false
+	}
+	if len(fitted) == 0 {
+		return fail(e, rag.Errorf("eval", rag.KindInvalid, "the %s answerer gave fewer than %d answers in each language: nothing to calibrate", who, minCalibrationAnswers)), false
+	}
+	for key, n := range otherAnswers(results, who) {
+		fmt.Fprintf(e.stderr, "docmind: %d answers by %s not fitted (only the %s maps are fitted in this run; the %s map is fitted by a run %s) and kept as in %s\n",
+			n, key, who, key, otherRun(who), calFile)
+	}
+	merged := keepOthers(calFile, fitted)
+	b, _ := json.MarshalIndent(merged, "", "  ")
+	if err := os.WriteFile(calFile, append(b, '\n'), 0o644); err != nil {
+		return fail(e, rag.E("eval", rag.KindInternal, err)), false
+	}
+	fmt.Fprintf(e.stderr, "docmind: calibration for %d %s answerer key(s) written to %s (%d key(s) kept from it); rebuild to ship it\n",
+		len(fitted), who, calFile, len(merged)-len(fitted))
+	if err := crossFit(results, who, merged); err != nil {
+		return fail(e, rag.E("eval", rag.KindInvalid, err)), false
+	}
+	return exitOK, true
+}
+
+// calibratedAnswerer is the answerer whose maps --calibrate fits: "llm" with a model configured,
+// "extractive" without. A run with a model also holds the extractive reader's answers where the model
+// failed; fitting extractive maps on those alone would replace the shipped ones (fitted on every
+// question of a run without a model) with maps of a few, unrepresentative failures.
+func calibratedAnswerer(cfg config.Config) string {
+	if cfg.Chat.Provider == "openai" {
+		return "llm"
+	}
+	return "extractive"
+}
+
+// otherRun names the run that fits the maps a run calibrating who leaves alone.
+func otherRun(who string) string {
+	if who == "llm" {
+		return "without a model"
+	}
+	return "with a model configured"
+}
+
+// otherAnswers counts the answered questions per calibration key of answerers other than who.
+func otherAnswers(results []eval.AnswerResult, who string) map[string]int {
+	out := map[string]int{}
+	for key, samples := range samplesByAnswerer(results, func(int) bool { return true }) {
+		if !strings.HasPrefix(key, who+"/") {
+			out[key] = len(samples)
+		}
+	}
+	return out
 }
 
 // samplesByAnswerer gathers the answered questions' features and outcomes per calibration key
@@ -218,9 +263,13 @@ func samplesByAnswerer(results []eval.AnswerResult, keep func(i int) bool) map[s
 // fitCalibrations fits one calibration per answerer and language over every answered question; each
 // names the datasets whose answers it was fitted on ("hotpotqa (train, 250 answers)": the English map
 // has seen none of CMRC's Chinese answers, and the badge's reason says so).
-func fitCalibrations(results []eval.AnswerResult, dirs []string) (answer.Calibrations, error) {
+// Only the keys of answerer who are fitted (see calibratedAnswerer).
+func fitCalibrations(results []eval.AnswerResult, dirs []string, who string) (answer.Calibrations, error) {
 	out := answer.Calibrations{}
 	for name, samples := range samplesByAnswerer(results, func(int) bool { return true }) {
+		if !strings.HasPrefix(name, who+"/") {
+			continue
+		}
 		if len(samples) < minCalibrationAnswers {
 			continue // e.g. the few questions the extractive reader answered when the model failed
 		}
@@ -271,12 +320,18 @@ func fittedOn(results []eval.AnswerResult, dirs []string, key string) string {
 const crossFolds = 10
 
 // crossFit replaces each answer's confidence and band by the estimate of a calibration fitted on the
-// other folds (positions modulo crossFolds), then recomputes the reports' band statistics.
-func crossFit(results []eval.AnswerResult) error {
+// other folds (positions modulo crossFolds), then recomputes the reports' band statistics. Only who's
+// keys are cross-fitted; the other answerers' answers get their key's map in written, as they would
+// when served.
+func crossFit(results []eval.AnswerResult, who string, written answer.Calibrations) error {
 	var folds [crossFolds]answer.Calibrations
 	for f := range crossFolds {
 		folds[f] = answer.Calibrations{}
 		for name, samples := range samplesByAnswerer(results, func(i int) bool { return i%crossFolds != f }) {
+			if !strings.HasPrefix(name, who+"/") {
+				folds[f][name] = written[name]
+				continue
+			}
 			if len(samples) < minCalibrationAnswers {
 				continue // too few to fit: those answers keep their uncalibrated confidence
 			}

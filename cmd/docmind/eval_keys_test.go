@@ -40,7 +40,7 @@ func TestCalibrateKeysByAnswerer(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("keys %v", got)
 	}
-	fitted, err := fitCalibrations([]eval.AnswerResult{res}, []string{"/data/hotpotqa"})
+	fitted, err := fitCalibrations([]eval.AnswerResult{res}, []string{"/data/hotpotqa"}, "llm")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestCalibrateKeysByAnswerer(t *testing.T) {
 	if fitted["extractive/en"] != nil {
 		t.Errorf("a map fitted on 10 answers")
 	}
-	if err := crossFit([]eval.AnswerResult{res}); err != nil {
+	if err := crossFit([]eval.AnswerResult{res}, "llm", nil); err != nil {
 		t.Errorf("cross-fitting with a key too small to fit: %v", err)
 	}
 
@@ -71,5 +71,61 @@ func TestCalibrateKeysByAnswerer(t *testing.T) {
 	}
 	if merged["llm/en"] != fitted["llm/en"] || len(merged) != len(shipped)+2 {
 		t.Errorf("merged keys: %d", len(merged))
+	}
+}
+
+// Review finding 6: with a model configured, the model failed on 30 English questions; the extractive
+// reader's answers to those are enough for a map, but a map of failures alone must not replace the
+// shipped extractive/en map (fitted on every question of a run without a model). Only llm/* is fitted,
+// the file's extractive maps are written back unchanged, and the report's extractive answers get the
+// shipped map rather than one cross-fitted on the failures.
+func TestCalibrateWithModelKeepsExtractiveMaps(t *testing.T) {
+	en := make([]float64, len(answer.FeatureNames))
+	var res eval.AnswerResult
+	for i := range 120 {
+		q := eval.AnswerQuery{Answerer: "llm", Features: append([]float64(nil), en...), Correct: i%3 == 0}
+		q.Features[0] = float64(i % 7)
+		if i%4 == 0 { // 30 failures: enough for a map of their own
+			q.Answerer = "extractive"
+			q.Correct = i%8 == 0
+		}
+		res.All = append(res.All, q)
+	}
+	if n := otherAnswers([]eval.AnswerResult{res}, "llm")["extractive/en"]; n != 30 {
+		t.Fatalf("extractive answers counted: %d, want 30", n)
+	}
+	fitted, err := fitCalibrations([]eval.AnswerResult{res}, []string{"/data/hotpotqa"}, "llm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fitted["llm/en"] == nil || len(fitted) != 1 {
+		t.Fatalf("fitted keys: %v", fitted)
+	}
+	// Without the model the extractive map is the one fitted.
+	if all, _ := fitCalibrations([]eval.AnswerResult{res}, []string{"/data/hotpotqa"}, "extractive"); all["extractive/en"] == nil || all["llm/en"] != nil {
+		t.Errorf("a run without a model fitted %v", all)
+	}
+
+	path := filepath.Join(t.TempDir(), "calibration.json")
+	shipped := answer.ShippedCalibrations()
+	if shipped["extractive/en"] == nil {
+		t.Fatal("no shipped extractive/en map to protect")
+	}
+	b, _ := json.Marshal(shipped)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	merged := keepOthers(path, fitted)
+	if merged["extractive/en"].N != shipped["extractive/en"].N || merged["extractive/en"].FittedOn != shipped["extractive/en"].FittedOn {
+		t.Errorf("extractive/en replaced: n=%d %q, shipped n=%d %q", merged["extractive/en"].N, merged["extractive/en"].FittedOn,
+			shipped["extractive/en"].N, shipped["extractive/en"].FittedOn)
+	}
+
+	if err := crossFit([]eval.AnswerResult{res}, "llm", merged); err != nil {
+		t.Fatal(err)
+	}
+	q := res.All[0]
+	if want := answer.Recalibrate(shipped["extractive/en"], q.Features, q.ClaimsSupported); q.Confidence != want {
+		t.Errorf("extractive answer's confidence %v, want the shipped map's %v", q.Confidence, want)
 	}
 }
