@@ -206,7 +206,8 @@ func (in *s3Inbox) NewerPut(ctx context.Context, tenant, uri, sequencer string) 
 // IngestNewest hands the trigger the source's newest recorded put again (its version and sequencer),
 // under the repair label: the execution it starts prepares that version, which the workflow accepts
 // because its sequencer is the recorded one. A removal recorded since is left to the event path
-// (nothing to do); a replay of the same repair is ExecutionAlreadyExists (done).
+// (nothing to do). ExecutionAlreadyExists (ActionDuplicate) is an error: that put's execution ran and
+// the document is still behind it, so the finding is not repaired.
 func (in *s3Inbox) IngestNewest(ctx context.Context, tenant, uri string) error {
 	const op = "consistency.inbox"
 	kb, rel, ok := ingest.SplitInboxKey(uri)
@@ -230,7 +231,11 @@ func (in *s3Inbox) IngestNewest(ctx context.Context, tenant, uri string) error {
 		return err
 	}
 	switch res.Action {
-	case ingest.ActionStarted, ingest.ActionDuplicate, ingest.ActionStale:
+	case ingest.ActionStarted, ingest.ActionStale:
+	case ingest.ActionDuplicate:
+		// the execution for this put ran already and the document still lags it: starting it again
+		// repairs nothing, so the finding stays (an error here leaves it in Remaining, not Repaired)
+		return rag.Errorf(op, rag.KindConflict, "%s: the execution for put %s (%s) exists already and the document still lags it", uri, seq, res.Execution)
 	default:
 		return rag.Errorf(op, rag.KindInternal, "the trigger answered %q for %s", res.Action, uri)
 	}

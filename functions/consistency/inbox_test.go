@@ -360,7 +360,7 @@ func TestRepairSequencer(t *testing.T) {
 // stale_versions on AWS: v2 of an object was recorded by the S3 path but its execution gave up (the
 // lease) and no follow-up ran, so the document is ready at v1's sequencer. The scheduled run starts one
 // execution for v2's recorded version and sequencer (which the workflow's Prepare accepts); a replayed
-// repair is ExecutionAlreadyExists.
+// repair is ExecutionAlreadyExists while the document still lags: remaining, not repaired.
 func TestStaleVersionIsIngestedAgain(t *testing.T) {
 	w := newAWSWorld(t)
 	ctx := context.Background()
@@ -390,7 +390,9 @@ func TestStaleVersionIsIngestedAgain(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].VersionID != v2 || awsrt.CompareSequencer(jobs[0].Sequencer, "0055AED6DCD90281F0") != 0 || jobs[0].DocumentID != d.ID {
 		t.Fatalf("jobs %+v; want one for version %s at sequencer 0055AED6DCD90281F0", jobs, v2)
 	}
-	if res, err = chk.Run(ctx, reconcile.Options{Repair: true}); err != nil || res.Repaired[reconcile.StaleVersions] != 1 || w.sfn.repeats != 1 {
+	// the execution for v2 exists, yet the document still lags it: not repaired, still remaining
+	if res, err = chk.Run(ctx, reconcile.Options{Repair: true}); err != nil || res.Repaired[reconcile.StaleVersions] != 0 ||
+		res.Remaining[reconcile.StaleVersions] != 1 || len(res.Errors) != 1 || w.sfn.repeats != 1 {
 		t.Fatalf("replayed repair: %+v, %v, %d repeats", res, err, w.sfn.repeats)
 	}
 	// once the execution prepared v2, the document is current
@@ -399,5 +401,45 @@ func TestStaleVersionIsIngestedAgain(t *testing.T) {
 	w.db.UpdateDocument(ctx, &d)
 	if res, err = chk.Run(ctx, reconcile.Options{}); err != nil || res.Drift[reconcile.StaleVersions] != 0 {
 		t.Fatalf("after v2 was prepared: %+v, %v", res.Drift, err)
+	}
+}
+
+// An unchanged re-upload is not stale: v2 carries v1's bytes, so v2's execution skips as unchanged, and
+// its Prepare records v2's sequencer on the document. Before, the document stayed at v1's sequencer, the
+// check reported it on every run and each "repair" skipped again (then met ExecutionAlreadyExists).
+func TestUnchangedReuploadIsNotStale(t *testing.T) {
+	w := newAWSWorld(t)
+	ctx := context.Background()
+	k := "inbox/manuals/same.md"
+	w.put(t, k, doc("same"))
+	rep, err := w.svc.Ingest(ctx, testTenant, ingest.Source{KBName: "manuals", URI: k, Name: "same.md", Data: []byte(doc("same"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := w.db.GetDocument(ctx, testTenant, rep.DocumentID)
+	d.SourceSequencer = "100" // as v1's execution prepared it
+	if err := w.db.UpdateDocument(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	v2 := w.put(t, k, doc("same"))
+	if _, err := w.db.RecordSourceEvent(ctx, sqldb.SourceEvent{Tenant: testTenant, KBID: d.KBID, SourceURI: k,
+		Sequencer: "110", VersionID: v2, Event: sqldb.SourcePut}); err != nil {
+		t.Fatal(err)
+	}
+	wf := &ingest.Workflow{Stages: w.svc.Runner.Stages, Leases: w.db, Events: w.db, Objects: awsenv.Objects{S3: w.s3}}
+	out, err := wf.Prepare(ctx, ingest.Job{Doc: ingest.Doc{Tenant: testTenant, KBID: d.KBID, DocumentID: d.ID}, SourceURI: k,
+		Bucket: testBucket, Key: k, VersionID: v2, Sequencer: "110", FileName: "same.md", Holder: "exec-v2"})
+	if err != nil || !out.Skip || out.Reason != "unchanged" {
+		t.Fatalf("prepare of the unchanged v2: %+v, %v", out, err)
+	}
+	got, _ := w.db.GetDocument(ctx, testTenant, d.ID)
+	if got.SourceSequencer != "110" || got.SourceETag != v2 || got.Status != rag.StatusReady {
+		t.Fatalf("document at %q/%q (%s), want v2's sequencer 110 and version %s", got.SourceSequencer, got.SourceETag, got.Status, v2)
+	}
+	chk := w.checker()
+	chk.Now = func() time.Time { return time.Now().Add(time.Hour) } // past Grace
+	res, err := chk.Run(ctx, reconcile.Options{Repair: true})
+	if err != nil || res.Drift[reconcile.StaleVersions] != 0 || len(w.sfn.jobs(t)) != 0 {
+		t.Fatalf("report %+v, %v, executions %+v; want no stale version and no repair", res, err, w.sfn.jobs(t))
 	}
 }

@@ -156,6 +156,10 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])
 	if doc.Status == rag.StatusReady && doc.ContentHash == hash && doc.Error == "" {
+		if err := w.recordVersion(ctx, &doc, j); err != nil {
+			w.Leases.ReleaseLease(context.WithoutCancel(ctx), LeaseName(j.Tenant, j.KBID, j.SourceURI), j.Holder)
+			return PrepareOut{}, err
+		}
 		return skip("unchanged")
 	}
 	key := sourceKey(j.Tenant, j.KBID, j.DocumentID, j.FileName)
@@ -174,6 +178,20 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 		return PrepareOut{}, err
 	}
 	return PrepareOut{Extract: ExtractIn{Doc: j.Doc, SourceKey: key, FileName: j.FileName}, ContentHash: hash}, nil
+}
+
+// recordVersion stores j's version and sequencer on a document whose content already is j's (an
+// unchanged re-upload), under the lease: otherwise the document keeps the older put's sequencer while
+// the newer put is the recorded one, and the consistency check reports it stale on every run although
+// nothing is out of date. The "object version is gone" skip does not record: the document does not
+// hold that version (its newer event, or the missed one reconcile reports, decides what it becomes).
+func (w *Workflow) recordVersion(ctx context.Context, doc *rag.Document, j Job) error {
+	etag, seq := truncateRunes(j.VersionID, 255), truncate(j.Sequencer, 64)
+	if doc.SourceETag == etag && doc.SourceSequencer == seq {
+		return nil
+	}
+	doc.SourceETag, doc.SourceSequencer = etag, seq
+	return w.Stages.Records.UpdateDocument(ctx, doc)
 }
 
 // current reports whether j is still its source's newest event.

@@ -282,10 +282,22 @@ func TestWorkflowSuccess(t *testing.T) {
 	// the same content under a new version is a skip: zero embedding calls
 	before := w.emb.texts.Load()
 	w.sql.ReleaseLease(context.Background(), LeaseName(tenant, d.KBID, d.SourceURI), "someone-else")
-	w.handle(t, w.bucket.put("inbox/manuals/guide v2.md", manual("Limits: at most 5 users per seat and 3 seats per team.")))
+	ch2 := w.bucket.put("inbox/manuals/guide v2.md", manual("Limits: at most 5 users per seat and 3 seats per team."))
+	w.handle(t, ch2)
 	tr, err = w.sfn.last()
 	if err != nil || tr.States[len(tr.States)-1] != "Skipped" || w.emb.texts.Load() != before {
 		t.Fatalf("unchanged re-upload: %v, states %v, embedded %d more", err, tr.States, w.emb.texts.Load()-before)
+	}
+	// the skip records the newer put: otherwise the document lags the recorded event and the
+	// consistency check reports it stale on every run (stale_versions), with no repair able to clear it
+	d2, _ := w.doc(t, "manuals", "inbox/manuals/guide v2.md")
+	if d2.SourceSequencer != ch2.Sequencer || d2.SourceETag != ch2.VersionID || d2.ContentHash != d.ContentHash || d2.Status != rag.StatusReady {
+		t.Fatalf("after an unchanged re-upload the document is at %q/%q (hash %q, %s), want %q/%q", d2.SourceSequencer, d2.SourceETag,
+			d2.ContentHash, d2.Status, ch2.Sequencer, ch2.VersionID)
+	}
+	ok, err = w.sql.AcquireLease(context.Background(), LeaseName(tenant, d.KBID, d.SourceURI), "someone-else", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("the unchanged skip did not release the source's lease: %v %v", ok, err)
 	}
 }
 
