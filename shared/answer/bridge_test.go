@@ -31,7 +31,13 @@ func TestBridgeSkipsCurrencyAndUnrelatedLines(t *testing.T) {
 			t.Errorf("%s is read as a name", w)
 		}
 	}
-	for _, w := range []string{"Microsoft", "GitHub", "Newport", "Usda"} {
+	for _, w := range []string{"$", "¥", "€", "元", "人民币", "美元"} {
+		if !unitOrCurrency(w) {
+			t.Errorf("%s is read as a name", w)
+		}
+	}
+	// a word naming a currency inside it is still a name: the bridge follows "Yuan" and a title with 元
+	for _, w := range []string{"Microsoft", "GitHub", "Newport", "Usda", "Yuan", "Euro", "Dollar", "Euros", "《元史》", "《人民币的故事》"} {
 		if unitOrCurrency(w) {
 			t.Errorf("%s is not read as a name", w)
 		}

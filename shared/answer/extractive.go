@@ -1280,16 +1280,22 @@ func Tokens(s string) []string {
 	return out
 }
 
-// unitOrCurrency reports the capitalised words that are currency codes or units of measure ("USD",
-// "GB", "KG"): newNames reads them as names, and the bridge followed them to any line with an amount
-// in the same currency ("Who acquired GitHub?" quoted the handbook's 500 USD home-office allowance).
+// unitOrCurrency reports the words that are, whole, a currency code, symbol or unit of measure ("USD",
+// "GB", "KG", "¥", "人民币"): newNames reads them as names, and the bridge followed them to any line with
+// an amount in the same currency ("Who acquired GitHub?" quoted the handbook's 500 USD home-office
+// allowance). The whole word is matched, not searched: "Yuan", "Euro" and "Dollar" can be names, and a
+// title 《元史》 holding 元 is still a name.
 func unitOrCurrency(w string) bool {
-	if currencyCode(strings.ToLower(w)) != "" {
+	if currencySigns[w] {
 		return true
 	}
 	_, ok := unitWords[strings.ToUpper(w)]
 	return ok && strings.ToUpper(w) == w
 }
+
+// currencySigns are the currency symbols and Chinese currency words a name never is on its own.
+var currencySigns = map[string]bool{"$": true, "€": true, "£": true, "¥": true, "￥": true, "元": true, "人民币": true,
+	"美元": true, "美金": true, "欧元": true, "英镑": true, "日元": true, "港币": true, "港元": true}
 
 // unitWords are units of measure written in capitals (currencies are currencyCode's).
 var unitWords = map[string]struct{}{"USD": {}, "EUR": {}, "GBP": {}, "CNY": {}, "RMB": {}, "JPY": {}, "HKD": {}, "CHF": {},
