@@ -151,7 +151,13 @@ func claimNames(s string) []string {
 	// a person after the word that introduces one ("创始人是李明", "由李明创立"): its first two
 	// characters, surname and given name, must be in the passage
 	for _, m := range reCNPerson.FindAllStringSubmatch(s, -1) {
-		name := m[2] + m[3] // one of the two is empty
+		name, ok := personAfterRole(m[2])
+		if m[2] == "" {
+			name, ok = m[3], !notAPerson(m[3])
+		}
+		if !ok {
+			continue
+		}
 		if core := string([]rune(name)[:2]); !slices.Contains(kept, core) {
 			kept = append(kept, core)
 		}
@@ -159,9 +165,60 @@ func claimNames(s string) []string {
 	return kept
 }
 
-// reCNPerson finds a Chinese person's name (2 or 3 characters) after 创始人是/负责人为/作者是 ..., or
-// between 由 and the verb of what that person did ("由李明创立"; 由于 is "because").
-var reCNPerson = regexp.MustCompile(`(创始人|创办人|创立者|创建者|负责人|董事长|总经理|首席执行官|作者|导演|主编|发明人|发明者|设计者|设计师|法定代表人)(?:是|为|：|:)\s*(\p{Han}{2,3})|由\s*(\p{Han}{2,3}?)(?:于|在)?(?:创立|创办|创建|建立|成立|发起|领导|主持|执导|编写|撰写|设计|发明|提出|主演|创作|编著)`)
+// reCNPerson finds a Chinese person's name after 创始人是/负责人为/作者是 ... (group 2: the run of Han
+// characters that follows, read by personAfterRole), or between 由 and the verb of what that person did
+// (group 3: "由李明创立"; 由于 is "because").
+var reCNPerson = regexp.MustCompile(`(创始人|创办人|创立者|创建者|负责人|董事长|总经理|首席执行官|作者|导演|主编|发明人|发明者|设计者|设计师|法定代表人)(?:是|为|：|:)\s*(\p{Han}{2,12})|由\s*(\p{Han}{2,3}?)(?:于|在)?(?:创立|创办|创建|建立|成立|发起|领导|主持|执导|编写|撰写|设计|发明|提出|主演|创作|编著)`)
+
+// cnModifiers come before a name without being one: "导演是著名导演张艺谋" names 张艺谋, not 著名.
+var cnModifiers = []string{"著名的", "著名", "知名的", "知名", "有名的", "一位", "一名", "一个", "这位", "那位", "该位"}
+
+// cnNotPersons are the words after 作者是/由 that refer to someone without naming them (pronouns,
+// "the company") or describe them (a profession): not a name the passage must hold.
+var cnNotPersons = []string{"该", "其", "本", "此", "这", "那", "他们", "她们", "它们", "我们", "你们", "咱们", "大家", "他", "她",
+	"它", "我", "你", "公司", "团队", "作家", "导演", "演员", "学者", "教授", "老师", "专家", "记者", "诗人", "画家", "歌手",
+	"政府", "官方", "集团", "机构", "组织", "多人", "多位"}
+
+// cnAfterName are the characters that may follow a name in the 是/为 form when more text follows it:
+// a verb or a link ("作者是李明，" ends it; "作者是李明于2001年..." goes on with 于).
+var cnAfterName = "于在和与及等所创执编撰主担出先女"
+
+// personAfterRole reads the name in the run of Han characters after 作者是/导演为 ...: modifiers
+// skipped, and only a name of 2 or 3 characters that ends the run or is followed by a verb or a link
+// ("导演是著名导演张艺谋" has no name right there: 导演张 goes on with 艺).
+func personAfterRole(run string) (string, bool) {
+	for changed := true; changed; {
+		changed = false
+		for _, m := range cnModifiers {
+			if strings.HasPrefix(run, m) {
+				run, changed = strings.TrimPrefix(run, m), true
+			}
+		}
+	}
+	rs := []rune(run)
+	if len(rs) < 2 || notAPerson(run) {
+		return "", false
+	}
+	if len(rs) <= 3 {
+		return run, true
+	}
+	for _, k := range []int{2, 3} {
+		if strings.ContainsRune(cnAfterName, rs[k]) {
+			return string(rs[:k]), true
+		}
+	}
+	return "", false
+}
+
+// notAPerson reports a name candidate that is a pronoun, a reference or a profession.
+func notAPerson(name string) bool {
+	for _, w := range cnNotPersons {
+		if strings.HasPrefix(name, w) {
+			return true
+		}
+	}
+	return false
+}
 
 func isCapitalised(w string) bool {
 	r, _ := utf8.DecodeRuneInString(w)

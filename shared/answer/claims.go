@@ -818,7 +818,7 @@ func (l lineFacts) numberFits(n factIn[number], claim string) string {
 			continue
 		}
 		holds := cellHolds(l.cells[i], n.fact)
-		if holds && strings.ContainsFunc(l.cells[i], unicode.IsLetter) && strings.Contains(claim, l.cells[i]) {
+		if holds && keyLike(l.cells[i]) && strings.Contains(claim, l.cells[i]) {
 			return "" // the claim names the cell itself ("2026-Q2"): the number is its key, not its value
 		}
 		if holds {
@@ -845,7 +845,37 @@ func (l lineFacts) numberFits(n factIn[number], claim string) string {
 		}
 	}
 	u := headerUnits(l.heads[in[0]])
+	for _, cu := range numberUnits(l.cells[in[0]], n.fact.value) {
+		u = overlay(u, cu)
+	}
 	return fmt.Sprintf("states it in %s (%q column), not %s", u.describe(), l.heads[in[0]], n.units.describe())
+}
+
+// keyLike reports whether a table cell's letters make it a name ("2026-Q2", "v2") rather than an
+// amount with its unit ("20 days", "2 GB", "$49"): a claim quoting "20 days" still states a value to
+// check in its column.
+func keyLike(cell string) bool {
+	words := strings.FieldsFunc(cell, func(r rune) bool { return !unicode.IsLetter(r) })
+	if len(words) == 0 {
+		return false
+	}
+	for _, w := range words {
+		if !unitWord(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// unitWord reports a folded word that is a unit of measure, a time unit or a currency.
+func unitWord(w string) bool {
+	if _, ok := unitWords[strings.ToUpper(w)]; ok {
+		return true
+	}
+	if reTimeWord.MatchString(w) || unitNames[w] != "" || currencySigns[w] {
+		return true
+	}
+	return currencyCode(w) != "" && reCurrencyAfter.MatchString(w)
 }
 
 // proseUnitsFit is numberFits for a line that is not a table row: some occurrence of the number must
@@ -911,7 +941,7 @@ var (
 	cnNegations  = "不没无未非别勿"
 	cnNotNegated = []string{"不仅", "不但", "不光", "不断", "不同", "不过", "不少", "不久", "不管", "不论", "不如", "不错", "不已",
 		"无论", "无数", "无线", "无锡", "非常", "非洲", "除非", "未来", "淹没", "埋没", "出没", "隐没", "沉没", "别人", "别的", "别名",
-		"别称", "没收", "分别", "区别", "特别", "类别", "级别", "性别", "个别", "告别", "差别", "识别", "辨别", "鉴别", "派别", "别墅"}
+		"别称", "没收", "未休", "未使用", "未用完", "分别", "区别", "特别", "类别", "级别", "性别", "个别", "告别", "差别", "识别", "辨别", "鉴别", "派别", "别墅"}
 )
 
 // negations counts the negations of folded text s: "no" and "not" words, n't, and the Chinese
@@ -959,9 +989,9 @@ func opposed(claim string, terms []string, facts []*passageFacts) int {
 	if len(terms) < 2 {
 		return -1
 	}
-	negated, k := negations(claim)%2 == 1, -1
+	clauses, k := clausesOf(claim), -1
 	for i, f := range facts {
-		switch f.agrees(negated, terms) {
+		switch f.agrees(clauses, terms) {
 		case 1:
 			return -1
 		case -1:
@@ -973,11 +1003,51 @@ func opposed(claim string, terms []string, facts []*passageFacts) int {
 	return k
 }
 
-// agrees compares a claim's negation with the lines of the passage it is about (the ones sharing most
-// of its weighted content terms, at least half of them and two): 1 when one of them is negated as the
-// claim is, -1 when they all say the opposite (one negated, the other not), 0 when no line is about
-// the claim. Table rows are not compared: a cell's "None" is a value, not a statement negated.
-func (f *passageFacts) agrees(negated bool, terms []string) int {
+// clause is one clause of a claim or line, its content terms and whether it is negated. Negation is
+// counted per clause: "docmind does not do OCR, so it cannot read scanned PDFs" holds two negated
+// clauses, not an even number of negations that cancel out.
+type clause struct {
+	terms   []string
+	negated bool
+	unsure  bool // a bound or a restriction ("only within", "after", 之后): a negation may be reworded
+}
+
+var reClauseBreak = regexp.MustCompile(`[,;:，；：。!?！？]|\.\s|\s(so|because|but|while|whereas|although|since)\s`)
+
+// clausesOf splits folded text s into its clauses.
+func clausesOf(s string) []clause {
+	var out []clause
+	for _, part := range reClauseBreak.Split(s, -1) {
+		ts := contentTerms(part)
+		if len(ts) == 0 {
+			continue
+		}
+		part = unbound(part)
+		out = append(out, clause{terms: ts, negated: negations(part)%2 == 1, unsure: reRestrict.MatchString(part)})
+	}
+	return out
+}
+
+// Bounds are written with a negation that negates nothing ("no more than 25" is "at most 25", 不低于
+// is "at least"); restrictions let a negated line be reworded without one ("not available after 30
+// days" is "available only within 30 days"), so a clause holding one is not compared.
+var (
+	reBound = regexp.MustCompile(`\b(no|not)\s(more|less|fewer|greater|later|earlier|longer|higher|lower)\sthan\b|` +
+		`\b(may|must|shall|will|should|does|do|can|to)?\s?(not|never)\s(to\s)?exceed|\b(cannot|can't|mustn't|won't|doesn't|don't)\sexceed|` +
+		`不得?(低于|少于|超过|高于|多于|大于|小于|晚于|早于|足|满)`)
+	reRestrict = regexp.MustCompile(`\b(only|at most|at least|up to|limited|within|after|before|until|unless|except|beyond|longer|later)\b|` +
+		`仅|只|至少|至多|最多|最少|以内|之内|之后|之前|以后|以前|以上|以下|除非|除了`)
+)
+
+// unbound removes the bounds of folded text s, so their negations are not counted.
+func unbound(s string) string { return reBound.ReplaceAllString(s, " ") }
+
+// agrees compares the clauses of a claim with the lines of the passage it is about (the ones sharing
+// most of its weighted content terms, at least half of them and two): 1 when a clause of one of them
+// is negated as the claim's clause about the same thing is, -1 when every such pair says the opposite
+// (one negated, the other not), 0 when no line or clause is about the claim, or the pairs are unsure.
+// Table rows are not compared: a cell's "None" is a value, not a statement negated.
+func (f *passageFacts) agrees(claim []clause, terms []string) int {
 	all := make([]int, len(f.lines))
 	for i := range all {
 		all[i] = i
@@ -997,7 +1067,34 @@ func (f *passageFacts) agrees(negated bool, terms []string) int {
 		if have < 2 || 2*have < len(terms) {
 			continue
 		}
-		if l.negated == negated {
+		switch clausesAgree(claim, clausesOf(l.text)) {
+		case 1:
+			return 1
+		case -1:
+			seen = true
+		}
+	}
+	if seen {
+		return -1
+	}
+	return 0
+}
+
+// clausesAgree compares each claim clause with the line clause it shares most terms with (two at
+// least): 1 when one pair is negated alike, -1 when the pairs compared all differ, 0 when none was.
+func clausesAgree(claim, line []clause) int {
+	seen := false
+	for _, c := range claim {
+		best, bestHave := -1, 1
+		for j, d := range line {
+			if have := sharedTerms(c.terms, d.terms); have > bestHave {
+				best, bestHave = j, have
+			}
+		}
+		if best < 0 || c.unsure || line[best].unsure {
+			continue
+		}
+		if c.negated == line[best].negated {
 			return 1
 		}
 		seen = true
@@ -1006,6 +1103,16 @@ func (f *passageFacts) agrees(negated bool, terms []string) int {
 		return -1
 	}
 	return 0
+}
+
+func sharedTerms(a, b []string) int {
+	n := 0
+	for _, t := range a {
+		if slices.Contains(b, t) {
+			n++
+		}
+	}
+	return n
 }
 
 // checkNumbers says why a number of claim c is not supported by the line of a cited passage it is

@@ -337,3 +337,78 @@ func TestCheckClaimsSecondReview(t *testing.T) {
 		}
 	}
 }
+
+// Issue #13, third review: right answers the negation check called "the opposite" (bounds are not
+// negations; each clause is compared on its own), a number taken as a row key because its cell holds a
+// unit, and Chinese modifiers read as a person's name. Each answer's claims, in order.
+func TestCheckClaimsThirdReview(t *testing.T) {
+	handbook := []rank.Evidence{ev("employee-handbook.docx", demoHandbook, 1)}
+	sla := []rank.Evidence{ev("服务协议.pdf", demoSLA, 1)}
+	limits := []rank.Evidence{ev("limits.md", "Each workspace supports no more than 25 users. Uploads may not exceed 2 GB per file.", 1)}
+	refunds := []rank.Evidence{ev("refunds.md", "Refunds are not available after 30 days from the purchase.", 1)}
+	guide := []rank.Evidence{ev("docmind-guide.md", "docmind reads Markdown, HTML, DOCX, XLSX, PPTX, CSV\nand PDF. Scanned PDFs without a text layer are refused, because docmind does not do OCR.", 1)}
+	leave := []rank.Evidence{ev("leave.csv", "| role | vacation | sick |\n| --- | --- | --- |\n| Staff | 20 days | 10 days |\n| Managers | 30 days | 20 days |", 1)}
+	plans := []rank.Evidence{ev("plans.csv", "| plan | storage | upload limit |\n| --- | --- | --- |\n| Team | 50 GB | 2 GB |\n| Business | 500 GB | 10 GB |", 1)}
+	film := []rank.Evidence{ev("电影.md", "《红高粱》是1987年的中国电影，导演为张艺谋。", 1)}
+	filmLong := []rank.Evidence{ev("电影.md", "红高粱是1987年的中国电影，导演为张艺谋。张艺谋是中国第五代导演的代表，名导演。", 1)}
+	for _, c := range []struct {
+		name, answer string
+		ev           []rank.Evidence
+		supported    []bool
+	}{
+		// finding 1: right rewordings of a bound, and clauses negated on their own
+		{"at most", "Each workspace supports at most 25 users [1].", limits, []bool{true}},
+		{"up to", "Each workspace supports up to 25 users [1].", limits, []bool{true}},
+		{"limited to", "Uploads are limited to 2 GB [1].", limits, []bool{true}},
+		{"至少 for 不低于", "服务月可用性承诺至少为99.9%[1]。", sla, []bool{true}},
+		{"剩余 for 未休", "年假每年20天，剩余年假可顺延一年[1]。", handbook, []bool{true}},
+		{"two negations", "docmind does not do OCR, so it cannot read scanned PDFs [1].", guide, []bool{true}},
+		{"only within", "Refunds are available only within 30 days [1].", refunds, []bool{true}},
+		// the flips the previous review found stay caught
+		{"Chinese flip", "会的，服务提供方会将客户数据用于模型训练[1]。", sla, []bool{false}},
+		{"English flip", "Yes, docmind does do OCR [1].", guide, []bool{false}},
+		// finding 2: a cell holding a unit is a value, not the row's key
+		{"days in the other column", "Managers get 20 days of vacation [1].", leave, []bool{false}},
+		{"days, right", "Managers get 30 days of vacation [1].", leave, []bool{true}},
+		{"GB in the other column", "The Team plan has 2 GB of storage [1].", plans, []bool{false}},
+		{"GB, right", "The Team plan has an upload limit of 2 GB [1].", plans, []bool{true}},
+		// finding 5: modifiers and pronouns are not names
+		{"著名导演, is", "红高粱的导演是著名导演张艺谋[1]。", filmLong, []bool{true}},
+		{"导演为, right", "《红高粱》的导演为张艺谋[1]。", film, []bool{true}},
+		{"导演为, wrong", "《红高粱》的导演为陈凯歌[1]。", film, []bool{false}},
+	} {
+		claims := CheckClaims(c.answer, c.ev)
+		if len(claims) != len(c.supported) {
+			t.Errorf("%s: claims %+v", c.name, claims)
+			continue
+		}
+		for i, cl := range claims {
+			if cl.Supported != c.supported[i] {
+				t.Errorf("%s: %q supported %v (%s), want %v", c.name, cl.Sentence, cl.Supported, cl.Reason, c.supported[i])
+			}
+		}
+	}
+}
+
+// The person after 作者是/导演是/由 skips modifiers and pronouns and must end where a name ends.
+func TestCNPersonName(t *testing.T) {
+	for run, want := range map[string]string{"张艺谋": "张艺谋", "著名导演张艺谋": "", "知名作家": "", "一位作家": "", "该公司": "",
+		"他们": "", "我们": "", "一位李明": "李明", "李明于2001年": "李明", "著名的王芳": "王芳", "张艺谋执导": "张艺谋", "张艺谋的作品很多": ""} {
+		got, ok := personAfterRole(run)
+		if got != want || ok != (want != "") {
+			t.Errorf("%s: got %q %v, want %q", run, got, ok, want)
+		}
+	}
+}
+
+// A unit mismatch found in the cell is described with the cell's unit, not the header's empty one.
+func TestNumberFitsReasonText(t *testing.T) {
+	prices := []rank.Evidence{ev("price-list.csv", demoPrices, 1)}
+	claims := CheckClaims("The Business plan answers support email within 4 days [1].", prices)
+	if len(claims) != 1 || claims[0].Supported {
+		t.Fatalf("claims %+v", claims)
+	}
+	if r := claims[0].Reason; !strings.Contains(r, "hours") || strings.Contains(r, "in  (") {
+		t.Errorf("reason %q does not say the cell's unit", r)
+	}
+}
