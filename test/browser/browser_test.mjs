@@ -359,6 +359,30 @@ test("a cited table row is marked; a claim is marked where it is cited, not at a
   assert.deepEqual(p.errors, []);
 });
 
+test("a mark ending on an outside link's label leaves the next unsupported sentence markable", async (t) => {
+  // review finding 3: the mark split the link's span, its copy inside the mark ended with the label,
+  // and the label was taken for the " (url)" the page adds and skipped: the text searched shrank, the
+  // search's start overshot, and "Managers get 45 days" was not marked
+  const p = await page(t);
+  const source = { n: 1, document_id: "doc_1", file_name: "handbook.pdf", snippet: "Staff get 20 days.", score: 0.9 };
+  const answerText = "Read the [leave policy](https://exfil.example/p) [1]. Managers get 45 days [1]. Staff get 20 days [1].";
+  const claims = [
+    { sentence: "Read the [leave policy](https://exfil.example/p).", citations: [1], supported: false, reason: "no source has it" },
+    { sentence: "Managers get 45 days.", citations: [1], supported: false, reason: "45 is not in source [1]" },
+    { sentence: "Staff get 20 days.", citations: [1], supported: true },
+  ];
+  await p.route("**/api/chat", (route) => route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body:
+    sse([["start", { sources: [source], path: "STANDARD" }], ["token", { text: answerText }],
+      ["done", { answer: answerText, sources: [source], path: "STANDARD", confidence: { score: 0.5, band: "MEDIUM" }, degraded: [], claims }]]) }));
+  const turn = await askAndWait(p, "How much leave do managers get?");
+  const marks = await turn.locator(".a mark.unsupported").allTextContents();
+  assert.deepEqual(marks, ["Read the leave policy", "Managers get 45 days"], `marks: ${JSON.stringify(marks)}`);
+  assert.match(await turn.locator(".a p").first().textContent(), /^Read the leave policy \(https:\/\/exfil\.example\/p\) \[1\]\. Managers get 45 days \[1\]\. Staff get 20 days \[1\]\.$/,
+    "the address is shown, once, after the label");
+  assert.equal(await turn.locator(".a .offsite-url").count(), 1);
+  assert.deepEqual(p.errors, []);
+});
+
 test("a stopped first answer adopts its own conversation by id: not an older one with the same title, and not over New", async (t) => {
   const p = await page(t);
   // an older conversation with the same title

@@ -522,10 +522,11 @@ function renderInline(parent, nodes, turn) {
       case "link": {
         const href = liveLink(n.href, turn && turn.sources, location.origin);
         if (!href) {
-          // not a source of this answer: the label and the address, as text
+          // not a source of this answer: the label and the address, as text; the address in its own
+          // element, which answerTextNodes skips by class (a claim states the label only)
           const span = el("span", "offsite");
           renderInline(span, n.c, turn);
-          span.append(document.createTextNode(` (${n.href})`));
+          span.append(el("span", "offsite-url", ` (${n.href})`));
           parent.append(span);
           break;
         }
@@ -611,10 +612,11 @@ function markClaims(turn, claims) {
 }
 
 // answerTextNodes lists an answer's text nodes in order, leaving out the citation buttons' "[n]" and the
-// " (url)" the page adds after an outside link's label (a claim states the label only).
+// " (url)" the page adds after an outside link's label (a claim states the label only). Both are found
+// by class, not position: a mark ending on a link's label splits the link's span, and the copy inside
+// the mark ends with the label, which a "last child" test took for the address.
 function answerTextNodes(box) {
-  const added = (n) => n.parentElement.closest("button.cite") ||
-    (n.parentElement.classList.contains("offsite") && n === n.parentElement.lastChild);
+  const added = (n) => n.parentElement.closest("button.cite, .offsite-url");
   const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT, {
     acceptNode: (n) => (n.parentElement && added(n) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
   });
