@@ -84,15 +84,27 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onDelta func(string) e
 			return inner(s)
 		}
 	}
-	defer func() { record(ctx, req, usage, received.String()) }()
+	// billable: the provider may have generated (and billed) something. A call it refused before sending
+	// anything (400, 401, 404, 429, 5xx, no connection) costs nothing and is not estimated: a wrong key or
+	// an outage must not use up users' daily budgets while they get the offline answer.
+	billable := false
+	defer func() {
+		if billable || usage.PromptTokens+usage.CompletionTokens > 0 {
+			record(ctx, req, usage, received.String())
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		received.Reset()
 		delivered, err := o.once(ctx, creq, onDelta, &usage)
+		if err == nil || delivered || ctx.Err() != nil {
+			billable = true // finished, or cut after it began or while it ran
+		}
 		if err == nil {
 			return usage, nil
 		}
 		var cb callbackError
 		if errors.As(err, &cb) {
+			billable = true // the caller stopped a stream the provider was generating
 			return usage, cb.err
 		}
 		kind := classify(err)

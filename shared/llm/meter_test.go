@@ -19,6 +19,12 @@ func TestMeterCountsEveryCall(t *testing.T) {
 			return llmtest.Reply{Content: long, Gap: 20 * time.Millisecond}
 		case "tools":
 			return llmtest.Reply{Content: "ok"}
+		case "refused 401":
+			return llmtest.Reply{Status: 401}
+		case "refused 400":
+			return llmtest.Reply{Status: 400}
+		case "refused 500":
+			return llmtest.Reply{Status: 500}
 		}
 		return llmtest.Reply{Content: "a short answer"}
 	})
@@ -60,6 +66,21 @@ func TestMeterCountsEveryCall(t *testing.T) {
 		// no usage chunk arrived: the prompt and the four words received are estimated
 		if got := m.Tokens(); got < 5 || got >= 110 {
 			t.Errorf("a stream stopped after 4 words: %d tokens, want an estimate between 5 and 110", got)
+		}
+	})
+	t.Run("refused by the provider", func(t *testing.T) {
+		// a call the provider refused before generating anything was not billed: a wrong key or an outage
+		// must not use up users' budgets while they get the offline answer
+		o := NewOpenAI(fake.URL, "sk-test", nil)
+		o.RetryDelay = time.Millisecond
+		for _, q := range []string{"refused 401", "refused 400", "refused 500"} {
+			m := &Meter{}
+			if _, err := o.Stream(WithMeter(context.Background(), m), req(q), nop); err == nil {
+				t.Fatalf("%s: no error", q)
+			}
+			if got := m.Tokens(); got != 0 {
+				t.Errorf("%s: %d tokens charged, want 0", q, got)
+			}
 		}
 	})
 	t.Run("no meter, nothing kept", func(t *testing.T) {
