@@ -139,9 +139,6 @@ type lineFacts struct {
 	text         string
 	cells, heads []string
 	keyCol       int
-	// negated is the parity of the line's negations (negations): a claim saying the opposite of the
-	// line it is about is not supported by it.
-	negated bool
 }
 
 var reScale = regexp.MustCompile(`(?i)\b(thousands?|millions?|billions?|mn|bn)\b|\(k[a-z]{0,3}\)|\bk(usd|eur|gbp|cny)\b|万|亿|千`)
@@ -198,7 +195,7 @@ func (f *passageFacts) load() {
 			header, previous = "", ""
 		}
 		lt := foldLower(t)
-		lf.text, lf.negated = lt, negations(lt)%2 == 1
+		lf.text = lt // its clauses' negations are read only for the lines a claim is about (clausesOf)
 		lf.dates = extractDates(lt)
 		lf.numbers = datedNumbers(lt, lf.dates)
 		own := text.Analyze(t)
