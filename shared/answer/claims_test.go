@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -397,6 +398,13 @@ func TestCNPersonName(t *testing.T) {
 		got, ok := personAfterRole(run)
 		if got != want || ok != (want != "") {
 			t.Errorf("%s: got %q %v, want %q", run, got, ok, want)
+		}
+	}
+	// the 由 form: a reference is not a name the passage must hold, a name is
+	for s, want := range map[string][]string{"由该公司创立": nil, "由他们创立": nil, "由我们设计": nil, "由李明创立": {"李明"},
+		"作者是他们": nil, "作者是一位作家": nil, "作者是李明，": {"李明"}} {
+		if got := claimNames(s); !slices.Equal(got, want) {
+			t.Errorf("%s: names %q, want %q", s, got, want)
 		}
 	}
 }
