@@ -255,8 +255,9 @@ export function stageSummary(ms) {
 // claimSkip says a character is left out when a claim is looked for in the rendered answer: whitespace
 // (the answer's text is split around citation buttons and line breaks), markdown's emphasis and code
 // marks (the claim's sentence is markdown, the rendered answer is not) and the "·" plainText puts between
-// table cells (a rendered table has none).
-const claimSkip = (ch) => /\s|[*_`·]/.test(ch);
+// table cells (a rendered table has none), and "|" (a table row's, or one in prose, which the rendered
+// text keeps while claimNeedle drops it).
+const claimSkip = (ch) => /\s|[*_`·|]/.test(ch);
 
 // claimNeedle reduces a claim's sentence as the server states it (markdown, its [n] markers removed,
 // with or without a space left before the final punctuation) to the characters to look for: its text

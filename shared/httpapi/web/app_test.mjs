@@ -127,6 +127,8 @@ test("claimNeedle reads a cited table row as its cells' text, as the rendered ta
   assert.equal(claimNeedle("| Annual | 45 [1] |"), "Annual45");
   assert.equal(claimNeedle("| Annual | | 45 |"), "Annual45", "an empty cell adds nothing");
   assert.equal(claimNeedle("Managers get 45·days."), "Managersget45days");
+  // a "|" in prose (not a table) is left out on both sides, so the sentence is still found
+  assert.notEqual(findClaim(["Plans A | B cost 45 dollars "], "Plans A | B cost 45 dollars [1]."), null);
   // the rendered table: one text node per cell, the citation button left out
   assert.deepEqual(findClaim(["Role", "Days", "Staff", "20 ", "Managers", "45 "], "| Managers | 45 |"), { start: [4, 0], end: [5, 2], next: 25 });
 });
