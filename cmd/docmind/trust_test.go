@@ -118,6 +118,10 @@ func TestTrustModelClaims(t *testing.T) {
 		{"training negated", training, "客户数据 模型训练", "服务协议.pdf", "会的，服务提供方会将客户数据用于模型训练[1]。", []bool{false}, ""},
 		{"training kept", training, "客户数据 模型训练", "服务协议.pdf", "不会，服务提供方不会将客户数据用于模型训练[1]。", []bool{true}, ""},
 		{"OCR negated", ocr, "docmind OCR scanned PDFs", "docmind-guide.md", "Yes, docmind does do OCR for scanned PDFs [1].", []bool{false}, ""},
+		// issue #13, third review: right rewordings the negation check called the opposite
+		{"剩余 for 未休", annual, "年假 顺延", "employee-handbook.docx", "年假每年20天，剩余年假可顺延一年[1]。", []bool{true}, ""},
+		{"至少 for 不低于", refund, "服务月可用性 返还服务费", "服务协议.pdf", "服务月可用性承诺至少为99.9%[1]。", []bool{true}, ""},
+		{"two negated clauses", ocr, "docmind OCR scanned PDFs", "docmind-guide.md", "docmind does not do OCR, so it cannot read scanned PDFs [1].", []bool{true}, ""},
 		{"SLA table quoted", refund, "服务月可用性 返还服务费", "服务协议.pdf", "- 99.0% 至 99.9% 10% [1]\n- 95.0% 至 99.0% 25% [1]\n- 低于 95.0% 50% [1]", []bool{true, true, true}, "99.0% 至 99.9% 10%"},
 		{"SLA row in words", refund, "服务月可用性 返还服务费", "服务协议.pdf", "月可用性在 99.0% 至 99.9% 之间时，返还 10% 的服务费【1】。", []bool{true}, "月可用性在 99.0% 至 99.9% 之间时，返还 10% 的服务费。"},
 	} {
