@@ -1079,19 +1079,26 @@ func (f *passageFacts) agrees(claim []clause, terms []string) int {
 
 // clausesAgree compares each claim clause with the line clause it shares most terms with (two at
 // least): 1 when one pair is negated alike, -1 when the pairs compared all differ, 0 when none was.
+// A clause is not compared when it is unsure, or when line clauses tied for best disagree.
 func clausesAgree(claim, line []clause) int {
 	seen := false
 	for _, c := range claim {
-		best, bestHave := -1, 1
-		for j, d := range line {
-			if have := sharedTerms(c.terms, d.terms); have > bestHave {
-				best, bestHave = j, have
-			}
-		}
-		if best < 0 || c.unsure || line[best].unsure {
+		if c.unsure {
 			continue
 		}
-		if c.negated == line[best].negated {
+		bestHave, negated, mixed := 1, false, false
+		for _, d := range line {
+			switch have := sharedTerms(c.terms, d.terms); {
+			case have > bestHave:
+				bestHave, negated, mixed = have, d.negated, d.unsure
+			case have == bestHave && bestHave > 1:
+				mixed = mixed || d.unsure || d.negated != negated
+			}
+		}
+		if bestHave < 2 || mixed {
+			continue
+		}
+		if c.negated == negated {
 			return 1
 		}
 		seen = true
