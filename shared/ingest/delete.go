@@ -227,13 +227,15 @@ func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 	return rm.UnmarkKBDeleting(ctx, tenant, kb.ID)
 }
 
-// lockDocuments takes the source lock of every document, in source order (two deletes of one knowledge
-// base cannot deadlock), and returns the sources held (sourceLockKey) and the release of them all. On a
-// Conflict (or any error) the locks taken so far are released.
-func (s *Service) lockDocuments(ctx context.Context, docs []rag.Document) (map[string]bool, func(), error) {
+// lockDocuments takes the source lock of every document, in source order, without waiting for the
+// in-process lock: a Conflict (409, nothing changed) when another call holds one, since two deletes of
+// one knowledge base that each waited while holding locks could block each other for ever. It returns
+// the renewal of each source held (by sourceLockKey) and the release of them all. On a Conflict (or any
+// error) the locks taken so far are released.
+func (s *Service) lockDocuments(ctx context.Context, docs []rag.Document) (map[string]func(context.Context) error, func(), error) {
 	sorted := slices.Clone(docs)
 	slices.SortFunc(sorted, func(a, b rag.Document) int { return strings.Compare(a.SourceURI, b.SourceURI) })
-	held := map[string]bool{} // documents of one source share its lock
+	held := map[string]func(context.Context) error{} // documents of one source share its lock
 	var unlocks []func()
 	release := func() {
 		for i := len(unlocks) - 1; i >= 0; i-- {
@@ -241,13 +243,13 @@ func (s *Service) lockDocuments(ctx context.Context, docs []rag.Document) (map[s
 		}
 	}
 	for _, d := range sorted {
-		if key := sourceLockKey(d); !held[key] {
-			unlock, err := s.lockSource(ctx, d.Tenant, d.KBID, d.SourceURI)
+		if key := sourceLockKey(d); held[key] == nil {
+			h, err := s.takeSource(ctx, d.Tenant, d.KBID, d.SourceURI, false)
 			if err != nil {
 				release()
 				return nil, nil, fmt.Errorf("delete %s: %w", d.FileName, err)
 			}
-			unlocks, held[key] = append(unlocks, unlock), true
+			unlocks, held[key] = append(unlocks, h.release), h.renew
 		}
 	}
 	return held, release, nil
@@ -257,10 +259,12 @@ func (s *Service) lockDocuments(ctx context.Context, docs []rag.Document) (map[s
 func sourceLockKey(d rag.Document) string { return d.KBID + "\x00" + d.SourceURI }
 
 // purgeKB removes every document, vector and source of the knowledge base, SQL rows of the knowledge
-// base itself excepted. held are the sources whose lock the caller holds (sourceLockKey); a document
-// created since is locked here (a Conflict then leaves the recorded delete to a repeated delete or to
-// reconcile).
-func (s *Service) purgeKB(ctx context.Context, kb rag.KnowledgeBase, held map[string]bool) error {
+// base itself excepted. held renews the lease of each source whose lock the caller holds
+// (sourceLockKey): every lease was taken up front with one TTL, so each is renewed just before its
+// source is purged, however long the sources before it took. A document created since is locked here
+// without waiting (the caller holds other locks); a Conflict then leaves the recorded delete to a
+// repeated delete or to reconcile.
+func (s *Service) purgeKB(ctx context.Context, kb rag.KnowledgeBase, held map[string]func(context.Context) error) error {
 	st := s.Runner.Stages
 	docs, err := st.Records.ListDocuments(ctx, kb.Tenant, kb.ID, "")
 	if err != nil && !rag.Is(err, rag.KindNotFound) {
@@ -272,16 +276,20 @@ func (s *Service) purgeKB(ctx context.Context, kb rag.KnowledgeBase, held map[st
 		}
 	}
 	for _, d := range docs {
-		if held[sourceLockKey(d)] {
-			if err := s.purge(ctx, d); err != nil {
+		if renew := held[sourceLockKey(d)]; renew != nil {
+			err := renew(ctx)
+			if err == nil {
+				err = s.purge(ctx, d)
+			}
+			if err != nil {
 				return fmt.Errorf("delete %s: %w", d.FileName, err)
 			}
 			continue
 		}
-		unlock, err := s.lockSource(ctx, d.Tenant, d.KBID, d.SourceURI)
+		h, err := s.takeSource(ctx, d.Tenant, d.KBID, d.SourceURI, false)
 		if err == nil {
 			err = s.purge(ctx, d)
-			unlock()
+			h.release()
 		}
 		if err != nil {
 			return fmt.Errorf("delete %s: %w", d.FileName, err)

@@ -117,12 +117,18 @@ func (s *Service) tryLock(key string) (func(), bool) {
 	if s.Leases != nil {
 		return nil, false
 	}
+	unlock := s.tryKey(key)
+	return unlock, unlock != nil
+}
+
+// tryKey takes key's lock if it is free and returns its release; nil when another holds it.
+func (s *Service) tryKey(key string) func() {
 	l := s.acquire(key)
 	if !l.mu.TryLock() {
 		s.drop(key, l)
-		return nil, false
+		return nil
 	}
-	return func() { l.mu.Unlock(); s.drop(key, l) }, true
+	return func() { l.mu.Unlock(); s.drop(key, l) }
 }
 
 type heldLeaseKey struct{ name string }
@@ -138,24 +144,59 @@ func HoldingLease(ctx context.Context, name string) context.Context {
 // ingesting the source, or another instance deleting it; the caller retries later (a repeated DELETE,
 // the next consistency run, SQS's redelivery).
 func (s *Service) lockSource(ctx context.Context, tenant, kbID, uri string) (func(), error) {
-	unlock := s.lock(kbID + "\x00" + uri)
+	h, err := s.takeSource(ctx, tenant, kbID, uri, true)
+	if err != nil {
+		return nil, err
+	}
+	return h.release, nil
+}
+
+// sourceHold is one source's lock as takeSource took it.
+type sourceHold struct {
+	release func()
+	// renew extends the SQL lease by another leaseTTL (a no-op without one): a long knowledge-base
+	// delete takes every lease up front and renews each just before it purges that source.
+	renew func(ctx context.Context) error
+}
+
+// takeSource is lockSource; wait false takes the in-process lock only if it is free (Conflict
+// otherwise). A caller that already holds other sources' locks must not wait for one more: two such
+// callers (two deletes of one knowledge base, each meeting a document the other locked) would wait for
+// each other for ever.
+func (s *Service) takeSource(ctx context.Context, tenant, kbID, uri string, wait bool) (sourceHold, error) {
+	key := kbID + "\x00" + uri
+	var unlock func()
+	if wait {
+		unlock = s.lock(key)
+	} else if unlock = s.tryKey(key); unlock == nil {
+		return sourceHold{}, rag.Errorf("ingest.Service", rag.KindConflict, "%s is being ingested or deleted in this process; retry later", uri)
+	}
 	name := LeaseName(tenant, kbID, uri)
 	if s.Leases == nil || ctx.Value(heldLeaseKey{name}) != nil {
-		return unlock, nil
+		return sourceHold{release: unlock, renew: func(context.Context) error { return nil }}, nil
 	}
 	holder := newHolder("svc")
 	ok, err := s.Leases.AcquireLease(ctx, name, holder, s.leaseTTL(ctx))
 	if err != nil {
 		unlock()
-		return nil, err
+		return sourceHold{}, err
 	}
 	if !ok {
 		unlock()
-		return nil, rag.Errorf("ingest.Service", rag.KindConflict, "%s is being ingested or deleted elsewhere (its lease is held); retry later", uri)
+		return sourceHold{}, rag.Errorf("ingest.Service", rag.KindConflict, "%s is being ingested or deleted elsewhere (its lease is held); retry later", uri)
 	}
-	return func() {
-		s.Leases.ReleaseLease(context.WithoutCancel(ctx), name, holder)
-		unlock()
+	return sourceHold{
+		release: func() {
+			s.Leases.ReleaseLease(context.WithoutCancel(ctx), name, holder)
+			unlock()
+		},
+		renew: func(ctx context.Context) error {
+			ok, err := s.Leases.AcquireLease(ctx, name, holder, s.leaseTTL(ctx))
+			if err == nil && !ok {
+				err = rag.Errorf("ingest.Service", rag.KindConflict, "the lease of %s expired and another holder took it; retry later", uri)
+			}
+			return err
+		},
 	}, nil
 }
 
