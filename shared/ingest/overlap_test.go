@@ -221,6 +221,8 @@ func TestCommitRetryAfterFailedFollowUp(t *testing.T) {
 	var retryErr error
 	overlapOnce(w, "Commit", func() { // v2's execution is at its Commit and holds the lease
 		staged := blobKeys(t, w.wf.Stages.staging(), StagingPrefix(tenant, d1.ID))
+		dBefore, _ := w.doc(t, "kb", key) // as v2's Prepare left it: v2's sequencer, v1's content
+		kbBefore, _ := w.sql.GetKB(ctx, tenant, d1.KBID)
 		flaky.armed.Store(true)
 		if _, err := w.wf.Commit(ctx, v1Commit); err == nil {
 			t.Error("the armed follow-up start did not fail")
@@ -229,8 +231,12 @@ func TestCommitRetryAfterFailedFollowUp(t *testing.T) {
 		if got := blobKeys(t, w.wf.Stages.staging(), StagingPrefix(tenant, d1.ID)); len(got) != len(staged) || len(staged) == 0 {
 			t.Errorf("v1's Commit retry under v2's lease touched v2's staging: %d payloads before, %d after", len(staged), len(got))
 		}
-		if d, _ := w.doc(t, "kb", key); d.SourceSequencer == d1.SourceSequencer || d.ContentHash != d1.ContentHash {
-			t.Errorf("v1's retry re-committed: %+v", d)
+		// a re-commit would write the document (UpdatedAt) and bump the knowledge base's version
+		d, _ := w.doc(t, "kb", key)
+		kbAfter, _ := w.sql.GetKB(ctx, tenant, d1.KBID)
+		if !d.UpdatedAt.Equal(dBefore.UpdatedAt) || d.Status != dBefore.Status || d.SourceSequencer != dBefore.SourceSequencer ||
+			d.ContentHash != d1.ContentHash || kbAfter.Version != kbBefore.Version {
+			t.Errorf("v1's retry re-committed: %+v (before %+v), knowledge-base version %d -> %d", d, dBefore, kbBefore.Version, kbAfter.Version)
 		}
 	})
 	v2 := w.bucket.put(key, manual("Version two: 9 seats."))
