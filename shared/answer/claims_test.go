@@ -326,16 +326,7 @@ func TestCheckClaimsSecondReview(t *testing.T) {
 		{"pronoun", "The Team plan costs $49 per month [1]. It supports 25 users [1].", prices, []bool{true, true}},
 		{"pronoun, wrong", "The Team plan costs $49 per month [1]. It supports 200 users [1].", prices, []bool{true, false}},
 	} {
-		claims := CheckClaims(c.answer, c.ev)
-		if len(claims) != len(c.supported) {
-			t.Errorf("%s: claims %+v", c.name, claims)
-			continue
-		}
-		for i, cl := range claims {
-			if cl.Supported != c.supported[i] {
-				t.Errorf("%s: %q supported %v (%s), want %v", c.name, cl.Sentence, cl.Supported, cl.Reason, c.supported[i])
-			}
-		}
+		checkClaimsAre(t, c.name, CheckClaims(c.answer, c.ev), c.supported)
 	}
 }
 
@@ -378,16 +369,7 @@ func TestCheckClaimsThirdReview(t *testing.T) {
 		{"导演为, right", "《红高粱》的导演为张艺谋[1]。", film, []bool{true}},
 		{"导演为, wrong", "《红高粱》的导演为陈凯歌[1]。", film, []bool{false}},
 	} {
-		claims := CheckClaims(c.answer, c.ev)
-		if len(claims) != len(c.supported) {
-			t.Errorf("%s: claims %+v", c.name, claims)
-			continue
-		}
-		for i, cl := range claims {
-			if cl.Supported != c.supported[i] {
-				t.Errorf("%s: %q supported %v (%s), want %v", c.name, cl.Sentence, cl.Supported, cl.Reason, c.supported[i])
-			}
-		}
+		checkClaimsAre(t, c.name, CheckClaims(c.answer, c.ev), c.supported)
 	}
 }
 
@@ -418,5 +400,19 @@ func TestNumberFitsReasonText(t *testing.T) {
 	}
 	if r := claims[0].Reason; !strings.Contains(r, "hours") || strings.Contains(r, "in  (") {
 		t.Errorf("reason %q does not say the cell's unit", r)
+	}
+}
+
+// checkClaimsAre asserts an answer's claims, in order, are supported or not as want says.
+func checkClaimsAre(t *testing.T, name string, claims []Claim, want []bool) {
+	t.Helper()
+	if len(claims) != len(want) {
+		t.Errorf("%s: claims %+v", name, claims)
+		return
+	}
+	for i, cl := range claims {
+		if cl.Supported != want[i] {
+			t.Errorf("%s: %q supported %v (%s), want %v", name, cl.Sentence, cl.Supported, cl.Reason, want[i])
+		}
 	}
 }
