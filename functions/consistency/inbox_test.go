@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -365,21 +366,7 @@ func TestStaleVersionIsIngestedAgain(t *testing.T) {
 	w := newAWSWorld(t)
 	ctx := context.Background()
 	k := "inbox/manuals/plan.md"
-	w.put(t, k, doc("plan one"))
-	rep, err := w.svc.Ingest(ctx, testTenant, ingest.Source{KBName: "manuals", URI: k, Name: "plan.md", Data: []byte(doc("plan one"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := w.db.GetDocument(ctx, testTenant, rep.DocumentID)
-	d.SourceSequencer = "0055AED6DCD90281E5" // as v1's execution prepared it
-	if err := w.db.UpdateDocument(ctx, &d); err != nil {
-		t.Fatal(err)
-	}
-	v2 := w.put(t, k, doc("plan two"))
-	if _, err := w.db.RecordSourceEvent(ctx, sqldb.SourceEvent{Tenant: testTenant, KBID: d.KBID, SourceURI: k,
-		Sequencer: "0055AED6DCD90281F0", VersionID: v2, Event: sqldb.SourcePut}); err != nil {
-		t.Fatal(err)
-	}
+	d, v2 := w.lagging(t, k, "plan one", "plan two", "0055AED6DCD90281E5", "0055AED6DCD90281F0")
 	chk := w.checker()
 	chk.Now = func() time.Time { return time.Now().Add(time.Hour) } // past Grace
 	res, err := chk.Run(ctx, reconcile.Options{Repair: true})
@@ -411,21 +398,7 @@ func TestUnchangedReuploadIsNotStale(t *testing.T) {
 	w := newAWSWorld(t)
 	ctx := context.Background()
 	k := "inbox/manuals/same.md"
-	w.put(t, k, doc("same"))
-	rep, err := w.svc.Ingest(ctx, testTenant, ingest.Source{KBName: "manuals", URI: k, Name: "same.md", Data: []byte(doc("same"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := w.db.GetDocument(ctx, testTenant, rep.DocumentID)
-	d.SourceSequencer = "100" // as v1's execution prepared it
-	if err := w.db.UpdateDocument(ctx, &d); err != nil {
-		t.Fatal(err)
-	}
-	v2 := w.put(t, k, doc("same"))
-	if _, err := w.db.RecordSourceEvent(ctx, sqldb.SourceEvent{Tenant: testTenant, KBID: d.KBID, SourceURI: k,
-		Sequencer: "110", VersionID: v2, Event: sqldb.SourcePut}); err != nil {
-		t.Fatal(err)
-	}
+	d, v2 := w.lagging(t, k, "same", "same", "100", "110")
 	wf := &ingest.Workflow{Stages: w.svc.Runner.Stages, Leases: w.db, Events: w.db, Objects: awsenv.Objects{S3: w.s3}}
 	out, err := wf.Prepare(ctx, ingest.Job{Doc: ingest.Doc{Tenant: testTenant, KBID: d.KBID, DocumentID: d.ID}, SourceURI: k,
 		Bucket: testBucket, Key: k, VersionID: v2, Sequencer: "110", FileName: "same.md", Holder: "exec-v2"})
@@ -442,4 +415,28 @@ func TestUnchangedReuploadIsNotStale(t *testing.T) {
 	if err != nil || res.Drift[reconcile.StaleVersions] != 0 || len(w.sfn.jobs(t)) != 0 {
 		t.Fatalf("report %+v, %v, executions %+v; want no stale version and no repair", res, err, w.sfn.jobs(t))
 	}
+}
+
+// lagging ingests key with body v1 and records it at sequencer seq1 (as v1's execution prepared it), then
+// puts body v2 and records that put at seq2 through the S3 path only, as if its execution had not run:
+// the document and the version id of v2.
+func (w *awsWorld) lagging(t *testing.T, key, v1, v2, seq1, seq2 string) (rag.Document, string) {
+	t.Helper()
+	ctx := context.Background()
+	w.put(t, key, doc(v1))
+	rep, err := w.svc.Ingest(ctx, testTenant, ingest.Source{KBName: "manuals", URI: key, Name: path.Base(key), Data: []byte(doc(v1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := w.db.GetDocument(ctx, testTenant, rep.DocumentID)
+	d.SourceSequencer = seq1
+	if err := w.db.UpdateDocument(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	version := w.put(t, key, doc(v2))
+	if _, err := w.db.RecordSourceEvent(ctx, sqldb.SourceEvent{Tenant: testTenant, KBID: d.KBID, SourceURI: key,
+		Sequencer: seq2, VersionID: version, Event: sqldb.SourcePut}); err != nil {
+		t.Fatal(err)
+	}
+	return d, version
 }
