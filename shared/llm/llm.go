@@ -95,9 +95,9 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onDelta func(string) e
 	}()
 	for attempt := 0; ; attempt++ {
 		received.Reset()
-		delivered, err := o.once(ctx, creq, onDelta, &usage)
-		if err == nil || delivered || ctx.Err() != nil {
-			billable = true // finished, or cut after it began or while it ran
+		accepted, delivered, err := o.once(ctx, creq, onDelta, &usage)
+		if err == nil || accepted || ctx.Err() != nil {
+			billable = true // the provider took the call (and bills it), or it was cut while it ran
 		}
 		if err == nil {
 			return usage, nil
@@ -140,19 +140,21 @@ type callbackError struct{ err error }
 
 func (c callbackError) Error() string { return c.err.Error() }
 
-func (o *OpenAI) once(ctx context.Context, creq openai.ChatCompletionRequest, onDelta func(string) error, usage *Usage) (delivered bool, err error) {
+// once makes one streamed call. accepted: the provider answered 200 and began the stream (a call it
+// bills even when the stream breaks before any text); delivered: some text reached onDelta.
+func (o *OpenAI) once(ctx context.Context, creq openai.ChatCompletionRequest, onDelta func(string) error, usage *Usage) (accepted, delivered bool, err error) {
 	stream, err := o.client.CreateChatCompletionStream(ctx, creq)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer stream.Close()
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return delivered, nil
+			return true, delivered, nil
 		}
 		if err != nil {
-			return delivered, err
+			return true, delivered, err
 		}
 		if resp.Usage != nil {
 			*usage = Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
@@ -163,7 +165,7 @@ func (o *OpenAI) once(ctx context.Context, creq openai.ChatCompletionRequest, on
 			}
 			delivered = true
 			if err := onDelta(c.Delta.Content); err != nil {
-				return true, callbackError{err}
+				return true, true, callbackError{err}
 			}
 		}
 	}

@@ -3,6 +3,9 @@ package llm
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -81,6 +84,25 @@ func TestMeterCountsEveryCall(t *testing.T) {
 			if got := m.Tokens(); got != 0 {
 				t.Errorf("%s: %d tokens charged, want 0", q, got)
 			}
+		}
+	})
+	t.Run("accepted, then broken before any text", func(t *testing.T) {
+		// the provider took the call (200, the stream began) and bills it, though no text arrived before
+		// the stream broke: estimated from the prompt, for each attempt
+		broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n")
+			io.WriteString(w, "data: {not json\n\n")
+		}))
+		defer broken.Close()
+		o := NewOpenAI(broken.URL, "sk-test", nil)
+		o.RetryDelay = time.Millisecond
+		m := &Meter{}
+		if _, err := o.Stream(WithMeter(context.Background(), m), req("a question the provider began"), nop); err == nil {
+			t.Fatal("a broken stream returned no error")
+		}
+		if got := m.Tokens(); got < 5 {
+			t.Errorf("an accepted call that broke before any text: %d tokens charged, want the prompt's estimate", got)
 		}
 	})
 	t.Run("no meter, nothing kept", func(t *testing.T) {
