@@ -190,8 +190,21 @@ func (w *Workflow) recordVersion(ctx context.Context, doc *rag.Document, j Job) 
 	if doc.SourceETag == etag && doc.SourceSequencer == seq {
 		return nil
 	}
-	doc.SourceETag, doc.SourceSequencer = etag, seq
-	return w.Stages.Records.UpdateDocument(ctx, doc)
+	// The row is written whole, so it is read again first: the copy above was read before the object
+	// (up to 64 MB), and a knowledge-base delete marks documents deleted without their lease. Only a
+	// document still ready with this content takes the version; anything else is left as it is.
+	cur, err := w.Stages.Records.GetDocument(ctx, j.Tenant, j.DocumentID)
+	if rag.Is(err, rag.KindNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Status != rag.StatusReady || cur.ContentHash != doc.ContentHash {
+		return nil
+	}
+	cur.SourceETag, cur.SourceSequencer = etag, seq
+	return w.Stages.Records.UpdateDocument(ctx, &cur)
 }
 
 // current reports whether j is still its source's newest event.
