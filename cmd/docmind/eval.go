@@ -200,13 +200,14 @@ func calibrateAnswers(e env, cfg config.Config, results []eval.AnswerResult, dir
 		fmt.Fprintf(e.stderr, "docmind: %d answers by %s not fitted (only the %s maps are fitted in this run; the %s map is fitted by a run %s) and kept as in %s\n",
 			n, key, who, key, otherRun(who), calFile)
 	}
+	n := len(fitted) // keepOthers adds the file's other maps to fitted itself
 	merged := keepOthers(calFile, fitted)
 	b, _ := json.MarshalIndent(merged, "", "  ")
 	if err := os.WriteFile(calFile, append(b, '\n'), 0o644); err != nil {
 		return fail(e, rag.E("eval", rag.KindInternal, err)), false
 	}
 	fmt.Fprintf(e.stderr, "docmind: calibration for %d %s answerer key(s) written to %s (%d key(s) kept from it); rebuild to ship it\n",
-		len(fitted), who, calFile, len(merged)-len(fitted))
+		n, who, calFile, len(merged)-n)
 	if err := crossFit(results, who, merged); err != nil {
 		return fail(e, rag.E("eval", rag.KindInvalid, err)), false
 	}

@@ -938,7 +938,7 @@ var (
 	cnNegations  = "不没无未非别勿"
 	cnNotNegated = []string{"不仅", "不但", "不光", "不断", "不同", "不过", "不少", "不久", "不管", "不论", "不如", "不错", "不已",
 		"无论", "无数", "无线", "无锡", "非常", "非洲", "除非", "未来", "淹没", "埋没", "出没", "隐没", "沉没", "别人", "别的", "别名",
-		"别称", "没收", "未休", "未使用", "未用完", "分别", "区别", "特别", "类别", "级别", "性别", "个别", "告别", "差别", "识别", "辨别", "鉴别", "派别", "别墅"}
+		"别称", "没收", "分别", "区别", "特别", "类别", "级别", "性别", "个别", "告别", "差别", "识别", "辨别", "鉴别", "派别", "别墅"}
 )
 
 // negations counts the negations of folded text s: "no" and "not" words, n't, and the Chinese
@@ -975,6 +975,11 @@ func negations(s string) int {
 			n++
 		}
 	}
+	// 剩余 / 剩下 / 余下 ("what is left") say what 未休 / 未使用 ("not yet taken") say: counted as one
+	// negation, so "剩余年假可顺延" rewords "未休年假可顺延" and "已休年假可顺延" still flips it
+	for _, w := range []string{"剩余", "剩下", "余下"} {
+		n += strings.Count(s, w)
+	}
 	return n
 }
 
@@ -1006,7 +1011,11 @@ func opposed(claim string, terms []string, facts []*passageFacts) int {
 type clause struct {
 	terms   []string
 	negated bool
-	unsure  bool // a bound or a restriction ("only within", "after", 之后): a negation may be reworded
+	// restrict is the clause's bound and restriction words ("no more than", "only", "after", 之后, 不超过),
+	// sorted: a negated line may be reworded with other ones and no negation ("not available after 30
+	// days" is "available only within 30 days"), so a pair whose words differ is not compared; a pair
+	// with the same words is ("may exceed 2 GB" against "may not exceed 2 GB" flips it).
+	restrict string
 }
 
 var reClauseBreak = regexp.MustCompile(`[,;:，；：。!?！？]|\.\s|\s(so|because|but|while|whereas|although|since)\s`)
@@ -1019,25 +1028,32 @@ func clausesOf(s string) []clause {
 		if len(ts) == 0 {
 			continue
 		}
-		part = unbound(part)
-		out = append(out, clause{terms: ts, negated: negations(part)%2 == 1, unsure: reRestrict.MatchString(part)})
+		out = append(out, clause{terms: ts, negated: negations(part)%2 == 1, restrict: restrictions(part)})
 	}
 	return out
 }
 
-// Bounds are written with a negation that negates nothing ("no more than 25" is "at most 25", 不低于
-// is "at least"); restrictions let a negated line be reworded without one ("not available after 30
-// days" is "available only within 30 days"), so a clause holding one is not compared.
-var (
-	reBound = regexp.MustCompile(`\b(no|not)\s(more|less|fewer|greater|later|earlier|longer|higher|lower)\sthan\b|` +
-		`\b(may|must|shall|will|should|does|do|can|to)?\s?(not|never)\s(to\s)?exceed|\b(cannot|can't|mustn't|won't|doesn't|don't)\sexceed|` +
-		`不得?(低于|少于|超过|高于|多于|大于|小于|晚于|早于|足|满)`)
-	reRestrict = regexp.MustCompile(`\b(only|at most|at least|up to|limited|within|after|before|until|unless|except|beyond|longer|later)\b|` +
-		`仅|只|至少|至多|最多|最少|以内|之内|之后|之前|以后|以前|以上|以下|除非|除了`)
-)
+// Restrictions and bounds let a negated line be reworded without its negation ("not available after 30
+// days" is "available only within 30 days", "no more than 25" is "at most 25", 不低于 is 至少): a claim
+// clause is compared with its line clause only when both hold the same ones (restrictions).
+var reRestrict = regexp.MustCompile(`\b(only|at most|at least|up to|limited|within|after|before|until|unless|except|beyond|longer|later)\b|` +
+	`仅|只|至少|至多|最多|最少|以内|之内|之后|之前|以后|以前|以上|以下|除非|除了`)
 
-// unbound removes the bounds of folded text s, so their negations are not counted.
-func unbound(s string) string { return reBound.ReplaceAllString(s, " ") }
+// restrictions is the sorted set of bound and restriction words of folded text s. A bound is named
+// without its negation ("no more than" and "more than" are both "more than", 不超过 and 超过 both 超过):
+// whether it is negated is the clause's negation, so "may exceed" against "may not exceed" is compared.
+func restrictions(s string) string {
+	ws := append(reBare.FindAllString(s, -1), reRestrict.FindAllString(s, -1)...)
+	for i, w := range ws {
+		ws[i] = strings.Join(strings.Fields(w), " ")
+	}
+	slices.Sort(ws)
+	return strings.Join(slices.Compact(ws), "|")
+}
+
+// reBare is a bound without its negation.
+var reBare = regexp.MustCompile(`(more|less|fewer|greater|later|earlier|longer|higher|lower)\s+than|exceed(s|ed|ing)?|` +
+	`低于|少于|超过|高于|多于|大于|小于|晚于|早于`)
 
 // agrees compares the clauses of a claim with the lines of the passage it is about (the ones sharing
 // most of its weighted content terms, at least half of them and two): 1 when a clause of one of them
@@ -1079,20 +1095,18 @@ func (f *passageFacts) agrees(claim []clause, terms []string) int {
 
 // clausesAgree compares each claim clause with the line clause it shares most terms with (two at
 // least): 1 when one pair is negated alike, -1 when the pairs compared all differ, 0 when none was.
-// A clause is not compared when it is unsure, or when line clauses tied for best disagree.
+// A clause is not compared when its restriction words differ from its line clause's, or when line clauses tied
+// for best disagree.
 func clausesAgree(claim, line []clause) int {
 	seen := false
 	for _, c := range claim {
-		if c.unsure {
-			continue
-		}
 		bestHave, negated, mixed := 1, false, false
 		for _, d := range line {
 			switch have := sharedTerms(c.terms, d.terms); {
 			case have > bestHave:
-				bestHave, negated, mixed = have, d.negated, d.unsure
+				bestHave, negated, mixed = have, d.negated, d.restrict != c.restrict
 			case have == bestHave && bestHave > 1:
-				mixed = mixed || d.unsure || d.negated != negated
+				mixed = mixed || d.restrict != c.restrict || d.negated != negated
 			}
 		}
 		if bestHave < 2 || mixed {

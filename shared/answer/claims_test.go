@@ -359,6 +359,15 @@ func TestCheckClaimsThirdReview(t *testing.T) {
 		// the flips the previous review found stay caught
 		{"Chinese flip", "会的，服务提供方会将客户数据用于模型训练[1]。", sla, []bool{false}},
 		{"English flip", "Yes, docmind does do OCR [1].", guide, []bool{false}},
+		// a code review of the above: a bound keeps its negation, a shared restriction does not stop the
+		// comparison, and 未休 / 未使用 negate
+		{"bound flip", "Uploads may exceed 2 GB per file [1].", limits, []bool{false}},
+		{"more than flip", "Each workspace supports more than 25 users [1].", limits, []bool{false}},
+		{"不超过 flip", "每个工作区的成员超过25人[1]。", []rank.Evidence{ev("限制.md", "每个工作区的成员不超过25人。", 1)}, []bool{false}},
+		{"不超过 kept", "每个工作区的成员不超过25人[1]。", []rank.Evidence{ev("限制.md", "每个工作区的成员不超过25人。", 1)}, []bool{true}},
+		{"after flip", "Refunds are available after 30 days from the purchase [1].", refunds, []bool{false}},
+		{"已使用 flip", "已使用的额度可以申请退款[1]。", []rank.Evidence{ev("退款.md", "未使用的额度可以申请退款。已使用的额度不予退款。", 1)}, []bool{false}},
+		{"已休 flip", "员工已休年假可以顺延至次年[1]。", []rank.Evidence{ev("年假.md", "员工未休年假可以顺延至次年。", 1)}, []bool{false}},
 		// finding 2: a cell holding a unit is a value, not the row's key
 		{"days in the other column", "Managers get 20 days of vacation [1].", leave, []bool{false}},
 		{"days, right", "Managers get 30 days of vacation [1].", leave, []bool{true}},
