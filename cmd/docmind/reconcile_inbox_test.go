@@ -122,16 +122,7 @@ func TestKillDuringDropFolderDeleteIsRepaired(t *testing.T) {
 	data := t.TempDir()
 	id := dropFolderDoc(t, data, 300)
 	killDelete(t, data, "doc", id)
-	code, r := reconcileJSONOf(t, data)
-	if code != exitFail || r.Drift[reconcile.DeletedDocuments] != 1 || sum(r.Drift) != 1 {
-		t.Fatalf("after the kill: exit %d, drift %v; want rows_of_deleted_documents 1 only", code, r.Drift)
-	}
-	if code, r = reconcileJSONOf(t, data, "--repair"); code != 0 || r.Repaired[reconcile.DeletedDocuments] != 1 {
-		t.Fatalf("one repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
-	}
-	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
-		t.Fatalf("after the repair: exit %d, drift %v; want consistent", code, r.Drift)
-	}
+	repairedInOneRun(t, data, reconcile.DeletedDocuments, true)
 	withStores(t, data, func(s *Stores, svc *ingest.Service) {
 		if _, err := s.SQL.GetDocument(context.Background(), "local", id); !rag.Is(err, rag.KindNotFound) {
 			t.Errorf("document after the repair: %v", err)

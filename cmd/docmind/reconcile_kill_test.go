@@ -126,16 +126,7 @@ func TestKillDuringDeleteIsRepaired(t *testing.T) {
 				t.Fatalf("after the kill: %+v, %v; want status deleted", d, err)
 			}
 		})
-		code, r := reconcileJSONOf(t, data)
-		if code != exitFail || r.Drift[reconcile.DeletedDocuments] != 1 || sum(r.Drift) != 1 {
-			t.Fatalf("after the kill: exit %d, drift %v", code, r.Drift)
-		}
-		if code, r = reconcileJSONOf(t, data, "--repair"); code != 0 || r.Repaired[reconcile.DeletedDocuments] != 1 {
-			t.Fatalf("one repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
-		}
-		if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
-			t.Fatalf("after the repair: exit %d, drift %v", code, r.Drift)
-		}
+		repairedInOneRun(t, data, reconcile.DeletedDocuments, true)
 		withStores(t, data, func(s *Stores, svc *ingest.Service) {
 			ctx := context.Background()
 			if _, err := s.SQL.GetDocument(ctx, "local", docID); !rag.Is(err, rag.KindNotFound) {
@@ -169,16 +160,7 @@ func TestKillDuringDeleteIsRepaired(t *testing.T) {
 			kbID = kb.ID
 		})
 		killDelete(t, data, "kb", kbID)
-		code, r := reconcileJSONOf(t, data)
-		if code != exitFail || r.Drift[reconcile.DeletedKnowledgeBases] != 1 {
-			t.Fatalf("after the kill: exit %d, drift %v", code, r.Drift)
-		}
-		if code, r = reconcileJSONOf(t, data, "--repair"); code != 0 || r.Repaired[reconcile.DeletedKnowledgeBases] != 1 {
-			t.Fatalf("one repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
-		}
-		if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
-			t.Fatalf("after the repair: exit %d, drift %v", code, r.Drift)
-		}
+		repairedInOneRun(t, data, reconcile.DeletedKnowledgeBases, false)
 		assertKBGoneAfterScan(t, data, kbID, "manuals")
 	})
 }

@@ -96,17 +96,7 @@ func TestReconcileFinishesAKilledDocumentDelete(t *testing.T) {
 			t.Fatal("the killed delete succeeded")
 		}
 	})
-	code, r := reconcileJSONOf(t, data)
-	if code != exitFail || r.Drift[reconcile.DeletedDocuments] != 1 || sum(r.Drift) != 1 || sum(r.Repaired) != 0 {
-		t.Fatalf("after the kill: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
-	}
-	code, r = reconcileJSONOf(t, data, "--repair")
-	if code != 0 || r.Repaired[reconcile.DeletedDocuments] != 1 {
-		t.Fatalf("repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
-	}
-	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
-		t.Fatalf("after repair: exit %d, drift %v", code, r.Drift)
-	}
+	repairedInOneRun(t, data, reconcile.DeletedDocuments, true)
 	withStores(t, data, func(s *Stores, svc *ingest.Service) {
 		ctx := context.Background()
 		if _, err := s.SQL.GetDocument(ctx, "local", docID); !rag.Is(err, rag.KindNotFound) {
@@ -159,16 +149,7 @@ func TestReconcileFinishesAKilledKBDelete(t *testing.T) {
 			t.Fatal("the killed kb delete succeeded")
 		}
 	})
-	code, r := reconcileJSONOf(t, data)
-	if code != exitFail || r.Drift[reconcile.DeletedKnowledgeBases] != 1 || sum(r.Drift) != 1 {
-		t.Fatalf("after the kill: exit %d, drift %v (the knowledge base's documents are counted with it)", code, r.Drift)
-	}
-	if code, r = reconcileJSONOf(t, data, "--repair"); code != 0 || r.Repaired[reconcile.DeletedKnowledgeBases] != 1 {
-		t.Fatalf("repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
-	}
-	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
-		t.Fatalf("after repair: exit %d, drift %v", code, r.Drift)
-	}
+	repairedInOneRun(t, data, reconcile.DeletedKnowledgeBases, true)
 	if _, err := os.Stat(inbox); !os.IsNotExist(err) {
 		t.Fatalf("inbox/manuals is still there: %v", err)
 	}
@@ -204,16 +185,7 @@ func TestReconcileFinishesAKBDeleteKilledBeforeTheRename(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	code, r := reconcileJSONOf(t, data)
-	if code != exitFail || r.Drift[reconcile.DeletedKnowledgeBases] != 1 || sum(r.Drift) != 1 {
-		t.Fatalf("after the kill: exit %d, drift %v (want only the knowledge base: its files are not sources to ingest)", code, r.Drift)
-	}
-	if code, r = reconcileJSONOf(t, data, "--repair"); code != 0 || r.Repaired[reconcile.DeletedKnowledgeBases] != 1 {
-		t.Fatalf("repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
-	}
-	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
-		t.Fatalf("after repair: exit %d, drift %v", code, r.Drift)
-	}
+	repairedInOneRun(t, data, reconcile.DeletedKnowledgeBases, true)
 	entries := assertKBGoneAfterScan(t, data, kbID, "manuals")
 	if _, err := os.Stat(filepath.Join(data, "inbox", entries[0].Name(), "new.md")); err != nil {
 		t.Fatalf("the user's files were not kept: %v", err)
@@ -362,4 +334,20 @@ func assertKBGoneAfterScan(t *testing.T, data, kbID, name string) []os.DirEntry 
 		t.Fatalf("inbox entries %v, want the retired folder only", entries)
 	}
 	return entries
+}
+
+// repairedInOneRun is how an interrupted delete must end: reconcile reports class (alone, when only),
+// exits 1 and repairs nothing; one --repair repairs it and exits 0; the next run finds no drift.
+func repairedInOneRun(t *testing.T, data, class string, only bool) {
+	t.Helper()
+	code, r := reconcileJSONOf(t, data)
+	if code != exitFail || r.Drift[class] != 1 || only && sum(r.Drift) != 1 || sum(r.Repaired) != 0 {
+		t.Fatalf("after the kill: exit %d, drift %v, repaired %v; want %s 1", code, r.Drift, r.Repaired, class)
+	}
+	if code, r = reconcileJSONOf(t, data, "--repair"); code != 0 || r.Repaired[class] != 1 {
+		t.Fatalf("one repair: exit %d, drift %v, repaired %v", code, r.Drift, r.Repaired)
+	}
+	if code, r = reconcileJSONOf(t, data); code != 0 || sum(r.Drift) != 0 {
+		t.Fatalf("after the repair: exit %d, drift %v; want consistent", code, r.Drift)
+	}
 }
