@@ -1,30 +1,20 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/docmind/docmind/shared/ingest"
-	"github.com/docmind/docmind/shared/store/sqlite"
 )
 
 // TestKBListSaysWhetherThisServerIngests: GET /api/kbs says "ingest": true where uploads, deletes and
 // reprocessing are served (docmind serve) and false where they are not (the AWS query function), so
 // that the page shows or hides those controls.
 func TestKBListSaysWhetherThisServerIngests(t *testing.T) {
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	for _, withIngester := range []bool{false, true} {
 		d := Deps{Library: db, Logger: slog.New(slog.DiscardHandler), Tenant: func(*http.Request) (string, error) { return "acme", nil }}
 		if withIngester {

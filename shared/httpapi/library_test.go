@@ -60,14 +60,7 @@ func (h *hookReader) Read(p []byte) (int, error) {
 // queue looked it up again and found the new knowledge base.
 func TestUploadRacingADeleteAndRecreateOfItsKnowledgeBase(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	blobs := memblob.New()
 	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: db, Vectors: memvec.New(8), Blobs: blobs}}}
 	h := New(Deps{Library: db, Ingester: queueIngester{&ingest.Queue{Service: svc}}, Logger: slog.New(slog.DiscardHandler),
@@ -151,14 +144,7 @@ func (a principalAuth) Authenticate(context.Context, string) (rag.Principal, err
 // later, and an operator ingestion by that name in between found no owner and took it for its own.
 func TestCreatedKnowledgeBaseIsOwnedFromItsFirstMoment(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	ben := rag.User{Tenant: "acme", Email: "ben@example.com", Role: rag.RoleMember}
 	if err := db.CreateUser(ctx, &ben); err != nil {
 		t.Fatal(err)
@@ -185,7 +171,7 @@ func TestCreatedKnowledgeBaseIsOwnedFromItsFirstMoment(t *testing.T) {
 			t.Errorf("an operator channel during the creation got %v, want the member-owned refusal", err)
 		}
 	}
-	_, err = svc.OperatorKB(ctx, "acme", "handbook", "inbox")
+	_, err := svc.OperatorKB(ctx, "acme", "handbook", "inbox")
 	if mo := ingest.AsMemberOwned(err); mo == nil || len(mo.Owners) != 1 || mo.Owners[0] != "ben@example.com" {
 		t.Errorf("an operator channel after the creation got %v, want refused as ben's", err)
 	}
@@ -196,14 +182,7 @@ func TestCreatedKnowledgeBaseIsOwnedFromItsFirstMoment(t *testing.T) {
 // the S3 inbox and the drop folder feed it. A member's records the member as creator and owner.
 func TestCreatedKnowledgeBaseRecordsAMemberCreatorOnly(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: db}}}
 	for _, tc := range []struct {
 		name, kb  string
@@ -260,14 +239,7 @@ func TestCreatedKnowledgeBaseRecordsAMemberCreatorOnly(t *testing.T) {
 // file is being sent does not get it in (404, as for a knowledge base the caller cannot read).
 func TestUploadByAnEditorRevokedDuringTheUpload(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedDB(t)
 	ben := rag.User{Tenant: "acme", Email: "ben@example.com", Role: rag.RoleMember}
 	if err := db.CreateUser(ctx, &ben); err != nil {
 		t.Fatal(err)
@@ -311,4 +283,18 @@ func TestUploadByAnEditorRevokedDuringTheUpload(t *testing.T) {
 	if docs, err := db.ListDocuments(ctx, "acme", kb.ID, ""); err != nil || len(docs) != 1 {
 		t.Errorf("documents = %d, %v; want only the first upload's", len(docs), err)
 	}
+}
+
+// migratedDB is a fresh SQLite database with every migration applied, closed when the test ends.
+func migratedDB(t testing.TB) *sqldb.DB {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
