@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"slices"
 	"strings"
 	"time"
 
@@ -197,13 +196,11 @@ func cmdTenant(e env, args []string) int {
 	}
 	defer db.Close()
 	if rest[0] == "create" {
-		existed, err := tenantExists(e, db, rest[1])
-		if err == nil {
-			err = db.EnsureTenant(e.ctx, rest[1])
-		}
+		created, err := db.CreateTenant(e.ctx, rest[1])
 		if err != nil {
 			return fail(e, err)
 		}
+		existed := !created
 		if !existed { // creating a tenant that exists changes nothing, so it is no audit event
 			audit(e, db, rest[1], "tenant.create", rest[1], "")
 		}
@@ -395,13 +392,4 @@ func printList[T any](e env, c common, items []T, err error, empty string, line 
 		fmt.Fprintln(e.stdout, line(it))
 	}
 	return exitOK
-}
-
-// tenantExists reports whether the tenants table has id.
-func tenantExists(e env, db *sqldb.DB, id string) (bool, error) {
-	tenants, err := db.ListTenants(e.ctx)
-	if err != nil {
-		return false, err
-	}
-	return slices.ContainsFunc(tenants, func(t sqldb.Tenant) bool { return t.ID == id }), nil
 }

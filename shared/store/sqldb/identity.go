@@ -39,15 +39,25 @@ func truncateForError(s string) string {
 
 // EnsureTenant records the tenant if it is new; an existing tenant is left as it is.
 func (s *DB) EnsureTenant(ctx context.Context, id string) error {
-	const op = "sqldb.EnsureTenant"
+	_, err := s.CreateTenant(ctx, id)
+	return err
+}
+
+// CreateTenant is EnsureTenant saying whether this call created the tenant (false: it existed), decided
+// by the insert itself, so two concurrent creations cannot both report (and audit) a creation.
+func (s *DB) CreateTenant(ctx context.Context, id string) (created bool, err error) {
+	const op = "sqldb.CreateTenant"
 	if err := validIDs(op, "tenant", id); err != nil {
-		return err
+		return false, err
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)`, id, id, ms(s.now()))
+	_, err = s.db.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)`, id, id, ms(s.now()))
 	if err != nil && s.dialect.IsDuplicate != nil && s.dialect.IsDuplicate(err) {
-		return nil
+		return false, nil
 	}
-	return s.classify(op, err)
+	if err != nil {
+		return false, s.classify(op, err)
+	}
+	return true, nil
 }
 
 const userColumns = `id, tenant_id, email, name, role, subject, created_at`

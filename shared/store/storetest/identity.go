@@ -172,7 +172,12 @@ func TestIdentity(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		if list, err := db.ListTenants(ctx); err != nil || len(list) != 0 {
 			t.Fatalf("ListTenants on an empty store = %+v, %v; want none", list, err)
 		}
-		must(t, db.EnsureTenant(ctx, "t2"))
+		if created, err := db.CreateTenant(ctx, "t2"); err != nil || !created {
+			t.Fatalf("creating t2: created %v, %v", created, err)
+		}
+		if created, err := db.CreateTenant(ctx, "t2"); err != nil || created {
+			t.Fatalf("creating t2 again: created %v, %v; want an existing tenant left as it is", created, err)
+		}
 		must(t, db.EnsureTenant(ctx, "t2")) // an existing tenant is left as it is
 		must(t, db.CreateUser(ctx, &rag.User{Tenant: "t1", Email: "a@x.io"}))
 		must(t, db.CreateUser(ctx, &rag.User{Tenant: "t1", Email: "b@x.io"}))
