@@ -208,19 +208,7 @@ func cmdConfig(e env, args []string) int {
 			printJSON(e.stdout, vs)
 			return exitOK
 		}
-		fmt.Fprintln(e.stdout, "| variable | config file key | default | meaning |")
-		fmt.Fprintln(e.stdout, "|---|---|---|---|")
-		for _, v := range vs {
-			def := v.Default
-			if def == "" {
-				def = "(empty)"
-			}
-			doc := v.Doc
-			if v.Secret {
-				doc += " (secret: redacted in output)"
-			}
-			fmt.Fprintf(e.stdout, "| `%s` | `%s` | `%s` | %s |\n", v.Env, v.Key, def, doc)
-		}
+		writeVarsTable(e.stdout, vs)
 		return exitOK
 	}
 	cfg, ok := c.load(e, nil)
@@ -241,6 +229,24 @@ func cmdConfig(e env, args []string) int {
 		fmt.Fprintf(e.stdout, "%s = %v\n", k, red[k])
 	}
 	return exitOK
+}
+
+// writeVarsTable prints the variables as the Markdown table docs/configuration.md holds (a test keeps
+// the page equal to this output).
+func writeVarsTable(w io.Writer, vs []config.Var) {
+	fmt.Fprintln(w, "| variable | config file key | default | meaning |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, v := range vs {
+		def := v.Default
+		if def == "" {
+			def = "(empty)"
+		}
+		doc := v.Doc
+		if v.Secret {
+			doc += " (secret: redacted in output)"
+		}
+		fmt.Fprintf(w, "| `%s` | `%s` | `%s` | %s |\n", v.Env, v.Key, def, doc)
+	}
 }
 
 func cmdMigrate(e env, args []string) int {

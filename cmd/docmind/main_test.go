@@ -189,19 +189,6 @@ func TestServeHealthz(t *testing.T) {
 	}
 }
 
-// The README's configuration table must list every variable the code reads.
-func TestReadmeListsEveryVariable(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range config.Vars() {
-		if !strings.Contains(string(b), "`"+v.Env+"`") {
-			t.Errorf("README.md does not document %s", v.Env)
-		}
-	}
-}
-
 func TestIngestCommand(t *testing.T) {
 	data := t.TempDir()
 	docs := t.TempDir()

@@ -30,7 +30,7 @@ func TestTrustOfflineDemoAnswers(t *testing.T) {
 		{"What does the Business plan include?", "price-list.csv", "plan: Business; monthly price (USD): 199; documents: 200000; users: 200; support: email and chat within 4 hours [1]"},
 		// an FAQ's answer list shares no word with the question its heading asks
 		{"理赔需要哪些材料？", "faq.html", "- 理赔申请书 [1]\n- 被保险人身份证明 [1]\n- 医院出具的诊断证明和费用清单 [1]"},
-		// the README's examples
+		// the README's tour
 		{"How many days of paid annual leave do full-time employees get?", "employee-handbook.docx", "20 days of paid annual leave"},
 		{"年假每年多少天？", "employee-handbook.docx", "20"},
 	} {

@@ -2,7 +2,7 @@ package answer
 
 import "github.com/docmind/docmind/shared/rank"
 
-// The chat stream's events (DESIGN.md section 7, README "Chat events"), one typed payload each. The wire
+// The chat stream's events (DESIGN.md section 7, docs/chat-protocol.md), one typed payload each. The wire
 // JSON is a contract with the page, `docmind ask` and the stored traces: the fields are declared in the
 // order of their JSON keys (the order the map payloads these replace encoded them in), and optional keys
 // are omitted exactly when they used to be absent, so the bytes on the wire did not change. The golden

@@ -16,7 +16,7 @@ import (
 
 // Config is the whole configuration. Field tags: `env` names the environment variable, `secret` marks
 // values that are redacted wherever the config is printed, `doc` is the one-line help shown by
-// `docmind config --vars` and in the README table.
+// `docmind config --vars` and in docs/configuration.md (a test keeps that table equal to the code).
 type Config struct {
 	DataDir string `json:"data_dir" env:"DOCMIND_DATA_DIR" doc:"directory for the embedded stores, inbox and caches"`
 	Tenant  string `json:"tenant" env:"DOCMIND_TENANT" doc:"tenant used by the local single-tenant mode"`
@@ -47,7 +47,7 @@ type Auth struct {
 	UserClaim      string `json:"user_claim" env:"DOCMIND_JWT_USER_CLAIM" doc:"claim holding the user's subject"`
 	EmailClaim     string `json:"email_claim" env:"DOCMIND_JWT_EMAIL_CLAIM" doc:"claim holding the user's email"`
 	AdminGroup     string `json:"admin_group" env:"DOCMIND_JWT_ADMIN_GROUP" doc:"a groups-claim value (cognito:groups) that makes a tenant admin (empty: the role in SQL decides)"`
-	AllowedOrigins string `json:"allowed_origins" env:"DOCMIND_ALLOWED_ORIGINS" doc:"other browser origins allowed to call the API, comma-separated (the server's own is always allowed)"`
+	AllowedOrigins string `json:"allowed_origins" env:"DOCMIND_ALLOWED_ORIGINS" doc:"other browser origins allowed to call the API and read its answers (CORS, exact match), comma-separated (the server's own is always allowed)"`
 	RatePerMinute  int    `json:"rate_limit_per_minute" env:"DOCMIND_RATE_LIMIT_PER_MINUTE" doc:"chat and search requests per user per minute (0: no limit)"`
 	RateBurst      int    `json:"rate_limit_burst" env:"DOCMIND_RATE_LIMIT_BURST" doc:"requests a user may send at once (0: the per-minute figure)"`
 	DailyTokens    int64  `json:"daily_token_budget" env:"DOCMIND_DAILY_TOKEN_BUDGET" doc:"model tokens per user per UTC day (0: no budget)"`
@@ -166,23 +166,23 @@ type Chat struct {
 	MainModel  string `json:"main_model" env:"DOCMIND_CHAT_MAIN_MODEL" doc:"model for answers"`
 	// EmergencyPhrases switches the safety guard on: a question containing one gets EmergencyAnswer and
 	// no model call.
-	EmergencyPhrases string `json:"emergency_phrases" env:"DOCMIND_CHAT_EMERGENCY_PHRASES" doc:"phrases separated by ; that get the fixed emergency answer (empty: guard off)"`
+	EmergencyPhrases string `json:"emergency_phrases" env:"DOCMIND_CHAT_EMERGENCY_PHRASES" doc:"phrases separated by ; that get the fixed emergency answer, matched case-insensitively (empty: guard off)"`
 	EmergencyAnswer  string `json:"emergency_answer" env:"DOCMIND_CHAT_EMERGENCY_ANSWER" doc:"the fixed answer to an emergency phrase"`
 	// Prices of the main model in USD per million tokens, for the per-answer cost estimate (0: unknown).
-	PriceInputPerMTok  float64 `json:"price_input_per_mtok" env:"DOCMIND_CHAT_PRICE_INPUT" doc:"USD per million prompt tokens of the main model"`
+	PriceInputPerMTok  float64 `json:"price_input_per_mtok" env:"DOCMIND_CHAT_PRICE_INPUT" doc:"USD per million prompt tokens of the main model (for done.cost_usd)"`
 	PriceOutputPerMTok float64 `json:"price_output_per_mtok" env:"DOCMIND_CHAT_PRICE_OUTPUT" doc:"USD per million completion tokens of the main model"`
 	// Web search (Tavily-compatible), called only when the grader asks for compensation.
 	WebSearchURL    string `json:"web_search_url" env:"DOCMIND_WEB_SEARCH_URL" doc:"Tavily-compatible search endpoint"`
 	WebSearchAPIKey string `json:"web_search_api_key" env:"DOCMIND_WEB_SEARCH_API_KEY" secret:"true" doc:"web search API key (empty: web search off)"`
 	// The semantic cache (DESIGN.md steps 4 and 15).
 	CacheEnabled   bool          `json:"cache_enabled" env:"DOCMIND_CACHE_ENABLED" doc:"replay answers to questions asked before in the same scope"`
-	CacheThreshold float64       `json:"cache_threshold" env:"DOCMIND_CACHE_THRESHOLD" doc:"cosine similarity for a cache hit, in (0, 1]"`
-	CacheTTL       time.Duration `json:"cache_ttl" env:"DOCMIND_CACHE_TTL" doc:"how long a cached answer lives"`
+	CacheThreshold float64       `json:"cache_threshold" env:"DOCMIND_CACHE_THRESHOLD" doc:"cosine similarity of the question embeddings for a cache hit, in (0, 1]"`
+	CacheTTL       time.Duration `json:"cache_ttl" env:"DOCMIND_CACHE_TTL" doc:"how long a cached answer (and a question's ask count) lives"`
 	// AgentRounds bounds the AGENTIC path's tool-calling loop (DESIGN.md step 5); 0 switches the path off.
-	AgentRounds int `json:"agent_rounds" env:"DOCMIND_CHAT_AGENT_ROUNDS" doc:"tool-calling rounds for complex questions, 0 to 4 (0: they take the standard path)"`
+	AgentRounds int `json:"agent_rounds" env:"DOCMIND_CHAT_AGENT_ROUNDS" doc:"tool-calling rounds of the AGENTIC path for complex questions, 0 to 4 (0: they take the standard path)"`
 	// Long-term memory per user (DESIGN.md section 11).
 	MemoryEnabled bool `json:"memory_enabled" env:"DOCMIND_MEMORY_ENABLED" doc:"remember facts users state about themselves and use them in later answers"`
-	MemoryMax     int  `json:"memory_max" env:"DOCMIND_MEMORY_MAX" doc:"active memories kept per user; above it the lowest-scored are evicted"`
+	MemoryMax     int  `json:"memory_max" env:"DOCMIND_MEMORY_MAX" doc:"active memories kept per user, 1 to 10000; above it the lowest-scored are evicted"`
 }
 
 // Chunking sizes, in characters (runes).
@@ -197,7 +197,7 @@ type Ingest struct {
 	// ExtractMemory is shared by every extraction of the process (upload queue, watched folder, batch
 	// ingest): each reserves its estimated peak memory before parsing and waits while others use the
 	// budget; a file whose estimate exceeds it fails instead of growing the process.
-	ExtractMemory int64 `json:"extract_memory" env:"DOCMIND_EXTRACT_MEMORY" doc:"bytes of memory the extractions running at once may need together; a file needing more fails"`
+	ExtractMemory int64 `json:"extract_memory" env:"DOCMIND_EXTRACT_MEMORY" doc:"bytes of memory the extractions running at once may need together (at least 32 MiB); a file that alone needs more fails"`
 }
 
 // MinExtractMemory is the smallest extraction memory budget: below it not even a small PDF fits (the
