@@ -8,12 +8,21 @@ LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 .PHONY: migrate test-lambda deploy smoke-stream invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
-.PHONY: run test test-integration test-browser screenshots lint build bench clean $(addprefix build-,$(FUNCTIONS))
+.PHONY: run install test test-integration test-browser screenshots lint build bench clean $(addprefix build-,$(FUNCTIONS))
 
-## run: build the local binary and serve on 127.0.0.1:8080 with embedded stores under $(DATA)
+## run: build the local binary and serve on 127.0.0.1:8080 (PORT=9090 or ADDR=host:port to change it)
+## with embedded stores under $(DATA), saying what it does at each step
+ADDR ?= $(if $(PORT),127.0.0.1:$(PORT),)
 run:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/docmind ./cmd/docmind
-	./bin/docmind serve --data $(DATA)
+	@echo "docmind: building bin/docmind (the first build compiles every dependency: minutes on a cold Go cache)"
+	@$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/docmind ./cmd/docmind
+	./bin/docmind serve --data $(DATA) $(if $(ADDR),--addr $(ADDR),)
+
+## install: put docmind on PATH: into $(PREFIX)/bin when PREFIX is set (make install PREFIX=/usr/local),
+## else into GOBIN (default $(go env GOPATH)/bin, which must be on PATH)
+install:
+	$(if $(PREFIX),$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(PREFIX)/bin/docmind ./cmd/docmind,$(GO) install -ldflags "-X main.version=$(VERSION)" ./cmd/docmind)
+	@echo "docmind: installed $(if $(PREFIX),$(PREFIX)/bin/docmind,$$(d=$$($(GO) env GOBIN); echo $${d:-$$($(GO) env GOPATH)/bin})/docmind)"
 
 ## test: the hermetic suite (no network, no services, no keys)
 test:

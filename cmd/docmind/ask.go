@@ -67,7 +67,9 @@ func cmdAsk(e env, args []string) int {
 	}
 	s, err := OpenStores(e.ctx, cfg)
 	if err != nil {
-		return fail(e, err)
+		code := fail(e, err)
+		heldHint(e, cfg, err)
+		return code
 	}
 	defer s.Close()
 	req := answer.Request{Tenant: cfg.Tenant, Question: question}
@@ -144,7 +146,11 @@ func askServer(e env, asJSON bool, base, key, kb, question string, emit answer.E
 		if resp.StatusCode < 500 {
 			kind = rag.KindInvalid
 		}
-		return fail(e, rag.Errorf(op, kind, "server answered %s: %s", resp.Status, apiErr.Error.Message))
+		msg := fmt.Sprintf("server answered %s: %s", resp.Status, apiErr.Error.Message)
+		if resp.StatusCode == http.StatusUnauthorized {
+			msg += unauthorizedHint(key)
+		}
+		return fail(e, rag.Errorf(op, kind, "%s", msg))
 	}
 	var done *answer.Done
 	var failed error
@@ -193,6 +199,15 @@ func askServer(e env, asJSON bool, base, key, kb, question string, emit answer.E
 		return fail(e, rag.Errorf(op, rag.KindUnavailable, "the stream ended without done"))
 	}
 	return exitOK
+}
+
+// unauthorizedHint is the next step after a 401: which flag or variable carries a key, or that the one
+// sent was refused.
+func unauthorizedHint(key string) string {
+	if key == "" {
+		return "; this server needs an API key: pass --key dm_... or set DOCMIND_API_KEY (an admin makes one with docmind key create --user EMAIL)"
+	}
+	return "; the key from --key or DOCMIND_API_KEY was refused (mistyped, revoked, or made for another server)"
 }
 
 // timeline prints one event for a terminal: tokens to out as they come, the rest to log as a line each.

@@ -88,8 +88,22 @@ type docList struct {
 
 // First start: the demo corpus lands in the inbox and every file becomes a ready document.
 func TestServeIngestsDemoOnFirstStart(t *testing.T) {
-	_, base := startServer(t, nil)
+	var progress syncBuffer
+	_, base := startServer(t, func(m *Main) { m.Progress = &progress })
 	list := waitDemo(t, base)
+	// make run's first screen: what it is doing, then the demo's ingestion counted up to its end
+	n := len(demo.Files())
+	last := fmt.Sprintf("docmind: demo: %d of %d documents ingested; ask at %s/\n", n, n, base)
+	poll(t, "the demo's last progress line", func() bool { return strings.Contains(progress.String(), last) })
+	out := progress.String()
+	for _, want := range []string{"docmind: opening the stores under ", "docmind: database ready (", " migrations applied)", fmt.Sprintf("docmind: demo: ingesting, 0 of %d documents done\n", n)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "ingesting, 0 of") > strings.Index(out, last) {
+		t.Errorf("progress out of order:\n%s", out)
+	}
 	for _, d := range list.Documents {
 		if d.ChunkCount == 0 || d.StageMS["extract"] < 0 || d.StageMS == nil {
 			t.Errorf("document %+v lacks chunks or timings", d)

@@ -397,13 +397,14 @@ func cmdServe(e env, args []string) int {
 		fmt.Fprintf(e.stderr, "docmind: %v\n", err)
 		return exitConfig
 	}
-	m := &Main{Config: cfg, Logger: newLogger(cfg, e.stderr), Version: version, NoDemo: *noDemo, NoWatch: *noWatch}
+	m := &Main{Config: cfg, Logger: newLogger(cfg, e.stderr), Version: version, NoDemo: *noDemo, NoWatch: *noWatch, Progress: e.stderr}
 	if err := m.Open(e.ctx); err != nil {
 		m.Close()
 		return fail(e, err)
 	}
 	defer m.Close()
 	m.Logger.Info("docmind serving", "addr", "http://"+m.Addr(), "data", cfg.DataDir, "version", version)
+	m.progress("serving at %s (Ctrl-C stops)", m.URL())
 	if err := m.Serve(e.ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return fail(e, err)
 	}

@@ -330,6 +330,10 @@ func TestAskWhileServing(t *testing.T) {
 	if code != exitFail || !strings.Contains(errOut, "open in another docmind process") {
 		t.Fatalf("ask on a served data directory: exit %d: %s", code, errOut)
 	}
+	// the next step names the running server by the URL it recorded
+	if want := `ask it instead: docmind ask --server ` + base + ` "question"`; !strings.Contains(errOut, want) {
+		t.Fatalf("ask on a served data directory does not say %q:\n%s", want, errOut)
+	}
 	code, out, errOut := runCLI(t, nil, "ask", "--server", base, "--kb", "demo", "--json", "How many days of paid annual leave do full-time employees get?")
 	var res askResult
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,6 +34,11 @@ type Main struct {
 	// NoDemo skips installing the demo knowledge base on first start; NoWatch skips the inbox watcher.
 	NoDemo  bool
 	NoWatch bool
+	// Progress, when set, gets one plain line per start-up step for the person who ran the command
+	// (opening and migrating, serving at URL, the demo's ingestion); the logger still gets the details.
+	Progress io.Writer
+
+	demoFiles int // demo documents copied at this start, whose ingestion Serve reports
 
 	Stores  *Stores
 	Ingest  *ingest.Service
@@ -48,11 +54,13 @@ func (m *Main) Open(ctx context.Context) error {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.DiscardHandler)
 	}
+	m.progress("opening the stores under %s and migrating the database", m.Config.DataDir)
 	s, err := OpenStores(ctx, m.Config)
 	if err != nil {
 		return err
 	}
 	m.Stores = s
+	m.progress("database ready (%s)", migratedNote(s.Migrated))
 	if m.Ingest, err = ingestService(m.Config, s, m.Logger); err != nil {
 		return err
 	}
@@ -62,6 +70,7 @@ func (m *Main) Open(ctx context.Context) error {
 		if installed, err := demo.Install(m.Config.DataDir); err != nil {
 			m.Logger.Warn("demo knowledge base not installed", "err", err)
 		} else if installed {
+			m.demoFiles = len(demo.Files())
 			m.Logger.Info("demo knowledge base copied to the inbox; it is ingested in the background", "dir", filepath.Join(inbox, demo.KB))
 		}
 	}
@@ -73,6 +82,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return rag.E("serve", rag.KindInvalid, fmt.Errorf("listen on %s: %w", m.Config.Server.Addr, err))
 	}
 	m.ln = ln
+	m.recordURL()
 	chain, err := retriever(m.Config, s)
 	if err != nil {
 		return err
@@ -113,6 +123,9 @@ func (m *Main) Serve(ctx context.Context) error {
 	if every := m.Config.Server.ReconcileInterval; every > 0 {
 		wg.Go(func() { m.reconcileLoop(bg, every) })
 	}
+	if m.demoFiles > 0 && m.watcher != nil && m.Progress != nil {
+		wg.Go(func() { m.demoProgress(bg, time.Second) })
+	}
 	if m.watcher != nil {
 		wg.Go(func() {
 			if err := m.watcher.Run(bg); err != nil {
@@ -139,6 +152,7 @@ func (m *Main) Serve(ctx context.Context) error {
 // Close releases the listener and the stores (the vector index is flushed to disk).
 func (m *Main) Close() error {
 	var errs []error
+	m.forgetURL()
 	if m.ln != nil {
 		m.ln.Close()
 	}

@@ -33,6 +33,7 @@ type Stores struct {
 	KV       store.KV
 	Blobs    store.Blobs
 	Keyword  *bm25.Index // the embedded keyword index, loaded from SQL at open
+	Migrated []int       // the schema migrations this open applied
 	cfg      config.Config
 }
 
@@ -53,7 +54,7 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 	if err != nil {
 		return s, fmt.Errorf("open %s store: %w", cfg.SQL.Driver, err)
 	}
-	if _, err = s.SQL.Migrate(ctx); err != nil {
+	if s.Migrated, err = s.SQL.Migrate(ctx); err != nil {
 		return s, fmt.Errorf("migrate: %w", err)
 	}
 	s.Keyword = bm25.New(bm25.Params{K1: cfg.Retrieval.BM25K1, B: cfg.Retrieval.BM25B, TitleWeight: cfg.Retrieval.BM25TitleWeight, ContextWeight: cfg.Retrieval.BM25ContextWeight})

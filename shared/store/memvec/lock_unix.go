@@ -4,7 +4,6 @@ package memvec
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -22,7 +21,7 @@ func lockFile(path string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, rag.E("memvec.Open", rag.KindConflict, fmt.Errorf("the vector index %s is open in another docmind process (stop it, or drop files into <data>/inbox for the running server to ingest)", strings.TrimSuffix(path, ".lock")))
+			return nil, rag.E("memvec.Open", rag.KindConflict, &heldError{strings.TrimSuffix(path, ".lock")})
 		}
 		return nil, rag.E("memvec.Open", rag.KindUnavailable, err)
 	}
