@@ -225,7 +225,7 @@ func publicMessage(err error) string {
 	kind := rag.KindOf(err)
 	var e *rag.Error
 	if errors.As(err, &e) && e.Err != nil && (kind == rag.KindInvalid || e.Op == "httpapi" || e.Op == "identity") {
-		return e.Err.Error()
+		return callerText(e.Err)
 	}
 	switch kind {
 	case rag.KindNotFound:

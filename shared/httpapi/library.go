@@ -136,7 +136,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, shape string) err
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return rag.Errorf("httpapi", rag.KindInvalid, "body must be %s: %v", shape, err)
+		return rag.Errorf("httpapi", rag.KindInvalid, "body must be %s: %s", shape, jsonProblem(err))
 	}
 	return nil
 }

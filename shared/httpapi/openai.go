@@ -75,7 +75,7 @@ func parseOpenAI(r *http.Request) (oaiRequest, string, []llm.Message, error) {
 		return in, "", nil, errTooLarge{limit: maxOpenAIBody}
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		return in, "", nil, rag.Errorf(op, rag.KindInvalid, `body must be {"model": ..., "messages": [...]}: %v`, err)
+		return in, "", nil, rag.Errorf(op, rag.KindInvalid, `body must be {"model": ..., "messages": [...]}: %s`, jsonProblem(err))
 	}
 	if len(in.Messages) == 0 || len(in.Messages) > 200 {
 		return in, "", nil, rag.Errorf(op, rag.KindInvalid, "messages must hold 1 to 200 messages")
