@@ -353,6 +353,9 @@ func cmdKB(e env, args []string) int {
 		}
 	case "delete":
 		kb, err := db.GetKBByName(e.ctx, cfg.Tenant, rest[1])
+		if rag.Is(err, rag.KindNotFound) {
+			kb, err = pendingKBDelete(e, db, cfg.Tenant, rest[1], err) // repeating an interrupted delete finishes it
+		}
 		if err != nil {
 			if rag.Is(err, rag.KindNotFound) {
 				return fail(e, rag.Errorf("kb delete", rag.KindInvalid, "no knowledge base named %q", rest[1]))

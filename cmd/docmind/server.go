@@ -120,6 +120,7 @@ func (m *Main) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer func() { stopBG(); wg.Wait() }()
 	wg.Go(func() { m.queue.Run(bg) })
+	wg.Go(func() { m.finishDeletes(bg) })
 	if every := m.Config.Server.ReconcileInterval; every > 0 {
 		wg.Go(func() { m.reconcileLoop(bg, every) })
 	}

@@ -138,7 +138,7 @@ func (l *library) question(r *http.Request, p rag.Principal, question string, kb
 	}
 	for _, id := range documents {
 		doc, err := l.lib.GetDocument(r.Context(), tenant, id)
-		if err == nil && roles.Of(doc.KBID) < rag.KBReader {
+		if err == nil && (roles.Of(doc.KBID) < rag.KBReader || doc.Status == rag.StatusDeleted) {
 			err = rag.E("httpapi", rag.KindNotFound, nil)
 		}
 		if err != nil {

@@ -103,7 +103,11 @@ func (l *library) kb(r *http.Request, tenant string) (rag.KnowledgeBase, error) 
 // resolveKB finds a knowledge base by id or name within tenant.
 func (l *library) resolveKB(ctx context.Context, tenant, key string) (rag.KnowledgeBase, error) {
 	if strings.HasPrefix(key, "kb_") && rag.ValidateID("kb", key) == nil {
-		if kb, err := l.lib.GetKB(ctx, tenant, key); err == nil || !rag.Is(err, rag.KindNotFound) {
+		kb, err := l.lib.GetKB(ctx, tenant, key)
+		if err == nil && kb.Retired() { // its delete is recorded: gone for every caller
+			err = rag.Errorf("httpapi", rag.KindNotFound, "no knowledge base %q", key)
+		}
+		if err == nil || !rag.Is(err, rag.KindNotFound) {
 			return kb, err
 		}
 	}
@@ -187,15 +191,27 @@ func (l *library) recheck(ctx context.Context, p rag.Principal, kb rag.Knowledge
 // docAccess loads the path's {id} document of the caller's tenant and requires the role on its knowledge
 // base: a document the caller may not read is NotFound, like a missing one.
 func (l *library) docAccess(w http.ResponseWriter, r *http.Request, need rag.KBRole) (rag.Principal, rag.Document, bool) {
+	return l.docAccessOf(w, r, need, false)
+}
+
+// docAccessOf is docAccess; a document marked deleted, or of a knowledge base whose delete is recorded,
+// is NotFound unless tombstones is set (a repeated DELETE finishes an interrupted one).
+func (l *library) docAccessOf(w http.ResponseWriter, r *http.Request, need rag.KBRole, tombstones bool) (rag.Principal, rag.Document, bool) {
 	p, ok := l.h.principal(w, r)
 	if !ok {
 		return p, rag.Document{}, false
 	}
 	id := r.PathValue("id")
 	d, err := l.lib.GetDocument(r.Context(), p.Tenant, id)
+	if err == nil && d.Status == rag.StatusDeleted && !tombstones {
+		err = rag.E("httpapi", rag.KindNotFound, nil)
+	}
 	if err == nil {
 		var kb rag.KnowledgeBase
-		if kb, err = l.lib.GetKB(r.Context(), p.Tenant, d.KBID); err == nil {
+		if kb, err = l.lib.GetKB(r.Context(), p.Tenant, d.KBID); err == nil && kb.Retired() && !tombstones {
+			err = rag.E("httpapi", rag.KindNotFound, nil)
+		}
+		if err == nil {
 			err = l.require(r.Context(), p, kb, need)
 		}
 	}
@@ -332,6 +348,7 @@ func (l *library) getKB(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
+	docs = withoutDeleted(docs)
 	counts := map[string]int{}
 	chunks := 0
 	for _, d := range docs {
@@ -351,6 +368,7 @@ func (l *library) listDocs(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
+	docs = withoutDeleted(docs)
 	out := make([]docView, len(docs))
 	for i, d := range docs {
 		out[i] = viewDoc(d)
@@ -444,8 +462,19 @@ func (l *library) chunks(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, map[string]any{"chunks": cs})
 }
 
+// withoutDeleted drops the documents marked deleted: from the mark on, a delete is final for callers.
+func withoutDeleted(docs []rag.Document) []rag.Document {
+	out := docs[:0:0]
+	for _, d := range docs {
+		if d.Status != rag.StatusDeleted {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 func (l *library) deleteDoc(w http.ResponseWriter, r *http.Request) {
-	p, d, ok := l.docAccess(w, r, rag.KBEditor)
+	p, d, ok := l.docAccessOf(w, r, rag.KBEditor, true)
 	if !ok {
 		return
 	}

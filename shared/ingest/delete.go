@@ -189,16 +189,20 @@ func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 		return rag.Errorf(op, rag.KindInternal, "the relational store cannot delete knowledge bases")
 	}
 	kb, err := s.Runner.Stages.Records.GetKB(ctx, tenant, kbID)
-	if rag.Is(err, rag.KindNotFound) { // its rows went, but the delete did not finish
+	resumed := kb.Retired()                       // the delete was recorded before, and its row renamed
+	if resumed || rag.Is(err, rag.KindNotFound) { // or its rows went, but the delete did not finish
 		pending, lerr := rm.ListKBDeletions(ctx, tenant)
 		if lerr != nil {
 			return lerr
 		}
 		i := slices.IndexFunc(pending, func(k rag.KnowledgeBase) bool { return k.ID == kbID })
 		if i < 0 {
+			if err == nil {
+				err = rag.Errorf(op, rag.KindNotFound, "no knowledge base %s", kbID)
+			}
 			return err
 		}
-		kb, err = pending[i], nil
+		kb, err, resumed = pending[i], nil, true // the record holds the name it had
 	}
 	if err != nil {
 		return err
@@ -215,7 +219,7 @@ func (s *Service) DeleteKB(ctx context.Context, tenant, kbID string) error {
 	if err := rm.MarkKBDeleting(ctx, kb); err != nil {
 		return err
 	}
-	if err := s.retireInbox(ctx, kb); err != nil {
+	if err := s.retireInboxOf(ctx, kb, resumed); err != nil {
 		return fmt.Errorf("retire the drop folder of %s: %w", kb.Name, err)
 	}
 	if err := s.purgeKB(ctx, kb, held); err != nil {
@@ -336,6 +340,21 @@ func (s *Service) now() time.Time {
 // (objects under inbox/<kb>/, the S3 drop folder), to the hidden deleted name. Files are kept: deleting
 // a knowledge base must not destroy the user's originals. The folders feed InboxTenant only: another
 // tenant's knowledge base of the same name has none to rename.
+// retireInboxOf is retireInbox for a delete, which frees the name when it is recorded: finishing an
+// interrupted one, the folder inbox/<name> may already be a new knowledge base's of the same name, and
+// is then left alone (the deleted one's folder was retired before its record could be left behind
+// unfinished, except by a crash between the two: its files then stay, ingested into the new one).
+func (s *Service) retireInboxOf(ctx context.Context, k rag.KnowledgeBase, resumed bool) error {
+	if resumed {
+		if live, err := s.Runner.Stages.Records.GetKBByName(ctx, k.Tenant, k.Name); err == nil && live.ID != k.ID {
+			return nil
+		} else if err != nil && !rag.Is(err, rag.KindNotFound) && !rag.Is(err, rag.KindInvalid) {
+			return err
+		}
+	}
+	return s.retireInbox(ctx, k)
+}
+
 func (s *Service) retireInbox(ctx context.Context, k rag.KnowledgeBase) error {
 	if s.InboxTenant != "" && k.Tenant != s.InboxTenant {
 		return nil

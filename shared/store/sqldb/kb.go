@@ -137,13 +137,14 @@ func (s *DB) GetKBByName(ctx context.Context, tenant, name string) (rag.Knowledg
 	return kb, s.classify(op, err)
 }
 
-// ListKBs returns the tenant's knowledge bases ordered by name (empty slice when none).
+// ListKBs returns the tenant's knowledge bases ordered by name (empty slice when none), without those
+// whose delete has been recorded (rag.KnowledgeBase.Retired; ListKBDeletions lists them).
 func (s *DB) ListKBs(ctx context.Context, tenant string) ([]rag.KnowledgeBase, error) {
 	const op = "sqldb.ListKBs"
 	if err := validIDs(op, "tenant", tenant); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+kbColumns+` FROM knowledge_bases WHERE tenant_id = ? ORDER BY name, id`, tenant)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+kbColumns+` FROM knowledge_bases WHERE tenant_id = ? AND name NOT LIKE ? ORDER BY name, id`, tenant, rag.RetiredKBPrefix+"%")
 	if err != nil {
 		return nil, s.classify(op, err)
 	}
