@@ -173,3 +173,19 @@ func TestErrorBodiesNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// An empty file is refused when it is uploaded (400, saying it is empty), and no document is created.
+func TestEmptyUploadIsRefused(t *testing.T) {
+	_, base := startServer(t, func(m *Main) { m.NoDemo, m.NoWatch = true, true })
+	c := client{base: base}
+	if code, b := c.json(t, http.MethodPost, "/api/kbs", map[string]string{"name": "manuals"}); code != 201 {
+		t.Fatalf("create: %d %s", code, b)
+	}
+	code, b := c.upload(t, "manuals", "empty.txt", "")
+	if code != 400 || !strings.Contains(string(b), `the file \"empty.txt\" is empty (0 bytes)`) {
+		t.Fatalf("empty upload: %d %s", code, b)
+	}
+	if _, b := c.json(t, http.MethodGet, "/api/kbs/manuals/documents", nil); strings.Contains(string(b), "empty.txt") {
+		t.Fatalf("a document was created for the empty file: %s", b)
+	}
+}

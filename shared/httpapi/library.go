@@ -418,6 +418,10 @@ func (l *library) upload(w http.ResponseWriter, r *http.Request) {
 			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "reading the upload: %v", err))
 			return
 		}
+		if len(data) == 0 { // refused here, not failed later with a parser's message about an empty text
+			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "the file %q is empty (0 bytes): there is nothing in it to add", part.FileName()))
+			return
+		}
 		// the role again, read afresh: sending a large file takes minutes, and a role revoked meanwhile
 		// must not let it in
 		if err := l.recheck(r.Context(), p, kb, rag.KBEditor); err != nil {

@@ -494,18 +494,25 @@ test("files dropped on the page upload with progress and become ready; under all
     if (hold) for (const d of body.documents) if (d.file_name === "travel-policy.md") d.status = "processing";
     return route.fulfill({ response: r, json: body });
   });
+  // every upload line is recorded as it changes: a line goes as soon as the table shows its document
+  // done, which can be before a poll of the page would see it
+  await p.evaluate(() => {
+    window.uploadSeen = { bars: 0, done: new Set() };
+    new MutationObserver(() => {
+      for (const li of document.querySelectorAll("#uploads li")) {
+        const bar = li.querySelector("progress");
+        if (bar && !li.dataset.counted) { li.dataset.counted = "1"; window.uploadSeen.bars++; }
+        if (bar && bar.value === 100 && li.textContent.includes("uploaded; processing")) window.uploadSeen.done.add(li.firstChild.textContent);
+      }
+    }).observe(document.getElementById("uploads"), { childList: true, subtree: true, characterData: true, attributes: true });
+  });
   await dropFiles(p, files);
   await p.locator("#dlg-kb[open]").waitFor();
   await p.selectOption("#pick-kb", "demo");
   await p.click("#dlg-kb button[value=ok]");
-  // the dialog resolves asynchronously: wait for the last bar before counting (each lingers 4 s after its upload)
-  await p.locator("#uploads li progress").nth(files.length - 1).waitFor({ state: "attached" });
-  assert.equal(await p.locator("#uploads li progress").count(), files.length, "one progress bar per file");
-  // each bar reaches 100% and says the file is processing (the rows go 4 s later)
-  await p.waitForFunction((n) => {
-    const rows = [...document.querySelectorAll("#uploads li")];
-    return rows.length === n && rows.every(li => li.querySelector("progress").value === 100 && li.textContent.includes("uploaded; processing"));
-  }, files.length);
+  // one progress bar per file; each reaches 100% and says the file is processing
+  await p.waitForFunction((n) => window.uploadSeen.done.size === n, files.length);
+  assert.equal(await p.evaluate(() => window.uploadSeen.bars), files.length, "one progress bar per file");
   await p.locator("#documents tbody tr", { hasText: "travel-policy.md" }).locator(".status.processing").waitFor();
   const listedWhileHeld = listed;
   hold = false;
@@ -515,6 +522,8 @@ test("files dropped on the page upload with progress and become ready; under all
     assert.match(await row.locator(".sub").last().textContent(), /^extract \d+ ms · chunk \d+ ms · embed \d+ ms/, "stage timings are shown in pipeline order");
   }
   assert.ok(listed > listedWhileHeld, "the page fetched the list again by itself while a document was processing");
+  // no "uploaded; processing" line is left above a row that says ready
+  await p.locator("#uploads li", { hasText: "travel-policy.md" }).waitFor({ state: "detached" });
   await p.unroute("**/api/kbs/*/documents");
   // a file that cannot be read fails with its reason inline, and offers Retry
   await p.selectOption("#kb", "demo");
@@ -528,8 +537,12 @@ test("files dropped on the page upload with progress and become ready; under all
   await row.getByRole("button", { name: "Reprocess travel-policy.md" }).click();
   await p.locator("#docs-msg", { hasText: "Reprocessing travel-policy.md" }).waitFor();
   // its chunks, with heading paths and the parent/child relation
+  const tableCount = (await row.locator("td.num").textContent()).trim();
   await row.getByRole("button", { name: "Chunks of travel-policy.md" }).click();
   await p.locator("#chunks .chunk").first().waitFor();
+  // the chunk view counts what the table counts
+  assert.match(await p.locator("#chunks h3").textContent(), new RegExp(`^travel-policy\\.md: ${tableCount} chunks? in \\d+ sections?$`));
+  assert.equal(String(await p.locator("#chunks .chunk.child").count()), tableCount);
   assert.ok(await p.locator("#chunks .chunk.child").count() >= 1);
   assert.match(await p.locator("#chunks .chunk .path").allTextContents().then(a => a.join(" ")), /Travel policy > Flights/);
   assert.deepEqual(p.errors, []);
@@ -557,6 +570,70 @@ test("a knowledge base is created, chosen and deleted after confirmation", async
   assert.equal(await p.inputValue("#kb"), "");
   assert.ok(!(await getJSON("/api/kbs")).knowledge_bases.some(k => k.name === "browser-kb"));
   assert.deepEqual(p.errors, []);
+});
+
+test("an empty file is refused before it is sent, a refused upload keeps its reason and no progress bar, and deleting the knowledge base clears its lines", async (t) => {
+  const p = await page(t, { path: "/#kb" });
+  await p.locator("#kb-list li").first().waitFor();
+  await p.fill("#kb-name", "uploads-kb");
+  await p.click("#kb-create button[type=submit]");
+  await p.locator("#kb-list li.current", { hasText: "uploads-kb" }).waitFor();
+  let posted = 0;
+  await p.route("**/api/kbs/*/documents", async (route) => {
+    if (route.request().method() !== "POST") return route.continue();
+    posted++;
+    return route.fulfill({ status: 400, json: { error: { code: "Invalid", message: "refused by the test server" } } });
+  });
+  await dropFiles(p, [{ name: "empty.md", text: "" }, { name: "refused.md", text: "# Refused\n\nSome text." }]);
+  const empty = p.locator("#uploads li", { hasText: "empty.md" });
+  const refused = p.locator("#uploads li", { hasText: "refused.md" });
+  await empty.locator(".error").waitFor();
+  await refused.locator(".error", { hasText: "refused by the test server" }).waitFor();
+  assert.match(await empty.textContent(), /empty \(0 bytes\)/);
+  assert.doesNotMatch(await empty.textContent(), /OCR|image/i);
+  assert.equal(posted, 1, "the empty file is never sent");
+  assert.equal(await p.locator("#uploads li progress").count(), 0, "a failed upload keeps no progress bar");
+  await p.unroute("**/api/kbs/*/documents");
+  await p.getByRole("button", { name: "Delete knowledge base uploads-kb" }).click();
+  await p.click("#dlg-confirm button[value=ok]");
+  await p.locator("#kb-msg", { hasText: "Deleted" }).waitFor();
+  assert.equal(await p.locator("#uploads li").count(), 0, "the deleted knowledge base's upload lines are gone");
+  assert.deepEqual(p.errors, []);
+});
+
+test("a long conversation list scrolls in its own box, and at 375 px the retrieval test's tables stay inside their card", async (t) => {
+  const p = await page(t);
+  const now = Date.now();
+  await p.route("**/api/conversations", (route) => route.fulfill({ json: { conversations: Array.from({ length: 40 }, (_, i) => ({
+    id: `conv_${i}`, title: `Conversation number ${i} about annual leave`, created_at: new Date(now - i * 60_000).toISOString(), updated_at: new Date(now - i * 60_000).toISOString() })) } }));
+  await p.reload();
+  await p.locator("#conversations li").nth(39).waitFor({ state: "attached" });
+  const box = await p.evaluate(() => {
+    const nav = document.getElementById("conversations").getBoundingClientRect();
+    const mem = document.getElementById("memories-box").getBoundingClientRect();
+    const el = document.getElementById("conversations");
+    return { navBottom: nav.bottom, memTop: mem.top, scrolls: el.scrollHeight > el.clientHeight };
+  });
+  assert.ok(box.scrolls, "the list scrolls");
+  assert.ok(box.navBottom <= box.memTop + 1, `the list ends (${box.navBottom}) above "Remembered about you" (${box.memTop})`);
+
+  const phone = await page(t, { width: 375, height: 812, path: "/#kb" });
+  await phone.fill("#search-q", "annual leave days for full-time employees");
+  await phone.click("#search-form button");
+  await phone.locator(".stage table").first().waitFor();
+  const over = await phone.evaluate(() => {
+    const out = [];
+    for (const s of document.querySelectorAll(".stage")) {
+      const card = s.closest(".card").getBoundingClientRect();
+      const r = s.getBoundingClientRect();
+      if (r.right > card.right + 1 || r.left < card.left - 1) out.push(`${s.querySelector("h3").textContent}: ${r.left}-${r.right} outside ${card.left}-${card.right}`);
+    }
+    if (document.documentElement.scrollWidth > 375) out.push(`page ${document.documentElement.scrollWidth} px wide`);
+    return out;
+  });
+  assert.deepEqual(over, []);
+  assert.deepEqual(p.errors, []);
+  assert.deepEqual(phone.errors, []);
 });
 
 test("a retrieval test shows each stage's candidates and scores", async (t) => {
@@ -847,6 +924,8 @@ test("with API keys required, the page asks for a key on 401, says when it is re
   await cli(["user", "create", "ana@example.com", "--tenant", "acme", "--role", "admin", "--data", data]);
   const key = JSON.parse(await cli(["key", "create", "--tenant", "acme", "--user", "ana@example.com", "--json", "--data", data])).key;
   assert.match(key, /^dm_/);
+  await cli(["user", "create", "ben@example.com", "--tenant", "acme", "--data", data]);
+  const benKey = JSON.parse(await cli(["key", "create", "--tenant", "acme", "--user", "ben@example.com", "--json", "--data", data])).key;
   const port = await freePort();
   const keyed = `http://127.0.0.1:${port}`;
   const { p: srv } = await run(process.env.DOCMIND_BIN || "../../bin/docmind", ["serve", "--addr", `127.0.0.1:${port}`, "--data", data, "--no-demo"],
@@ -889,6 +968,13 @@ test("with API keys required, the page asks for a key on 401, says when it is re
   await p.click("#signout");
   await p.locator("#dlg-key[open]").waitFor();
   assert.equal(await p.evaluate(() => sessionStorage.getItem("docmind.apiKey")), null, "sign-out forgets the key");
+  // a member with nothing shared is told so, not to "drop files above" with nowhere to drop them
+  await p.fill("#key", benKey);
+  await p.click("#key-form button[type=submit]");
+  await p.locator("#who-name", { hasText: "ben@example.com" }).waitFor();
+  await p.click("#tab-kb");
+  await p.locator("#docs-msg", { hasText: "Nothing is shared with you yet" }).waitFor();
+  assert.doesNotMatch(await p.textContent("#docs-msg"), /drop files/);
   assert.deepEqual(errors, []);
 });
 
@@ -909,15 +995,23 @@ test("with the server gone mid-answer or stopped, asking shows a clear error, ke
   assert.match(await lost.textContent(), /connection to the docmind server was lost/);
   assert.doesNotMatch(await lost.textContent(), /TypeError|network error|Failed to fetch/);
   assert.ok((await first.locator(".a").textContent()).length > 40, "what arrived is kept");
+  assert.equal(await first.locator(".timeline summary").textContent(), "Cut off", "an answer broken off says so");
   assert.equal(await p.inputValue("#question"), slow, "the question is kept");
   assert.ok(await lost.getByRole("button", { name: "Retry" }).isVisible());
   // with the server stopped, a new question cannot reach it
   const q = "How many days of annual leave do I have left?";
   await p.fill("#question", q);
   await p.press("#question", "Enter");
-  const fail = p.locator(".turn").last().locator(".failbox");
+  const failedTurn = p.locator(".turn").last();
+  const fail = failedTurn.locator(".failbox");
   await fail.waitFor();
   assert.match(await fail.textContent(), /Cannot reach the docmind server/);
+  // nothing arrived: the failure, not "Stopped" over an empty answer box
+  assert.equal(await failedTurn.locator(".a").isVisible(), false, "no empty answer box");
+  assert.equal(await failedTurn.locator(".timeline summary").textContent(), "Failed");
+  // the sidebar says the server is unreachable, not that history is not kept
+  await p.locator("#conversations", { hasText: "Cannot reach the docmind server" }).waitFor();
+  assert.doesNotMatch(await p.textContent("#conversations"), /not stored here/);
   assert.doesNotMatch(await fail.textContent(), /TypeError|Failed to fetch/);
   assert.equal(await p.inputValue("#question"), q, "the question is kept");
   assert.ok(await fail.getByRole("button", { name: "Retry" }).isVisible());

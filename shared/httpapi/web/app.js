@@ -791,7 +791,9 @@ function failTurn(turn, message, offline) {
   turn.failed = true;
   if (!turn.replayed) announce(`The answer failed: ${message}`);
   turn.box.classList.remove("streaming");
-  turn.summary.textContent = "Stopped";
+  // nothing arrived: no empty answer box under a "Stopped" line, only the failure and its retry
+  if (!turn.text) turn.box.hidden = true;
+  turn.summary.textContent = turn.text ? "Cut off" : "Failed";
   const box = el("div", "failbox");
   box.setAttribute("role", "alert");
   box.append(el("span", "error", message));
@@ -870,9 +872,10 @@ async function loadConversations() {
   try {
     const { conversations } = await api("/api/conversations");
     state.conversations = conversations;
-  } catch {
+  } catch (err) {
+    // unreachable is not the same as a server that keeps no history: say which
     nav.textContent = "";
-    nav.append(el("p", "hint", "History is not stored here."));
+    nav.append(el("p", "hint", err.offline ? "Cannot reach the docmind server: the conversations come back when it does." : "History is not stored here."));
     return;
   }
   renderConversations();
@@ -1051,6 +1054,8 @@ async function deleteKB(kb) {
     await api(`/api/kbs/${encodeURIComponent(kb.id || kb.name)}`, { method: "DELETE" });
     $("kb-msg").textContent = `Deleted “${kb.name}”.`;
     if ($("kb").value === kb.name) $("kb").value = "";
+    // its uploads' lines (a failure included) speak of a knowledge base that is gone
+    for (const li of $("uploads").querySelectorAll("li")) if (li.dataset.kb === kb.name || li.dataset.kb === kb.id) li.remove();
   } catch (err) {
     $("kb-msg").textContent = `Not deleted: ${err.message}`;
   }
@@ -1061,6 +1066,16 @@ async function deleteKB(kb) {
 
 const EMPTY_DOCS = "No documents yet: drop files above to add some.";
 const EMPTY_DOCS_NO_INGEST = "No documents yet.";
+const NO_KBS = "No knowledge bases yet: create one above, then drop files on it.";
+const NOTHING_SHARED = "Nothing is shared with you yet: ask the owner of a knowledge base to give you a role on it, or create your own above.";
+
+// emptyDocsMessage is what an empty document list says: with no knowledge base to drop files into, the
+// drop hint would send the reader nowhere; a signed-in member sees only what is shared with them.
+function emptyDocsMessage() {
+  if (state.kbs.length) return state.ingest ? EMPTY_DOCS : EMPTY_DOCS_NO_INGEST;
+  const me = state.me;
+  return me && me.auth !== "none" && me.role !== "admin" ? NOTHING_SHARED : NO_KBS;
+}
 
 // setIngest shows or hides what only a server that ingests can do: the drop zone, document delete and
 // reprocess, knowledge base delete. The AWS query function serves this page without them; the
@@ -1083,7 +1098,7 @@ async function loadDocuments() {
     docs = lists.flat();
     for (const d of docs) state.docNames.set(d.id, d.file_name);
     // an action's message stays until the next action; only the empty-list hint follows the list
-    const empty = state.ingest ? EMPTY_DOCS : EMPTY_DOCS_NO_INGEST;
+    const empty = emptyDocsMessage();
     if (!docs.length) $("docs-msg").textContent = empty;
     else if ($("docs-msg").textContent === empty) $("docs-msg").textContent = "";
   } catch (err) {
@@ -1091,6 +1106,7 @@ async function loadDocuments() {
     return;
   }
   renderDocuments(docs, !chosen);
+  settleUploads(docs);
   if (docs.some(isBusy)) state.docsTimer = setTimeout(loadDocuments, 1500);
 }
 
@@ -1143,7 +1159,11 @@ async function showChunks(d) {
     box.append(el("p", "error", err.message));
     return;
   }
-  const h = el("h3", "", `${d.file_name}: ${chunks.length} chunks`);
+  // the count the document table shows (chunk_count: the passages that are searched), then the
+  // sections they are expanded to; "3 chunks" beside a table saying 2 read as a mismatch
+  const children = chunks.filter(c => c.level === "child").length;
+  const sections = chunks.length - children;
+  const h = el("h3", "", `${d.file_name}: ${children} chunk${children === 1 ? "" : "s"} in ${sections} section${sections === 1 ? "" : "s"}`);
   h.tabIndex = -1;
   box.append(h, button("Close", () => { box.textContent = ""; }, "link"));
   for (const { chunk: c, depth } of chunkTree(chunks)) {
@@ -1184,6 +1204,16 @@ async function uploadFiles(files) {
   loadDocuments();
 }
 
+// settleUploads removes an upload's "uploaded; processing" line once the table shows its document done
+// (ready or failed): the row then says it, and a line above it saying "processing" would contradict it.
+function settleUploads(docs) {
+  const status = new Map(docs.map(d => [d.id, d.status]));
+  for (const li of $("uploads").querySelectorAll("li.uploaded")) {
+    const s = status.get(li.dataset.doc);
+    if (s && !isBusy({ status: s })) li.remove();
+  }
+}
+
 function uploadOne(kb, file) {
   const li = el("li");
   const bar = el("progress");
@@ -1192,7 +1222,14 @@ function uploadOne(kb, file) {
   bar.setAttribute("aria-label", `Uploading ${file.name}`);
   const st = el("span", "", "uploading");
   li.append(el("span", "", `${file.name} → ${kb}`), bar, st);
+  li.dataset.kb = kb;
   $("uploads").append(li);
+  // a failed upload keeps its message, not a progress bar that looks finished
+  const failed = (msg) => { bar.remove(); st.textContent = `failed: ${msg}`; st.className = "error"; };
+  if (file.size === 0) {
+    failed("the file is empty (0 bytes): there is nothing in it to add");
+    return Promise.resolve();
+  }
   return new Promise((resolve) => {
     const send = (retried) => {
       const xhr = new XMLHttpRequest();
@@ -1204,19 +1241,21 @@ function uploadOne(kb, file) {
         if (xhr.status >= 200 && xhr.status < 300) {
           bar.value = 100;
           // the server keeps a file name's last path part only (RFC 7578): say so when that changed it
-          let stored = file.name;
-          try { stored = JSON.parse(xhr.responseText).file_name || file.name; } catch { /* not JSON */ }
+          let stored = file.name, id = "";
+          try { ({ file_name: stored = file.name, id = "" } = JSON.parse(xhr.responseText)); } catch { /* not JSON */ }
           st.textContent = stored === file.name ? "uploaded; processing" : `uploaded as “${stored}”; processing`;
+          li.dataset.doc = id;
+          li.classList.add("uploaded");
+          // a renamed file's line stays a while longer, so that the new name can be read
           setTimeout(() => li.remove(), stored === file.name ? 4000 : 15000);
         } else {
           let msg = `HTTP ${xhr.status}`;
           try { msg = JSON.parse(xhr.responseText).error.message; } catch { /* not JSON */ }
-          st.textContent = `failed: ${msg}`;
-          st.className = "error";
+          failed(msg);
         }
         resolve();
       };
-      xhr.onerror = () => { st.textContent = "failed: the server cannot be reached"; st.className = "error"; resolve(); };
+      xhr.onerror = () => { failed("the server cannot be reached"); resolve(); };
       const form = new FormData();
       form.append("file", file, file.name);
       xhr.send(form);
