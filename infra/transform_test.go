@@ -19,7 +19,7 @@ var guidedAnswers = map[string]string{
 	"SubnetIds":        "subnet-0a1b2c3d4e5f60718,subnet-0f1e2d3c4b5a69788",
 	"SecurityGroupIds": "sg-0123456789abcdef0",
 	"MySQLSecretArn":   "arn:aws:secretsmanager:ap-southeast-1:111122223333:secret:docmind/aurora-AbCdEf",
-	"MilvusAddr":       "in01-0123456789abcde.ap-southeast-1.vectordb.zillizcloud.com:19530",
+	"MilvusAddr":       "https://in03-0123456789abcde.serverless.aws-ap-southeast-1.cloud.zilliz.com:443",
 	"MilvusSecretArn":  "arn:aws:secretsmanager:ap-southeast-1:111122223333:secret:docmind/milvus-AbCdEf",
 	"RedisAddr":        "docmind-abc123.serverless.apse1.cache.amazonaws.com:6379",
 }
