@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/docmind/docmind/shared/awspreflight"
 )
 
 // guidedAnswers stands for what `make deploy-guided` (sam deploy --guided) writes to samconfig.toml for
@@ -119,6 +121,9 @@ func TestTransformedTemplate(t *testing.T) {
 		slices.Sort(required)
 		if want := slices.Sorted(maps.Keys(guidedAnswers)); !slices.Equal(required, want) {
 			t.Errorf("parameters without a default %v, want exactly the guided deploy's %v: give a new parameter a safe default", required, want)
+		}
+		if pre := slices.Sorted(slices.Values(awspreflight.Required)); !slices.Equal(required, pre) {
+			t.Errorf("docmind aws preflight requires %v, the template %v", pre, required)
 		}
 	})
 
@@ -230,6 +235,14 @@ func TestTransformedTemplate(t *testing.T) {
 						t.Errorf("%s/prod: %s opens Aurora connections but has no reserved concurrency (unbounded connections)", in.stack, lid)
 					}
 				}
+				over := maps.Clone(envs[1].params)
+				if pre := awspreflight.Reservations(over); float64(pre) != total {
+					t.Errorf("%s/prod reserves %v, but docmind aws preflight computes %d for its parameters: update awspreflight's defaults", in.stack, total, pre)
+				}
+				delete(over, "ChatReservedConcurrency") // and with a default in play
+				if s2 := newStack(t, s.tmpl, in.stack, region, account, over); float64(awspreflight.Reservations(over)) != s2.reservedTotal() {
+					t.Errorf("with ChatReservedConcurrency at its default, preflight computes %d, the template reserves %v", awspreflight.Reservations(over), s2.reservedTotal())
+				}
 				if in.stack == stackA {
 					t.Logf("prod reserves %v functions' concurrency, %v in all: the account needs a quota of at least %v (100 stay unreserved)", len(reserved), total, total+100)
 				}
@@ -292,6 +305,17 @@ func TestTransformedTemplate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// reservedTotal sums the reserved concurrency of the active functions.
+func (s *cfnStack) reservedTotal() float64 {
+	total := 0.0
+	for _, lid := range s.lidsOfType("AWS::Lambda::Function") {
+		if r, ok := number(s.props(lid)["ReservedConcurrentExecutions"]); ok {
+			total += r
+		}
+	}
+	return total
 }
 
 // checkParameterValues: a value outside AllowedValues, AllowedPattern or MinValue fails the deploy.

@@ -169,8 +169,9 @@ func notFound(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist")
 }
 
-// reservations is what a prod stack reserves with these parameters.
-func reservations(p map[string]string) int {
+// Reservations is what a DeployProfile=prod stack reserves with these parameters (template defaults for
+// the ones not given); infra TestTransformedTemplate holds it equal to the transformed template's sum.
+func Reservations(p map[string]string) int {
 	total := 0
 	for _, r := range prodReservations {
 		n := r.def
@@ -193,7 +194,7 @@ func (c *Checker) concurrency(ctx context.Context, st stack) Finding {
 	prod := st.params["DeployProfile"] == "prod"
 	need := 0
 	if prod {
-		need = reservations(st.params)
+		need = Reservations(st.params)
 	}
 	f.Message = fmt.Sprintf("account concurrency %d, unreserved %d; this stack reserves %d", limit, unreserved, need)
 	switch {
