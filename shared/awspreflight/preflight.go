@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,7 +146,12 @@ func (c *Checker) loadStack(ctx context.Context) (stack, Finding, error) {
 	case err != nil && !notFound(err):
 		return st, Finding{}, fmt.Errorf("describe stack %s: %w", c.Stack, err)
 	}
-	// not deployed yet: what samconfig.toml would deploy
+	// not deployed yet: what samconfig.toml would deploy, under a name every physical name can be built from
+	if !stackName.MatchString(c.Stack) {
+		return st, Finding{Check: "stack", Status: Fail,
+			Message: fmt.Sprintf("stack name %q: the template builds every physical name from it, and the bucket <stack>-<account>-<region> must be lowercase and at most 63 characters", c.Stack),
+			Fix:     "choose a stack name of lowercase letters, digits and hyphens, at most 35 characters, starting with a letter"}, nil
+	}
 	for k, v := range c.Planned {
 		st.params[k] = v
 	}
@@ -162,6 +168,10 @@ func (c *Checker) loadStack(ctx context.Context) (stack, Finding, error) {
 	}
 	return st, Finding{Check: "stack", Status: OK, Message: fmt.Sprintf("stack %s is not deployed yet: checking samconfig.toml's parameters", c.Stack)}, nil
 }
+
+// stackName: what template.yaml's physical names allow (infra TestTransformedTemplate builds them from a
+// 35-character name in the longest region name)
+var stackName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,34}$`)
 
 // notFound: CloudFormation answers a missing stack with ValidationError "... does not exist".
 func notFound(err error) bool {

@@ -303,6 +303,13 @@ func TestPreflightFaults(t *testing.T) {
 		f.t = t
 		expect(t, f.run("planned", map[string]string{"Stage": "dev"}), Fail, "stack")
 	})
+	t.Run("not deployed, a stack name the bucket name cannot take", func(t *testing.T) {
+		f.t = t
+		for _, name := range []string{"Docmind-Dev", "docmind-tenant-b-0123456789abcdefghi"} {
+			expect(t, f.run(name, f.healthyParams()), Fail, "stack")
+		}
+		expect(t, f.run("docmind-tenant-b-0123456789abcdefgh", f.healthyParams()), Fail)
+	})
 	t.Run("not deployed, prod in a new account", func(t *testing.T) {
 		f.t = t
 		p := f.healthyParams()
