@@ -266,7 +266,12 @@ func TestTransformedTemplate(t *testing.T) {
 	})
 
 	t.Run("SynchronousChainsShrinkInward", func(t *testing.T) {
-		for in, s := range stacks {
+		for in, s0 := range stacks {
+			// with every optional synchronous call on: the canary, rerank and grade through their functions
+			p := maps.Clone(envs[slices.IndexFunc(envs, func(e envSet) bool { return e.env == in.env })].params)
+			p["CanaryQuestions"] = `{"questions":[{"question":"q","document":"d.md","phrase":"p"}]}`
+			p["RerankViaFunction"], p["GradeViaFunction"] = "true", "true"
+			s := newStack(t, s0.tmpl, in.stack, region, account, p)
 			edges := s.syncEdges()
 			if len(edges) == 0 {
 				t.Fatal("found no synchronous call at all: the chain discovery is broken")
