@@ -183,29 +183,30 @@ func TestTransformedTemplate(t *testing.T) {
 	})
 
 	t.Run("NoGrantOnStarOutsideTheAllowList", func(t *testing.T) {
-		s := stacks[inst{stackA, "prod"}]
 		found := map[string]bool{}
-		for _, lid := range s.lidsOfType("AWS::IAM::Role") {
-			p := s.props(lid)
-			for _, arn := range strs(p["ManagedPolicyArns"]) {
-				found[arn] = true
-				if _, ok := starAllowed[arn]; !ok {
-					t.Errorf("role %s has managed policy %s, which grants on *: scope it inline, or add it to starAllowed with the reason", lid, arn)
+		for _, s := range stacks {
+			for _, lid := range s.lidsOfType("AWS::IAM::Role") {
+				p := s.props(lid)
+				for _, arn := range strs(p["ManagedPolicyArns"]) {
+					found[arn] = true
+					if _, ok := starAllowed[arn]; !ok {
+						t.Errorf("role %s has managed policy %s, which grants on *: scope it inline, or add it to starAllowed with the reason", lid, arn)
+					}
 				}
-			}
-			for _, st := range s.roleStatements(lid) {
-				if _, has := st["NotResource"]; has {
-					t.Errorf("role %s: a statement with NotResource (%v)", lid, st["Action"])
-				}
-				if !slices.ContainsFunc(strs(st["Resource"]), func(r string) bool { return strings.Contains(r, "*") && !strings.Contains(r, ":") }) {
-					continue
-				}
-				acts := strs(st["Action"])
-				slices.Sort(acts)
-				key := strings.Join(acts, ",")
-				found[key] = true
-				if _, ok := starAllowed[key]; !ok {
-					t.Errorf("role %s grants %s on Resource *: name the resources, or add it to starAllowed with the reason", lid, key)
+				for _, st := range s.roleStatements(lid) {
+					if _, has := st["NotResource"]; has {
+						t.Errorf("role %s: a statement with NotResource (%v)", lid, st["Action"])
+					}
+					if !slices.ContainsFunc(strs(st["Resource"]), func(r string) bool { return strings.Contains(r, "*") && !strings.Contains(r, ":") }) {
+						continue
+					}
+					acts := strs(st["Action"])
+					slices.Sort(acts)
+					key := strings.Join(acts, ",")
+					found[key] = true
+					if _, ok := starAllowed[key]; !ok {
+						t.Errorf("role %s grants %s on Resource *: name the resources, or add it to starAllowed with the reason", lid, key)
+					}
 				}
 			}
 		}
