@@ -30,8 +30,9 @@ func Start(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	probe := &http.Client{Timeout: 2 * time.Second} // the emulator on loopback, not a fetch (netx's rule)
 	for i := 0; ; i++ {
-		if r, err := http.Get(url + "/moto-api/"); err == nil {
+		if r, err := probe.Get(url + "/moto-api/"); err == nil {
 			r.Body.Close()
 			return url
 		}
