@@ -7,7 +7,7 @@ FUNCTIONS := $(filter-out internal,$(notdir $(wildcard functions/*)))
 LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: migrate test-lambda deploy smoke-stream invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
+.PHONY: migrate test-lambda deploy deploy-guided preflight smoke-stream invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
 .PHONY: run install test test-integration test-browser screenshots lint build bench clean $(addprefix build-,$(FUNCTIONS))
 
 ## run: build the local binary and serve on 127.0.0.1:8080 (PORT=9090 or ADDR=host:port to change it)
@@ -86,10 +86,22 @@ build-CanaryFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/canary
 
 ## deploy: build every function and deploy the stack with samconfig.toml's ENV section (dev or prod);
-## see DEPLOY.md for the one-time setup
+## refuses, naming them, while the section lacks the parameters only make deploy-guided can answer
 ENV ?= dev
 deploy:
+	infra/deploy-params.sh $(ENV)
 	sam build && sam deploy --config-env $(ENV)
+
+## preflight: docmind aws preflight for a stack (deployed, or named in samconfig.toml): STACK=<name> [REGION=<r>]
+preflight:
+	@test -n "$(STACK)" || { echo "usage: make preflight STACK=<stack name> [REGION=<region>]"; exit 2; }
+	$(GO) run ./cmd/docmind aws preflight --stack $(STACK) $(if $(REGION),--region $(REGION))
+
+## deploy-guided: the first deploy of an ENV: sam deploy --guided asks for every parameter (the VPC,
+## secrets and store endpoints have no default) and saves the answers in samconfig.toml's ENV section,
+## so that `make deploy ENV=...` needs nothing else afterwards (DEPLOY.md)
+deploy-guided:
+	sam build && sam deploy --guided --config-env $(ENV)
 
 ## invoke-<fn>: invoke a deployed function of the ENV stack with its testdata event (sam remote invoke);
 ## the query and api events need KEY=<API key> for a stack with DOCMIND_AUTH=keys

@@ -59,6 +59,7 @@ Commands:
   reconcile check SQL, vectors, blobs and the inbox agree; --repair fixes drift (reconcile [--kb NAME] [--repair] [--json])
   config    print the effective configuration (secrets redacted); --vars lists every variable
   version   print the version
+  aws       aws preflight --stack NAME [--region R]: check the account, secrets, VPC and bucket a stack needs (before or after a deploy)
 
 Every command takes --data DIR (default ./data or DOCMIND_DATA_DIR), --config FILE (JSON, optional)
 and --json where it prints a result. Run "docmind <command> -h" for a command's flags.
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "tenant": cmdTenant, "key": cmdKey, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "tenant": cmdTenant, "key": cmdKey, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion, "aws": cmdAWS,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
