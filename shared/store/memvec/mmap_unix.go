@@ -5,6 +5,8 @@ package memvec
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 const mmapSupported = true
@@ -23,4 +25,19 @@ func unmap(b []byte) error {
 		return nil
 	}
 	return syscall.Munmap(b)
+}
+
+// adviseRandom turns read-ahead off for b (the float32 rows) when random is set, or back to the
+// default. The quantised search re-scores a few scattered rows per query; read-ahead would pull their
+// neighbours from disk and map them, growing resident memory for nothing. The exact scan reads every row
+// in order and wants the default.
+func adviseRandom(b []byte, random bool) {
+	if len(b) == 0 {
+		return
+	}
+	advice := unix.MADV_NORMAL
+	if random {
+		advice = unix.MADV_RANDOM
+	}
+	_ = unix.Madvise(b, advice) // advice only: the index works without it
 }

@@ -323,6 +323,9 @@ func (ix *Index) save() error {
 		tmp.Close()
 		return err
 	}
+	if ix.useQuant() { // the quantised search touches few rows: do not keep the written ones cached
+		dropCache(tmp, headerSize, int64(n)*int64(ix.dim)*4)
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
@@ -356,6 +359,7 @@ func (ix *Index) remap() {
 		return
 	}
 	ix.attach(b, l)
+	ix.advise()
 }
 
 // attach points the storage at the mapped snapshot b and drops the previous map.
@@ -368,6 +372,14 @@ func (ix *Index) attach(b []byte, l layout) {
 	ix.mapped = b
 	if old != nil {
 		unmap(old)
+	}
+}
+
+// advise sets the float32 map's read-ahead for the path searches take: off for the quantised search's
+// scattered re-scores, on for the exact scan. Caller holds the write lock.
+func (ix *Index) advise() {
+	if ix.mapped != nil {
+		adviseRandom(float32Bytes(ix.vecs.base), ix.useQuant())
 	}
 }
 
@@ -624,6 +636,7 @@ func (ix *Index) loadV2(f *os.File, size int64, corrupt func(string, ...any) err
 		ix.checkRecall()
 	}
 	ix.snapRows = l.rows
+	ix.advise()
 	return nil
 }
 

@@ -161,10 +161,7 @@ func (ix *Index) checkRecall() float64 {
 			continue
 		}
 		m := matcher{tenant: ix.rows[a].tenant}
-		exact := ix.searchExact(q, 10, m)
-		approx := ix.searchQuant(q, 10, m)
-		slices.SortFunc(approx, ix.order)
-		approx = approx[:min(10, len(approx))]
+		exact, approx := ix.best(ix.searchExact(q, 10, m), 10), ix.best(ix.searchQuant(q, 10, m), 10)
 		for _, e := range exact {
 			total++
 			if slices.ContainsFunc(approx, func(s scored) bool { return s.row == e.row }) {
@@ -182,6 +179,12 @@ func (ix *Index) checkRecall() float64 {
 		ix.opt.Logf("memvec: int8 recall@10 %.3f is below %.2f at %d rows: searching exactly in float32 (raise DOCMIND_VECTOR_RESCORE or set DOCMIND_VECTOR_QUANT=none)", r, ix.opt.MinRecall, n)
 	}
 	return r
+}
+
+// best sorts the workers' merged candidates and keeps the first k.
+func (ix *Index) best(s []scored, k int) []scored {
+	slices.SortFunc(s, ix.order)
+	return s[:min(k, len(s))]
 }
 
 // QuantStatus describes the quantised path for status pages and benchmarks.

@@ -437,3 +437,14 @@ func TestVersion2DamageIsRefused(t *testing.T) {
 		t.Fatalf("bad mode: %v", err)
 	}
 }
+
+// The recall check counts the exact top-10, not every worker's candidates: on data the int8 scan ranks
+// well it must report (nearly) 1, with the scan fanned out over several workers.
+func TestRecallCheckCountsTopTen(t *testing.T) {
+	const n, dim = 3 * minRowsPerWorker, 64
+	ix, _ := NewWith(dim, Options{Quant: "int8", MinRows: 1})
+	fill(t, ix, clustered(n, dim, 30, 0.5, 4), dim)
+	if r := ix.CheckRecall(); r < 0.99 || r > 1 {
+		t.Fatalf("recall %v", r)
+	}
+}
