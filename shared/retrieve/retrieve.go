@@ -9,6 +9,7 @@ package retrieve
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,6 +93,7 @@ type Result struct {
 	Keyword   []rag.Hit        `json:"keyword"`
 	Vector    []rag.Hit        `json:"vector"`
 	Fused     []rag.Hit        `json:"fused"`
+	Ranked    []rank.Evidence  `json:"ranked,omitempty"` // every fused candidate in the rerank's order, before the reader's cut (Retrieve only)
 	Reranked  []rank.Evidence  `json:"reranked"`
 	Filtered  []rank.Evidence  `json:"filtered"`
 	Diverse   []rank.Evidence  `json:"diverse"`
@@ -115,6 +117,7 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 	if degraded {
 		res.Degraded = append(res.Degraded, "rerank")
 	}
+	res.Ranked = slices.Clone(reranked) // the stages after may reorder their lists in place
 	if len(reranked) > o.RerankK {
 		reranked = reranked[:o.RerankK]
 	}

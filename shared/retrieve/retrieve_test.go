@@ -184,3 +184,21 @@ func TestKeywordOnly(t *testing.T) {
 		t.Fatalf("keyword only: %d vector, %d keyword, degraded %v, err %v", len(got.Vector), len(got.Keyword), got.Degraded, err)
 	}
 }
+
+// Ranked is the chain's whole ranking before the reader's cut: every loaded fused candidate, of which the
+// reranked (cut) list is the head.
+func TestRankedIsTheListBeforeTheCut(t *testing.T) {
+	e := setup(t)
+	res, err := e.r.Retrieve(context.Background(), Query{Text: "how do I change my beneficiary", Filter: rag.Filter{Tenant: "t1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Ranked) <= e.r.Options.RerankK || len(res.Reranked) != e.r.Options.RerankK || len(res.Ranked) > len(res.Fused) {
+		t.Fatalf("ranked %d, reranked %d, fused %d", len(res.Ranked), len(res.Reranked), len(res.Fused))
+	}
+	for i, ev := range res.Reranked {
+		if res.Ranked[i].ChunkID != ev.ChunkID {
+			t.Fatalf("position %d: ranked %s, reranked %s", i, res.Ranked[i].ChunkID, ev.ChunkID)
+		}
+	}
+}
