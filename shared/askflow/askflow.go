@@ -161,9 +161,7 @@ func (s *Stages) Evidence(ctx context.Context, f Flow) (Flow, error) {
 		}
 	}
 	ev, degraded := f.rerank(ctx)
-	if len(ev) > o.RerankK {
-		ev = ev[:o.RerankK]
-	}
+	ev = retrieve.Cut(ev, o.RerankK)
 	// the chain's own tail, into a result of its own: Filtered, Diverse and Expanded stay out of the
 	// state (nothing after this stage reads them), and so do its stage times (this stage has one)
 	tail := &retrieve.Result{StageMS: map[string]int64{}}

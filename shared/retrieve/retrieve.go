@@ -118,9 +118,7 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 		res.Degraded = append(res.Degraded, "rerank")
 	}
 	res.Ranked = slices.Clone(reranked) // the stages after may reorder their lists in place
-	if len(reranked) > o.RerankK {
-		reranked = reranked[:o.RerankK]
-	}
+	reranked = Cut(reranked, o.RerankK)
 	res.StageMS["rerank"] += time.Since(start).Milliseconds()
 	if err := r.Narrow(ctx, q.Filter.Tenant, res, reranked, r.Reranker != nil); err != nil {
 		return nil, err
