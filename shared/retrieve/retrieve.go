@@ -120,7 +120,7 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 	res.Ranked = slices.Clone(reranked) // the stages after may reorder their lists in place
 	reranked = Cut(reranked, o.RerankK)
 	res.StageMS["rerank"] += time.Since(start).Milliseconds()
-	if err := r.Narrow(ctx, q.Filter.Tenant, res, reranked, r.Reranker != nil); err != nil {
+	if err := r.Narrow(ctx, q.Filter.Tenant, res, reranked, r.Reranker != nil && !degraded); err != nil {
 		return nil, err
 	}
 
