@@ -85,6 +85,9 @@ func cmdEval(e env, args []string) int {
 	}
 	defer closeStores()
 	var results []eval.Result
+	if *variant == "stages" { // one chain run per query, read by every stage (their latencies are the first's)
+		r.chainRuns = map[string]*retrieve.Result{}
+	}
 	for _, v := range variants {
 		results = append(results, eval.Run(e.ctx, ds, v, r.retriever(v), *k))
 	}
@@ -446,7 +449,7 @@ type evalRetriever struct {
 	}
 	semantic  bool // the embedder captures meaning (false for the offline, lexical one)
 	chain     *retrieve.Retriever
-	chainRuns map[string]*retrieve.Result // by query text: the stage variants share one chain run
+	chainRuns map[string]*retrieve.Result // by query text, with --variant stages: its variants share one chain run; nil runs the chain per variant (honest latencies)
 	cfg       config.Config
 	stores    *Stores
 }
@@ -498,8 +501,8 @@ func (r *evalRetriever) docs(hits []rag.Hit, k int) []string {
 	return out
 }
 
-// chainResult runs the chain once per query text and keeps the result, so the stage variants of one
-// run read the same chain output.
+// chainResult runs the chain for q; with --variant stages it runs once per query text and every stage
+// variant reads that run.
 func (r *evalRetriever) chainResult(ctx context.Context, q string, f rag.Filter) (*retrieve.Result, error) {
 	if res, ok := r.chainRuns[q]; ok {
 		return res, nil
@@ -508,10 +511,9 @@ func (r *evalRetriever) chainResult(ctx context.Context, q string, f rag.Filter)
 	if err != nil {
 		return nil, err
 	}
-	if r.chainRuns == nil {
-		r.chainRuns = map[string]*retrieve.Result{}
+	if r.chainRuns != nil {
+		r.chainRuns[q] = res
 	}
-	r.chainRuns[q] = res
 	return res, nil
 }
 
