@@ -10,6 +10,9 @@ import (
 )
 
 func cmdBench(e env, args []string) int {
+	if len(args) > 0 && args[0] == "--measure-int8" { // the vector-int8 suite's fresh process
+		return benchQuantChild(e, args[1:])
+	}
 	var c common
 	fs := newFlags("bench", e, &c)
 	suite := fs.String("suite", "all", "suites to run: all, or a comma-separated list of "+suiteNames())

@@ -22,7 +22,10 @@ import (
 )
 
 // evalVariants are the retrieval variants `docmind eval` runs today.
-var evalVariants = []string{"bm25", "vector", "hybrid", "rerank", "full"}
+var evalVariants = []string{"bm25", "vector", "hybrid", "ranked", "rerank", "full"}
+
+// evalStages are the chain's stages in order (--variant stages): what each one does to the ranking.
+var evalStages = []string{"fused", "ranked", "rerank", "filtered", "diverse", "full"}
 
 func cmdEval(e env, args []string) int {
 	var c common
@@ -30,7 +33,7 @@ func cmdEval(e env, args []string) int {
 	dataset := fs.String("dataset", "", "BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv); with --calibrate, several separated by commas")
 	// rerank and full run the retrieval chain; without a rerank API configured its reranker is lexical
 	split := fs.String("split", "train", "qrels split")
-	variant := fs.String("variant", "all", "bm25, vector, hybrid, rerank, full, all (the retrieval variants) or answer (the whole pipeline against answers.jsonl)")
+	variant := fs.String("variant", "all", "bm25, vector, hybrid, ranked (the chain's ranking before the reader's cut), rerank, full (the 8 chunks the reader gets), all (those), stages (the chain stage by stage: fused, ranked, rerank, filtered, diverse, full) or answer (the whole pipeline against answers.jsonl)")
 	k := fs.Int("k", 10, "cut-off reported first (Recall@100 is always computed)")
 	out := fs.String("out", "", "answer variant: write one JSON line per question (id, answer, band, confidence, correct, claims_supported) to this file")
 	calibrate := fs.Bool("calibrate", false, "answer variant: fit the confidence calibration per answerer on these datasets and write it to --calibration")
@@ -39,19 +42,21 @@ func cmdEval(e env, args []string) int {
 		return exitConfig
 	}
 	if *dataset == "" {
-		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|rerank|full|all|answer] [--json] [--out FILE] [--calibrate [--calibration FILE]]")
+		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|ranked|rerank|full|all|stages|answer] [--json] [--out FILE] [--calibrate [--calibration FILE]]")
 		return exitConfig
 	}
 	variants := evalVariants
 	if *variant == "answer" {
 		variants = []string{"answer"}
+	} else if *variant == "stages" {
+		variants = evalStages
 	} else if *variant != "all" {
 		ok := false
 		for _, v := range evalVariants {
 			ok = ok || v == *variant
 		}
 		if !ok {
-			fmt.Fprintf(e.stderr, "docmind: --variant %q is not one of %s, all, answer\n", *variant, strings.Join(evalVariants, ", "))
+			fmt.Fprintf(e.stderr, "docmind: --variant %q is not one of %s, all, stages, answer\n", *variant, strings.Join(evalVariants, ", "))
 			return exitConfig
 		}
 		variants = []string{*variant}
@@ -80,6 +85,9 @@ func cmdEval(e env, args []string) int {
 	}
 	defer closeStores()
 	var results []eval.Result
+	if *variant == "stages" { // one chain run per query, read by every stage (their latencies are the first's)
+		r.chainRuns = map[string]*retrieve.Result{}
+	}
 	for _, v := range variants {
 		results = append(results, eval.Run(e.ctx, ds, v, r.retriever(v), *k))
 	}
@@ -439,10 +447,11 @@ type evalRetriever struct {
 	embed  interface {
 		Embed(ctx context.Context, texts []string) ([][]float32, error)
 	}
-	semantic bool // the embedder captures meaning (false for the offline, lexical one)
-	chain    *retrieve.Retriever
-	cfg      config.Config
-	stores   *Stores
+	semantic  bool // the embedder captures meaning (false for the offline, lexical one)
+	chain     *retrieve.Retriever
+	chainRuns map[string]*retrieve.Result // by query text, with --variant stages: its variants share one chain run; nil runs the chain per variant (honest latencies)
+	cfg       config.Config
+	stores    *Stores
 }
 
 func newEvalRetriever(ctx context.Context, tenant string, kb rag.KnowledgeBase, s *Stores, p bm25.Params) (*evalRetriever, error) {
@@ -492,6 +501,22 @@ func (r *evalRetriever) docs(hits []rag.Hit, k int) []string {
 	return out
 }
 
+// chainResult runs the chain for q; with --variant stages it runs once per query text and every stage
+// variant reads that run.
+func (r *evalRetriever) chainResult(ctx context.Context, q string, f rag.Filter) (*retrieve.Result, error) {
+	if res, ok := r.chainRuns[q]; ok {
+		return res, nil
+	}
+	res, err := r.chain.Retrieve(ctx, retrieve.Query{Text: q, Filter: f})
+	if err != nil {
+		return nil, err
+	}
+	if r.chainRuns != nil {
+		r.chainRuns[q] = res
+	}
+	return res, nil
+}
+
 func (r *evalRetriever) retriever(variant string) eval.Retriever {
 	f := rag.Filter{Tenant: r.tenant, KBIDs: []string{r.kb.ID}}
 	keyword := func(ctx context.Context, q string, n int) ([]rag.Hit, error) { return r.bm.Search(ctx, q, n, f) }
@@ -505,17 +530,19 @@ func (r *evalRetriever) retriever(variant string) eval.Retriever {
 	return func(ctx context.Context, q string, k int) ([]string, error) {
 		n := 4 * k // several chunks per document
 		switch variant {
-		case "rerank", "full":
+		case "ranked", "rerank", "full", "fused", "filtered", "diverse":
 			// the chain's own sizes (50 per leg, 30 fused, 8 reranked): documents beyond them are not
-			// retrieved, so Recall@100 measures the chain's output, not the legs
-			res, err := r.chain.Retrieve(ctx, retrieve.Query{Text: q, Filter: f})
+			// retrieved, so Recall@100 measures the chain's output, not the legs. ranked is the chain's
+			// whole ranking before the reader's cut; rerank, filtered, diverse and full are the 8 chunks
+			// the reader is given, after each stage
+			res, err := r.chainResult(ctx, q, f)
 			if err != nil {
 				return nil, err
 			}
 			var hits []rag.Hit
-			list := res.Reranked
-			if variant == "full" {
-				list = res.Evidence
+			list := map[string][]rank.Evidence{"ranked": res.Ranked, "rerank": res.Reranked, "filtered": res.Filtered, "diverse": res.Diverse, "full": res.Evidence}[variant]
+			if variant == "fused" {
+				hits = res.Fused
 			}
 			for _, e := range list {
 				hits = append(hits, rag.Hit{ChunkID: e.ChunkID, DocumentID: e.DocumentID, Score: float32(e.Score)})

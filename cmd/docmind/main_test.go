@@ -262,6 +262,25 @@ func TestEvalCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "| bm25 |") || !strings.Contains(out, "| hybrid |") {
 		t.Fatalf("markdown report: %d %s", code, out)
 	}
+	if !strings.Contains(out, "| ranked |") || !strings.Contains(out, "| full |") {
+		t.Fatalf("all lacks the ranked list before the reader's cut: %s", out)
+	}
+	// the chain stage by stage, each a result of its own, in the chain's order
+	code, out, errOut = runCLI(t, nil, "eval", "--data", data, "--dataset", dir, "--variant", "stages", "--json")
+	var stages []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &stages) != nil {
+		t.Fatalf("stages: exit %d %s %s", code, out, errOut)
+	}
+	var names []string
+	for _, r := range stages {
+		names = append(names, r["variant"].(string))
+		if r["ndcg@10"].(float64) != 1 {
+			t.Errorf("stage %v: nDCG@10 %v on a corpus each query finds first", r["variant"], r["ndcg@10"])
+		}
+	}
+	if strings.Join(names, " ") != "fused ranked rerank filtered diverse full" {
+		t.Fatalf("stages %v", names)
+	}
 	if code, _, _ := runCLI(t, nil, "eval", "--data", data, "--dataset", dir, "--variant", "magic"); code != exitConfig {
 		t.Fatalf("bad variant exit %d", code)
 	}

@@ -352,7 +352,7 @@ func TestPaths(t *testing.T) {
 		}
 	})
 	t.Run("no valid citation is flagged", func(t *testing.T) {
-		fake.SetScript(script("Employees get some leave, see [7].", 0))
+		fake.SetScript(script("Employees get some leave, see [42].", 0)) // past the last source
 		defer fake.SetScript(script(cited, 0))
 		events, done, _ := ask(q("How much paid annual leave is there for full-time staff?"))
 		if done.Confidence.Band != "LOW" || done.Confidence.Invalid != 1 || !slices.Contains(names(events), "confidence_warning") {

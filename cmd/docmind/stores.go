@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/docmind/docmind/shared/bm25"
@@ -105,7 +106,7 @@ func openVectors(ctx context.Context, cfg config.Config, name string) (store.Vec
 	if name != "" {
 		file = name + ".bin"
 	}
-	ix, err := memvec.Open(filepath.Join(cfg.DataDir, file), cfg.Vector.Dim)
+	ix, err := memvec.OpenWith(filepath.Join(cfg.DataDir, file), cfg.Vector.Dim, memvec.Options{Quant: cfg.Vector.Quant, Rescore: cfg.Vector.Rescore, Logf: func(f string, a ...any) { slog.Warn(fmt.Sprintf(f, a...)) }})
 	if err != nil {
 		return nil, err
 	}

@@ -161,13 +161,11 @@ func (s *Stages) Evidence(ctx context.Context, f Flow) (Flow, error) {
 		}
 	}
 	ev, degraded := f.rerank(ctx)
-	if len(ev) > o.RerankK {
-		ev = ev[:o.RerankK]
-	}
+	ev = retrieve.Cut(ev, o.RerankK)
 	// the chain's own tail, into a result of its own: Filtered, Diverse and Expanded stay out of the
 	// state (nothing after this stage reads them), and so do its stage times (this stage has one)
 	tail := &retrieve.Result{StageMS: map[string]int64{}}
-	if err := s.Chain.Narrow(ctx, st.Request.Tenant, tail, ev, f.Reranker); err != nil {
+	if err := s.Chain.Narrow(ctx, st.Request.Tenant, tail, ev, f.RerankKnown); err != nil { // a failed model's stand-in scores are not filtered on its thresholds
 		return f, rag.E("askflow.Evidence", rag.KindOf(err), err)
 	}
 	res := st.Result

@@ -26,8 +26,8 @@ func TestFlowRerank(t *testing.T) {
 	}{
 		{"scores", &rankfn.RerankOut{Model: "ce", Scores: []float64{0.1, 0.9}}, "b", false, true, true},
 		{"no model keeps the fused order", &rankfn.RerankOut{Model: "lexical", Scores: []float64{0.1, 0.9}}, "a", false, false, false},
-		{"a failed Task falls back to lexical scores", nil, "b", true, true, false},
-		{"a short reply is a failure", &rankfn.RerankOut{Model: "ce", Scores: []float64{0.1}}, "b", true, true, false},
+		{"a failed Task keeps the fused order", nil, "a", true, true, false},
+		{"a short reply is a failure", &rankfn.RerankOut{Model: "ce", Scores: []float64{0.1}}, "a", true, true, false},
 	} {
 		f := Flow{Query: "annual plans refund", Candidates: cands(), Rerank: c.rerank}
 		ev, degraded := f.rerank(context.Background())

@@ -22,6 +22,7 @@ func Suites() []Suite {
 	return []Suite{
 		{"roofline", Roofline},
 		{"vector", Vector},
+		{"vector-int8", QuantVector},
 		{"chunking", Chunking},
 		{"bm25", Keyword},
 		{"ingest", Ingest},

@@ -65,8 +65,8 @@ func TestFailuresDegrade(t *testing.T) {
 			}
 			ev := []rank.Evidence{{ChunkID: "a", ChildText: "nothing here", Score: 1}, {ChunkID: "b", ChildText: "refund policy", Score: 0.5}}
 			out, degraded, _ := rank.RerankEvidence(context.Background(), r, "refund", ev)
-			if !degraded || out[0].ChunkID != "b" {
-				t.Errorf("degraded %v, order %s,%s; want degraded lexical order (b first)", degraded, out[0].ChunkID, out[1].ChunkID)
+			if !degraded || out[0].ChunkID != "a" || out[1].Score != 0.5 {
+				t.Errorf("degraded %v, order %s,%s; want degraded, the fused order kept with relative scores (a first)", degraded, out[0].ChunkID, out[1].ChunkID)
 			}
 		})
 	}

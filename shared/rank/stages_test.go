@@ -251,13 +251,15 @@ func TestHTTPRerankerFormats(t *testing.T) {
 	}
 }
 
-func TestRerankFallsBackToLexical(t *testing.T) {
+// A failed rerank model keeps the fused order (lexical coverage, the old stand-in, ranked far worse than
+// the fusion on the development splits), degraded, with the error for the caller to report.
+func TestRerankFailureKeepsTheFusedOrder(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(401) }))
 	defer srv.Close()
 	r := &HTTPReranker{URL: srv.URL}
-	e := []Evidence{{ChunkID: "a", ChildText: "statins lower cholesterol"}, {ChunkID: "b", ChildText: "aspirin prevents heart attacks"}}
+	e := []Evidence{{ChunkID: "a", ChildText: "statins lower cholesterol", Score: 0.04}, {ChunkID: "b", ChildText: "aspirin prevents heart attacks", Score: 0.01}}
 	out, degraded, err := RerankEvidence(context.Background(), r, "aspirin heart attack", e)
-	if !degraded || err == nil || !rag.Is(err, rag.KindInvalid) || out[0].ChunkID != "b" || out[0].Score <= out[1].Score {
+	if !degraded || err == nil || !rag.Is(err, rag.KindInvalid) || out[0].ChunkID != "a" || out[0].Score != 1 || out[1].Score != 0.25 {
 		t.Fatalf("fallback: degraded %v err %v order %v", degraded, err, out)
 	}
 	e[0].Score, e[1].Score = 0.02, 0.04 // fused scores, in fused order b, a

@@ -9,6 +9,7 @@ package retrieve
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,6 +93,7 @@ type Result struct {
 	Keyword   []rag.Hit        `json:"keyword"`
 	Vector    []rag.Hit        `json:"vector"`
 	Fused     []rag.Hit        `json:"fused"`
+	Ranked    []rank.Evidence  `json:"ranked,omitempty"` // every fused candidate in the rerank's order, before the reader's cut (Retrieve only)
 	Reranked  []rank.Evidence  `json:"reranked"`
 	Filtered  []rank.Evidence  `json:"filtered"`
 	Diverse   []rank.Evidence  `json:"diverse"`
@@ -115,11 +117,10 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (*Result, error) {
 	if degraded {
 		res.Degraded = append(res.Degraded, "rerank")
 	}
-	if len(reranked) > o.RerankK {
-		reranked = reranked[:o.RerankK]
-	}
+	res.Ranked = slices.Clone(reranked) // the stages after may reorder their lists in place
+	reranked = Cut(reranked, o.RerankK)
 	res.StageMS["rerank"] += time.Since(start).Milliseconds()
-	if err := r.Narrow(ctx, q.Filter.Tenant, res, reranked, r.Reranker != nil); err != nil {
+	if err := r.Narrow(ctx, q.Filter.Tenant, res, reranked, r.Reranker != nil && !degraded); err != nil {
 		return nil, err
 	}
 

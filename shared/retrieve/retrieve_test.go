@@ -184,3 +184,39 @@ func TestKeywordOnly(t *testing.T) {
 		t.Fatalf("keyword only: %d vector, %d keyword, degraded %v, err %v", len(got.Vector), len(got.Keyword), got.Degraded, err)
 	}
 }
+
+// Ranked is the chain's whole ranking before the reader's cut: every loaded fused candidate; the
+// reranked list is its cut, one child per parent.
+func TestRankedIsTheListBeforeTheCut(t *testing.T) {
+	e := setup(t)
+	res, err := e.r.Retrieve(context.Background(), Query{Text: "how do I change my beneficiary", Filter: rag.Filter{Tenant: "t1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Ranked) <= e.r.Options.RerankK || len(res.Reranked) == 0 || len(res.Reranked) > e.r.Options.RerankK || len(res.Ranked) > len(res.Fused) {
+		t.Fatalf("ranked %d, reranked %d, fused %d", len(res.Ranked), len(res.Reranked), len(res.Fused))
+	}
+	cut := Cut(res.Ranked, e.r.Options.RerankK)
+	parents := map[string]bool{}
+	for i, ev := range res.Reranked {
+		if cut[i].ChunkID != ev.ChunkID || parents[ev.ParentID] {
+			t.Fatalf("position %d: reranked %s (parent %s) is not the reader's cut of the ranked list", i, ev.ChunkID, ev.ParentID)
+		}
+		parents[ev.ParentID] = true
+	}
+}
+
+func TestCutKeepsOneChildPerParent(t *testing.T) {
+	ev := []rank.Evidence{{ChunkID: "a1", ParentID: "A"}, {ChunkID: "a2", ParentID: "A"}, {ChunkID: "x"}, {ChunkID: "b1", ParentID: "B"},
+		{ChunkID: "y"}, {ChunkID: "c1", ParentID: "C"}}
+	var got []string
+	for _, e := range Cut(ev, 4) {
+		got = append(got, e.ChunkID)
+	}
+	if strings.Join(got, " ") != "a1 x b1 y" {
+		t.Fatalf("cut %v", got)
+	}
+	if len(Cut(ev, 10)) != 5 || len(Cut(nil, 3)) != 0 {
+		t.Fatal("short lists")
+	}
+}

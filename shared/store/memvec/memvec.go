@@ -1,6 +1,8 @@
-// Package memvec is the embedded vector index: an exact (brute-force) cosine search over contiguous float32
-// storage, persisted to one file in the data directory. Exact search needs no tuning and gives the recall
-// ceiling; a flat scan of 100,000 x 1,024 vectors runs near memory bandwidth on two cores.
+// Package memvec is the embedded vector index: a brute-force cosine search over float32 rows, persisted to
+// one file in the data directory that is memory-mapped on open (start-up reads the metadata, not the
+// vectors). Exact search needs no tuning and gives the recall ceiling; a flat scan of 100,000 x 1,024
+// vectors runs near memory bandwidth on two cores. With int8 quantisation (Options.Quant) the scan reads
+// one byte per dimension and re-scores its best candidates exactly (quant.go).
 package memvec
 
 import (
@@ -38,11 +40,18 @@ type Index struct {
 	path string // snapshot file; "" keeps the index in memory only
 	dim  int
 
-	mu    sync.RWMutex
-	data  []float32 // len(rows)*dim, row i at data[i*dim:(i+1)*dim], L2-normalised
-	rows  []row
-	byID  map[string]int // "tenant\x00id" -> row
-	names interner
+	opt Options
+
+	mu      sync.RWMutex
+	vecs    seg[float32] // row i's L2-normalised vector at vecs.row(i)
+	codes   seg[int8]    // its int8 code (Quant "int8" only)
+	scales  []float32    // and the code's scale
+	quantOK bool         // the last recall check passed (or none ran yet)
+	recall  float64      // recall@10 of the last check; NaN before one
+	mapped  []byte       // the memory-mapped snapshot backing vecs.base and codes.base; nil when none
+	rows    []row
+	byID    map[string]int // "tenant\x00id" -> row
+	names   interner
 
 	// persistence (path != ""): writes since the last Flush, appended to the log on Flush
 	flushMu  sync.Mutex // one Flush (or Close) at a time; taken before mu
@@ -52,16 +61,34 @@ type Index struct {
 	snapRows int   // rows in the snapshot file
 }
 
-// New returns an empty in-memory index of the given dimension.
+// New returns an empty in-memory exact index of the given dimension.
 func New(dim int) *Index {
-	return &Index{dim: dim, byID: map[string]int{}, names: newInterner()}
+	ix, _ := NewWith(dim, Options{})
+	return ix
 }
 
-// Open loads the index persisted at path (a missing file gives an empty index) and persists to it on
+// NewWith returns an empty in-memory index with options (quantisation).
+func NewWith(dim int, o Options) (*Index, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Index{dim: dim, opt: o, byID: map[string]int{}, names: newInterner(), quantOK: true, recall: math.NaN(),
+		vecs: seg[float32]{w: dim}, codes: seg[int8]{w: dim}}, nil
+}
+
+// Open loads the exact index persisted at path; see OpenWith.
+func Open(path string, dim int) (*Index, error) { return OpenWith(path, dim, Options{}) }
+
+// OpenWith loads the index persisted at path (a missing file gives an empty index) and persists to it on
 // Flush and Close. A file of another dimension is refused: mixing embedding models corrupts every score.
-func Open(path string, dim int) (*Index, error) {
+func OpenWith(path string, dim int, o Options) (*Index, error) {
 	if dim < 1 {
 		return nil, rag.Errorf("memvec.Open", rag.KindInvalid, "dimension must be positive, got %d", dim)
+	}
+	ix, err := NewWith(dim, o)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, rag.E("memvec.Open", rag.KindUnavailable, err)
@@ -70,7 +97,6 @@ func Open(path string, dim int) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := New(dim)
 	ix.path, ix.lock = path, lock
 	if err := ix.load(); err != nil {
 		if lock != nil {
@@ -122,14 +148,19 @@ func (ix *Index) put(m metaRow, v []float32) {
 		rw.tags = append(rw.tags, ix.names.id("tag\x00"+t))
 	}
 	k := key(m.Tenant, m.ID)
-	if at, ok := ix.byID[k]; ok {
+	at, ok := ix.byID[k]
+	if ok {
 		ix.rows[at] = rw
-		copy(ix.data[at*ix.dim:], v)
-		return
+		copy(ix.vecs.row(at), v)
+	} else {
+		at = len(ix.rows)
+		ix.byID[k] = at
+		ix.rows = append(ix.rows, rw)
+		ix.vecs.push(v)
 	}
-	ix.byID[k] = len(ix.rows)
-	ix.rows = append(ix.rows, rw)
-	ix.data = append(ix.data, v...)
+	if ix.opt.Quant == "int8" {
+		ix.putCode(at, v)
+	}
 }
 
 // normalize returns v scaled to unit length, or false for a zero or non-finite vector.
@@ -202,11 +233,19 @@ func (ix *Index) removeAt(at int) {
 	delete(ix.byID, key(tenant, ix.rows[at].id))
 	if at != last {
 		ix.rows[at] = ix.rows[last]
-		copy(ix.data[at*ix.dim:(at+1)*ix.dim], ix.data[last*ix.dim:])
+		copy(ix.vecs.row(at), ix.vecs.row(last))
+		if ix.codes.n > last {
+			copy(ix.codes.row(at), ix.codes.row(last))
+			ix.scales[at] = ix.scales[last]
+		}
 		ix.byID[key(ix.names.name(ix.rows[at].tenant), ix.rows[at].id)] = at
 	}
 	ix.rows = ix.rows[:last]
-	ix.data = ix.data[:last*ix.dim]
+	ix.vecs.truncate(last)
+	if ix.codes.n > last {
+		ix.codes.truncate(last)
+		ix.scales = ix.scales[:last]
+	}
 }
 
 // Count implements store.VectorIndex; the embedded index is always strongly consistent.
@@ -236,8 +275,19 @@ func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
 // minRowsPerWorker keeps tiny scans on one goroutine, where a fan-out would cost more than it saves.
 const minRowsPerWorker = 4096
 
-// Search implements store.VectorIndex.
+// Search implements store.VectorIndex: the quantised scan when it is on and the index is large enough,
+// else the exact one.
 func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error) {
+	return ix.search(ctx, query, k, f, false)
+}
+
+// SearchExact is Search always scanning the float32 rows: the reference the quantised scan is measured
+// against.
+func (ix *Index) SearchExact(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error) {
+	return ix.search(ctx, query, k, f, true)
+}
+
+func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filter, exact bool) ([]rag.Hit, error) {
 	const op = "memvec.Search"
 	if err := f.Validate(); err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
@@ -261,19 +311,11 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	if !ok {
 		return []rag.Hit{}, nil
 	}
-	n := len(ix.rows)
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/minRowsPerWorker))
-	tops := make([]topK, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := n*w/workers, n*(w+1)/workers
-		wg.Go(func() { tops[w] = ix.scan(q, k, m, lo, hi) })
-	}
-	wg.Wait()
-
 	var all []scored
-	for _, t := range tops {
-		all = append(all, t.items...)
+	if !exact && ix.useQuant() {
+		all = ix.searchQuant(q, k, m)
+	} else {
+		all = ix.searchExact(q, k, m)
 	}
 	slices.SortFunc(all, func(a, b scored) int { return ix.order(a, b) })
 	if len(all) > k {
@@ -285,6 +327,24 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 		hits[i] = rag.Hit{ID: r.id, ChunkID: r.chunk, DocumentID: ix.names.name(r.doc), KBID: ix.names.name(r.kb), Score: s.score}
 	}
 	return hits, nil
+}
+
+// searchExact fans the float32 scan out over the cores. Caller holds a read lock.
+func (ix *Index) searchExact(q []float32, k int, m matcher) []scored {
+	n := len(ix.rows)
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/minRowsPerWorker))
+	tops := make([]topK, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Go(func() { tops[w] = ix.scan(q, k, m, lo, hi) })
+	}
+	wg.Wait()
+	var all []scored
+	for _, t := range tops {
+		all = append(all, t.items...)
+	}
+	return all
 }
 
 type scored struct {
@@ -302,12 +362,11 @@ func (ix *Index) order(a, b scored) int {
 
 func (ix *Index) scan(q []float32, k int, m matcher, lo, hi int) topK {
 	t := topK{ix: ix, k: k}
-	d := ix.dim
 	for i := lo; i < hi; i++ {
 		if !m.match(&ix.rows[i]) {
 			continue
 		}
-		s := dot(q, ix.data[i*d:(i+1)*d])
+		s := dot(q, ix.vecs.row(i))
 		if len(t.items) == k && s < t.items[0].score {
 			continue // cheaper than a heap push for the vast majority of rows
 		}

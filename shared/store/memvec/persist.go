@@ -21,13 +21,29 @@ import (
 // the snapshot (or 64 MiB) Flush writes a new snapshot and removes the log. Open loads the snapshot and
 // replays the log; a torn record at the log's end (a crash mid-append) is dropped.
 //
-// Snapshot file layout (little endian):
+// Snapshot file layout, version 2 (little endian; written by every save):
 //
-//	magic "DMVEC001" | dim uint32 | rows uint64 | metaLen uint64 | meta JSON | rows*dim float32 | crc32 (IEEE) of all before
+//	header, one 4 KiB page: magic "DMVEC002" | dim u32 | rows u64 | flags u32 (1: codes present) |
+//	  recall f64 (of the last check; NaN if none) | rescore u32 (the factor it was measured with) |
+//	  metaLen u64 | crcVectors u32 | crcRest u32 | crcHeader u32 (of the bytes before it)
+//	rows*dim float32 vectors, page-aligned so the file maps straight onto []float32
+//	[rows*dim int8 codes | padding to 4 bytes | rows float32 scales]   (flag 1)
+//	metadata: per row uvarint-prefixed id, chunk, tenant, kb, document, uvarint tag count, tags
 //
-// It is written to a temporary file, synced and renamed over the old one, so a crash leaves either the
-// old or the new snapshot, never a torn one.
-const magic = "DMVEC001"
+// Open maps the file and reads the header, the codes and the metadata (their checksum, crcRest, is
+// verified); the vectors are read by the page when a search touches them, so start-up costs what the
+// metadata and codes weigh, not the vectors. crcVectors is checked by Verify, not on Open: that would
+// read the whole file. Version 1 files ("DMVEC001": header | meta JSON | vectors | crc32) still load, onto
+// the heap, and the next save writes version 2.
+//
+// A snapshot is written to a temporary file, synced and renamed over the old one, so a crash leaves
+// either the old or the new snapshot, never a torn one.
+const (
+	magic      = "DMVEC001"
+	magicV2    = "DMVEC002"
+	headerSize = 4096
+	flagCodes  = 1
+)
 
 type metaRow struct {
 	ID     string   `json:"i"`
@@ -120,6 +136,7 @@ func (ix *Index) Close() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	err := ix.flushLocked(true)
+	ix.drop()
 	if ix.lock != nil {
 		ix.lock.Close() // releases the flock
 		ix.lock = nil
@@ -127,10 +144,24 @@ func (ix *Index) Close() error {
 	return err
 }
 
+// drop empties a closed index and unmaps its snapshot: a search that comes late finds nothing rather than
+// touching unmapped memory. Caller holds the write lock.
+func (ix *Index) drop() {
+	if ix.mapped == nil {
+		return // an in-memory or heap-loaded index keeps working after Close, as it always did
+	}
+	unmap(ix.mapped)
+	ix.mapped = nil
+	ix.vecs.reset()
+	ix.codes.reset()
+	ix.scales, ix.rows, ix.byID = nil, nil, map[string]int{}
+}
+
 // release drops the lock without flushing: what a crashed process leaves behind (tests).
 func (ix *Index) release() {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	ix.drop()
 	if ix.lock != nil {
 		ix.lock.Close()
 		ix.lock = nil
@@ -223,19 +254,16 @@ func (ix *Index) replay(data []byte) int64 {
 	return int64(off)
 }
 
+// save writes a version 2 snapshot of the index and maps it in place of the old one. It runs the recall
+// check first, so the snapshot records whether the quantised scan still holds. Caller holds the write lock.
 func (ix *Index) save() error {
-	meta := make([]metaRow, len(ix.rows))
-	for i, r := range ix.rows {
-		m := metaRow{ID: r.id, Chunk: r.chunk, Tenant: ix.names.name(r.tenant), KB: ix.names.name(r.kb), Doc: ix.names.name(r.doc)}
-		for _, t := range r.tags {
-			m.Tags = append(m.Tags, ix.names.name(t)[len("tag\x00"):])
-		}
-		meta[i] = m
+	flags := uint32(0)
+	if ix.opt.Quant == "int8" {
+		ix.buildCodes()
+		ix.checkRecall()
+		flags |= flagCodes
 	}
-	mj, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
+	n := len(ix.rows)
 	if err := os.MkdirAll(filepath.Dir(ix.path), 0o755); err != nil {
 		return err
 	}
@@ -244,26 +272,50 @@ func (ix *Index) save() error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	crc := crc32.NewIEEE()
-	w := bufio.NewWriterSize(io.MultiWriter(tmp, crc), 1<<20)
-	var hdr [8 + 4 + 8 + 8]byte
-	copy(hdr[:], magic)
-	binary.LittleEndian.PutUint32(hdr[8:], uint32(ix.dim))
-	binary.LittleEndian.PutUint64(hdr[12:], uint64(len(ix.rows)))
-	binary.LittleEndian.PutUint64(hdr[20:], uint64(len(mj)))
-	w.Write(hdr[:])
-	w.Write(mj)
-	var buf [4]byte
-	for _, x := range ix.data {
-		binary.LittleEndian.PutUint32(buf[:], math.Float32bits(x))
-		w.Write(buf[:]) // bufio keeps this cheap; errors surface at Flush
+	if _, err := tmp.Seek(headerSize, io.SeekStart); err != nil {
+		tmp.Close()
+		return err
+	}
+	crcVec, crcRest := crc32.NewIEEE(), crc32.NewIEEE()
+	w := bufio.NewWriterSize(io.MultiWriter(tmp, crcVec), 1<<20)
+	for i := range n {
+		w.Write(float32Bytes(ix.vecs.row(i))) // bufio keeps this cheap; errors surface at Flush
 	}
 	if err := w.Flush(); err != nil {
 		tmp.Close()
 		return err
 	}
-	binary.LittleEndian.PutUint32(buf[:], crc.Sum32())
-	if _, err := tmp.Write(buf[:]); err != nil {
+	w = bufio.NewWriterSize(io.MultiWriter(tmp, crcRest), 1<<20)
+	if flags&flagCodes != 0 {
+		for i := range n {
+			w.Write(int8Bytes(ix.codes.row(i)))
+		}
+		w.Write(make([]byte, pad4(n*ix.dim)))
+		w.Write(float32Bytes(ix.scales[:n]))
+	}
+	var metaLen uint64
+	var buf []byte
+	for i := range ix.rows {
+		buf = ix.appendMeta(buf[:0], &ix.rows[i])
+		metaLen += uint64(len(buf))
+		w.Write(buf)
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return err
+	}
+	hdr := make([]byte, headerSize)
+	copy(hdr, magicV2)
+	binary.LittleEndian.PutUint32(hdr[8:], uint32(ix.dim))
+	binary.LittleEndian.PutUint64(hdr[12:], uint64(n))
+	binary.LittleEndian.PutUint32(hdr[20:], flags)
+	binary.LittleEndian.PutUint64(hdr[24:], math.Float64bits(ix.recall))
+	binary.LittleEndian.PutUint32(hdr[32:], uint32(ix.opt.Rescore))
+	binary.LittleEndian.PutUint64(hdr[36:], metaLen)
+	binary.LittleEndian.PutUint32(hdr[44:], crcVec.Sum32())
+	binary.LittleEndian.PutUint32(hdr[48:], crcRest.Sum32())
+	binary.LittleEndian.PutUint32(hdr[52:], crc32.ChecksumIEEE(hdr[:52]))
+	if _, err := tmp.WriteAt(hdr, 0); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -271,10 +323,178 @@ func (ix *Index) save() error {
 		tmp.Close()
 		return err
 	}
+	if ix.useQuant() { // the quantised search touches few rows: do not keep the written ones cached
+		dropCache(tmp, headerSize, int64(n)*int64(ix.dim)*4)
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), ix.path)
+	if err := os.Rename(tmp.Name(), ix.path); err != nil {
+		return err
+	}
+	ix.remap()
+	return nil
+}
+
+// remap replaces the storage with a map of the snapshot just written, so the heap tail and the pages
+// copied on write are freed. The contents are equal, so a failure only keeps the old storage (and
+// memory) until the next snapshot. Caller holds the write lock.
+func (ix *Index) remap() {
+	f, err := os.Open(ix.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return
+	}
+	b, err := mapFile(f, st.Size())
+	if err != nil {
+		return
+	}
+	l, err := ix.layout(b)
+	if err != nil || l.rows != len(ix.rows) || !nativeLE {
+		unmap(b)
+		return
+	}
+	ix.attach(b, l)
+	ix.advise()
+}
+
+// attach points the storage at the mapped snapshot b and drops the previous map.
+func (ix *Index) attach(b []byte, l layout) {
+	old := ix.mapped
+	ix.vecs = seg[float32]{w: ix.dim, base: asFloat32(b[headerSize : headerSize+l.rows*ix.dim*4]), n: l.rows}
+	if l.codes && ix.opt.Quant == "int8" {
+		ix.codes = seg[int8]{w: ix.dim, base: asInt8(b[l.codesOff : l.codesOff+l.rows*ix.dim]), n: l.rows}
+	}
+	ix.mapped = b
+	if old != nil {
+		unmap(old)
+	}
+}
+
+// advise sets the float32 map's read-ahead for the path searches take: off for the quantised search's
+// scattered re-scores, on for the exact scan. Caller holds the write lock.
+func (ix *Index) advise() {
+	if ix.mapped != nil {
+		adviseRandom(float32Bytes(ix.vecs.base), ix.useQuant())
+	}
+}
+
+// layout is a parsed version 2 header.
+type layout struct {
+	rows, codesOff, scalesOff, metaOff int
+	codes                              bool
+	recall                             float64
+	rescore                            int
+	crcRest                            uint32
+}
+
+// layout checks b's version 2 header against its size and returns where each section starts.
+func (ix *Index) layout(b []byte) (layout, error) {
+	var l layout
+	if len(b) < headerSize || string(b[:8]) != magicV2 {
+		return l, errors.New("bad header")
+	}
+	if crc32.ChecksumIEEE(b[:52]) != binary.LittleEndian.Uint32(b[52:]) {
+		return l, errors.New("header checksum mismatch")
+	}
+	if dim := int(binary.LittleEndian.Uint32(b[8:])); dim != ix.dim {
+		return l, errDim{dim}
+	}
+	rows := binary.LittleEndian.Uint64(b[12:])
+	if rows > uint64(len(b))/uint64(ix.dim*4) {
+		return l, fmt.Errorf("size %d does not match header", len(b))
+	}
+	l.rows = int(rows)
+	l.codes = binary.LittleEndian.Uint32(b[20:])&flagCodes != 0
+	l.recall = math.Float64frombits(binary.LittleEndian.Uint64(b[24:]))
+	l.rescore = int(binary.LittleEndian.Uint32(b[32:]))
+	metaLen := binary.LittleEndian.Uint64(b[36:])
+	l.crcRest = binary.LittleEndian.Uint32(b[48:])
+	off := headerSize + l.rows*ix.dim*4
+	l.codesOff = off
+	if l.codes {
+		off += l.rows*ix.dim + pad4(l.rows*ix.dim)
+		l.scalesOff = off
+		off += l.rows * 4
+	}
+	l.metaOff = off
+	if metaLen > uint64(len(b)) || uint64(off)+metaLen != uint64(len(b)) {
+		return l, fmt.Errorf("size %d does not match header", len(b))
+	}
+	return l, nil
+}
+
+type errDim struct{ dim int }
+
+func (e errDim) Error() string { return fmt.Sprintf("dimension %d", e.dim) }
+
+func pad4(n int) int { return (4 - n%4) % 4 }
+
+func (ix *Index) appendMeta(buf []byte, r *row) []byte {
+	str := func(s string) {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	str(r.id)
+	str(r.chunk)
+	str(ix.names.name(r.tenant))
+	str(ix.names.name(r.kb))
+	str(ix.names.name(r.doc))
+	buf = binary.AppendUvarint(buf, uint64(len(r.tags)))
+	for _, t := range r.tags {
+		str(ix.names.name(t)[len("tag\x00"):])
+	}
+	return buf
+}
+
+// decodeMeta fills rows, ids and names from the metadata section.
+func (ix *Index) decodeMeta(b []byte, n int) error {
+	off := 0
+	str := func() (string, bool) {
+		l, k := binary.Uvarint(b[off:])
+		if k <= 0 || l > uint64(len(b)-off-k) {
+			return "", false
+		}
+		s := string(b[off+k : off+k+int(l)])
+		off += k + int(l)
+		return s, true
+	}
+	ix.rows = make([]row, n)
+	for i := range n {
+		var m metaRow
+		var ok [5]bool
+		m.ID, ok[0] = str()
+		m.Chunk, ok[1] = str()
+		m.Tenant, ok[2] = str()
+		m.KB, ok[3] = str()
+		m.Doc, ok[4] = str()
+		if ok != [5]bool{true, true, true, true, true} {
+			return fmt.Errorf("row %d", i)
+		}
+		nt, k := binary.Uvarint(b[off:])
+		if k <= 0 || nt > uint64(len(b)-off) {
+			return fmt.Errorf("row %d tags", i)
+		}
+		off += k
+		r := row{id: m.ID, chunk: m.Chunk, tenant: ix.names.id(m.Tenant), kb: ix.names.id(m.KB), doc: ix.names.id(m.Doc)}
+		for range nt {
+			t, good := str()
+			if !good {
+				return fmt.Errorf("row %d tags", i)
+			}
+			r.tags = append(r.tags, ix.names.id("tag\x00"+t))
+		}
+		ix.rows[i] = r
+		ix.byID[key(m.Tenant, m.ID)] = i
+	}
+	if off != len(b) {
+		return errors.New("trailing bytes")
+	}
+	return nil
 }
 
 // maxMetaBytes bounds the metadata section read from disk (a corrupt header must not allocate terabytes).
@@ -296,6 +516,16 @@ func (ix *Index) load() error {
 	}
 	corrupt := func(format string, args ...any) error {
 		return rag.Errorf(op, rag.KindInternal, "%s: corrupt snapshot: %s (stop docmind, delete it and its .log, then run `docmind reconcile --repair`: every ready document's vectors are re-embedded from its chunk rows in SQL)", ix.path, fmt.Sprintf(format, args...))
+	}
+	var m [8]byte
+	if _, err := io.ReadFull(f, m[:]); err == nil && string(m[:]) == magicV2 {
+		if err := ix.loadV2(f, st.Size(), corrupt); err != nil {
+			return err
+		}
+		return ix.loadLog()
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return rag.E(op, rag.KindUnavailable, err)
 	}
 	crc := crc32.NewIEEE()
 	br := bufio.NewReaderSize(f, 1<<20)
@@ -345,7 +575,69 @@ func (ix *Index) load() error {
 		return err
 	}
 	ix.snapRows = len(ix.rows)
+	if ix.opt.Quant == "int8" { // converting a version 1 file is this index's build: quantise and check
+		ix.buildCodes()
+		ix.checkRecall()
+	}
 	return ix.loadLog()
+}
+
+// loadV2 maps a version 2 snapshot: the metadata is decoded and the codes checked, the vectors stay on
+// disk until a search reads them.
+func (ix *Index) loadV2(f *os.File, size int64, corrupt func(string, ...any) error) error {
+	b, err := mapFile(f, size)
+	if err != nil {
+		return rag.E("memvec.Open", rag.KindUnavailable, err)
+	}
+	fail := func(err error) error {
+		unmap(b)
+		ix.rows, ix.byID, ix.names = nil, map[string]int{}, newInterner()
+		return err
+	}
+	l, err := ix.layout(b)
+	var ed errDim
+	if errors.As(err, &ed) {
+		return fail(rag.Errorf("memvec.Open", rag.KindInvalid, "%s holds %d-dimensional vectors but the index is configured for %d (a changed embedding model needs a re-index)", ix.path, ed.dim, ix.dim))
+	}
+	if err != nil {
+		return fail(corrupt("%v", err))
+	}
+	if crc32.ChecksumIEEE(b[l.codesOff:]) != l.crcRest {
+		return fail(corrupt("checksum mismatch"))
+	}
+	if err := ix.decodeMeta(b[l.metaOff:], l.rows); err != nil {
+		return fail(corrupt("bad metadata: %v", err))
+	}
+	if !nativeLE { // a big-endian machine decodes onto the heap
+		ix.vecs = seg[float32]{w: ix.dim}
+		for i := range l.rows {
+			ix.vecs.push(decodeFloat32(b[headerSize+i*ix.dim*4 : headerSize+(i+1)*ix.dim*4]))
+		}
+		unmap(b)
+	} else {
+		ix.attach(b, l)
+	}
+	if l.codes && ix.opt.Quant == "int8" {
+		ix.scales = decodeFloat32(b[l.scalesOff : l.scalesOff+l.rows*4])
+		if !nativeLE {
+			for i := range l.rows {
+				ix.codes.push(asInt8(b[l.codesOff+i*ix.dim : l.codesOff+(i+1)*ix.dim]))
+			}
+		}
+		if l.rescore == ix.opt.Rescore { // measured with these settings; else unknown until the next save
+			ix.recall = l.recall
+			ix.quantOK = math.IsNaN(l.recall) || l.recall >= ix.opt.MinRecall
+			if !ix.quantOK && ix.opt.Logf != nil {
+				ix.opt.Logf("memvec: %s: int8 recall@10 %.3f is below %.2f: searching exactly in float32 (raise DOCMIND_VECTOR_RESCORE or set DOCMIND_VECTOR_QUANT=none)", ix.path, l.recall, ix.opt.MinRecall)
+			}
+		}
+	} else if ix.opt.Quant == "int8" { // switched to int8 since the last save: quantise and check now
+		ix.buildCodes()
+		ix.checkRecall()
+	}
+	ix.snapRows = l.rows
+	ix.advise()
+	return nil
 }
 
 func (ix *Index) loadLog() error {
@@ -369,7 +661,7 @@ func (ix *Index) loadLog() error {
 }
 
 func (ix *Index) fill(meta []metaRow, data []float32) error {
-	ix.data = data
+	ix.vecs = seg[float32]{w: ix.dim, tail: data, n: len(meta)}
 	ix.rows = make([]row, len(meta))
 	for i, m := range meta {
 		r := row{id: m.ID, chunk: m.Chunk, tenant: ix.names.id(m.Tenant), kb: ix.names.id(m.KB), doc: ix.names.id(m.Doc)}

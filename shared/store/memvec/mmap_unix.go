@@ -1,0 +1,43 @@
+//go:build unix
+
+package memvec
+
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const mmapSupported = true
+
+// mapFile maps f privately: pages are read from the file when first touched and count as page cache,
+// not heap; writes to them stay in this process (copy-on-write) and never reach the file.
+func mapFile(f *os.File, size int64) ([]byte, error) {
+	if size == 0 {
+		return nil, nil
+	}
+	return syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE)
+}
+
+func unmap(b []byte) error {
+	if b == nil {
+		return nil
+	}
+	return syscall.Munmap(b)
+}
+
+// adviseRandom turns read-ahead off for b (the float32 rows) when random is set, or back to the
+// default. The quantised search re-scores a few scattered rows per query; read-ahead would pull their
+// neighbours from disk and map them, growing resident memory for nothing. The exact scan reads every row
+// in order and wants the default.
+func adviseRandom(b []byte, random bool) {
+	if len(b) == 0 {
+		return
+	}
+	advice := unix.MADV_NORMAL
+	if random {
+		advice = unix.MADV_RANDOM
+	}
+	_ = unix.Madvise(b, advice) // advice only: the index works without it
+}
