@@ -42,12 +42,14 @@ const (
 var ConnectorTypes = []string{"web", "confluence", "sharepoint", "gdrive"}
 
 // ConnectorItem is one item a connector has delivered: its id at the source, the document's source URI,
-// the version last indexed, the connector's own state (validators, links) and the last error.
+// the version last indexed, the connector's own state (validators, links), the item's metadata and
+// permissions at the source, and the last error.
 type ConnectorItem struct {
 	ID        string    `json:"id"`
 	SourceURI string    `json:"source_uri"`
 	Version   string    `json:"version,omitempty"`
 	State     string    `json:"state,omitempty"`
+	Metadata  string    `json:"metadata,omitempty"` // JSON: the item's metadata and permissions at the source
 	Error     string    `json:"error,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS connectors (
 -- site) can report what vanished, a failed item is retried on the next sync even when the change feed
 -- has moved past it, and conditional requests can send the validators of the last fetch. item_hash is
 -- the SHA-256 of item_id (a URL may be long). state is the connector's own JSON (ETag, Last-Modified,
--- links found on the page); error is the last failure ("" when the item is indexed).
+-- links found on the page); metadata is the item's key/value metadata and permissions at the source as
+-- JSON, as the connector reported them at the last fetch; error is the last failure ("" when the item is indexed).
 CREATE TABLE IF NOT EXISTS connector_items (
   tenant_id   VARCHAR(64)   NOT NULL,
   connector   VARCHAR(128)  NOT NULL,
@@ -34,6 +35,7 @@ CREATE TABLE IF NOT EXISTS connector_items (
   source_uri  VARCHAR(2048) NOT NULL,
   version     VARCHAR(255)  NOT NULL,
   state       TEXT          NOT NULL,
+  metadata    TEXT          NOT NULL,
   error       TEXT          NOT NULL,
   updated_at  BIGINT        NOT NULL,
   PRIMARY KEY (tenant_id, connector, item_hash)

@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS connector_items (
   source_uri  VARCHAR(2048) NOT NULL,
   version     VARCHAR(255)  NOT NULL,
   state       TEXT          NOT NULL,
+  metadata    TEXT          NOT NULL,
   error       TEXT          NOT NULL,
   updated_at  BIGINT        NOT NULL,
   PRIMARY KEY (tenant_id, connector, item_hash)

@@ -180,8 +180,8 @@ func (s *DB) PutConnectorItem(ctx context.Context, tenant, connector string, it 
 	if _, err := tx.ExecContext(ctx, `DELETE FROM connector_items WHERE tenant_id = ? AND connector = ? AND item_hash = ?`, tenant, connector, h); err != nil {
 		return s.classify(op, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO connector_items (tenant_id, connector, item_hash, item_id, source_uri, version, state, error, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, tenant, connector, h, it.ID, it.SourceURI, it.Version, it.State, it.Error, now); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO connector_items (tenant_id, connector, item_hash, item_id, source_uri, version, state, metadata, error, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tenant, connector, h, it.ID, it.SourceURI, it.Version, it.State, it.Metadata, it.Error, now); err != nil {
 		return s.classify(op, err)
 	}
 	return s.classify(op, tx.Commit())
@@ -204,7 +204,7 @@ func (s *DB) ListConnectorItems(ctx context.Context, tenant, connector string) (
 	if err := validConnector(op, tenant, connector); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT item_id, source_uri, version, state, error, updated_at FROM connector_items
+	rows, err := s.db.QueryContext(ctx, `SELECT item_id, source_uri, version, state, metadata, error, updated_at FROM connector_items
 		WHERE tenant_id = ? AND connector = ? ORDER BY item_id`, tenant, connector)
 	if err != nil {
 		return nil, s.classify(op, err)
@@ -214,7 +214,7 @@ func (s *DB) ListConnectorItems(ctx context.Context, tenant, connector string) (
 	for rows.Next() {
 		var it rag.ConnectorItem
 		var at int64
-		if err := rows.Scan(&it.ID, &it.SourceURI, &it.Version, &it.State, &it.Error, &at); err != nil {
+		if err := rows.Scan(&it.ID, &it.SourceURI, &it.Version, &it.State, &it.Metadata, &it.Error, &at); err != nil {
 			return nil, s.classify(op, err)
 		}
 		it.UpdatedAt = fromMS(at)

@@ -118,7 +118,7 @@ func TestConnectors(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		}
 		put(rag.ConnectorItem{ID: long, SourceURI: "connector/wiki/x", Version: `"e1"`, State: `{"etag":"e1"}`})
 		put(rag.ConnectorItem{ID: "https://docs.example.com/b", SourceURI: "connector/wiki/b", Error: "fetch: 500"})
-		put(rag.ConnectorItem{ID: long, SourceURI: "connector/wiki/x", Version: `"e2"`, State: `{"etag":"e2"}`})
+		put(rag.ConnectorItem{ID: long, SourceURI: "connector/wiki/x", Version: `"e2"`, State: `{"etag":"e2"}`, Metadata: `{"author":"ann"}`})
 		items, err := db.ListConnectorItems(ctxT(t), "t1", "wiki")
 		if err != nil || len(items) != 2 {
 			t.Fatalf("ListConnectorItems = %+v, %v; want 2 items", items, err)
@@ -127,7 +127,7 @@ func TestConnectors(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		for _, it := range items {
 			byID[it.ID] = it
 		}
-		if got := byID[long]; got.Version != `"e2"` || got.State != `{"etag":"e2"}` || got.UpdatedAt.IsZero() {
+		if got := byID[long]; got.Version != `"e2"` || got.State != `{"etag":"e2"}` || got.Metadata != `{"author":"ann"}` || got.UpdatedAt.IsZero() {
 			t.Errorf("long item = %+v; want version e2 (replaced)", got)
 		}
 		if got := byID["https://docs.example.com/b"]; got.Error != "fetch: 500" {
