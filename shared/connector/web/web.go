@@ -161,8 +161,8 @@ type crawl struct {
 	c       *Connector
 	robots  robots
 	known   map[string]prior // by the URL requested
-	visited map[string]bool // URLs requested
-	emitted map[string]bool // item ids listed
+	visited map[string]bool  // URLs requested
+	emitted map[string]bool  // item ids listed
 	queue   []queued
 	out     connector.Listing
 }
