@@ -113,6 +113,9 @@ func (m *Main) Serve(ctx context.Context) error {
 	if every := m.Config.Server.ReconcileInterval; every > 0 {
 		wg.Go(func() { m.reconcileLoop(bg, every) })
 	}
+	if every := m.Config.Connectors.SyncInterval; every > 0 {
+		wg.Go(func() { m.connectorLoop(bg, every) })
+	}
 	if m.watcher != nil {
 		wg.Go(func() {
 			if err := m.watcher.Run(bg); err != nil {
