@@ -12,6 +12,7 @@ import (
 
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/confluence"
 	"github.com/docmind/docmind/shared/connector/web"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/netx"
@@ -20,6 +21,7 @@ import (
 )
 
 const connectorUsage = `usage: docmind connector add NAME --kb KB --type web|confluence|sharepoint|gdrive [--url URL] [--config FILE] [--no-validate]
+       (confluence: --config {"space":"KEY","credentials_file":"..."} --url https://SITE.atlassian.net/wiki, or DOCMIND_CONNECTOR_<NAME>_EMAIL/_TOKEN)
        docmind connector list [--json]
        docmind connector sync NAME [--dry-run] [--json]
        docmind connector remove NAME
@@ -240,7 +242,7 @@ func connectorHTTP(cfg config.Config) *connector.HTTP {
 
 // connectorSource builds a connector's Source from its stored settings. secrets reads Secrets Manager
 // where a connector names a secret (nil locally).
-func connectorSource(_ context.Context, cfg config.Config, c rag.Connector, _ func(string) string, _ connector.SecretReader) (connector.Source, error) {
+func connectorSource(ctx context.Context, cfg config.Config, c rag.Connector, getenv func(string) string, secrets connector.SecretReader) (connector.Source, error) {
 	switch c.Type {
 	case "web":
 		wc, err := web.ParseConfig([]byte(c.Config))
@@ -248,6 +250,16 @@ func connectorSource(_ context.Context, cfg config.Config, c rag.Connector, _ fu
 			return nil, err
 		}
 		return web.New(wc, connectorHTTP(cfg)), nil
+	case "confluence":
+		cc, err := confluence.ParseConfig([]byte(c.Config))
+		if err != nil {
+			return nil, err
+		}
+		creds, err := connector.LoadCredentials(ctx, c.Name, cc.CredentialRef, confluence.CredentialKeys, getenv, secrets)
+		if err != nil {
+			return nil, err
+		}
+		return confluence.New(cc, creds, connectorHTTP(cfg)), nil
 	}
 	if !slices.Contains(rag.ConnectorTypes, c.Type) {
 		return nil, rag.Errorf("docmind", rag.KindInvalid, "connector type %q is not one of %s", c.Type, strings.Join(rag.ConnectorTypes, ", "))
