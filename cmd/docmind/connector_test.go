@@ -17,7 +17,7 @@ import (
 func testSite(t *testing.T) (*httptest.Server, func(path string)) {
 	var mu sync.Mutex
 	pages := map[string]string{
-		"/kb/":       `<html><head><title>Home</title></head><body><h1>Home</h1><p>The kestrel rota starts on Mondays.</p><a href="rules">rules</a></body></html>`,
+		"/kb/":      `<html><head><title>Home</title></head><body><h1>Home</h1><p>The kestrel rota starts on Mondays.</p><a href="rules">rules</a></body></html>`,
 		"/kb/rules": `<html><head><title>Rules</title></head><body><h1>Rules</h1><p>Badgers must sign the ledger twice.</p></body></html>`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
