@@ -158,3 +158,14 @@ func TestConformanceConnectors(t *testing.T) {
 		return db
 	})
 }
+
+func TestConformanceDocumentMetadata(t *testing.T) {
+	storetest.TestDocumentMetadata(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(context.Background(), mysqltest.Database(t), Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}

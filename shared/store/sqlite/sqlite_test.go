@@ -79,3 +79,14 @@ func TestConformanceConnectors(t *testing.T) {
 		return db
 	})
 }
+
+func TestConformanceDocumentMetadata(t *testing.T) {
+	storetest.TestDocumentMetadata(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(filepath.Join(t.TempDir(), "docmind.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
