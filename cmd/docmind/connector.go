@@ -228,7 +228,7 @@ func syncConnector(ctx context.Context, cfg config.Config, db *sqldb.DB, svc *in
 	if err != nil {
 		return connector.Result{Connector: name}, err
 	}
-	eng := &connector.Engine{Indexer: svc, Documents: db, State: db, Leases: db, Log: log}
+	eng := &connector.Engine{Indexer: svc, Documents: db, State: db, Leases: db, Metadata: db, Log: log}
 	return eng.Sync(ctx, cfg.Tenant, name, src, connector.Options{DryRun: dry})
 }
 

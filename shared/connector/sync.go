@@ -38,6 +38,11 @@ type State interface {
 	DeleteConnector(ctx context.Context, tenant, name string) error
 }
 
+// MetadataStore keeps documents' key/value metadata (sqldb.DB).
+type MetadataStore interface {
+	SetDocumentMetadata(ctx context.Context, tenant, kbID, docID string, m rag.Metadata) error
+}
+
 // Leases serialise syncs of one connector across processes (sqldb.DB): the schedule inside
 // `docmind serve` and a `docmind connector sync` from a shell must not interleave.
 type Leases interface {
@@ -51,6 +56,8 @@ type Engine struct {
 	Documents Documents
 	State     State
 	Leases    Leases // nil: no cross-process lease (tests)
+	// Metadata records each indexed item's metadata on its document (nil: not recorded).
+	Metadata MetadataStore
 	// LeaseTTL is a sync's hold on its connector (default 2 h; renewed with every progress write).
 	LeaseTTL time.Duration
 	Now      func() time.Time // nil: time.Now
@@ -305,6 +312,9 @@ func (r *run) apply(ctx context.Context, ch Change) {
 		act = ActUpdate
 	}
 	r.count(act)
+	if act != ActUnchanged || r.e.Metadata != nil && r.metaMissing(ctx, rep.DocumentID) {
+		r.setMetadata(ctx, rep.DocumentID, it)
+	}
 	meta, _ := json.Marshal(struct {
 		URL         string            `json:"url,omitempty"`
 		Modified    time.Time         `json:"modified,omitzero"`
@@ -316,6 +326,44 @@ func (r *run) apply(ctx context.Context, ch Change) {
 		// the document is indexed; without its record the next complete listing re-fetches it
 		r.e.log().Warn("connector item record failed", "connector", r.c.Name, "item", it.ID, "err", err)
 	}
+}
+
+// setMetadata records the item's metadata on its document, with the derived fields every source
+// has: source (the connector type), connector, url, modified. A failure is logged: the document is
+// indexed and the next change of the item writes it again.
+func (r *run) setMetadata(ctx context.Context, docID string, it *Item) {
+	if r.e.Metadata == nil || docID == "" {
+		return
+	}
+	m := rag.Metadata{}
+	for k, v := range it.Metadata {
+		if rag.ValidMetaKey(k) && v != "" {
+			m[k] = v
+		}
+	}
+	m["source"], m["connector"] = r.c.Type, r.c.Name
+	if it.URL != "" {
+		m["url"] = it.URL
+	}
+	if !it.Modified.IsZero() {
+		m["modified"] = it.Modified.UTC().Format(time.RFC3339)
+	}
+	if err := r.e.Metadata.SetDocumentMetadata(ctx, r.tenant, r.c.KBID, docID, m); err != nil {
+		r.e.log().Warn("connector metadata write failed", "connector", r.c.Name, "item", it.ID, "err", err)
+	}
+}
+
+// metaMissing reports whether an unchanged document has no metadata yet (indexed before metadata was
+// recorded): it is written once.
+func (r *run) metaMissing(ctx context.Context, docID string) bool {
+	g, ok := r.e.Metadata.(interface {
+		GetDocumentMetadata(ctx context.Context, tenant, docID string) (rag.Metadata, error)
+	})
+	if !ok || docID == "" {
+		return false
+	}
+	m, err := g.GetDocumentMetadata(ctx, r.tenant, docID)
+	return err == nil && len(m) == 0
 }
 
 func (r *run) count(act string) {
@@ -471,4 +519,5 @@ func truncate(s string, n int) string {
 }
 
 var _ State = (*sqldb.DB)(nil)
+var _ MetadataStore = (*sqldb.DB)(nil)
 var _ Indexer = (*ingest.Service)(nil)

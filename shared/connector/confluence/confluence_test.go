@@ -78,6 +78,11 @@ func TestSyncAgainstFake(t *testing.T) {
 	if _, ok := docs["Budget.html"]; ok {
 		t.Error("the purged page is still indexed")
 	}
+	meta, _ := env.DB.GetDocumentMetadata(context.Background(), connectortest.Tenant, docs["Deploys.html"].ID)
+	if meta["source"] != "confluence" || meta["space"] != "ENG" || meta["version"] != "2" || meta["modified"] != "2026-05-01T09:20:00Z" ||
+		!strings.HasSuffix(meta["url"].(string), "/wiki/spaces/ENG/pages/1002") {
+		t.Errorf("Deploys' metadata after the edit = %v; want source, space, version 2, modified, url", meta)
+	}
 	if got := env.TopDocument(t, "lantern review Thursdays"); got != docs["Deploys.html"].ID {
 		t.Errorf("top document for the edited words = %q; want Deploys %q", got, docs["Deploys.html"].ID)
 	}

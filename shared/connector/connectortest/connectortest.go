@@ -64,7 +64,7 @@ func New(t *testing.T, name, typ, config string) *Env {
 	if err := db.CreateConnector(ctx, &c); err != nil {
 		t.Fatal(err)
 	}
-	eng := &connector.Engine{Indexer: svc, Documents: db, State: db, Leases: db, ProgressEvery: 2}
+	eng := &connector.Engine{Indexer: svc, Documents: db, State: db, Leases: db, Metadata: db, ProgressEvery: 2}
 	return &Env{DB: db, Service: svc, Engine: eng, Keywords: kw, KB: kb, Name: name}
 }
 

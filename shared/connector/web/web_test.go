@@ -155,6 +155,11 @@ func TestSyncRealSite(t *testing.T) {
 		strings.Contains(docs["Guide.html"].SourceURI, "ref=nav") {
 		t.Errorf("guide source uri = %q; want its canonical URL", docs["Guide.html"].SourceURI)
 	}
+	meta, err := env.DB.GetDocumentMetadata(context.Background(), connectortest.Tenant, docs["Install.html"].ID)
+	if err != nil || meta["source"] != "web" || meta["connector"] != "site" || meta["title"] != "Install" || meta["author"] != "Docs Team" ||
+		meta["language"] != "en" || meta["modified"] != "2026-01-02T03:04:05Z" || meta["url"] != s.srv.URL+"/docs/install" {
+		t.Errorf("Install's document metadata = %v, %v; want source, connector, title, author, language, modified, url", meta, err)
+	}
 	if got := env.TopDocument(t, "lantern scheduler shifts"); got != docs["Guide.html"].ID {
 		t.Errorf("top document for the guide's words = %q; want the guide %q", got, docs["Guide.html"].ID)
 	}
