@@ -83,8 +83,10 @@ func (m Metadata) Normalize() (Metadata, error) {
 				continue
 			}
 			out[k] = f
+		case nil:
+			continue // null is no value: the key is absent
 		case []string:
-			out[k] = slices.Clone(v)
+			out[k] = append([]string{}, v...) // never null in JSON
 		case []any:
 			list := make([]string, 0, len(v))
 			ok := true

@@ -70,8 +70,8 @@ func TestParseMetaFilterRefusesBadForms(t *testing.T) {
 }
 
 func TestMetadataNormalize(t *testing.T) {
-	m, err := Metadata{"year": 2025, "labels": []any{"a", "b"}, "title": "x"}.Normalize()
-	if err != nil || m["year"] != 2025.0 || len(m["labels"].([]string)) != 2 {
+	m, err := Metadata{"year": 2025, "labels": []any{"a", "b"}, "title": "x", "gone": nil, "none": []string(nil)}.Normalize()
+	if _, has := m["gone"]; err != nil || m["year"] != 2025.0 || len(m["labels"].([]string)) != 2 || has || m["none"] == nil {
 		t.Fatalf("Normalize = %v, %v", m, err)
 	}
 	_, err = Metadata{"bad key": "x", "obj": map[string]any{}, "mixed": []any{"a", 1.0}}.Normalize()
