@@ -76,6 +76,18 @@ func TestConnectorCommands(t *testing.T) {
 		t.Fatalf("search after the sync: exit %d %q; want the synced page", code, out)
 	}
 
+	// the pages' metadata restricts a search: the Rules page is excluded by its title
+	code, out, _ = runCLI(t, env, "search", "--kb", "handbook", "--data", data, "--filter", `{"not":{"key":"title","eq":"Rules"}}`, "badgers ledger")
+	if code != exitOK || strings.Contains(out, "Rules.html") {
+		t.Fatalf("filtered search: exit %d %q; want the Rules page excluded", code, out)
+	}
+	code, out, _ = runCLI(t, env, "search", "--data", data, "--filter", `{"key":"source","eq":"confluence"}`, "badgers")
+	if code != exitOK || !strings.Contains(out, "no document passes the filter") {
+		t.Fatalf("search with a filter nothing passes: exit %d %q", code, out)
+	}
+	if code, _, errOut := runCLI(t, env, "search", "--data", data, "--filter", `{"key":"source"}`, "badgers"); code != exitConfig || !strings.Contains(errOut, "needs eq") {
+		t.Fatalf("bad filter: exit %d %q; want a clear config error", code, errOut)
+	}
 	remove("/kb/rules")
 	code, out, _ = runCLI(t, env, "connector", "sync", "site", "--data", data)
 	if code != exitOK || !strings.Contains(out, "0 added, 0 updated, 1 deleted, 0 failed (1 unchanged, 1 not modified)") {
