@@ -335,7 +335,15 @@ func (r *run) setMetadata(ctx context.Context, docID string, it *Item) {
 	if r.e.Metadata == nil || docID == "" {
 		return
 	}
+	// ingestion has just written the document's own metadata (front matter): connector fields join it
 	m := rag.Metadata{}
+	if g, ok := r.e.Metadata.(interface {
+		GetDocumentMetadata(ctx context.Context, tenant, docID string) (rag.Metadata, error)
+	}); ok {
+		if own, err := g.GetDocumentMetadata(ctx, r.tenant, docID); err == nil {
+			m = own
+		}
+	}
 	for k, v := range it.Metadata {
 		if rag.ValidMetaKey(k) && v != "" {
 			m[k] = v

@@ -65,7 +65,7 @@ func (f *feed) remove(id string) {
 func TestChangeFeedSync(t *testing.T) {
 	env := connectortest.New(t, "wiki", "confluence", `{}`)
 	f := &feed{items: map[string]string{}, fail: map[string]error{}}
-	f.put("alpha", "# Alpha\n\nThe alpha page describes the heron protocol.")
+	f.put("alpha", "---\nyear: 2024\n---\n# Alpha\n\nThe alpha page describes the heron protocol.")
 	f.put("beta", "# Beta\n\nThe beta page lists the walrus rules.")
 	f.put("gamma", "# Gamma\n\nThe gamma page explains the osprey budget.")
 	f.put("binary", "not a document")
@@ -78,6 +78,11 @@ func TestChangeFeedSync(t *testing.T) {
 	st, _ := env.DB.GetConnector(context.Background(), connectortest.Tenant, "wiki")
 	if st.Cursor != "4" || st.Status != rag.SyncPartial || st.SucceededAt.IsZero() {
 		t.Fatalf("state after a partial sync = %+v; want cursor 4, partial", st.SyncState)
+	}
+	alpha := env.Docs(t)["alpha.md"]
+	if m, _ := env.DB.GetDocumentMetadata(context.Background(), connectortest.Tenant, alpha.ID); m["year"] != 2024.0 || m["author"] != "ann" ||
+		m["source"] != "confluence" || m["connector"] != "wiki" {
+		t.Errorf("alpha's document metadata = %v; want its front matter joined by the connector's fields", m)
 	}
 	items, _ := env.DB.ListConnectorItems(context.Background(), connectortest.Tenant, "wiki")
 	meta := ""
