@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/retrieve"
 )
@@ -70,4 +71,20 @@ func (l *library) docMetadata(ctx context.Context, tenant, docID string) rag.Met
 // emptyResult is a search that no document can answer (a filter nothing passes).
 func emptyResult() *retrieve.Result {
 	return &retrieve.Result{Keyword: []rag.Hit{}, Vector: []rag.Hit{}, Fused: []rag.Hit{}, StageMS: map[string]int64{}}
+}
+
+// restrictByFilter limits a question to the documents whose metadata passes raw (Request.Restrict),
+// within the request's knowledge bases (already restricted to what the caller may read). NotFound,
+// saying so, when no document passes: an empty restriction would mean the whole scope.
+func (l *library) restrictByFilter(ctx context.Context, raw json.RawMessage, req *answer.Request) error {
+	q := retrieve.Query{Filter: rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}}
+	none, err := l.applyMetaFilter(ctx, req.Tenant, raw, &q)
+	switch {
+	case err != nil:
+		return err
+	case none:
+		return rag.Errorf("httpapi", rag.KindNotFound, "no document in the knowledge bases asked passes the filter")
+	}
+	req.Restrict = q.Filter.DocumentIDs
+	return nil
 }

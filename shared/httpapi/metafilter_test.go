@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -82,5 +83,43 @@ func TestSearchMetadataFilter(t *testing.T) {
 	}
 	if err := json.NewDecoder(r.Body).Decode(&doc); err != nil || doc.ID != second.ID || doc.Metadata["source"] != "confluence" || doc.Metadata["year"] != 2025.0 {
 		t.Fatalf("GET /api/documents/{id} = %+v, %v; want its metadata", doc, err)
+	}
+}
+
+// /api/ask and /api/chat take the same filter: the pipeline's retrieval is restricted to the passing
+// documents (without the selected-documents path); a filter nothing passes is a 404 before any answer.
+func TestAskAndChatMetadataFilter(t *testing.T) {
+	var db *sqldb.DB
+	f := newChatFixtureWith(t, false, func(d *Deps) { db = d.Library.(*sqldb.DB) })
+	ctx := context.Background()
+	if err := db.SetDocumentMetadata(ctx, "acme", f.mine.ID, f.myDoc.ID, rag.Metadata{"source": "web"}); err != nil {
+		t.Fatal(err)
+	}
+	post := func(path, body string) *http.Response {
+		t.Helper()
+		resp, err := http.Post(f.srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body) // a chat's stream ends with its answer: the retrieval has run by then
+		resp.Body.Close()
+		return resp
+	}
+	for _, path := range []string{"/api/ask", "/api/chat"} {
+		calls := len(f.rec.got)
+		resp := post(path, `{"question":"How many days of annual leave?","filter":{"key":"source","eq":"web"}}`)
+		if resp.StatusCode != http.StatusOK || len(f.rec.got) == calls {
+			t.Fatalf("%s with a filter: status %d, retriever calls %d", path, resp.StatusCode, len(f.rec.got)-calls)
+		}
+		if got := f.rec.got[len(f.rec.got)-1].Filter; !slices.Equal(got.DocumentIDs, []string{f.myDoc.ID}) {
+			t.Fatalf("%s: retrieval filter %+v; want restricted to %s", path, got, f.myDoc.ID)
+		}
+		calls = len(f.rec.got)
+		if resp := post(path, `{"question":"How many days of annual leave?","filter":{"key":"source","eq":"gdrive"}}`); resp.StatusCode != http.StatusNotFound || len(f.rec.got) != calls {
+			t.Fatalf("%s with a filter nothing passes: status %d, retriever calls %d; want 404 and none", path, resp.StatusCode, len(f.rec.got)-calls)
+		}
+		if resp := post(path, `{"question":"x","filter":{"key":"source","eq":[1]}}`); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("%s with a bad filter: status %d; want 400", path, resp.StatusCode)
+		}
 	}
 }
