@@ -9,7 +9,7 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 )
 
-// Connectors and their items (migration 0010, issue #23). Every query is scoped by tenant; a connector
+// Connectors and their items (migration 0011, issue #23). Every query is scoped by tenant; a connector
 // name is unique within its tenant.
 
 func validConnector(op, tenant, name string) error {

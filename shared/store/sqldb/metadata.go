@@ -9,7 +9,7 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 )
 
-// Document metadata (migration 0011, issue #23).
+// Document metadata (migration 0012, issue #23).
 
 // SetDocumentMetadata replaces a document's metadata (normalised first: Invalid naming every bad key
 // or value); an empty map removes it.

@@ -1,4 +1,4 @@
--- Connectors and their items; kept column for column equal to ../mysql/0010_connectors.sql, which
+-- Connectors and their items; kept column for column equal to ../mysql/0011_connectors.sql, which
 -- explains both tables.
 CREATE TABLE IF NOT EXISTS connectors (
   tenant_id     VARCHAR(64)  NOT NULL,

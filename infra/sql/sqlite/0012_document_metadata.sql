@@ -1,4 +1,4 @@
--- Document metadata; kept column for column equal to ../mysql/0011_document_metadata.sql, which
+-- Document metadata; kept column for column equal to ../mysql/0012_document_metadata.sql, which
 -- explains the table.
 CREATE TABLE IF NOT EXISTS document_metadata (
   tenant_id    VARCHAR(64)  NOT NULL,
