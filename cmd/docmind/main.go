@@ -57,6 +57,8 @@ Commands:
   tenant    list the tenants of this store with their user counts, or create one (tenant list | tenant create T)
   key       create, list and revoke API keys (key create --user EMAIL [--name N] | key list | key revoke ID)
   reconcile check SQL, vectors, blobs and the inbox agree; --repair fixes drift (reconcile [--kb NAME] [--repair] [--json])
+  connector sync web sites and wikis into a knowledge base (connector add NAME --kb KB --type web --url URL | connector list |
+            connector sync NAME [--dry-run] | connector remove NAME)
   config    print the effective configuration (secrets redacted); --vars lists every variable
   version   print the version
   aws       aws preflight --stack NAME [--region R]: check the account, secrets, VPC and bucket a stack needs (before or after a deploy)
@@ -80,7 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "tenant": cmdTenant, "key": cmdKey, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion, "aws": cmdAWS,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "tenant": cmdTenant, "key": cmdKey, "reconcile": cmdReconcile, "connector": cmdConnector, "config": cmdConfig, "version": cmdVersion, "aws": cmdAWS,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)

@@ -16,13 +16,14 @@ func cmdSearch(e env, args []string) int {
 	fs := newFlags("search", e, &c)
 	kbName := fs.String("kb", "", "knowledge base name (default: every knowledge base of the tenant)")
 	user := fs.String("user", "", "search as this user (email or id): only the knowledge bases the user may read")
+	filter := fs.String("filter", "", `only documents whose metadata passes this JSON filter, e.g. {"key":"source","eq":"web"} (docs/metadata-filters.md)`)
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitConfig
 	}
 	query := strings.TrimSpace(strings.Join(rest, " "))
 	if query == "" {
-		fmt.Fprintln(e.stderr, `usage: docmind search [--kb NAME] [--data DIR] [--json] "query"`)
+		fmt.Fprintln(e.stderr, `usage: docmind search [--kb NAME] [--filter JSON] [--data DIR] [--json] "query"`)
 		return exitConfig
 	}
 	cfg, ok := c.load(e, nil)
@@ -37,6 +38,12 @@ func cmdSearch(e env, args []string) int {
 	f := rag.Filter{Tenant: cfg.Tenant}
 	if f.KBIDs, err = kbScope(e, s, cfg.Tenant, *user, *kbName); err != nil {
 		return fail(e, err)
+	}
+	if none, err := metaRestrict(e.ctx, s.SQL, *filter, &f); err != nil || none {
+		if err == nil {
+			fmt.Fprintln(e.stdout, "no document passes the filter")
+		}
+		return failOr(e, err)
 	}
 	r, err := retriever(cfg, s)
 	if err != nil {

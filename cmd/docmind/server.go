@@ -127,6 +127,9 @@ func (m *Main) Serve(ctx context.Context) error {
 	if m.demoFiles > 0 && m.watcher != nil && m.Progress != nil {
 		wg.Go(func() { m.demoProgress(bg, time.Second) })
 	}
+	if every := m.Config.Connectors.SyncInterval; every > 0 {
+		wg.Go(func() { m.connectorLoop(bg, every) })
+	}
 	if m.watcher != nil {
 		wg.Go(func() {
 			if err := m.watcher.Run(bg); err != nil {

@@ -85,6 +85,7 @@ func (c *SemanticCache) scope(ctx context.Context, req Request, generation strin
 	// Selected documents narrow the scope: their answers must never serve the whole set, nor the reverse.
 	docs := slices.Clone(req.DocumentIDs)
 	slices.Sort(docs)
+	docs = append(docs, "restrict:"+restrictKey(req)) // a filtered answer never serves an unfiltered question
 	h := sha256.Sum256([]byte(req.Tenant + "\x00" + strings.Join(parts, ",") + "\x00" + strings.Join(docs, ",") + "\x00" + generation))
 	return "semcache:" + req.Tenant + ":" + hex.EncodeToString(h[:16]), nil
 }

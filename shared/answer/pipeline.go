@@ -30,7 +30,10 @@ type Request struct {
 	KBIDs  []string `json:"kb_ids,omitempty"` // empty: every knowledge base of the tenant
 	// DocumentIDs limits retrieval to selected documents (the SELECTED_DOC path).
 	DocumentIDs []string `json:"document_ids,omitempty"`
-	Question    string   `json:"question"`
+	// Restrict is the documents a metadata filter lets through (docs/metadata-filters.md): retrieval is
+	// limited to them on every path, without the SELECTED_DOC reading. Empty: no restriction.
+	Restrict []string `json:"restrict,omitempty"`
+	Question string   `json:"question"`
 	// History is the conversation's earlier turns, oldest first (the prompt keeps the newest that fit).
 	History []llm.Message `json:"history,omitempty"`
 	// HistoryAt, when given, is each History message's time; with it, Summary (covering the messages up
@@ -164,7 +167,7 @@ func (p *Pipeline) Check(req Request) error {
 	case utf8.RuneCountInString(q) > maxQ:
 		return rag.Errorf(op, rag.KindInvalid, "question is longer than %d characters", maxQ)
 	}
-	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs, DocumentIDs: req.DocumentIDs}.Validate()
+	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs, DocumentIDs: scopeDocs(req)}.Validate()
 }
 
 // Recommendation is a related document.

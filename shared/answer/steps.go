@@ -50,7 +50,7 @@ type State struct {
 
 // filter is the request's retrieval scope.
 func (st *State) filter() rag.Filter {
-	return rag.Filter{Tenant: st.Request.Tenant, KBIDs: st.Request.KBIDs, DocumentIDs: st.Request.DocumentIDs}
+	return rag.Filter{Tenant: st.Request.Tenant, KBIDs: st.Request.KBIDs, DocumentIDs: scopeDocs(st.Request)}
 }
 
 func (st *State) selected() bool   { return len(st.Request.DocumentIDs) > 0 }

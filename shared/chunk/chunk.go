@@ -60,6 +60,8 @@ type Result struct {
 	DocVersion    string   `json:"doc_version,omitempty"`
 	EffectiveDate string   `json:"effective_date,omitempty"`
 	Tags          []string `json:"tags,omitempty"` // from front matter
+	// Meta is every "key: value" pair of the front matter (keys lower-cased): the document's metadata.
+	Meta map[string]string `json:"meta,omitempty"`
 }
 
 type heading struct {
@@ -574,6 +576,9 @@ func documentMeta(md string) (string, Result) {
 		res.EffectiveDate = fm["date"]
 	}
 	res.Title = fm["title"]
+	if len(fm) > 0 {
+		res.Meta = fm
+	}
 	top := md[:min(len(md), 2000)]
 	// The two patterns are case-insensitive alternations, slow to run over text that cannot match:
 	// each is tried only when its keyword is there.

@@ -133,6 +133,9 @@ func refSplit(md string, o Options) Result {
 		res.EffectiveDate = fm["date"]
 	}
 	res.Title = fm["title"]
+	if len(fm) > 0 {
+		res.Meta = fm
+	}
 	top := md[:min(len(md), 2000)]
 	if res.DocVersion == "" {
 		if m := versionRe.FindStringSubmatch(top); m != nil {

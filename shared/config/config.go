@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docmind/docmind/shared/netx"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -34,6 +35,16 @@ type Config struct {
 	Retrieval  Retrieval  `json:"retrieval"`
 	Rerank     Rerank     `json:"rerank"`
 	Auth       Auth       `json:"auth"`
+	Connectors Connectors `json:"connectors"`
+}
+
+// Connectors configures the sync of connectors (issue #23; docs/connectors.md).
+type Connectors struct {
+	// AllowHosts lets a connector reach private and loopback addresses (an intranet wiki): host names
+	// or CIDRs. Everything else non-public stays refused at dial time (netx).
+	AllowHosts string `json:"allow_hosts" env:"DOCMIND_CONNECTOR_ALLOW_HOSTS" doc:"host names or CIDRs connectors may reach although private or loopback, comma-separated (empty: public addresses only)"`
+	// SyncInterval is how often serve syncs every connector; 0 turns the schedule off.
+	SyncInterval time.Duration `json:"sync_interval" env:"DOCMIND_CONNECTOR_SYNC_INTERVAL" doc:"how often serve syncs every connector (0: never; docmind connector sync runs one by hand)"`
 }
 
 // Auth is identity, browser-origin safety and per-user limits (issue 10).
@@ -231,8 +242,9 @@ func Default() Config {
 		Ingest:   Ingest{ExtractMemory: 512 << 20},
 		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,
 			MMRLambda: 0.7, GradeRerankHigh: 0.7, GradeRerankLow: 0.3, GradeCoverHigh: 0.6, GradeCoverLow: 0.2},
-		Rerank: Rerank{Provider: "none", Format: "cohere"},
-		Auth:   Auth{Mode: "none", TenantClaim: "custom:tenant", UserClaim: "sub", EmailClaim: "email"},
+		Rerank:     Rerank{Provider: "none", Format: "cohere"},
+		Auth:       Auth{Mode: "none", TenantClaim: "custom:tenant", UserClaim: "sub", EmailClaim: "email"},
+		Connectors: Connectors{SyncInterval: time.Hour},
 	}
 }
 
@@ -314,6 +326,12 @@ func (c Config) Validate() error {
 	positiveDur("DOCMIND_PDF_IDLE", c.Server.PDFIdle)
 	if c.Server.ReconcileInterval < 0 {
 		add("DOCMIND_RECONCILE_INTERVAL: must be 0 (off) or positive, got %s", c.Server.ReconcileInterval)
+	}
+	if c.Connectors.SyncInterval < 0 {
+		add("DOCMIND_CONNECTOR_SYNC_INTERVAL: must be 0 (off) or positive, got %s", c.Connectors.SyncInterval)
+	}
+	if _, _, err := netx.ParseAllowList(c.Connectors.AllowHosts); err != nil {
+		add("DOCMIND_CONNECTOR_ALLOW_HOSTS: %v", err)
 	}
 	if c.Server.MaxBodyBytes < 1024 {
 		add("DOCMIND_MAX_BODY_BYTES: must be at least 1024, got %d", c.Server.MaxBodyBytes)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/docmind/docmind/shared/answer"
@@ -19,6 +20,8 @@ type askRequest struct {
 	Question  string   `json:"question"`
 	KBs       []string `json:"kbs,omitempty"`
 	Documents []string `json:"documents,omitempty"`
+	// Filter restricts the answer's evidence to documents whose metadata passes it.
+	Filter json.RawMessage `json:"filter,omitempty"`
 }
 
 // ask answers POST /api/ask with the done object as one JSON body: for callers that cannot read an event
@@ -38,6 +41,9 @@ func (l *library) ask(w http.ResponseWriter, r *http.Request) {
 	req, err := l.question(r, p, in.Question, in.KBs, in.Documents)
 	if err == nil {
 		err = l.restrictKBs(r.Context(), p, &req)
+	}
+	if err == nil {
+		err = l.restrictByFilter(r.Context(), in.Filter, &req)
 	}
 	if err != nil {
 		l.fail(w, r, err)

@@ -27,6 +27,8 @@ type chatRequest struct {
 	Documents []string `json:"documents,omitempty"`
 	// ConversationID continues a conversation; empty starts one (when history is stored).
 	ConversationID string `json:"conversation_id,omitempty"`
+	// Filter restricts the answer's evidence to documents whose metadata passes it.
+	Filter json.RawMessage `json:"filter,omitempty"`
 }
 
 // historyTurns is how many earlier messages a question loads (the prompt keeps the newest that fit).
@@ -64,7 +66,12 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 	defer func() { l.h.charge(r.Context(), p, meter, done) }()
 	// the knowledge bases are re-checked once the conversation's are known (a role may have been revoked
 	// since), before the question is stored
-	restrict := func() error { return l.restrictKBs(r.Context(), p, &req) }
+	restrict := func() error {
+		if err := l.restrictKBs(r.Context(), p, &req); err != nil {
+			return err
+		}
+		return l.restrictByFilter(r.Context(), in.Filter, &req)
+	}
 	var conv *turn
 	if l.h.d.Conversations != nil {
 		conv, err = l.openConversation(r, in, &req, restrict)

@@ -446,11 +446,14 @@ func (l *library) tooLarge(w http.ResponseWriter) {
 }
 
 func (l *library) getDoc(w http.ResponseWriter, r *http.Request) {
-	_, d, ok := l.docAccess(w, r, rag.KBReader)
+	p, d, ok := l.docAccess(w, r, rag.KBReader)
 	if !ok {
 		return
 	}
-	WriteJSON(w, http.StatusOK, viewDoc(d))
+	WriteJSON(w, http.StatusOK, struct {
+		docView
+		Metadata rag.Metadata `json:"metadata"`
+	}{viewDoc(d), l.docMetadata(r.Context(), p.Tenant, d.ID)})
 }
 
 func (l *library) chunks(w http.ResponseWriter, r *http.Request) {

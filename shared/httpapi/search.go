@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -21,6 +22,8 @@ type searchRequest struct {
 	Query string `json:"query"`
 	// KBs names the knowledge bases to search, by id or name; empty searches all of the caller's.
 	KBs []string `json:"kbs,omitempty"`
+	// Filter restricts the search to documents whose metadata passes it (rag.MetaFilter's JSON form).
+	Filter json.RawMessage `json:"filter,omitempty"`
 }
 
 // maxSearchRunes bounds a retrieval test's query, like a question.
@@ -44,8 +47,17 @@ func (l *library) search(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
+	none, err := l.applyMetaFilter(r.Context(), p.Tenant, in.Filter, &q)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
 	admitted, limitsDown := l.h.admit(w, r, p)
 	if !admitted {
+		return
+	}
+	if none {
+		WriteJSON(w, http.StatusOK, emptyResult())
 		return
 	}
 	res, err := l.h.d.Search.Retrieve(r.Context(), q)

@@ -120,6 +120,8 @@ type ChunkOut struct {
 	DocVersion    string `json:"doc_version,omitempty"`
 	EffectiveDate string `json:"effective_date,omitempty"`
 	Encoding      string `json:"encoding,omitempty"` // carried to the document row written in Index
+	// Meta is the front matter's pairs, written as the document's metadata in Index.
+	Meta map[string]string `json:"meta,omitempty"`
 }
 
 // EmbedIn asks for vectors; Full re-embeds every child (the fallback when an incremental update failed).
@@ -274,7 +276,7 @@ func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) 
 			Index: i, Content: p.Text, ContentHash: p.Hash, Chapter: p.Chapter, ContentType: p.ContentType, Tags: p.Tags, Page: p.Page, TokenCount: p.Tokens})
 	}
 	out := ChunkOut{Doc: in.Doc, ChunksKey: in.staging("chunks.json"), Parents: len(res.Parents), Children: len(res.Children),
-		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding}
+		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta}
 	for i, c := range res.Children {
 		k := "c" + c.Hash
 		n := occ[k]
@@ -596,6 +598,7 @@ func (s *Stages) Commit(ctx context.Context, in CommitIn) (CommitOut, error) {
 	if err := s.Records.UpdateDocument(ctx, &doc); err != nil {
 		return CommitOut{}, err
 	}
+	s.writeMeta(ctx, in.Doc, in.Meta)
 	s.cleanStaging(ctx, in.Doc)
 	return CommitOut{Doc: in.Doc, KBVersion: v}, nil
 }

@@ -24,6 +24,9 @@ type Options struct {
 	// Allow lists ranges that are permitted although not global (tests, on-premises services). Empty in
 	// production.
 	Allow []netip.Prefix
+	// AllowHosts lists host names that may be dialled whatever they resolve to (an intranet wiki named
+	// in DOCMIND_CONNECTOR_ALLOW_HOSTS): compared with the request's host, case-insensitively, exactly.
+	AllowHosts []string
 }
 
 // ErrBlocked is returned when a request targets a refused address or scheme.
@@ -81,7 +84,7 @@ func NewClient(o Options) *http.Client {
 	}}
 	tr := &http.Transport{
 		Proxy:                 nil, // proxy variables are ignored: a proxy would dial on our behalf, unchecked
-		DialContext:           dialer.DialContext,
+		DialContext:           o.dial(dialer),
 		TLSHandshakeTimeout:   5 * time.Second,
 		ResponseHeaderTimeout: 10 * time.Second,
 		MaxIdleConns:          16,

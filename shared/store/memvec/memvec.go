@@ -418,7 +418,7 @@ func (m matcher) match(r *row) bool {
 	if len(m.kbs) > 0 && !slices.Contains(m.kbs, r.kb) {
 		return false
 	}
-	if len(m.docs) > 0 && !slices.Contains(m.docs, r.doc) {
+	if len(m.docs) > 0 && !inSorted(m.docs, r.doc) {
 		return false
 	}
 	if len(m.tags) > 0 {
@@ -458,6 +458,7 @@ func (ix *Index) matcher(f rag.Filter) (matcher, bool) {
 	if m.docs, ok = known(f.DocumentIDs, ""); !ok {
 		return m, false
 	}
+	slices.Sort(m.docs) // a metadata filter restricts to thousands of documents: looked up by bisection
 	if m.tags, ok = known(f.Tags, "tag\x00"); !ok {
 		return m, false
 	}

@@ -147,3 +147,25 @@ func TestUnavailable(t *testing.T) {
 		})
 	}
 }
+
+func TestConformanceConnectors(t *testing.T) {
+	storetest.TestConnectors(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(context.Background(), mysqltest.Database(t), Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
+func TestConformanceDocumentMetadata(t *testing.T) {
+	storetest.TestDocumentMetadata(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(context.Background(), mysqltest.Database(t), Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}

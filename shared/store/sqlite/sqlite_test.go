@@ -68,3 +68,25 @@ func TestOpenUnwritableDir(t *testing.T) {
 		t.Fatal("opening under /proc succeeded")
 	}
 }
+
+func TestConformanceConnectors(t *testing.T) {
+	storetest.TestConnectors(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(filepath.Join(t.TempDir(), "docmind.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
+func TestConformanceDocumentMetadata(t *testing.T) {
+	storetest.TestDocumentMetadata(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(filepath.Join(t.TempDir(), "docmind.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}

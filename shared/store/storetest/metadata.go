@@ -1,0 +1,105 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/sqldb"
+)
+
+// TestDocumentMetadata runs the document-metadata contract (SetDocumentMetadata, GetDocumentMetadata,
+// MatchDocuments). open returns a fresh, empty, unmigrated database.
+func TestDocumentMetadata(t *testing.T, open func(t *testing.T) *sqldb.DB) {
+	db := open(t)
+	ctx := ctxT(t)
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	kb := rag.KnowledgeBase{Tenant: "t1", Name: "kb"}
+	other := rag.KnowledgeBase{Tenant: "t2", Name: "kb"}
+	for _, k := range []*rag.KnowledgeBase{&kb, &other} {
+		if err := db.CreateKB(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc := func(k rag.KnowledgeBase, name string, status string) rag.Document {
+		d := rag.Document{Tenant: k.Tenant, KBID: k.ID, SourceURI: "connector/x/" + name, FileName: name, Status: status}
+		if err := db.CreateDocument(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a, b, c := doc(kb, "a", rag.StatusReady), doc(kb, "b", rag.StatusReady), doc(kb, "c", rag.StatusReady)
+	gone := doc(kb, "gone", rag.StatusDeleted)
+	foreign := doc(other, "f", rag.StatusReady)
+	set := func(d rag.Document, m rag.Metadata) {
+		t.Helper()
+		if err := db.SetDocumentMetadata(ctx, d.Tenant, d.KBID, d.ID, m); err != nil {
+			t.Fatalf("SetDocumentMetadata(%s): %v", d.FileName, err)
+		}
+	}
+	set(a, rag.Metadata{"source": "web", "year": 2024, "labels": []string{"hr"}})
+	set(b, rag.Metadata{"source": "confluence", "year": 2025, "modified": "2025-02-01"})
+	set(b, rag.Metadata{"source": "confluence", "year": 2025, "modified": "2025-03-01"}) // replaced
+	set(gone, rag.Metadata{"source": "web"})
+	set(foreign, rag.Metadata{"source": "web"})
+
+	t.Run("GetRoundTrips", func(t *testing.T) {
+		m, err := db.GetDocumentMetadata(ctx, "t1", b.ID)
+		if err != nil || m["modified"] != "2025-03-01" || m["year"] != 2025.0 {
+			t.Fatalf("GetDocumentMetadata(b) = %v, %v; want the replaced values", m, err)
+		}
+		m, err = db.GetDocumentMetadata(ctx, "t1", c.ID)
+		if err != nil || len(m) != 0 {
+			t.Fatalf("GetDocumentMetadata(c without metadata) = %v, %v; want empty", m, err)
+		}
+		if m, _ := db.GetDocumentMetadata(ctx, "t2", a.ID); len(m) != 0 {
+			t.Fatalf("another tenant read a's metadata: %v", m)
+		}
+	})
+
+	t.Run("MatchDocuments", func(t *testing.T) {
+		for filter, want := range map[string][]rag.Document{
+			`{"key":"source","eq":"web"}`:                                          {a},
+			`{"key":"year","gte":2025}`:                                            {b},
+			`{"key":"modified","gte":"2025-03-01"}`:                                {b},
+			`{"not":{"key":"source","exists":true}}`:                               {c},
+			`{"key":"labels","in":["hr","legal"]}`:                                 {a},
+			`{"or":[{"key":"year","lt":2025},{"key":"source","eq":"confluence"}]}`: {a, b},
+		} {
+			f, err := rag.ParseMetaFilter([]byte(filter))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := db.MatchDocuments(ctx, "t1", []string{kb.ID}, f)
+			var ids []string
+			for _, d := range want {
+				ids = append(ids, d.ID)
+			}
+			slices.Sort(ids)
+			if err != nil || !slices.Equal(got, ids) {
+				t.Errorf("MatchDocuments(%s) = %v, %v; want %v (deleted and foreign documents never)", filter, got, err, ids)
+			}
+		}
+		if _, err := db.MatchDocuments(ctx, "t1", nil, nil); !rag.Is(err, rag.KindInvalid) {
+			t.Errorf("MatchDocuments without knowledge bases = %v; want Invalid", err)
+		}
+	})
+
+	t.Run("BadMetadataIsInvalid", func(t *testing.T) {
+		err := db.SetDocumentMetadata(ctx, "t1", kb.ID, c.ID, rag.Metadata{"bad key": "x"})
+		if !rag.Is(err, rag.KindInvalid) {
+			t.Fatalf("SetDocumentMetadata(bad key) = %v; want Invalid", err)
+		}
+		if m, _ := db.GetDocumentMetadata(ctx, "t1", c.ID); len(m) != 0 {
+			t.Fatalf("a refused write changed c: %v", m)
+		}
+		set(c, rag.Metadata{"n": 1})
+		set(c, rag.Metadata{}) // empty removes
+		if m, _ := db.GetDocumentMetadata(ctx, "t1", c.ID); len(m) != 0 {
+			t.Fatal(fmt.Sprint("empty metadata did not remove the row: ", m))
+		}
+	})
+}
