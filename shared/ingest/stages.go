@@ -108,6 +108,8 @@ type ExtractOut struct {
 	EngineStartMS int64 `json:"engine_start_ms,omitempty"`
 	// BudgetWaitMS is how long the extraction waited for room in the extraction memory budget (0: none).
 	BudgetWaitMS int64 `json:"budget_wait_ms,omitempty"`
+	// OCR reports the pages recognised by OCR and how confidently (nil: none was).
+	OCR *extract.OCRReport `json:"ocr,omitempty"`
 }
 
 // ChunkOut points at the chunk rows.
@@ -218,7 +220,14 @@ func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (Ex
 		return ExtractOut{}, "", err
 	}
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
-		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS}
+		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS, OCR: res.OCR}
+	if res.OCR != nil && s.Log != nil {
+		level := slog.LevelInfo
+		if len(res.OCR.LowPages) > 0 {
+			level = slog.LevelWarn
+		}
+		s.Log.Log(ctx, level, "document recognised by OCR", "document", in.DocumentID, "file", in.FileName, "ocr", res.OCR.Note())
+	}
 	if res.Hidden > 0 && s.Log != nil {
 		s.Log.Warn("hidden text stripped", "document", in.DocumentID, "file", in.FileName, "hidden", res.Hidden)
 	}
