@@ -158,7 +158,10 @@ func parsePDF(ctx context.Context, data []byte, l Limits) (Result, error) {
 		if err != nil {
 			return Result{}, Terminal("page %d of the PDF cannot be read: %v", i+1, err)
 		}
-		text := pdfText(t.Text)
+		text, err := pageText(inst, doc.Document, i, t.Text)
+		if err != nil {
+			return Result{}, err
+		}
 		if l.OCR != nil && !textLayerUsable(t.Text) {
 			md, p, err := ocrPage(ctx, inst, doc.Document, i, l.OCR, langs)
 			if err != nil {
@@ -204,6 +207,34 @@ func ocrPage(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUME
 		return "", OCRPage{}, rag.Errorf("extract", rag.KindInternal, "OCR returned %d pages for one rendered page", len(pages))
 	}
 	return pages[0].Markdown, pages[0], nil
+}
+
+// pageText is a page's text as markdown: paragraphs (pdfText), with the tables found from the text's
+// positions (findTables) as markdown tables in their place.
+func pageText(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, raw string) (string, error) {
+	if strings.Count(raw, "\n") < 1 {
+		return pdfText(raw), nil // one line: no table
+	}
+	st, err := inst.GetPageTextStructured(&requests.GetPageTextStructured{Page: requests.Page{ByIndex: &requests.PageByIndex{Document: doc, Index: i}},
+		Mode: requests.GetPageTextStructuredModeRects})
+	if err != nil {
+		return "", Terminal("page %d of the PDF cannot be read: %v", i+1, err)
+	}
+	boxes := make([]textBox, 0, len(st.Rects))
+	for _, r := range st.Rects {
+		p := r.PointPosition
+		boxes = append(boxes, textBox{text: r.Text, left: p.Left, top: p.Top, right: p.Right, bottom: p.Bottom})
+	}
+	tables := findTables(boxes)
+	if len(tables) == 0 {
+		return pdfText(raw), nil
+	}
+	lines, placed := placeTables(strings.Split(strings.ReplaceAll(strings.ReplaceAll(raw, "\r\n", "\n"), "\r", "\n"), "\n"), tables)
+	text := pdfText(strings.Join(lines, "\n"))
+	for k, t := range placed {
+		text = strings.Replace(text, tableSlot+string(rune('A'+k)), t.markdown(), 1)
+	}
+	return text, nil
 }
 
 // pdfText turns a page's text lines into paragraphs. PDFs have no paragraphs, only positioned lines, so
