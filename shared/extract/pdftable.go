@@ -50,7 +50,15 @@ func findTables(boxes []textBox) []pdfTable {
 			j++
 		}
 		if j-i >= 2 {
-			if t, ok := tableOf(lines[i:j]); ok {
+			// A merged header whose first cell is blank is one piece above the run: it joins the
+			// table when it is close, short and within the table's columns.
+			run := lines[i:j]
+			if i > 0 && len(lines[i-1].pieces) == 1 && closeBelow(lines[i-1], lines[i]) && len([]rune(lines[i-1].pieces[0].text)) <= 40 {
+				if b := bands(run); lines[i-1].pieces[0].left > b[0][1] && lines[i-1].pieces[0].right <= b[len(b)-1][1]+(lines[i].top-lines[i].bottom) {
+					run = lines[i-1 : j]
+				}
+			}
+			if t, ok := tableOf(run); ok {
 				out = append(out, t)
 			}
 		}
@@ -117,14 +125,17 @@ func closeBelow(a, b textLine) bool {
 // tableOf lays the lines out in columns, or says they are not a table: fewer than two columns, a row
 // with two pieces in one column, or long pieces (prose set in two columns, not a table).
 func tableOf(lines []textLine) (pdfTable, bool) {
-	// Columns are the bands the pieces of the body rows cover; the first row may span bands (a
-	// merged header), so it is left out when that gives more columns.
-	cols := bands(lines)
-	if len(lines) > 2 {
-		if c := bands(lines[1:]); len(c) > len(cols) {
-			cols = c
-		}
+	// Columns are the bands the pieces of the body rows cover. Up to two leading rows with fewer
+	// pieces than the fullest row are headers that may span bands (merged headers) and are left out.
+	most := 0
+	for _, l := range lines {
+		most = max(most, len(l.pieces))
 	}
+	head := 0
+	for head < min(2, len(lines)-2) && len(lines[head].pieces) < most {
+		head++
+	}
+	cols := mergeApart(bands(lines[head:]), lines[head:])
 	if len(cols) < 2 {
 		return pdfTable{}, false
 	}
@@ -144,14 +155,14 @@ func tableOf(lines []textLine) (pdfTable, bool) {
 				if p.left < c[1] && p.right > c[0] {
 					overlaps = true
 					if row[ci] != "" {
-						if li > 0 || spanned == 0 {
+						if li >= head || spanned == 0 {
 							return pdfTable{}, false
 						}
 						continue
 					}
 					row[ci] = p.text
 					spanned++
-					if li > 0 {
+					if li >= head {
 						break // only a header spans
 					}
 				}
@@ -187,6 +198,29 @@ func bands(lines []textLine) [][2]float64 {
 		out = append(out, v)
 	}
 	return out
+}
+
+// mergeApart merges neighbouring bands that no row occupies both of: they are one column whose
+// pieces do not overlap (a short left-aligned header over right-aligned numbers), not two.
+func mergeApart(cols [][2]float64, lines []textLine) [][2]float64 {
+	in := func(p piece, c [2]float64) bool { return p.left < c[1] && p.right > c[0] }
+	for k := 0; k+1 < len(cols); {
+		both := false
+		for _, l := range lines {
+			a, b := false, false
+			for _, p := range l.pieces {
+				a, b = a || in(p, cols[k]), b || in(p, cols[k+1])
+			}
+			both = both || a && b
+		}
+		if both {
+			k++
+			continue
+		}
+		cols[k][1] = cols[k+1][1]
+		cols = append(cols[:k+1], cols[k+2:]...)
+	}
+	return cols
 }
 
 // markdown renders the table with its first row as the header.
