@@ -141,22 +141,36 @@ func (t *Tesseract) Stats() Stats {
 }
 
 // Recognize recognises every page of image (PNG, JPEG, TIFF including multi-page, WebP, BMP, PNM) and
-// returns one page per image page, in order. langs overrides the configured languages ("" keeps them);
-// with "auto" the script of the first page decides (Chinese: chi_sim, whose model also reads Latin letters and digits; adding eng made Chinese pages worse: 13.6% CER against 4.9% on our generated 300 dpi page; else eng), and the pages say
-// which languages were used so that the caller can pass them on for the next image of a document.
-// Errors: Terminal for an image tesseract cannot read, or one that needs more than the memory or time
-// allowed; Unavailable when ctx ended.
+// returns one page per image page, in order. langs overrides the configured languages ("" keeps them).
+// With "auto" the image is read as English first; when that reads poorly (mean confidence below
+// extract.LowConfidence) and Chinese is installed, it is read again as Chinese (chi_sim, whose model
+// also reads Latin letters and digits; chi_sim+eng read short Chinese lines of our generated pages as
+// Latin garbage, 13.6% CER against 4.9% for chi_sim alone on one noisy 300 dpi page) and the more
+// confident reading is kept. English pages, the common
+// case, cost one pass; Tesseract's own script detection (OSD) cost more than a whole second pass.
+// The pages say which languages were used, so the caller can pass them on for the next image of the
+// same document. Errors: Terminal for an image tesseract cannot read, or one that needs more than the
+// memory or time allowed; Unavailable when ctx ended.
 func (t *Tesseract) Recognize(ctx context.Context, image []byte, langs string) ([]extract.OCRPage, error) {
 	t.init()
 	if langs == "" {
 		langs = t.Langs
 	}
-	if langs == "" || langs == "auto" {
-		var err error
-		if langs, err = t.detect(ctx, image); err != nil {
-			return nil, err
-		}
+	if langs != "" && langs != "auto" {
+		return t.recognize(ctx, image, langs)
 	}
+	eng, err := t.recognize(ctx, image, "eng")
+	if err != nil || meanConfidence(eng) >= extract.LowConfidence || !t.installed["chi_sim"] {
+		return eng, err
+	}
+	zh, err := t.recognize(ctx, image, "chi_sim")
+	if err != nil || meanConfidence(zh) <= meanConfidence(eng) {
+		return eng, err
+	}
+	return zh, nil
+}
+
+func (t *Tesseract) recognize(ctx context.Context, image []byte, langs string) ([]extract.OCRPage, error) {
 	tsv, err := t.run(ctx, image, "-l", langs, "--psm", "3", "tsv")
 	if err != nil {
 		return nil, err
@@ -171,50 +185,19 @@ func (t *Tesseract) Recognize(ctx context.Context, image []byte, langs string) (
 	return pages, nil
 }
 
-// detect chooses the languages of an image from its script. Tesseract's own script detection (OSD,
-// --psm 0) needs a fair amount of text and the osd data; without either, a first pass with both
-// languages decides by the share of Han characters it read.
-func (t *Tesseract) detect(ctx context.Context, image []byte) (string, error) {
-	both := "eng+chi_sim"
-	if !t.installed["chi_sim"] {
-		return "eng", nil
-	}
-	if t.installed["osd"] {
-		if out, err := t.run(ctx, image, "--psm", "0"); err == nil {
-			for _, l := range strings.Split(string(out), "\n") {
-				if s, ok := strings.CutPrefix(l, "Script: "); ok {
-					if strings.Contains(s, "Han") {
-						return "chi_sim", nil
-					}
-					if strings.Contains(s, "Latin") {
-						return "eng", nil
-					}
-				}
-			}
-		} else if ctx.Err() != nil {
-			return "", rag.E("ocr", rag.KindUnavailable, ctx.Err())
-		}
-	}
-	tsv, err := t.run(ctx, image, "-l", both, "--psm", "3", "tsv")
-	if err != nil {
-		return "", err
-	}
-	han, all := 0, 0
-	pages, _ := Layout(tsv, 0)
+// meanConfidence is the mean page confidence of pages with words (0 when none has any).
+func meanConfidence(pages []extract.OCRPage) float64 {
+	sum, n := 0.0, 0
 	for _, p := range pages {
-		for _, r := range p.Markdown {
-			if r > ' ' {
-				all++
-			}
-			if r >= 0x4E00 && r <= 0x9FFF {
-				han++
-			}
+		if p.Words > 0 {
+			sum += p.Confidence
+			n++
 		}
 	}
-	if han*5 >= all && han > 0 {
-		return "chi_sim", nil
+	if n == 0 {
+		return 0
 	}
-	return "eng", nil
+	return sum / float64(n)
 }
 
 // run runs tesseract on image (written to a private temporary file: tesseract reads a multi-page TIFF
