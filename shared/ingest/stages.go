@@ -122,6 +122,7 @@ type ChunkOut struct {
 	DocVersion    string `json:"doc_version,omitempty"`
 	EffectiveDate string `json:"effective_date,omitempty"`
 	Encoding      string `json:"encoding,omitempty"` // carried to the document row written in Index
+	OCRNote       string `json:"ocr_note,omitempty"` // extract.OCRReport.Note, carried to the document row
 }
 
 // EmbedIn asks for vectors; Full re-embeds every child (the fallback when an incremental update failed).
@@ -283,7 +284,7 @@ func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) 
 			Index: i, Content: p.Text, ContentHash: p.Hash, Chapter: p.Chapter, ContentType: p.ContentType, Tags: p.Tags, Page: p.Page, TokenCount: p.Tokens})
 	}
 	out := ChunkOut{Doc: in.Doc, ChunksKey: in.staging("chunks.json"), Parents: len(res.Parents), Children: len(res.Children),
-		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding}
+		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, OCRNote: in.OCR.Note()}
 	for i, c := range res.Children {
 		k := "c" + c.Hash
 		n := occ[k]
@@ -598,7 +599,7 @@ func (s *Stages) Commit(ctx context.Context, in CommitIn) (CommitOut, error) {
 	}
 	doc.Status, doc.Error, doc.ChunkCount = rag.StatusReady, "", in.Children
 	doc.DocVersion, doc.EffectiveDate = truncate(in.DocVersion, 64), truncate(in.EffectiveDate, 32)
-	doc.Encoding = truncate(in.Encoding, 32)
+	doc.Encoding, doc.OCRNote = truncate(in.Encoding, 32), truncate(in.OCRNote, 512)
 	if in.ContentHash != "" {
 		doc.ContentHash = in.ContentHash
 	}
