@@ -98,7 +98,7 @@ func (t *Tesseract) checkLangs() error {
 	}
 	want := t.Langs
 	if want == "" || want == "auto" {
-		want = "eng+chi_sim"
+		want = "eng" // auto reads Chinese too when chi_sim is installed, and English without it
 	}
 	var missing []string
 	for _, l := range strings.Split(want, "+") {
