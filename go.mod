@@ -21,6 +21,7 @@ require (
 	github.com/blevesearch/bleve/v2 v2.6.3
 	github.com/dolthub/go-mysql-server v0.20.0
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/go-pdf/fpdf v0.9.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/klippa-app/go-pdfium v1.21.4

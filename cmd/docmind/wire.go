@@ -21,9 +21,14 @@ func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Serv
 	if err != nil {
 		return nil, err
 	}
+	recognizer, err := ocrEngine(cfg.Ingest, log)
+	if err != nil {
+		return nil, err
+	}
 	st := &ingest.Stages{Records: s.SQL, Vectors: s.Vectors, Blobs: s.Blobs, Staging: memblob.New(), Embedder: emb, Log: log, Keyword: s.Keyword,
 		Limits: extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes, PDFIdle: cfg.Server.PDFIdle,
-			Budget: extract.NewBudget(cfg.Ingest.ExtractMemory)}, // one for the process: queue, watcher and batches share it
+			Budget: extract.NewBudget(cfg.Ingest.ExtractMemory), // one for the process: queue, watcher and batches share it
+			OCR:    recognizer},
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
 	return &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, Inbox: filepath.Join(cfg.DataDir, "inbox"),
 		InboxTenant: cfg.Tenant}, nil

@@ -201,7 +201,8 @@ func (f *passageFacts) load() {
 		own := text.Analyze(t)
 		words := len(contentOf(own))
 		if lf.key == nil && len(lf.numbers) > 0 && words <= 1 && words < len(lf.numbers) {
-			context, lf.bare = wordLine, true
+			// a table row keeps its header too: "| 99.0% 至 99.9% | 10% |" is about 月可用性 and 返还比例
+			context, lf.bare = strings.TrimSpace(context+"\n"+wordLine), true
 		}
 		if len(lf.numbers) == 0 && words > 0 && lf.key == nil {
 			wordLine = t

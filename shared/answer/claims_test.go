@@ -425,3 +425,24 @@ func checkClaimsAre(t *testing.T, name string, claims []Claim, want []bool) {
 		}
 	}
 }
+
+// The demo agreement's refund table as the PDF extraction now gives it (a markdown table): a row
+// whose first cell is a range of numbers keeps its header as its context, so a sentence about the
+// row is checked against that row.
+func TestClaimsOnPDFTableRows(t *testing.T) {
+	table := "服务月可用性不低于 99.9%。未达到时，按下表返还服务费：\n\n| 月可用性 | 返还比例 |\n| --- | --- |\n| 99.0% 至 99.9% | 10% |\n| 95.0% 至 99.0% | 25% |\n| 低于 95.0% | 50% |"
+	for _, c := range []struct {
+		answer string
+		want   bool
+	}{
+		{"月可用性在 99.0% 至 99.9% 之间时，返还 10% 的服务费。 [1]", true},
+		{"月可用性在 95.0% 至 99.0% 之间时，返还 25% 的服务费。 [1]", true},
+		{"月可用性低于 95.0% 时，返还 50% 的服务费。 [1]", true},
+		{"月可用性低于 95.0% 时，返还 10% 的服务费。 [1]", false},
+	} {
+		cs := CheckClaims(c.answer, []rank.Evidence{ev("服务协议.pdf", table, 1)})
+		if len(cs) != 1 || cs[0].Supported != c.want {
+			t.Errorf("%s: %+v, want supported %v", c.answer, cs, c.want)
+		}
+	}
+}

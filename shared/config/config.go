@@ -211,11 +211,34 @@ type Ingest struct {
 	// ingest): each reserves its estimated peak memory before parsing and waits while others use the
 	// budget; a file whose estimate exceeds it fails instead of growing the process.
 	ExtractMemory int64 `json:"extract_memory" env:"DOCMIND_EXTRACT_MEMORY" doc:"bytes of memory the extractions running at once may need together (at least 32 MiB); a file that alone needs more fails"`
+	// OCR chooses how images and scanned PDF pages are read: auto uses Tesseract when it is installed
+	// (and refuses such files with the install command when not), tesseract requires it, off refuses
+	// them. textract and vision are reserved for the engines of issue 21 not built yet.
+	OCR string `json:"ocr" env:"DOCMIND_OCR" doc:"auto, off or tesseract: how images and scanned PDF pages are recognised"`
+	// OCRLangs is Tesseract's language set ("eng", "chi_sim", "eng+chi_sim") or auto (English or
+	// Chinese, detected per document).
+	OCRLangs string `json:"ocr_langs" env:"DOCMIND_OCR_LANGS" doc:"OCR languages: auto (detect English or Chinese) or Tesseract names joined by + (eng+chi_sim)"`
 }
+
+// OCRModes lists the accepted DOCMIND_OCR values.
+var OCRModes = []string{"auto", "off", "tesseract"}
 
 // MinExtractMemory is the smallest extraction memory budget: below it not even a small PDF fits (the
 // PDF engine needs about 24 MiB per parse however small the file).
 const MinExtractMemory = 32 << 20
+
+// validOCRLangs accepts auto or Tesseract language names (lowercase letters and _) joined by +.
+func validOCRLangs(s string) bool {
+	if s == "auto" {
+		return true
+	}
+	for _, l := range strings.Split(s, "+") {
+		if l == "" || len(l) > 32 || strings.Trim(l, "abcdefghijklmnopqrstuvwxyz_") != "" {
+			return false
+		}
+	}
+	return true
+}
 
 // Default returns the embedded-mode defaults: everything in one process under ./data, offline providers.
 func Default() Config {
@@ -239,7 +262,7 @@ func Default() Config {
 		Chat: Chat{Provider: "offline", AgentRounds: 4, MemoryEnabled: true, MemoryMax: 200, CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, WebSearchURL: "https://api.tavily.com/search", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
 			"call your local emergency number or the person responsible now. 如遇紧急情况，请立即拨打当地急救电话或联系负责人。"},
 		Chunking: Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
-		Ingest:   Ingest{ExtractMemory: 512 << 20},
+		Ingest:   Ingest{ExtractMemory: 512 << 20, OCR: "auto", OCRLangs: "auto"},
 		Retrieval: Retrieval{BM25K1: 0.9, BM25B: 0.4, BM25TitleWeight: 2, BM25ContextWeight: 0.3, FilterFloor: 0.28, FilterDrop: 0.5,
 			MMRLambda: 0.7, GradeRerankHigh: 0.7, GradeRerankLow: 0.3, GradeCoverHigh: 0.6, GradeCoverLow: 0.2},
 		Rerank:     Rerank{Provider: "none", Format: "cohere"},
@@ -420,6 +443,15 @@ func (c Config) Validate() error {
 	}
 	if c.Ingest.ExtractMemory < MinExtractMemory {
 		add("DOCMIND_EXTRACT_MEMORY: must be at least %d bytes (32 MiB), got %d", int64(MinExtractMemory), c.Ingest.ExtractMemory)
+	}
+	switch c.Ingest.OCR {
+	case "textract", "vision":
+		add("DOCMIND_OCR: %q is not available yet (issue 21); use auto, off or tesseract", c.Ingest.OCR)
+	default:
+		oneOf("DOCMIND_OCR", c.Ingest.OCR, OCRModes...)
+	}
+	if !validOCRLangs(c.Ingest.OCRLangs) {
+		add("DOCMIND_OCR_LANGS: %q is not auto or Tesseract language names joined by + (eng+chi_sim)", c.Ingest.OCRLangs)
 	}
 
 	if oneOf("DOCMIND_RERANK_PROVIDER", c.Rerank.Provider, "none", "http", "llm") {

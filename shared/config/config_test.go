@@ -217,3 +217,32 @@ func TestVectorQuantSetting(t *testing.T) {
 		t.Fatalf("want both settings refused, got %v", err)
 	}
 }
+
+// DOCMIND_OCR and DOCMIND_OCR_LANGS: defaults, the overlay, and one clear problem per bad value.
+func TestOCRSettings(t *testing.T) {
+	if d := Default().Ingest; d.OCR != "auto" || d.OCRLangs != "auto" {
+		t.Errorf("defaults %q %q, want auto auto", d.OCR, d.OCRLangs)
+	}
+	c, err := Load("", env(map[string]string{"DOCMIND_OCR": "tesseract", "DOCMIND_OCR_LANGS": "eng+chi_sim"}))
+	if err != nil || c.Ingest.OCR != "tesseract" || c.Ingest.OCRLangs != "eng+chi_sim" {
+		t.Fatalf("overlay: %+v, %v", c.Ingest, err)
+	}
+	for _, tc := range []struct{ key, raw, want string }{
+		{"DOCMIND_OCR", "textract", `DOCMIND_OCR: "textract" is not available yet (issue 21); use auto, off or tesseract`},
+		{"DOCMIND_OCR", "vision", `DOCMIND_OCR: "vision" is not available yet (issue 21); use auto, off or tesseract`},
+		{"DOCMIND_OCR", "on", `DOCMIND_OCR: "on" is not one of auto, off, tesseract`},
+		{"DOCMIND_OCR_LANGS", "eng+", `DOCMIND_OCR_LANGS: "eng+" is not auto or Tesseract language names joined by + (eng+chi_sim)`},
+		{"DOCMIND_OCR_LANGS", "eng;rm -rf", `DOCMIND_OCR_LANGS: "eng;rm -rf" is not auto or Tesseract language names joined by + (eng+chi_sim)`},
+	} {
+		_, err := Load("", env(map[string]string{tc.key: tc.raw}))
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0] != tc.want {
+			t.Errorf("%s=%s: got %v, want the one problem %q", tc.key, tc.raw, err, tc.want)
+		}
+	}
+	for _, ok := range []string{"off", "auto"} {
+		if _, err := Load("", env(map[string]string{"DOCMIND_OCR": ok})); err != nil {
+			t.Errorf("DOCMIND_OCR=%s: %v", ok, err)
+		}
+	}
+}

@@ -156,6 +156,9 @@ var memoryCosts = map[string]memoryCost{
 	"xlsx":     {Base: 24 << 20, PerByte: 30},
 	"pptx":     {Base: 8 << 20, PerByte: 30},
 	"pdf":      {Base: 40 << 20, PerFileByte: 7, PerByte: 20},
+	// An image is recognised by a Tesseract process, whose memory is bounded on its own (ocr.Tesseract
+	// Memory x Procs); this process holds the file and the markdown.
+	"image": {Base: 4 << 20, PerByte: 3},
 }
 
 // EstimateMemory estimates what extracting data (the file named name) needs at its peak. An

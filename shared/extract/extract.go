@@ -37,6 +37,9 @@ type Limits struct {
 	// Budget, shared by the extractions of a process, bounds the memory they need together: each
 	// reserves its estimate before parsing and waits in line while others use it (nil: no bound).
 	Budget *Budget
+	// OCR recognises images and PDF pages without a usable text layer (nil: such files are refused
+	// with a message saying how to turn OCR on).
+	OCR OCR
 }
 
 func (l Limits) withDefaults() Limits {
@@ -87,6 +90,8 @@ type Result struct {
 	EngineStartMS int64 `json:"engine_start_ms,omitempty"`
 	// BudgetWaitMS is how long this parse waited for room in the memory budget (0: it did not wait).
 	BudgetWaitMS int64 `json:"budget_wait_ms,omitempty"`
+	// OCR reports the pages recognised by OCR and their confidence (nil: no page was).
+	OCR *OCRReport `json:"ocr,omitempty"`
 }
 
 // PageMarker is the line a page-aware extractor puts before each page's text; the chunker reads it to
@@ -94,7 +99,7 @@ type Result struct {
 func PageMarker(n int) string { return fmt.Sprintf("<!-- page %d -->", n) }
 
 // Formats lists the file extensions Extract understands.
-var Formats = []string{".md", ".markdown", ".txt", ".html", ".htm", ".csv", ".docx", ".xlsx", ".pptx", ".pdf"}
+var Formats = append([]string{".md", ".markdown", ".txt", ".html", ".htm", ".csv", ".docx", ".xlsx", ".pptx", ".pdf"}, imageFormats...)
 
 // Supported reports whether a file name has an extension Extract understands.
 func Supported(name string) bool {
@@ -128,6 +133,8 @@ func parserFor(name string) (parser, string) {
 		return parsePPTX, "pptx"
 	case ".pdf":
 		return parsePDF, "pdf"
+	case ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp":
+		return parseImage, "image"
 	}
 	return nil, ""
 }
@@ -238,7 +245,10 @@ func run(ctx context.Context, name, format string, p parser, data []byte, l Limi
 		return Result{}, Terminal("the document produced more than %d bytes of text", l.MaxOutputBytes)
 	}
 	if strings.TrimSpace(stripMarkers(res.Markdown)) == "" {
-		return Result{}, Terminal("no text found in this %s file (a scanned document needs OCR, which docmind does not do)", format)
+		if l.OCR == nil && format == "pdf" {
+			return Result{}, noOCR("this PDF has no text layer: a scanned document")
+		}
+		return Result{}, Terminal("no text found in this %s file", format)
 	}
 	return res, nil
 }

@@ -1,18 +1,24 @@
 package extract
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"image/png"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/klippa-app/go-pdfium"
+	"github.com/klippa-app/go-pdfium/references"
 	"github.com/klippa-app/go-pdfium/requests"
 	"github.com/klippa-app/go-pdfium/webassembly"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/docmind/docmind/shared/rag"
 )
 
 // pdfEngine owns the PDFium WebAssembly runtime (pure Go, no cgo). Starting it costs seconds and its
@@ -142,6 +148,8 @@ func parsePDF(ctx context.Context, data []byte, l Limits) (Result, error) {
 		return Result{}, Terminal("the PDF has %d pages, the limit is %d", pc.PageCount, l.MaxPages)
 	}
 	var b strings.Builder
+	var rep *OCRReport
+	langs := "" // detected on the first recognised page, kept for the others
 	for i := 0; i < pc.PageCount; i++ {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
@@ -150,9 +158,83 @@ func parsePDF(ctx context.Context, data []byte, l Limits) (Result, error) {
 		if err != nil {
 			return Result{}, Terminal("page %d of the PDF cannot be read: %v", i+1, err)
 		}
-		b.WriteString("\n" + PageMarker(i+1) + "\n\n" + pdfText(t.Text) + "\n")
+		text, err := pageText(inst, doc.Document, i, t.Text)
+		if err != nil {
+			return Result{}, err
+		}
+		if l.OCR != nil && !textLayerUsable(t.Text) {
+			md, p, err := ocrPage(ctx, inst, doc.Document, i, l.OCR, langs)
+			if err != nil {
+				return Result{}, fmt.Errorf("page %d: %w", i+1, err)
+			}
+			// A short real text layer (a caption, a page number) beats recognising its rendering.
+			if len([]rune(strings.TrimSpace(md))) > len([]rune(strings.TrimSpace(text))) {
+				text, langs = md, p.Langs
+				if rep == nil {
+					rep = &OCRReport{}
+				}
+				rep.add(i+1, p)
+			}
+		}
+		b.WriteString("\n" + PageMarker(i+1) + "\n\n" + text + "\n")
 	}
-	return Result{Markdown: b.String(), Pages: pc.PageCount, EngineStartMS: start.Milliseconds()}, nil
+	return Result{Markdown: b.String(), Pages: pc.PageCount, EngineStartMS: start.Milliseconds(), OCR: rep}, nil
+}
+
+// OCRDPI is the resolution a PDF page without a text layer is rendered at for OCR: Tesseract reads
+// body text best at 300 dpi (its documentation's advice; our CER figures in docs/ocr.md agree).
+const OCRDPI = 300
+
+// ocrPage renders page i in grey at OCRDPI and recognises it. The rendering lives in the engine's
+// WebAssembly memory (bounded by Limits.PDFMemory) until encoded as PNG for the OCR process.
+func ocrPage(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, o OCR, langs string) (string, OCRPage, error) {
+	r, err := inst.RenderPageInDPI(&requests.RenderPageInDPI{Page: requests.Page{ByIndex: &requests.PageByIndex{Document: doc, Index: i}},
+		DPI: OCRDPI, ImageFormat: requests.RenderImageFormatGrayscale})
+	if err != nil {
+		return "", OCRPage{}, Terminal("the page cannot be rendered for OCR: %v", err)
+	}
+	var img bytes.Buffer
+	err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&img, r.Result.RenderedImage)
+	r.Cleanup()
+	if err != nil {
+		return "", OCRPage{}, rag.E("extract", rag.KindInternal, err)
+	}
+	pages, err := o.Recognize(ctx, img.Bytes(), langs)
+	if err != nil {
+		return "", OCRPage{}, err
+	}
+	if len(pages) != 1 {
+		return "", OCRPage{}, rag.Errorf("extract", rag.KindInternal, "OCR returned %d pages for one rendered page", len(pages))
+	}
+	return pages[0].Markdown, pages[0], nil
+}
+
+// pageText is a page's text as markdown: paragraphs (pdfText), with the tables found from the text's
+// positions (findTables) as markdown tables in their place.
+func pageText(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, raw string) (string, error) {
+	if strings.Count(raw, "\n") < 1 {
+		return pdfText(raw), nil // one line: no table
+	}
+	st, err := inst.GetPageTextStructured(&requests.GetPageTextStructured{Page: requests.Page{ByIndex: &requests.PageByIndex{Document: doc, Index: i}},
+		Mode: requests.GetPageTextStructuredModeRects})
+	if err != nil {
+		return "", Terminal("page %d of the PDF cannot be read: %v", i+1, err)
+	}
+	boxes := make([]textBox, 0, len(st.Rects))
+	for _, r := range st.Rects {
+		p := r.PointPosition
+		boxes = append(boxes, textBox{text: r.Text, left: p.Left, top: p.Top, right: p.Right, bottom: p.Bottom})
+	}
+	tables := findTables(boxes)
+	if len(tables) == 0 {
+		return pdfText(raw), nil
+	}
+	lines, placed := placeTables(strings.Split(strings.ReplaceAll(strings.ReplaceAll(raw, "\r\n", "\n"), "\r", "\n"), "\n"), tables)
+	text := pdfText(strings.Join(lines, "\n"))
+	for k, t := range placed {
+		text = strings.Replace(text, tableSlot+string(rune('A'+k)), t.markdown(), 1)
+	}
+	return text, nil
 }
 
 // pdfText turns a page's text lines into paragraphs. PDFs have no paragraphs, only positioned lines, so

@@ -422,6 +422,7 @@ func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant strin
 		d := it.doc
 		d.Status, d.Error, d.ChunkCount, d.ContentHash = rag.StatusReady, "", it.chunks.Children, it.hash
 		d.DocVersion, d.EffectiveDate, d.Encoding = truncate(it.chunks.DocVersion, 64), truncate(it.chunks.EffectiveDate, 32), truncate(it.chunks.Encoding, 32)
+		d.OCRNote = truncate(it.chunks.OCRNote, 512)
 		if b, err := json.Marshal(it.stageMS); err == nil {
 			d.StageMillis = string(b)
 		}

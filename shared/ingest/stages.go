@@ -108,6 +108,8 @@ type ExtractOut struct {
 	EngineStartMS int64 `json:"engine_start_ms,omitempty"`
 	// BudgetWaitMS is how long the extraction waited for room in the extraction memory budget (0: none).
 	BudgetWaitMS int64 `json:"budget_wait_ms,omitempty"`
+	// OCR reports the pages recognised by OCR and how confidently (nil: none was).
+	OCR *extract.OCRReport `json:"ocr,omitempty"`
 }
 
 // ChunkOut points at the chunk rows.
@@ -122,6 +124,7 @@ type ChunkOut struct {
 	Encoding      string `json:"encoding,omitempty"` // carried to the document row written in Index
 	// Meta is the front matter's pairs, written as the document's metadata in Index.
 	Meta map[string]string `json:"meta,omitempty"`
+	OCRNote       string `json:"ocr_note,omitempty"` // extract.OCRReport.Note, carried to the document row
 }
 
 // EmbedIn asks for vectors; Full re-embeds every child (the fallback when an incremental update failed).
@@ -220,7 +223,14 @@ func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (Ex
 		return ExtractOut{}, "", err
 	}
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
-		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS}
+		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS, OCR: res.OCR}
+	if res.OCR != nil && s.Log != nil {
+		level := slog.LevelInfo
+		if len(res.OCR.LowPages) > 0 {
+			level = slog.LevelWarn
+		}
+		s.Log.Log(ctx, level, "document recognised by OCR", "document", in.DocumentID, "file", in.FileName, "ocr", res.OCR.Note())
+	}
 	if res.Hidden > 0 && s.Log != nil {
 		s.Log.Warn("hidden text stripped", "document", in.DocumentID, "file", in.FileName, "hidden", res.Hidden)
 	}
@@ -276,7 +286,7 @@ func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) 
 			Index: i, Content: p.Text, ContentHash: p.Hash, Chapter: p.Chapter, ContentType: p.ContentType, Tags: p.Tags, Page: p.Page, TokenCount: p.Tokens})
 	}
 	out := ChunkOut{Doc: in.Doc, ChunksKey: in.staging("chunks.json"), Parents: len(res.Parents), Children: len(res.Children),
-		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta}
+		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta, OCRNote: in.OCR.Note()}
 	for i, c := range res.Children {
 		k := "c" + c.Hash
 		n := occ[k]
@@ -591,7 +601,7 @@ func (s *Stages) Commit(ctx context.Context, in CommitIn) (CommitOut, error) {
 	}
 	doc.Status, doc.Error, doc.ChunkCount = rag.StatusReady, "", in.Children
 	doc.DocVersion, doc.EffectiveDate = truncate(in.DocVersion, 64), truncate(in.EffectiveDate, 32)
-	doc.Encoding = truncate(in.Encoding, 32)
+	doc.Encoding, doc.OCRNote = truncate(in.Encoding, 32), truncate(in.OCRNote, 512)
 	if in.ContentHash != "" {
 		doc.ContentHash = in.ContentHash
 	}

@@ -62,6 +62,7 @@ type Document struct {
 	ChunkCount      int       `json:"chunk_count"`
 	StageMillis     string    `json:"stage_ms,omitempty"` // JSON {"extract":ms,...} of the last ingestion
 	Encoding        string    `json:"encoding,omitempty"` // text encoding the source was read from ("utf-8", "gb18030", ...); empty for binary formats
+	OCRNote         string    `json:"ocr_note,omitempty"` // what OCR did: pages, mean confidence, pages of low confidence (empty: no OCR)
 	CreatedAt       time.Time `json:"created_at"`
 	UpdatedAt       time.Time `json:"updated_at"`
 }

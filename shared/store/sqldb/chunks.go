@@ -122,10 +122,10 @@ func (s *DB) CommitDocuments(ctx context.Context, tenant string, docs []rag.Docu
 			}
 			kbs[kb] = true
 			if _, err := tx.ExecContext(ctx, `UPDATE documents SET source_etag = ?, source_sequencer = ?, file_name = ?, file_type = ?,
-		content_hash = ?, status = ?, error = ?, doc_version = ?, effective_date = ?, chunk_count = ?, stage_ms = ?, source_encoding = ?, updated_at = ?
+		content_hash = ?, status = ?, error = ?, doc_version = ?, effective_date = ?, chunk_count = ?, stage_ms = ?, source_encoding = ?, ocr_note = ?, updated_at = ?
 		WHERE tenant_id = ? AND id = ?`,
 				d.SourceETag, d.SourceSequencer, d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion,
-				d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, now, d.Tenant, d.ID); err != nil {
+				d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, d.OCRNote, now, d.Tenant, d.ID); err != nil {
 				return err
 			}
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 const docColumns = `id, tenant_id, kb_id, source_uri, source_etag, source_sequencer, file_name, file_type, content_hash,
-	status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, created_at, updated_at`
+	status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, ocr_note, created_at, updated_at`
 
 var validStatus = map[string]bool{rag.StatusPending: true, rag.StatusProcessing: true, rag.StatusReady: true, rag.StatusFailed: true, rag.StatusDeleted: true}
 
@@ -18,7 +18,7 @@ func scanDoc(row interface{ Scan(...any) error }) (rag.Document, error) {
 	var d rag.Document
 	var created, updated int64
 	err := row.Scan(&d.ID, &d.Tenant, &d.KBID, &d.SourceURI, &d.SourceETag, &d.SourceSequencer, &d.FileName, &d.FileType,
-		&d.ContentHash, &d.Status, &d.Error, &d.DocVersion, &d.EffectiveDate, &d.ChunkCount, &d.StageMillis, &d.Encoding, &created, &updated)
+		&d.ContentHash, &d.Status, &d.Error, &d.DocVersion, &d.EffectiveDate, &d.ChunkCount, &d.StageMillis, &d.Encoding, &d.OCRNote, &created, &updated)
 	d.CreatedAt, d.UpdatedAt = fromMS(created), fromMS(updated)
 	return d, err
 }
@@ -31,7 +31,7 @@ func validateDoc(op string, d *rag.Document) error {
 		return rag.Errorf(op, rag.KindInvalid, "source uri must be 1-2048 bytes")
 	}
 	if len(d.FileName) > 1024 || len(d.SourceETag) > 255 || len(d.SourceSequencer) > 64 || len(d.FileType) > 32 ||
-		len(d.DocVersion) > 64 || len(d.EffectiveDate) > 32 || len(d.ContentHash) > 64 || len(d.StageMillis) > 1024 || len(d.Encoding) > 32 {
+		len(d.DocVersion) > 64 || len(d.EffectiveDate) > 32 || len(d.ContentHash) > 64 || len(d.StageMillis) > 1024 || len(d.Encoding) > 32 || len(d.OCRNote) > 512 {
 		return rag.Errorf(op, rag.KindInvalid, "document metadata field too long")
 	}
 	if !validStatus[d.Status] {
@@ -67,10 +67,10 @@ func (s *DB) CreateDocument(ctx context.Context, d *rag.Document) error {
 	// under REPEATABLE READ; under READ COMMITTED (a DSN's transaction_isolation) it reads a snapshot, so
 	// the lock is asked for (shareLock). SQLite writes one transaction at a time.
 	res, err := s.db.ExecContext(ctx, `INSERT INTO documents (id, tenant_id, kb_id, source_uri, source_hash, source_etag, source_sequencer,
-		file_name, file_type, content_hash, status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, created_at, updated_at)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM knowledge_bases WHERE tenant_id = ? AND id = ?`+s.shareLock(),
+		file_name, file_type, content_hash, status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, ocr_note, created_at, updated_at)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM knowledge_bases WHERE tenant_id = ? AND id = ?`+s.shareLock(),
 		d.ID, d.Tenant, d.KBID, d.SourceURI, sourceHash(d.SourceURI), d.SourceETag, d.SourceSequencer,
-		d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, now, now,
+		d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, d.OCRNote, now, now,
 		d.Tenant, d.KBID)
 	if err != nil {
 		return s.classify(op, err)
@@ -146,10 +146,10 @@ func (s *DB) UpdateDocument(ctx context.Context, d *rag.Document) error {
 	}
 	now := ms(s.now())
 	res, err := s.db.ExecContext(ctx, `UPDATE documents SET source_etag = ?, source_sequencer = ?, file_name = ?, file_type = ?,
-		content_hash = ?, status = ?, error = ?, doc_version = ?, effective_date = ?, chunk_count = ?, stage_ms = ?, source_encoding = ?, updated_at = ?
+		content_hash = ?, status = ?, error = ?, doc_version = ?, effective_date = ?, chunk_count = ?, stage_ms = ?, source_encoding = ?, ocr_note = ?, updated_at = ?
 		WHERE tenant_id = ? AND id = ?`,
 		d.SourceETag, d.SourceSequencer, d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion,
-		d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, now, d.Tenant, d.ID)
+		d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, d.OCRNote, now, d.Tenant, d.ID)
 	if err != nil {
 		return s.classify(op, err)
 	}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/ocr"
+)
+
+// Without Tesseract, auto starts with OCR off and tesseract refuses to start, naming the packages.
+func TestOCREngineChoice(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Setenv("PATH", t.TempDir())
+	for _, mode := range []string{"off", "auto"} {
+		if e, err := ocrEngine(config.Ingest{OCR: mode, OCRLangs: "auto"}, log); e != nil || err != nil {
+			t.Errorf("%s without tesseract: %v, %v; want no engine and no error", mode, e, err)
+		}
+	}
+	_, err := ocrEngine(config.Ingest{OCR: "tesseract", OCRLangs: "auto"}, log)
+	if err == nil || !strings.Contains(err.Error(), ocr.Install) {
+		t.Errorf("tesseract without tesseract: %v; want the install command", err)
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package ocr
+
+import "os"
+
+func maxRSS(*os.ProcessState) int64 { return 0 }
