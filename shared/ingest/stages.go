@@ -123,8 +123,8 @@ type ChunkOut struct {
 	EffectiveDate string `json:"effective_date,omitempty"`
 	Encoding      string `json:"encoding,omitempty"` // carried to the document row written in Index
 	// Meta is the front matter's pairs, written as the document's metadata in Index.
-	Meta map[string]string `json:"meta,omitempty"`
-	OCRNote       string `json:"ocr_note,omitempty"` // extract.OCRReport.Note, carried to the document row
+	Meta    map[string]string `json:"meta,omitempty"`
+	OCRNote string            `json:"ocr_note,omitempty"` // extract.OCRReport.Note, carried to the document row
 }
 
 // EmbedIn asks for vectors; Full re-embeds every child (the fallback when an incremental update failed).
