@@ -67,7 +67,7 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 	if err != nil {
 		return nil, err
 	}
-	off, err := offloaded(ctx, c)
+	off, err := offloaded(ctx, c, tr)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -85,9 +85,9 @@ type offload struct {
 	Grader   retrieve.Grader
 }
 
-// offloaded builds the rerank and grade functions' clients named by the caps, with one AWS
-// configuration for both (none is loaded when neither is named).
-func offloaded(ctx context.Context, c caps) (offload, error) {
+// offloaded builds the rerank and grade functions' clients named by the caps: one SDK Lambda client for
+// both (none is built when neither is named), carrying the trace of the request in flight (tr).
+func offloaded(ctx context.Context, c caps, tr *obs.Tracing) (offload, error) {
 	var off offload
 	if c.RerankFunction == "" && c.GradeFunction == "" {
 		return off, nil
@@ -96,7 +96,7 @@ func offloaded(ctx context.Context, c caps) (offload, error) {
 	if err != nil {
 		return off, err
 	}
-	inv := &lambdafn.HTTPInvoker{Config: ac}
+	inv := lambdafn.NewInvoker(ac, "", tr.Propagator())
 	if fn := c.RerankFunction; fn != "" {
 		off.Reranker = &lambdafn.Reranker{Function: lambdafn.Function{Client: inv, Name: fn, Timeout: c.RerankTimeout}}
 	}
