@@ -1,8 +1,8 @@
 // Package httpfn is what the two HTTP functions share: query (the chat behind a Function URL) and api
 // (the management API behind API Gateway) serve shared/httpapi's handler over the same stores, traced
 // the same way, with identity wired as `docmind serve` wires it. Only they import it: it links the HTTP
-// handler, the chat pipeline's wiring and the Redis client, but no Milvus client: each main passes the
-// opener of its collections (VectorOpener).
+// handler, the chat pipeline's wiring and the Redis client; each main passes the opener of its
+// collections (VectorOpener).
 package httpfn
 
 import (
@@ -36,9 +36,8 @@ type Stores struct {
 	KV       store.KV
 }
 
-// VectorOpener opens one existing Milvus collection by name. The api function passes stores.Vectors
-// (the official client's adapter, which also creates and loads it); the query function passes an opener
-// over milvuslite, so that this package links no Milvus client itself.
+// VectorOpener opens one Milvus collection by name. The api function passes stores.Vectors (which also
+// creates and loads it); the query function passes a Late opener, which never creates one.
 type VectorOpener func(ctx context.Context, cfg config.Config, collection string) (store.VectorIndex, error)
 
 // Open opens Aurora, the chunks' collection (and the memories' collection, "<collection>_memories", when

@@ -3,7 +3,7 @@
 // official client's adapter, which creates and loads the collections. The documents bucket is package
 // bucket's and Redis httpfn's, so the functions without them (askstep; query has no S3) do not link their
 // adapters; the embedded adapters never reach a binary (deptest). The query function does not import
-// this package: it opens Aurora with package aurora and its collections with shared/store/milvus/milvuslite.
+// this package: it opens Aurora with package aurora and its collections Late (never creating them).
 // migrate opens its single connection itself.
 package stores
 

@@ -1,6 +1,6 @@
 // Package aurora opens the Aurora MySQL database and its keyword index from the configuration
 // awsenv.Load returns. It is stores' first half without Milvus: the query function opens its vectors
-// with the search-side adapter (milvuslite), and importing stores would link the official Milvus client.
+// itself (Late: it never creates a collection).
 package aurora
 
 import (
