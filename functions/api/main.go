@@ -70,7 +70,7 @@ func loadSettings(getenv func(string) string) (settings, error) {
 
 // open reads the configuration and opens the stores; nothing is opened per invocation.
 func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (http.Handler, error) {
-	cfg, err := awsenv.Load(ctx, getenv)
+	cfg, env, err := awsenv.LoadEnv(ctx, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	hs, err := httpfn.Open(ctx, cfg, stores.Vectors)
+	hs, err := httpfn.Open(ctx, cfg, httpfn.RedisOptions(cfg, env), stores.Vectors)
 	if err != nil {
 		return nil, err
 	}

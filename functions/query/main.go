@@ -49,7 +49,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 // before any store is opened, then opens the stores this function reads: no S3 (uploads belong to the
 // api function), no embedded store, and Milvus through the official client's adapter (openVectors).
 func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
-	cfg, err := awsenv.Load(ctx, getenv)
+	cfg, env, err := awsenv.LoadEnv(ctx, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 	if cfg.KV.Driver != "redis" {
 		return nil, kvError(cfg.KV.Driver)
 	}
-	s, err := httpfn.Open(ctx, cfg, openVectors)
+	s, err := httpfn.Open(ctx, cfg, httpfn.RedisOptions(cfg, env), openVectors)
 	if err != nil {
 		return nil, err
 	}
