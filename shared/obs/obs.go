@@ -135,6 +135,14 @@ func (t *Tracing) Middleware(next http.Handler) http.Handler {
 // (Lambda-Runtime-Trace-Id; it also sets _X_AMZN_TRACE_ID). The library uses this plain string key.
 const lambdaTraceKey = "x-amzn-trace-id"
 
+// LambdaTraceHeader is the X-Ray trace header of the Lambda invocation ctx belongs to ("" outside
+// one): what a function passes on to an execution it starts (StartExecution's TraceHeader) when it
+// serves no HTTP request.
+func LambdaTraceHeader(ctx context.Context) string {
+	h, _ := ctx.Value(lambdaTraceKey).(string)
+	return h
+}
+
 // Extract returns ctx continuing the trace in carrier (X-Amzn-Trace-Id or traceparent); when carrier has
 // none, the Lambda invocation's own trace header (what Step Functions and the Invoke API passed), so a
 // function invoked without HTTP headers still joins its caller's trace.
@@ -143,7 +151,7 @@ func (t *Tracing) Extract(ctx context.Context, carrier propagation.TextMapCarrie
 	if trace.SpanContextFromContext(out).IsRemote() {
 		return out
 	}
-	if h, ok := ctx.Value(lambdaTraceKey).(string); ok && h != "" {
+	if h := LambdaTraceHeader(ctx); h != "" {
 		return t.prop.Extract(ctx, propagation.MapCarrier{"X-Amzn-Trace-Id": h})
 	}
 	return out

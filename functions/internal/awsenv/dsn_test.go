@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 )
 
 // DOCMIND_SQL_TLS sets the DSN's tls parameter, with or without DOCMIND_SQL_HOST, whatever the
@@ -28,5 +31,25 @@ func TestLoadSetsTLS(t *testing.T) {
 		if !strings.Contains(cfg.SQL.DSN, c.want) || !strings.Contains(cfg.SQL.DSN, "tls=rds") || strings.Contains(cfg.SQL.DSN, "tls=false") {
 			t.Errorf("%v: DSN %s, want %s... with tls=rds", c.env, cfg.SQL.DSN, c.want)
 		}
+	}
+}
+
+type recordStart struct{ in *sfn.StartExecutionInput }
+
+func (r *recordStart) StartExecution(_ context.Context, in *sfn.StartExecutionInput, _ ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error) {
+	r.in = in
+	return &sfn.StartExecutionOutput{}, nil
+}
+
+// An execution started while serving a Lambda invocation carries the invocation's X-Ray trace header.
+func TestStartCarriesTrace(t *testing.T) {
+	const h = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	r := &recordStart{}
+	ctx := context.WithValue(context.Background(), "x-amzn-trace-id", h) //nolint:staticcheck // aws-lambda-go's own key
+	if _, err := (Executions{Client: r, StateMachineARN: "arn:m"}).Start(ctx, "n", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToString(r.in.TraceHeader); got != h {
+		t.Errorf("TraceHeader %q, want %q", got, h)
 	}
 }
