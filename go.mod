@@ -37,6 +37,7 @@ require (
 	github.com/sirupsen/logrus v1.9.3
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/tmc/langchaingo v0.1.14
+	go.opentelemetry.io/contrib/propagators/aws v1.44.0
 	go.opentelemetry.io/otel v1.44.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.44.0
 	go.opentelemetry.io/otel/sdk v1.44.0

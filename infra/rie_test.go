@@ -213,7 +213,10 @@ func newFixture(t *testing.T) *fixture {
 	params := map[string]any{"MilvusAddr": f.milvus.Addr(), "RedisAddr": "127.0.0.1:1", "EmbeddingDim": "64",
 		"MySQLSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:db", "MilvusSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:milvus"}
 	resources := map[string]string{"DOCMIND_S3_BUCKET": bucket, "DOCMIND_INGEST_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:ingest",
-		"DOCMIND_ANSWER_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:answer"}
+		"DOCMIND_ANSWER_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:answer",
+		// the in-process MySQL server speaks no TLS here; tls=rds is tested against one that requires
+		// it in shared/store/mysql (TestTLSRDS)
+		"DOCMIND_SQL_TLS": "false"}
 	s3For := func(fn string) string { // every function reaches S3 through its own policy
 		f.iamMu.Lock()
 		defer f.iamMu.Unlock()

@@ -31,6 +31,7 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/obs"
 	"github.com/docmind/docmind/shared/store"
 	"github.com/docmind/docmind/shared/wire"
 )
@@ -69,7 +70,7 @@ func loadSettings(getenv func(string) string) (settings, error) {
 
 // open reads the configuration and opens the stores; nothing is opened per invocation.
 func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (http.Handler, error) {
-	cfg, err := awsenv.Load(ctx, getenv)
+	cfg, env, err := awsenv.LoadEnv(ctx, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	hs, err := httpfn.Open(ctx, cfg, stores.Vectors)
+	hs, err := httpfn.Open(ctx, cfg, httpfn.RedisOptions(cfg, env), stores.Vectors)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (ht
 	s := backends{Stores: hs, Blobs: blobs, S3: awsenv.S3Client(ac, cfg), Bucket: cfg.Blob.Bucket,
 		Executions: awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: set.IngestStateMachine}}
 	if set.AnswerStateMachine != "" {
-		s.Asker = &askflow.Asker{Client: sfn.NewFromConfig(ac), StateMachineARN: set.AnswerStateMachine}
+		s.Asker = &askflow.Asker{Client: sfn.NewFromConfig(ac), StateMachineARN: set.AnswerStateMachine, Propagator: obs.Propagator()}
 	}
 	return newHandler(cfg, s, log)
 }

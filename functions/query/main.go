@@ -24,7 +24,7 @@ import (
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/retrieve"
 	"github.com/docmind/docmind/shared/store"
-	"github.com/docmind/docmind/shared/store/milvus/milvuslite"
+	"github.com/docmind/docmind/shared/store/milvus"
 )
 
 var version = "dev"
@@ -47,9 +47,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 // open reads the configuration (secrets resolved once), checks the caps and the authentication mode
 // before any store is opened, then opens the stores this function reads: no S3 (uploads belong to the
-// api function), no embedded store, and Milvus through milvuslite (openVectors).
+// api function), no embedded store, and Milvus through the official client's adapter (openVectors).
 func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
-	cfg, err := awsenv.Load(ctx, getenv)
+	cfg, env, err := awsenv.LoadEnv(ctx, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +63,11 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 	if cfg.KV.Driver != "redis" {
 		return nil, kvError(cfg.KV.Driver)
 	}
-	s, err := httpfn.Open(ctx, cfg, openVectors)
+	s, err := httpfn.Open(ctx, cfg, httpfn.RedisOptions(cfg, env), openVectors)
 	if err != nil {
 		return nil, err
 	}
-	off, err := offloaded(ctx, c)
+	off, err := offloaded(ctx, c, tr)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -85,9 +85,9 @@ type offload struct {
 	Grader   retrieve.Grader
 }
 
-// offloaded builds the rerank and grade functions' clients named by the caps, with one AWS
-// configuration for both (none is loaded when neither is named).
-func offloaded(ctx context.Context, c caps) (offload, error) {
+// offloaded builds the rerank and grade functions' clients named by the caps: one SDK Lambda client for
+// both (none is built when neither is named), carrying the trace of the request in flight (tr).
+func offloaded(ctx context.Context, c caps, tr *obs.Tracing) (offload, error) {
 	var off offload
 	if c.RerankFunction == "" && c.GradeFunction == "" {
 		return off, nil
@@ -96,7 +96,7 @@ func offloaded(ctx context.Context, c caps) (offload, error) {
 	if err != nil {
 		return off, err
 	}
-	inv := &lambdafn.HTTPInvoker{Config: ac}
+	inv := lambdafn.NewInvoker(ac, "", tr.Propagator())
 	if fn := c.RerankFunction; fn != "" {
 		off.Reranker = &lambdafn.Reranker{Function: lambdafn.Function{Client: inv, Name: fn, Timeout: c.RerankTimeout}}
 	}
@@ -106,17 +106,16 @@ func offloaded(ctx context.Context, c caps) (offload, error) {
 	return off, nil
 }
 
-// openVectors opens a collection with milvuslite rather than the official client's adapter: the client
-// and milvus/pkg were 26 MB of this binary and part of its cold start (issue #12). The query side never
-// creates or loads a collection, and opens it Late: on a fresh stack the api, ingest and stage functions
-// create the collections on their first start, which may come after this function's (the page is served
-// here), so until then a search fails NotFound (the chat answers from the keyword leg with "vector" in
-// degraded, memory is skipped, the health check names the cause) instead of the whole function failing
-// its start.
+// openVectors opens a collection through the official client's adapter, Lazy and Late: nothing is
+// dialled at init (the first question connects), and the query side never creates or loads a
+// collection. On a fresh stack the api, ingest and stage functions create the collections on their
+// first use, which may come after this function's (the page is served here), so until then a search
+// fails NotFound (the chat answers from the keyword leg with "vector" in degraded, memory is skipped,
+// the health check names the cause) instead of the whole function failing its start.
 func openVectors(ctx context.Context, cfg config.Config, collection string) (store.VectorIndex, error) {
 	v := cfg.Vector
-	ix, err := milvuslite.Open(ctx, milvuslite.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: collection, Dim: v.Dim,
-		CallTimeout: v.CallTimeout, Late: true})
+	ix, err := milvus.Open(ctx, milvus.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: collection, Dim: v.Dim,
+		CallTimeout: v.CallTimeout, Late: true, Lazy: true})
 	if err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func TestGradeFunction(t *testing.T) {
 // TestOffloaded: the caps name the functions; only those named are called, with their own bounds.
 func TestOffloaded(t *testing.T) {
 	t.Setenv("AWS_REGION", "eu-west-1")
-	off, err := offloaded(context.Background(), defaultCaps())
+	off, err := offloaded(context.Background(), defaultCaps(), nil)
 	if err != nil || off.Reranker != nil || off.Grader != nil {
 		t.Fatalf("none named: %+v %v", off, err)
 	}
@@ -110,13 +110,13 @@ func TestOffloaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, err = offloaded(context.Background(), c)
+	off, err = offloaded(context.Background(), c, nil)
 	g, ok := off.Grader.(*lambdafn.Grader)
 	if err != nil || off.Reranker != nil || !ok || g.Name != "docmind-dev-grade" || g.Timeout != 2*time.Second {
 		t.Fatalf("grade named: %+v %v", off, err)
 	}
 	c.RerankFunction = "docmind-dev-rerank"
-	off, err = offloaded(context.Background(), c)
+	off, err = offloaded(context.Background(), c, nil)
 	r, ok := off.Reranker.(*lambdafn.Reranker)
 	if err != nil || !ok || r.Name != "docmind-dev-rerank" || r.Timeout != 10*time.Second || off.Grader == nil {
 		t.Fatalf("both named: %+v %v", off, err)

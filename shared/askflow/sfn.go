@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/rag"
@@ -23,6 +24,9 @@ type SyncStarter interface {
 type Asker struct {
 	Client          SyncStarter
 	StateMachineARN string
+	// Propagator, when set, passes the request's trace to the execution as its X-Ray TraceHeader, so
+	// the workflow's Lambda tasks are in the question's trace (obs.Propagator).
+	Propagator propagation.TextMapPropagator
 }
 
 // Ask implements httpapi.Asker. Errors: the failed Task's error kind (its errorType: Invalid,
@@ -33,7 +37,15 @@ func (a *Asker) Ask(ctx context.Context, req answer.Request) (*answer.Done, erro
 	if err != nil {
 		return nil, rag.E(op, rag.KindInternal, err)
 	}
-	out, err := a.Client.StartSyncExecution(ctx, &sfn.StartSyncExecutionInput{StateMachineArn: aws.String(a.StateMachineARN), Input: aws.String(string(in))})
+	start := &sfn.StartSyncExecutionInput{StateMachineArn: aws.String(a.StateMachineARN), Input: aws.String(string(in))}
+	if a.Propagator != nil {
+		c := propagation.MapCarrier{}
+		a.Propagator.Inject(ctx, c)
+		if h := c.Get("X-Amzn-Trace-Id"); h != "" {
+			start.TraceHeader = aws.String(h)
+		}
+	}
+	out, err := a.Client.StartSyncExecution(ctx, start)
 	if err != nil {
 		return nil, rag.E(op, rag.KindUnavailable, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -198,11 +199,14 @@ func TestBatchReportsOnlyFailures(t *testing.T) {
 }
 
 type fakeSecrets struct {
+	mu    sync.Mutex // Env reads secrets concurrently
 	vals  map[string]string
 	calls int
 }
 
 func (f *fakeSecrets) SecretString(_ context.Context, id string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls++
 	v, ok := f.vals[id]
 	if !ok {
@@ -284,7 +288,7 @@ func TestMySQLDSNShapes(t *testing.T) {
 }
 
 func TestFieldOrPlainShapes(t *testing.T) {
-	get := fieldOrPlain([]string{"token", "api_key"})
+	get := fieldOrPlain([]string{"token", "api_key"}, false)
 	for _, c := range []struct{ secret, want string }{
 		{" tok-1\n", "tok-1"}, {`{"api_key":"k2"}`, "k2"}, {`  {"token":"t3","api_key":"k3"}`, "t3"},
 	} {

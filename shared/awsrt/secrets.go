@@ -15,7 +15,8 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 )
 
-// SecretReader returns the string value of one secret.
+// SecretReader returns the string value of one secret. It must be safe for concurrent use (Env reads
+// several secrets at once).
 type SecretReader interface {
 	SecretString(ctx context.Context, id string) (string, error)
 }
@@ -41,29 +42,59 @@ func (m SecretsManager) SecretString(ctx context.Context, id string) (string, er
 }
 
 // Cache remembers each secret for the life of the process: a Lambda reads a secret once per cold start,
-// not once per invocation (a GetSecretValue costs latency and money, and throttles at scale).
+// not once per invocation (a GetSecretValue costs latency and money, and throttles at scale). Callers
+// asking for different secrets read them at the same time; callers asking for one being read wait for
+// that read instead of starting another.
 type Cache struct {
 	Reader SecretReader
 	mu     sync.Mutex
-	vals   map[string]string
+	vals   map[string]*secretRead
 }
 
-// SecretString implements SecretReader, reading through to Reader on the first request only.
+// secretRead is one secret's read: done closes when val and err are set.
+type secretRead struct {
+	done chan struct{}
+	val  string
+	err  error
+}
+
+// SecretString implements SecretReader, reading through to Reader on the first request only (a failed
+// read is not remembered: the next request reads again).
 func (c *Cache) SecretString(ctx context.Context, id string) (string, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.vals[id]; ok {
-		return v, nil
-	}
-	v, err := c.Reader.SecretString(ctx, id)
-	if err != nil {
-		return "", err
-	}
 	if c.vals == nil {
-		c.vals = map[string]string{}
+		c.vals = map[string]*secretRead{}
 	}
-	c.vals[id] = v
-	return v, nil
+	r, ok := c.vals[id]
+	if !ok {
+		r = &secretRead{done: make(chan struct{})}
+		c.vals[id] = r
+	}
+	c.mu.Unlock()
+	if ok {
+		select {
+		case <-r.done:
+			if r.err == nil {
+				return r.val, nil
+			}
+			return c.retry(ctx, id, r)
+		case <-ctx.Done():
+			return "", rag.E("awsrt.SecretString", rag.KindUnavailable, ctx.Err())
+		}
+	}
+	r.val, r.err = c.Reader.SecretString(ctx, id)
+	close(r.done)
+	return r.val, r.err
+}
+
+// retry forgets a failed read (unless another caller already did) and reads again.
+func (c *Cache) retry(ctx context.Context, id string, failed *secretRead) (string, error) {
+	c.mu.Lock()
+	if c.vals[id] == failed {
+		delete(c.vals, id)
+	}
+	c.mu.Unlock()
+	return c.SecretString(ctx, id)
 }
 
 // Binding says which configuration variable a secret fills.
@@ -74,6 +105,9 @@ type Binding struct {
 	// Fields present in a JSON object.
 	Decode func(secret string) (string, error)
 	Fields []string
+	// Optional leaves Var unset when the secret is a plain string or a JSON object without any of
+	// Fields (the Redis secret's username and tls), instead of failing.
+	Optional bool
 }
 
 // Bindings are the secrets docmind's functions read: the Aurora DSN, the Milvus token, the model and web
@@ -87,32 +121,58 @@ func Bindings() []Binding {
 		{ARNVar: "DOCMIND_RERANK_API_KEY_SECRET_ARN", Var: "DOCMIND_RERANK_API_KEY", Fields: []string{"api_key", "apiKey", "key"}},
 		{ARNVar: "DOCMIND_WEB_SEARCH_API_KEY_SECRET_ARN", Var: "DOCMIND_WEB_SEARCH_API_KEY", Fields: []string{"api_key", "apiKey", "key"}},
 		{ARNVar: "DOCMIND_REDIS_SECRET_ARN", Var: "DOCMIND_REDIS_PASSWORD", Fields: []string{"password", "auth_token"}},
+		// ElastiCache RBAC users (Valkey/Redis 7 and Serverless) log in with a user name; Serverless
+		// accepts TLS connections only, so a secret may say tls true
+		{ARNVar: "DOCMIND_REDIS_SECRET_ARN", Var: "DOCMIND_REDIS_USERNAME", Fields: []string{"username", "user"}, Optional: true},
+		{ARNVar: "DOCMIND_REDIS_SECRET_ARN", Var: "DOCMIND_REDIS_TLS", Decode: redisTLS, Optional: true},
 	}
 }
 
 // Env resolves every binding whose ARN variable is set and whose target variable is not, and returns a
-// getenv that serves the resolved values over base. Call it once at init: secrets are read then (through
-// r, which should be a Cache), never at invocation. Errors name the variable and the secret, never a value.
+// getenv that serves the resolved values over base. The secrets are read at the same time (through r,
+// which should be a Cache, so a secret bound to several variables is read once): a cold start waits for
+// the slowest read, not their sum. Call it once at init: secrets are read then, never at invocation.
+// Errors name the variable and the secret, never a value; with several failures, the first binding's.
 func Env(ctx context.Context, base func(string) string, r SecretReader, bindings []Binding) (func(string) string, error) {
-	vals := map[string]string{}
-	for _, b := range bindings {
+	type result struct {
+		val string
+		set bool
+		err error
+	}
+	results := make([]result, len(bindings))
+	var wg sync.WaitGroup
+	for i, b := range bindings {
 		arn := base(b.ARNVar)
 		if arn == "" || base(b.Var) != "" {
 			continue
 		}
-		s, err := r.SecretString(ctx, arn)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", b.ARNVar, err)
+		wg.Go(func() {
+			s, err := r.SecretString(ctx, arn)
+			if err != nil {
+				results[i].err = fmt.Errorf("%s: %w", b.ARNVar, err)
+				return
+			}
+			decode := b.Decode
+			if decode == nil {
+				decode = fieldOrPlain(b.Fields, b.Optional)
+			}
+			v, err := decode(s)
+			if err != nil {
+				results[i].err = rag.E("awsrt.Env", rag.KindInvalid, fmt.Errorf("%s (secret %s): %w", b.ARNVar, arn, err))
+				return
+			}
+			results[i] = result{val: v, set: v != "" || !b.Optional}
+		})
+	}
+	wg.Wait()
+	vals := map[string]string{}
+	for i, res := range results {
+		if res.err != nil {
+			return nil, res.err
 		}
-		decode := b.Decode
-		if decode == nil {
-			decode = fieldOrPlain(b.Fields)
+		if res.set {
+			vals[bindings[i].Var] = res.val
 		}
-		v, err := decode(s)
-		if err != nil {
-			return nil, rag.E("awsrt.Env", rag.KindInvalid, fmt.Errorf("%s (secret %s): %w", b.ARNVar, arn, err))
-		}
-		vals[b.Var] = v
 	}
 	return func(k string) string {
 		if v, ok := vals[k]; ok {
@@ -120,6 +180,32 @@ func Env(ctx context.Context, base func(string) string, r SecretReader, bindings
 		}
 		return base(k)
 	}, nil
+}
+
+// redisTLS reads the Redis secret's "tls" (true or false, as a JSON bool or string); "" (unset) for a
+// plain-string secret or one without it, so DOCMIND_REDIS_TLS keeps its own value.
+func redisTLS(secret string) (string, error) {
+	t, isJSON, err := trimSecret(secret)
+	if err != nil || !isJSON {
+		return "", err
+	}
+	var s struct {
+		TLS any `json:"tls"`
+	}
+	if err := json.Unmarshal([]byte(t), &s); err != nil {
+		return "", fmt.Errorf("secret is neither a plain string nor a JSON object")
+	}
+	switch v := s.TLS.(type) {
+	case nil:
+		return "", nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	case string:
+		if b, err := strconv.ParseBool(v); err == nil {
+			return strconv.FormatBool(b), nil
+		}
+	}
+	return "", fmt.Errorf("secret field tls must be true or false")
 }
 
 // trimSecret trims a secret's value and tells whether it is a JSON object; anything else is the value
@@ -132,11 +218,17 @@ func trimSecret(secret string) (string, bool, error) {
 	return t, strings.HasPrefix(t, "{"), nil
 }
 
-func fieldOrPlain(fields []string) func(string) (string, error) {
+func fieldOrPlain(fields []string, optional bool) func(string) (string, error) {
 	return func(s string) (string, error) {
 		t, isJSON, err := trimSecret(s)
-		if err != nil || !isJSON {
-			return t, err
+		if err != nil {
+			return "", err
+		}
+		if !isJSON {
+			if optional {
+				return "", nil // a plain string is the binding's main value (the password), not this one
+			}
+			return t, nil
 		}
 		var m map[string]any
 		if err := json.Unmarshal([]byte(t), &m); err != nil {
@@ -146,6 +238,9 @@ func fieldOrPlain(fields []string) func(string) (string, error) {
 			if v, ok := m[f].(string); ok && v != "" {
 				return v, nil
 			}
+		}
+		if optional {
+			return "", nil
 		}
 		return "", fmt.Errorf("secret JSON has none of the fields %v", fields)
 	}

@@ -7,19 +7,17 @@
 package lambdafn
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -39,62 +37,76 @@ type Reply struct {
 	FunctionError string
 }
 
-// HTTPInvoker calls the Lambda Invoke API (POST /2015-03-31/functions/{name}/invocations) signed with
-// SigV4. It replaces the SDK's Lambda client, which would add 2.3 MB to the chat binary for one call.
-type HTTPInvoker struct {
-	Config aws.Config // region and credentials (awsenv.AWSConfig)
-	// Endpoint overrides https://lambda.<region>.amazonaws.com (a VPC endpoint's DNS name, or a test).
-	Endpoint string
-	HTTP     *http.Client
-	Now      func() time.Time
+// MaxPayload is the largest synchronous request and reply Lambda accepts (6 MB). A larger request is
+// refused here (Invalid) rather than sent to fail with RequestTooLargeException.
+const MaxPayload = 6 << 20
+
+// InvokeAPI is the one method of the SDK's Lambda client this package calls.
+type InvokeAPI interface {
+	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
 }
 
-// Invoke implements Invoker. function is a function name (with an optional :alias).
-func (h *HTTPInvoker) Invoke(ctx context.Context, function string, payload []byte) (Reply, error) {
+// SDKInvoker calls the Lambda Invoke API through the AWS SDK's Lambda client (signing, retries of
+// throttles and endpoint resolution are the SDK's).
+type SDKInvoker struct {
+	Client InvokeAPI
+	// anonymous is set by NewInvoker for a configuration without credentials: the SDK would send the
+	// request unsigned, which Lambda refuses; the call is refused here instead (Invalid).
+	anonymous bool
+}
+
+var _ Invoker = (*SDKInvoker)(nil)
+
+// NewInvoker builds the SDK's Lambda client from ac (region, credentials, retryer: awsenv.AWSConfig).
+// endpoint overrides https://lambda.<region>.amazonaws.com (a VPC endpoint's DNS name, or a test);
+// prop, when not nil, writes the caller's trace context (X-Amzn-Trace-Id and traceparent) into every
+// Invoke request, so the invoked function's spans join the caller's trace.
+func NewInvoker(ac aws.Config, endpoint string, prop propagation.TextMapPropagator) *SDKInvoker {
+	c := lambda.NewFromConfig(ac, func(o *lambda.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		if prop != nil {
+			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+				return st.Finalize.Add(traceHeaders{prop}, middleware.Before)
+			})
+		}
+	})
+	return &SDKInvoker{Client: c, anonymous: ac.Credentials == nil}
+}
+
+// Invoke implements Invoker. function is a function name (with an optional :alias). Errors: Invalid for
+// a request over MaxPayload; Unavailable for every failed call (throttled, service error, permission or
+// missing function alike: the caller degrades) and for a reply over MaxPayload.
+func (s *SDKInvoker) Invoke(ctx context.Context, function string, payload []byte) (Reply, error) {
 	const op = "lambdafn.Invoke"
-	endpoint := h.Endpoint
-	if endpoint == "" {
-		endpoint = "https://lambda." + h.Config.Region + ".amazonaws.com"
+	if s.anonymous {
+		return Reply{}, rag.Errorf(op, rag.KindInvalid, "invoke %s: no AWS credentials", function)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/2015-03-31/functions/"+url.PathEscape(function)+"/invocations", bytes.NewReader(payload))
+	if len(payload) > MaxPayload {
+		return Reply{}, rag.Errorf(op, rag.KindInvalid, "invoke %s: request of %d bytes is over Lambda's %d-byte synchronous limit", function, len(payload), MaxPayload)
+	}
+	out, err := s.Client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(function), Payload: payload,
+		InvocationType: lambdatypes.InvocationTypeRequestResponse})
 	if err != nil {
-		return Reply{}, rag.E(op, rag.KindInvalid, err)
+		return Reply{}, rag.E(op, rag.KindUnavailable, fmt.Errorf("invoke %s: %w", function, err))
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Amz-Invocation-Type", "RequestResponse")
-	if h.Config.Credentials == nil {
-		return Reply{}, rag.Errorf(op, rag.KindInvalid, "no AWS credentials")
+	if len(out.Payload) > MaxPayload {
+		return Reply{}, rag.Errorf(op, rag.KindUnavailable, "invoke %s: reply of %d bytes is over %d", function, len(out.Payload), MaxPayload)
 	}
-	creds, err := h.Config.Credentials.Retrieve(ctx)
-	if err != nil {
-		return Reply{}, rag.E(op, rag.KindUnavailable, fmt.Errorf("credentials: %w", err))
+	return Reply{Payload: out.Payload, FunctionError: aws.ToString(out.FunctionError)}, nil
+}
+
+// traceHeaders is a Finalize step writing the trace context of the call's ctx into its HTTP request.
+type traceHeaders struct{ prop propagation.TextMapPropagator }
+
+func (traceHeaders) ID() string { return "docmind.traceHeaders" }
+
+func (t traceHeaders) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+	if req, ok := in.Request.(*smithyhttp.Request); ok {
+		t.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
-	sum := sha256.Sum256(payload)
-	now := time.Now
-	if h.Now != nil {
-		now = h.Now
-	}
-	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "lambda", h.Config.Region, now()); err != nil {
-		return Reply{}, rag.E(op, rag.KindInternal, err)
-	}
-	hc := h.HTTP
-	if hc == nil {
-		hc = invokeClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return Reply{}, rag.E(op, rag.KindUnavailable, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 6<<20+1)) // a synchronous reply is at most 6 MB
-	if err != nil {
-		return Reply{}, rag.E(op, rag.KindUnavailable, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		// 429 throttled, 5xx service errors, 4xx (permission, not found) alike: the caller degrades
-		return Reply{}, rag.Errorf(op, rag.KindUnavailable, "invoke %s: HTTP %d: %.200s", function, resp.StatusCode, body)
-	}
-	return Reply{Payload: body, FunctionError: resp.Header.Get("X-Amz-Function-Error")}, nil
+	return next.HandleFinalize(ctx, in)
 }
 
 // Function invokes one function synchronously with JSON in and out.
@@ -186,7 +198,3 @@ func (g *Grader) Grade(ctx context.Context, query string, ev []rank.Evidence, re
 	}
 	return rank.Grade{}, rag.Errorf("lambdafn.Grade", rag.KindUnavailable, "reply has no known tier (%q)", out.Grade.Tier)
 }
-
-// invokeClient calls the Lambda Invoke API when no client is given: its own client (never the process-wide
-// default), bounded a little above the 15-minute Lambda maximum; callers bound each call by ctx.
-var invokeClient = &http.Client{Timeout: 16 * time.Minute}

@@ -3,7 +3,6 @@ package lambdafn
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/docmind/docmind/shared/obs"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/rankfn"
@@ -72,42 +73,118 @@ func TestFailuresDegrade(t *testing.T) {
 	}
 }
 
-// TestHTTPInvoker: the request is the Invoke API's, signed with SigV4 for the lambda service in the
-// configured region; a function error comes back in the reply, a throttle as Unavailable.
-func TestHTTPInvoker(t *testing.T) {
-	var got *http.Request
-	var body []byte
-	status, fnErr := http.StatusOK, ""
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, body = r, nil
-		body, _ = io.ReadAll(r.Body)
-		if fnErr != "" {
-			w.Header().Set("X-Amz-Function-Error", fnErr)
-		}
-		w.WriteHeader(status)
-		w.Write([]byte(`{"scores":[1]}`))
-	}))
-	defer srv.Close()
-	inv := &HTTPInvoker{Endpoint: srv.URL, Config: aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")}}
-	rep, err := inv.Invoke(context.Background(), "docmind-dev-rerank", []byte(`{"query":"q"}`))
+// lambdaAPI is an httptest server answering the Invoke API as Lambda does; it records the last request.
+type lambdaAPI struct {
+	got            *http.Request
+	body           []byte
+	status         int
+	fnErr, errType string
+	reply          []byte
+	calls          int
+}
+
+func (l *lambdaAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.calls++
+	l.got = r
+	l.body, _ = io.ReadAll(r.Body)
+	if l.fnErr != "" {
+		w.Header().Set("X-Amz-Function-Error", l.fnErr)
+	}
+	if l.errType != "" {
+		w.Header().Set("X-Amzn-ErrorType", l.errType)
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(l.status)
+	w.Write(l.reply)
+}
+
+func sdkInvoker(t *testing.T, l *lambdaAPI, prop propagation.TextMapPropagator) *SDKInvoker {
+	srv := httptest.NewServer(l)
+	t.Cleanup(srv.Close)
+	ac := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""), RetryMaxAttempts: 1}
+	return NewInvoker(ac, srv.URL, prop)
+}
+
+// TestSDKInvoker: through the SDK's Lambda client the request is the Invoke API's (synchronous, signed
+// with SigV4 for the lambda service in the configured region); a function error comes back in the
+// reply, a throttle or a missing function as Unavailable, and payloads over 6 MB are refused.
+func TestSDKInvoker(t *testing.T) {
+	l := &lambdaAPI{status: http.StatusOK, reply: []byte(`{"scores":[1]}`)}
+	inv := sdkInvoker(t, l, nil)
+	ctx := context.Background()
+	rep, err := inv.Invoke(ctx, "docmind-dev-rerank", []byte(`{"query":"q"}`))
 	if err != nil || string(rep.Payload) != `{"scores":[1]}` || rep.FunctionError != "" {
-		t.Fatalf("%+v %v", rep, err)
+		t.Fatalf("got %+v, %v; want the reply without a function error", rep, err)
 	}
-	auth := got.Header.Get("Authorization")
-	if got.Method != "POST" || got.URL.Path != "/2015-03-31/functions/docmind-dev-rerank/invocations" || string(body) != `{"query":"q"}` ||
+	auth := l.got.Header.Get("Authorization")
+	if l.got.Method != "POST" || l.got.URL.Path != "/2015-03-31/functions/docmind-dev-rerank/invocations" || string(l.body) != `{"query":"q"}` ||
 		!strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKID/") || !strings.Contains(auth, "/eu-west-1/lambda/aws4_request") ||
-		got.Header.Get("X-Amz-Invocation-Type") != "RequestResponse" {
-		t.Errorf("request %s %s %q auth %q", got.Method, got.URL.Path, body, auth)
+		l.got.Header.Get("X-Amz-Invocation-Type") != "RequestResponse" {
+		t.Errorf("request %s %s %q invocation type %q auth %q", l.got.Method, l.got.URL.Path, l.body, l.got.Header.Get("X-Amz-Invocation-Type"), auth)
 	}
-	fnErr = "Unhandled"
-	if rep, err := inv.Invoke(context.Background(), "f", nil); err != nil || rep.FunctionError != "Unhandled" {
-		t.Errorf("function error: %+v %v", rep, err)
+
+	l.fnErr, l.reply = "Unhandled", []byte(`{"errorType":"Invalid","errorMessage":"query is empty"}`)
+	rep, err = inv.Invoke(ctx, "f", []byte(`{}`))
+	if err != nil || rep.FunctionError != "Unhandled" {
+		t.Errorf("function error: got %+v, %v; want FunctionError Unhandled", rep, err)
 	}
-	status, fnErr = http.StatusTooManyRequests, ""
-	if _, err := inv.Invoke(context.Background(), "f", nil); !rag.Is(err, rag.KindUnavailable) {
-		t.Errorf("throttled: %v", err)
+	f := Function{Client: inv, Name: "f"}
+	if err := f.Call(ctx, struct{}{}, &struct{}{}); !rag.Is(err, rag.KindInvalid) {
+		t.Errorf("function error through Call: %v, want the function's kind (Invalid)", err)
 	}
-	if _, err := (&HTTPInvoker{}).Invoke(context.Background(), "f", nil); err == nil || errors.Is(err, context.Canceled) {
-		t.Errorf("no credentials: %v", err)
+
+	for _, c := range []struct {
+		status  int
+		errType string
+	}{
+		{http.StatusTooManyRequests, "TooManyRequestsException"},
+		{http.StatusNotFound, "ResourceNotFoundException"},
+		{http.StatusForbidden, "AccessDeniedException"},
+	} {
+		l.status, l.fnErr, l.errType, l.reply = c.status, "", c.errType, []byte(`{"Type":"User","message":"no"}`)
+		if _, err := inv.Invoke(ctx, "f", []byte(`{}`)); !rag.Is(err, rag.KindUnavailable) || !strings.Contains(err.Error(), c.errType) {
+			t.Errorf("%s: %v, want Unavailable naming it", c.errType, err)
+		}
+	}
+
+	l.status, l.errType, l.reply = http.StatusOK, "", make([]byte, MaxPayload+1)
+	if _, err := inv.Invoke(ctx, "f", []byte(`{}`)); !rag.Is(err, rag.KindUnavailable) {
+		t.Errorf("reply over 6 MB: %v, want Unavailable", err)
+	}
+	calls := l.calls
+	if _, err := inv.Invoke(ctx, "f", make([]byte, MaxPayload+1)); !rag.Is(err, rag.KindInvalid) || l.calls != calls {
+		t.Errorf("request over 6 MB: %v (%d calls made), want Invalid before any call", err, l.calls-calls)
+	}
+}
+
+// TestSDKInvokerNoCredentials: without credentials the SDK refuses to sign, and the call fails
+// without reaching the service (the SDK
+// alone would send it unsigned).
+func TestSDKInvokerNoCredentials(t *testing.T) {
+	l := &lambdaAPI{status: http.StatusOK, reply: []byte(`{}`)}
+	srv := httptest.NewServer(l)
+	defer srv.Close()
+	inv := NewInvoker(aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1}, srv.URL, nil)
+	if _, err := inv.Invoke(context.Background(), "f", nil); !rag.Is(err, rag.KindInvalid) || l.calls != 0 {
+		t.Errorf("no credentials: %v after %d calls; want an error before any call", err, l.calls)
+	}
+}
+
+// TestInvokeCarriesTrace: an Invoke made while serving a request traced by X-Ray carries that trace
+// (X-Amzn-Trace-Id with the same root, and traceparent), so the rerank and grade functions' spans
+// are in the question's trace.
+func TestInvokeCarriesTrace(t *testing.T) {
+	l := &lambdaAPI{status: http.StatusOK, reply: []byte(`{}`)}
+	inv := sdkInvoker(t, l, obs.Propagator())
+	const root = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	ctx := obs.Propagator().Extract(context.Background(), propagation.MapCarrier{"X-Amzn-Trace-Id": root})
+	if _, err := inv.Invoke(ctx, "docmind-dev-grade", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.got.Header.Get("X-Amzn-Trace-Id"); !strings.HasPrefix(got, "Root=1-5759e988-bd862e3fe1be46a994272793;") {
+		t.Errorf("X-Amzn-Trace-Id %q, want the caller's root", got)
+	}
+	if got := l.got.Header.Get("Traceparent"); !strings.Contains(got, "5759e988bd862e3fe1be46a994272793") {
+		t.Errorf("traceparent %q, want the caller's trace id", got)
 	}
 }

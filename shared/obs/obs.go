@@ -2,7 +2,7 @@
 // pipeline step (cut from the chat stream's own events, so the answer pipeline needs no tracing code)
 // and one per model call (model, tokens, cost). Spans are exported over OTLP/HTTP when
 // OTEL_EXPORTER_OTLP_ENDPOINT is set; otherwise nothing is recorded or sent, but every request still
-// gets a trace id (W3C traceparent honoured), which LogHandler puts in every log line and the stream
+// gets a trace id (W3C traceparent and AWS X-Ray's X-Amzn-Trace-Id honoured), which LogHandler puts in every log line and the stream
 // wrapper puts in the done event.
 package obs
 
@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/contrib/propagators/aws/xray"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -63,7 +64,23 @@ func Setup(ctx context.Context, o Options, getenv func(string) string) (*Tracing
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	return &Tracing{provider: tp, tracer: tp.Tracer("github.com/docmind/docmind"), exported: exp != nil,
-		prop: propagation.TraceContext{}}, nil
+		prop: Propagator()}, nil
+}
+
+// Propagator reads and writes both trace headers: W3C traceparent and AWS X-Ray's X-Amzn-Trace-Id.
+// X-Ray's comes last, so it wins when a request carries both: on AWS the Function URL, Lambda's Invoke
+// API and Step Functions all pass X-Amzn-Trace-Id, and a question is one trace in X-Ray only if every
+// function continues that one. Without it (docmind serve, a browser's traceparent) W3C is honoured.
+func Propagator() propagation.TextMapPropagator {
+	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, xray.Propagator{})
+}
+
+// Propagator is the propagator t extracts with: the one for outgoing calls too. A nil t has none.
+func (t *Tracing) Propagator() propagation.TextMapPropagator {
+	if t == nil {
+		return nil
+	}
+	return t.prop
 }
 
 // Exported reports whether spans leave the process.
@@ -87,12 +104,12 @@ func TraceID(ctx context.Context) string {
 	return sc.TraceID().String()
 }
 
-// Middleware starts a server span per request (continuing a W3C traceparent), sets the X-Trace-Id
+// Middleware starts a server span per request (continuing an X-Amzn-Trace-Id or a W3C traceparent), sets the X-Trace-Id
 // response header, makes the trace id current for logging, cuts one span per pipeline step from an
 // event stream and adds trace_id to its done event, and flushes the spans when the request ends.
 func (t *Tracing) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx := t.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := t.tracer.Start(ctx, r.Method+" "+r.URL.Path, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path)))
 		id := TraceID(ctx)
@@ -112,6 +129,32 @@ func (t *Tracing) Middleware(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r.WithContext(ctx))
 	})
+}
+
+// lambdaTraceKey is the context key under which aws-lambda-go puts the invocation's X-Ray trace header
+// (Lambda-Runtime-Trace-Id; it also sets _X_AMZN_TRACE_ID). The library uses this plain string key.
+const lambdaTraceKey = "x-amzn-trace-id"
+
+// LambdaTraceHeader is the X-Ray trace header of the Lambda invocation ctx belongs to ("" outside
+// one): what a function passes on to an execution it starts (StartExecution's TraceHeader) when it
+// serves no HTTP request.
+func LambdaTraceHeader(ctx context.Context) string {
+	h, _ := ctx.Value(lambdaTraceKey).(string)
+	return h
+}
+
+// Extract returns ctx continuing the trace in carrier (X-Amzn-Trace-Id or traceparent); when carrier has
+// none, the Lambda invocation's own trace header (what Step Functions and the Invoke API passed), so a
+// function invoked without HTTP headers still joins its caller's trace.
+func (t *Tracing) Extract(ctx context.Context, carrier propagation.TextMapCarrier) context.Context {
+	out := t.prop.Extract(ctx, carrier)
+	if trace.SpanContextFromContext(out).IsRemote() {
+		return out
+	}
+	if h := LambdaTraceHeader(ctx); h != "" {
+		return t.prop.Extract(ctx, propagation.MapCarrier{"X-Amzn-Trace-Id": h})
+	}
+	return out
 }
 
 // LogHandler adds trace_id to every record: the span of the log call's context, else the request in

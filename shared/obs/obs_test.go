@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/docmind/docmind/shared/llm"
@@ -110,5 +111,64 @@ func TestNoExporter(t *testing.T) {
 	defer span.End()
 	if span.IsRecording() || len(TraceID(ctx)) != 32 {
 		t.Errorf("recording %v, id %q; want not recording with an id", span.IsRecording(), TraceID(ctx))
+	}
+}
+
+// TestXRayHeader: a request carrying X-Amzn-Trace-Id (the Function URL and API Gateway add one) is
+// served in that trace: its spans and the X-Trace-Id header carry the X-Ray root as a 32-hex trace id,
+// and X-Ray wins over a traceparent on the same request. A request without headers continues the
+// Lambda invocation's trace header from its context (Step Functions, Invoke).
+func TestXRayHeader(t *testing.T) {
+	const root, want = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1", "5759e988bd862e3fe1be46a994272793"
+	const w3c = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for _, c := range []struct {
+		name    string
+		headers map[string]string
+		lambda  string
+		want    string
+	}{
+		{"x-ray", map[string]string{"X-Amzn-Trace-Id": root}, "", want},
+		{"x-ray over w3c", map[string]string{"X-Amzn-Trace-Id": root, "Traceparent": w3c}, "", want},
+		{"w3c alone", map[string]string{"Traceparent": w3c}, "", "0af7651916cd43dd8448eb211c80319c"},
+		{"lambda context", nil, root, want},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			exp := tracetest.NewInMemoryExporter()
+			tr, err := Setup(context.Background(), Options{Service: "t", Exporter: exp}, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var inner string
+			h := tr.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { inner = TraceID(r.Context()) }))
+			req := httptest.NewRequest("POST", "/api/chat", nil)
+			for k, v := range c.headers {
+				req.Header.Set(k, v)
+			}
+			if c.lambda != "" {
+				req = req.WithContext(context.WithValue(req.Context(), lambdaTraceKey, c.lambda)) //nolint:staticcheck // aws-lambda-go's own key
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if got := rec.Header().Get("X-Trace-Id"); got != c.want || inner != c.want {
+				t.Errorf("X-Trace-Id %q, handler's trace %q; want %q", got, inner, c.want)
+			}
+			spans := exp.GetSpans()
+			if len(spans) == 0 || spans[0].SpanContext.TraceID().String() != c.want {
+				t.Errorf("spans %v, want trace %s", spans, c.want)
+			}
+		})
+	}
+}
+
+// TestPropagatorWritesBoth: what a function sends on (Invoke, StartExecution) carries the trace in
+// both formats, and reading it back gives the same trace id.
+func TestPropagatorWritesBoth(t *testing.T) {
+	p := Propagator()
+	ctx := p.Extract(context.Background(), propagation.MapCarrier{"X-Amzn-Trace-Id": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"})
+	out := propagation.MapCarrier{}
+	p.Inject(ctx, out)
+	if !strings.HasPrefix(out.Get("X-Amzn-Trace-Id"), "Root=1-5759e988-bd862e3fe1be46a994272793;") ||
+		!strings.Contains(out.Get("traceparent"), "5759e988bd862e3fe1be46a994272793") {
+		t.Errorf("injected %v, want both headers with the trace id", out)
 	}
 }

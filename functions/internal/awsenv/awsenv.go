@@ -25,6 +25,7 @@ import (
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/mysql/rdstls"
 )
 
 // AWSConfig loads the SDK configuration with one retry layer (three attempts, capped backoff; SR-17).
@@ -38,10 +39,19 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 	return cfg, nil
 }
 
-// Load builds a function's configuration: secrets named by the *_SECRET_ARN variables are read once
-// (Secrets Manager is called only when one is set), DOCMIND_SQL_HOST replaces the database host (the
-// RDS Proxy endpoint), and the embedded drivers are refused.
+// Load builds a function's configuration: secrets named by the *_SECRET_ARN variables are read once,
+// all at the same time (Secrets Manager is called only when one is set), DOCMIND_SQL_HOST replaces the
+// database host (the RDS Proxy endpoint), DOCMIND_SQL_TLS sets the DSN's tls parameter (rds: verified
+// against the RDS bundle, DOCMIND_MYSQL_CA_FILE and the system roots), and the embedded drivers are
+// refused. It opens no connection.
 func Load(ctx context.Context, getenv func(string) string) (config.Config, error) {
+	cfg, _, err := LoadEnv(ctx, getenv)
+	return cfg, err
+}
+
+// LoadEnv is Load, also returning the environment with the secrets resolved, for the variables a
+// function reads beyond shared/config (DOCMIND_REDIS_USERNAME from the Redis secret).
+func LoadEnv(ctx context.Context, getenv func(string) string) (config.Config, func(string) string, error) {
 	needSecrets := false
 	for _, b := range awsrt.Bindings() {
 		if getenv(b.ARNVar) != "" && getenv(b.Var) == "" {
@@ -51,18 +61,22 @@ func Load(ctx context.Context, getenv func(string) string) (config.Config, error
 	if needSecrets {
 		ac, err := AWSConfig(ctx)
 		if err != nil {
-			return config.Config{}, err
+			return config.Config{}, nil, err
 		}
 		sm := &awsrt.Cache{Reader: awsrt.SecretsManager{Client: secretsmanager.NewFromConfig(ac)}}
 		if getenv, err = awsrt.Env(ctx, getenv, sm, awsrt.Bindings()); err != nil {
-			return config.Config{}, err
+			return config.Config{}, nil, err
 		}
 	}
-	if host := getenv("DOCMIND_SQL_HOST"); host != "" {
+	// tls=rds must be known to the driver before a DSN naming it is parsed (withDSN below, mysql.Open)
+	if err := rdstls.Register(getenv("DOCMIND_MYSQL_CA_FILE")); err != nil {
+		return config.Config{}, nil, rag.E("awsenv.Load", rag.KindInvalid, err)
+	}
+	if host, mode := getenv("DOCMIND_SQL_HOST"), getenv("DOCMIND_SQL_TLS"); host != "" || mode != "" {
 		base := getenv
 		getenv = func(k string) string {
 			if k == "DOCMIND_SQL_DSN" {
-				if dsn, err := withHost(base(k), host); err == nil {
+				if dsn, err := withDSN(base(k), host, mode); err == nil {
 					return dsn
 				}
 			}
@@ -71,16 +85,26 @@ func Load(ctx context.Context, getenv func(string) string) (config.Config, error
 	}
 	cfg, err := config.Load("", getenv)
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
-	return cfg, RequireCloud(cfg)
+	return cfg, getenv, RequireCloud(cfg)
 }
 
 // withHost replaces the host of a MySQL DSN, keeping its port unless host names one.
-func withHost(dsn, host string) (string, error) {
+func withHost(dsn, host string) (string, error) { return withDSN(dsn, host, "") }
+
+// withDSN replaces the host of a MySQL DSN (when host is not empty), keeping its port unless host names
+// one, and sets its tls parameter (when mode is not empty: DOCMIND_SQL_TLS, rds on AWS).
+func withDSN(dsn, host, mode string) (string, error) {
 	c, err := mysqldrv.ParseDSN(dsn)
 	if err != nil {
 		return "", err
+	}
+	if mode != "" {
+		c.TLS, c.TLSConfig = nil, mode
+	}
+	if host == "" {
+		return c.FormatDSN(), nil
 	}
 	port := "3306"
 	if i := strings.LastIndex(c.Addr, ":"); i >= 0 {

@@ -14,7 +14,9 @@ import (
 
 // Executions starts executions of one state machine (ingest.Executions).
 type Executions struct {
-	Client          *sfn.Client
+	Client interface {
+		StartExecution(ctx context.Context, in *sfn.StartExecutionInput, opts ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+	}
 	StateMachineARN string
 }
 
@@ -23,8 +25,11 @@ type Executions struct {
 // run happens.
 func (e Executions) Start(ctx context.Context, name string, input []byte) (bool, error) {
 	const op = "awsenv.StartExecution"
-	_, err := e.Client.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(e.StateMachineARN),
-		Name: aws.String(name), Input: aws.String(string(input))})
+	in := &sfn.StartExecutionInput{StateMachineArn: aws.String(e.StateMachineARN), Name: aws.String(name), Input: aws.String(string(input))}
+	if h := lambdaTraceHeader(ctx); h != "" {
+		in.TraceHeader = aws.String(h) // the execution joins the trace of the invocation that started it
+	}
+	_, err := e.Client.StartExecution(ctx, in)
 	if err == nil {
 		return true, nil
 	}
@@ -46,4 +51,12 @@ func (e Executions) Start(ctx context.Context, name string, input []byte) (bool,
 		}
 	}
 	return false, rag.E(op, rag.KindUnavailable, err)
+}
+
+// lambdaTraceHeader is the X-Ray trace header of the Lambda invocation ctx belongs to, which
+// aws-lambda-go puts in the context under this plain string key (shared/obs reads the same key; this
+// package does not import obs, which would link the OTLP exporter into every function).
+func lambdaTraceHeader(ctx context.Context) string {
+	h, _ := ctx.Value("x-amzn-trace-id").(string)
+	return h
 }

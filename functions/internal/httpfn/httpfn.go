@@ -1,8 +1,8 @@
 // Package httpfn is what the two HTTP functions share: query (the chat behind a Function URL) and api
 // (the management API behind API Gateway) serve shared/httpapi's handler over the same stores, traced
 // the same way, with identity wired as `docmind serve` wires it. Only they import it: it links the HTTP
-// handler, the chat pipeline's wiring and the Redis client, but no Milvus client: each main passes the
-// opener of its collections (VectorOpener).
+// handler, the chat pipeline's wiring and the Redis client; each main passes the opener of its
+// collections (VectorOpener).
 package httpfn
 
 import (
@@ -36,14 +36,14 @@ type Stores struct {
 	KV       store.KV
 }
 
-// VectorOpener opens one existing Milvus collection by name. The api function passes stores.Vectors
-// (the official client's adapter, which also creates and loads it); the query function passes an opener
-// over milvuslite, so that this package links no Milvus client itself.
+// VectorOpener opens one Milvus collection by name. The api function passes stores.Vectors (which also
+// creates and loads it); the query function passes a Late opener, which never creates one.
 type VectorOpener func(ctx context.Context, cfg config.Config, collection string) (store.VectorIndex, error)
 
 // Open opens Aurora, the chunks' collection (and the memories' collection, "<collection>_memories", when
-// memory is on) with vectors, and Redis; nothing is opened per invocation.
-func Open(ctx context.Context, cfg config.Config, vectors VectorOpener) (Stores, error) {
+// memory is on) with vectors, and Redis with kv; nothing is opened per invocation, and nothing here
+// dials: Aurora and Redis connect at their first use, and so do the openers' collections when Lazy.
+func Open(ctx context.Context, cfg config.Config, kv redis.Options, vectors VectorOpener) (Stores, error) {
 	db, err := aurora.Open(ctx, cfg)
 	if err != nil {
 		return Stores{}, err
@@ -62,8 +62,16 @@ func Open(ctx context.Context, cfg config.Config, vectors VectorOpener) (Stores,
 		}
 		s.Memories = mem
 	}
-	s.KV = redis.New(redis.Options{Addr: cfg.KV.RedisAddr, Password: cfg.KV.RedisPassword, DB: cfg.KV.RedisDB, TLS: cfg.KV.RedisTLS, Prefix: cfg.KV.Prefix})
+	s.KV = redis.New(kv) // connects at its first command
 	return s, nil
+}
+
+// RedisOptions are the Redis client's options from the configuration and getenv (awsenv.LoadEnv's, with
+// the Redis secret resolved): the user name of an ElastiCache RBAC user, its password and TLS.
+func RedisOptions(cfg config.Config, getenv func(string) string) redis.Options {
+	k := cfg.KV
+	return redis.Options{Addr: k.RedisAddr, Username: getenv("DOCMIND_REDIS_USERNAME"), Password: k.RedisPassword, DB: k.RedisDB,
+		TLS: k.RedisTLS, Prefix: k.Prefix}
 }
 
 // Close closes what Open opened (a later start-up step failing closes them rather than leaving

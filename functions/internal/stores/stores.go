@@ -3,7 +3,7 @@
 // official client's adapter, which creates and loads the collections. The documents bucket is package
 // bucket's and Redis httpfn's, so the functions without them (askstep; query has no S3) do not link their
 // adapters; the embedded adapters never reach a binary (deptest). The query function does not import
-// this package: it opens Aurora with package aurora and its collections with shared/store/milvus/milvuslite.
+// this package: it opens Aurora with package aurora and its collections Late (never creating them).
 // migrate opens its single connection itself.
 package stores
 
@@ -24,7 +24,7 @@ type Cloud struct {
 }
 
 // Open opens Aurora MySQL with the configured pool (DOCMIND_SQL_MAX_OPEN_CONNS per instance), then the
-// chunks' Milvus collection, stopping at the first error.
+// chunks' Milvus collection, stopping at the first error. Neither dials: both connect at first use.
 func Open(ctx context.Context, cfg config.Config) (Cloud, error) {
 	db, err := aurora.Open(ctx, cfg)
 	if err != nil {
@@ -49,5 +49,6 @@ func Vectors(ctx context.Context, cfg config.Config, collection string) (store.V
 
 func milvusOptions(cfg config.Config, collection string) milvus.Options {
 	v := cfg.Vector
-	return milvus.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: collection, Dim: v.Dim, CallTimeout: v.CallTimeout}
+	// Lazy: a cold start dials nothing; the first call connects and creates or loads the collection
+	return milvus.Options{Addr: v.MilvusAddr, Token: v.MilvusToken, Collection: collection, Dim: v.Dim, CallTimeout: v.CallTimeout, Lazy: true}
 }

@@ -31,6 +31,9 @@ func (ix *Index) ListVectors(ctx context.Context, f rag.Filter) ([]store.VectorR
 	if err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
 	}
+	if err := ix.ready(ctx, op); err != nil {
+		return nil, err
+	}
 	out := []store.VectorRef{}
 	last := ""
 	for {
@@ -47,7 +50,7 @@ func (ix *Index) ListVectors(ctx context.Context, f rag.Filter) ([]store.VectorR
 		}
 		page, err := ix.listPage(ctx, e)
 		if err != nil {
-			return nil, classify(op, err)
+			return nil, ix.classify(op, err)
 		}
 		out = append(out, page...)
 		if len(page) < listPage {

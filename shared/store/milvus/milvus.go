@@ -12,10 +12,12 @@ package milvus
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/milvus-io/milvus/client/v2/column"
@@ -23,6 +25,7 @@ import (
 	"github.com/milvus-io/milvus/client/v2/index"
 	"github.com/milvus-io/milvus/client/v2/milvusclient"
 	mlog "github.com/milvus-io/milvus/pkg/v2/log"
+	"github.com/milvus-io/milvus/pkg/v2/util/merr"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
@@ -51,7 +54,7 @@ const (
 	upsertBatch = 500 // rows per Upsert call: 500 x 1024 x 4 B = 2 MiB, far under gRPC's limit
 )
 
-// Options configure the index (shared with milvuslite; Late is ignored: Open creates and loads).
+// Options configure the index.
 type Options = milvusexpr.Options
 
 // searchLevel is the consistency level of Search.
@@ -62,20 +65,57 @@ func searchLevel(o Options) entity.ConsistencyLevel {
 	return entity.ClBounded
 }
 
+// AttachEvery is how often an index that has not reached its collection (Lazy or Late) looks again:
+// until then calls fail with the last reason, so a missing collection or a down server costs a chat one
+// look every few seconds, not one on every question.
+const AttachEvery = 5 * time.Second
+
 // Index is a store.VectorIndex over one Milvus collection.
 type Index struct {
-	c    *milvusclient.Client
 	o    Options
 	coll string
+	now  func() time.Time
+
+	// attachMu serialises connecting and looking for the collection; c is set by the first successful
+	// connect and read by calls only after attached was seen true (its store orders c's write first).
+	attachMu sync.Mutex
+	c        *milvusclient.Client
+	attached atomic.Bool
+	lastLook time.Time
+	lastErr  error
 }
 
-// Open connects, creates the collection (schema, COSINE index) when it does not exist, and loads it.
+// Open returns the index over o.Collection. By default it connects, creates the collection (schema,
+// COSINE index) when it does not exist and loads it, and returns any failure. With o.Lazy it returns at
+// once and does all that at the first call (a Lambda's init pays no round trip to Milvus). With o.Late
+// (the search side) it never creates or loads a collection: one that is missing or not loaded fails
+// every call (NotFound, Unavailable) until the ingest side has made it, looking again every
+// AttachEvery. Errors: Invalid (options, a dimension mismatch), Unavailable (unreachable within
+// DialTimeout), and with neither option NotFound never (the collection is created).
 func Open(ctx context.Context, o Options) (*Index, error) {
 	const op = "milvus.Open"
 	o, err := o.WithDefaults(op)
 	if err != nil {
 		return nil, err
 	}
+	ix := &Index{o: o, coll: o.Collection, now: time.Now}
+	if o.Lazy {
+		return ix, nil
+	}
+	if err := ix.attach(ctx); err != nil && !(o.Late && absent(err)) {
+		ix.Close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+// connect dials the server (once; a failed dial is retried by the next attach).
+func (ix *Index) connect(ctx context.Context) error {
+	const op = "milvus.Open"
+	if ix.c != nil {
+		return nil
+	}
+	o := ix.o
 	cfg := &milvusclient.ClientConfig{
 		Address: o.Addr,
 		APIKey:  o.Token,
@@ -103,14 +143,114 @@ func Open(ctx context.Context, o Options) (*Index, error) {
 	defer cancel()
 	c, err := milvusclient.New(dctx, cfg)
 	if err != nil {
-		return nil, classify(op, fmt.Errorf("connect to %s: %w", o.Addr, err))
+		return classify(op, fmt.Errorf("connect to %s: %w", o.Addr, err))
 	}
-	ix := &Index{c: c, o: o, coll: o.Collection}
-	if err := ix.ensureCollection(ctx); err != nil {
-		c.Close(context.Background())
-		return nil, err
+	ix.c = c
+	return nil
+}
+
+// attach connects and makes sure the collection is there: created and loaded, or with Late only looked
+// for. Concurrent callers serialise on attachMu and the ones that waited return at once when another
+// attached meanwhile. The work runs without the caller's cancellation (each call is still bounded by
+// CallTimeout and DialTimeout), so one cancelled request cannot become the reason every other request
+// is refused for AttachEvery.
+func (ix *Index) attach(ctx context.Context) error {
+	ix.attachMu.Lock()
+	defer ix.attachMu.Unlock()
+	if ix.attached.Load() {
+		return nil
 	}
-	return ix, nil
+	ctx = context.WithoutCancel(ctx)
+	ix.lastLook = ix.now()
+	err := ix.connect(ctx)
+	if err == nil {
+		if ix.o.Late {
+			err = ix.look(ctx)
+		} else {
+			err = ix.ensureCollection(ctx)
+		}
+	}
+	ix.lastErr = err
+	if err == nil {
+		ix.attached.Store(true)
+	}
+	return err
+}
+
+// ready returns nil once the index is attached; before that it attaches, at most every AttachEvery,
+// and otherwise returns the last reason.
+func (ix *Index) ready(ctx context.Context, op string) error {
+	if ix.attached.Load() {
+		return nil
+	}
+	ix.attachMu.Lock()
+	last, why := ix.lastLook, ix.lastErr
+	ix.attachMu.Unlock()
+	if ix.attached.Load() {
+		return nil
+	}
+	if why != nil && ix.now().Sub(last) < AttachEvery {
+		return rag.E(op, rag.KindOf(why), why)
+	}
+	if err := ix.attach(ctx); err != nil {
+		return rag.E(op, rag.KindOf(err), err)
+	}
+	return nil
+}
+
+// errNotLoaded marks a collection that exists but is not loaded, which Late tolerates like a missing one.
+var errNotLoaded = errors.New("collection not loaded")
+
+// absent reports whether err says the collection is missing or not loaded (not a transport failure, a
+// refused token or a wrong dimension).
+func absent(err error) bool {
+	return rag.KindOf(err) == rag.KindNotFound || errors.Is(err, errNotLoaded) || errors.Is(err, merr.ErrCollectionNotLoaded)
+}
+
+// look is Late's attach: the collection must exist with the configured dimension and be loaded; it is
+// never created or loaded from here, and the load state is asked once, never waited for.
+func (ix *Index) look(ctx context.Context) error {
+	const op = "milvus.Open"
+	cctx, cancel := ix.call(ctx)
+	defer cancel()
+	has, err := ix.c.HasCollection(cctx, milvusclient.NewHasCollectionOption(ix.coll))
+	if err != nil {
+		return classify(op, err)
+	}
+	if !has {
+		return rag.Errorf(op, rag.KindNotFound, "collection %s does not exist: the ingest side creates it (the api, ingest or stage function, or docmind serve)", ix.coll)
+	}
+	if err := ix.checkDim(cctx); err != nil {
+		return err
+	}
+	st, err := ix.c.GetLoadState(cctx, milvusclient.NewGetLoadStateOption(ix.coll))
+	if err != nil {
+		return classify(op, err)
+	}
+	if st.State != entity.LoadStateLoaded {
+		return rag.E(op, rag.KindUnavailable, fmt.Errorf("collection %s is not loaded: the query side never loads it; the ingest side's open does: %w", ix.coll, errNotLoaded))
+	}
+	return nil
+}
+
+// classify classifies err for op; a reply saying the collection is gone or no longer loaded (dropped
+// or released after the index attached) detaches the index, so a later call looks for it again
+// instead of failing the same way until a cold start.
+func (ix *Index) classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, merr.ErrCollectionNotLoaded) {
+		err = rag.E(op, rag.KindUnavailable, fmt.Errorf("%w: %w", errNotLoaded, err))
+	} else if errors.Is(err, merr.ErrCollectionNotFound) {
+		err = rag.E(op, rag.KindNotFound, err)
+	} else {
+		err = classify(op, err)
+	}
+	if absent(err) {
+		ix.attached.Store(false)
+	}
+	return err
 }
 
 // Schema is the collection schema: primary key id, tenant, kb_id (partition key), doc_id, chunk_id,
@@ -149,16 +289,8 @@ func (ix *Index) ensureCollection(ctx context.Context) error {
 		if err := ix.c.CreateCollection(cctx, opt); err != nil && !strings.Contains(err.Error(), "already exist") {
 			return classify(op, err)
 		}
-	} else {
-		coll, err := ix.c.DescribeCollection(cctx, milvusclient.NewDescribeCollectionOption(ix.coll))
-		if err != nil {
-			return classify(op, err)
-		}
-		for _, f := range coll.Schema.Fields {
-			if f.Name == FieldVector && f.TypeParams["dim"] != fmt.Sprint(ix.o.Dim) {
-				return rag.Errorf(op, rag.KindInvalid, "collection %s has dimension %s, configured %d (a changed embedding model needs a new collection)", ix.coll, f.TypeParams["dim"], ix.o.Dim)
-			}
-		}
+	} else if err := ix.checkDim(cctx); err != nil {
+		return err
 	}
 	if has {
 		// A collection that is already loaded (every cold start but the first) needs no LoadCollection:
@@ -175,8 +307,30 @@ func (ix *Index) ensureCollection(ctx context.Context) error {
 	return classify(op, task.Await(cctx))
 }
 
-// Close releases the connection.
-func (ix *Index) Close() error { return ix.c.Close(context.Background()) }
+// checkDim refuses a collection whose vector dimension is not the configured one (Invalid).
+func (ix *Index) checkDim(ctx context.Context) error {
+	const op = "milvus.Open"
+	coll, err := ix.c.DescribeCollection(ctx, milvusclient.NewDescribeCollectionOption(ix.coll))
+	if err != nil {
+		return classify(op, err)
+	}
+	for _, f := range coll.Schema.Fields {
+		if f.Name == FieldVector && f.TypeParams["dim"] != fmt.Sprint(ix.o.Dim) {
+			return rag.Errorf(op, rag.KindInvalid, "collection %s has dimension %s, configured %d (a changed embedding model needs a new collection)", ix.coll, f.TypeParams["dim"], ix.o.Dim)
+		}
+	}
+	return nil
+}
+
+// Close releases the connection, if one was made.
+func (ix *Index) Close() error {
+	ix.attachMu.Lock()
+	defer ix.attachMu.Unlock()
+	if ix.c == nil {
+		return nil
+	}
+	return ix.c.Close(context.Background())
+}
 
 func classify(op string, err error) error { return milvusexpr.Classify(op, err) }
 
@@ -189,6 +343,9 @@ func Expr(f rag.Filter) (string, error) { return milvusexpr.Expr(f) }
 func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	const op = "milvus.Upsert"
 	if err := milvusexpr.CheckUpsert(ctx, op, ix.o.Dim, recs); err != nil {
+		return err
+	}
+	if err := ix.ready(ctx, op); err != nil {
 		return err
 	}
 	for start := 0; start < len(recs); start += upsertBatch {
@@ -212,7 +369,7 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 		_, err := ix.c.Upsert(cctx, opt)
 		cancel()
 		if err != nil {
-			return classify(op, err)
+			return ix.classify(op, err)
 		}
 	}
 	return nil
@@ -234,6 +391,9 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	if err := ctx.Err(); err != nil {
 		return nil, rag.E(op, rag.KindUnavailable, err)
 	}
+	if err := ix.ready(ctx, op); err != nil {
+		return nil, err
+	}
 	cctx, cancel := ix.call(ctx)
 	defer cancel()
 	opt := milvusclient.NewSearchOption(ix.coll, k, []entity.Vector{entity.FloatVector(query)}).
@@ -241,7 +401,7 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 		WithConsistencyLevel(searchLevel(ix.o))
 	rs, err := ix.c.Search(cctx, opt)
 	if err != nil {
-		return nil, classify(op, err)
+		return nil, ix.classify(op, err)
 	}
 	hits := []rag.Hit{}
 	if len(rs) == 0 {
@@ -249,7 +409,7 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	}
 	r := rs[0]
 	if r.Err != nil {
-		return nil, classify(op, r.Err)
+		return nil, ix.classify(op, r.Err)
 	}
 	get := func(col column.Column, i int) string {
 		if col == nil {
@@ -308,10 +468,13 @@ func (ix *Index) delete(ctx context.Context, op, expr string) error {
 	if err := ctx.Err(); err != nil {
 		return rag.E(op, rag.KindUnavailable, err)
 	}
+	if err := ix.ready(ctx, op); err != nil {
+		return err
+	}
 	cctx, cancel := ix.call(ctx)
 	defer cancel()
 	_, err := ix.c.Delete(cctx, milvusclient.NewDeleteOption(ix.coll).WithExpr(expr))
-	return classify(op, err)
+	return ix.classify(op, err)
 }
 
 // Count implements store.VectorIndex with a count(*) query at Strong consistency.
@@ -324,12 +487,15 @@ func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, rag.E(op, rag.KindUnavailable, err)
 	}
+	if err := ix.ready(ctx, op); err != nil {
+		return 0, err
+	}
 	cctx, cancel := ix.call(ctx)
 	defer cancel()
 	rs, err := ix.c.Query(cctx, milvusclient.NewQueryOption(ix.coll).WithFilter(expr).
 		WithOutputFields("count(*)").WithConsistencyLevel(entity.ClStrong))
 	if err != nil {
-		return 0, classify(op, err)
+		return 0, ix.classify(op, err)
 	}
 	col := rs.GetColumn("count(*)")
 	if col == nil || col.Len() != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/mysql/rdstls"
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
@@ -71,11 +72,21 @@ type Options struct {
 	// BeforeConnect, when set, runs before every new connection and may change its credentials: the
 	// Lambda functions keep the user and password current with a rotated secret (awsenv.SQLCredentials).
 	BeforeConnect func(context.Context, *mysql.Config) error
+	// CAFile is a PEM file of certificates tls=rds trusts beside the embedded RDS bundle and the system
+	// roots (DOCMIND_MYSQL_CA_FILE; package rdstls).
+	CAFile string
+	// Lazy skips Open's ping: the first query connects (a Lambda's init then pays no round trip).
+	Lazy bool
 }
 
 // Config parses dsn and applies docmind's required settings. It is exported so operators and tests can
 // see exactly what is sent to the driver.
 func Config(dsn string, o Options) (*mysql.Config, error) {
+	if rdstls.Uses(dsn) {
+		if err := rdstls.Register(o.CAFile); err != nil {
+			return nil, rag.E("mysql.Config", rag.KindInvalid, fmt.Errorf("tls=rds: %w", err))
+		}
+	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, rag.E("mysql.Config", rag.KindInvalid, fmt.Errorf("parse DSN: %w", err))
@@ -106,7 +117,9 @@ func Config(dsn string, o Options) (*mysql.Config, error) {
 	return cfg, nil
 }
 
-// Open connects to MySQL and checks the connection within a few seconds. The caller runs Migrate.
+// Open connects to MySQL and checks the connection within a few seconds (with o.Lazy it checks
+// nothing: the first query connects). A DSN with tls=rds verifies the server's certificate and host
+// name (package rdstls). The caller runs Migrate.
 func Open(ctx context.Context, dsn string, o Options, now func() time.Time) (*sqldb.DB, error) {
 	const op = "mysql.Open"
 	cfg, err := Config(dsn, o)
@@ -134,6 +147,9 @@ func Open(ctx context.Context, dsn string, o Options, now func() time.Time) (*sq
 	db.SetConnMaxLifetime(o.ConnMaxLifetime)
 	db.SetConnMaxIdleTime(time.Minute)
 	s := sqldb.New(db, Dialect, now)
+	if o.Lazy {
+		return s, nil
+	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout+time.Second)
 	defer cancel()
 	if err := s.Ping(pctx); err != nil {

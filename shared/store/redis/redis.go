@@ -7,6 +7,7 @@ package redis
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"strings"
@@ -22,11 +23,17 @@ var _ store.KV = (*Cache)(nil)
 
 // Options configure the client.
 type Options struct {
-	Addr     string
+	Addr string
+	// Username and Password are AUTH's: an ElastiCache RBAC user (Valkey/Redis 7, Serverless) has a
+	// name; an empty Username with a Password is the default user (an AUTH token).
+	Username string
 	Password string
 	DB       int
-	TLS      bool
-	Prefix   string
+	// TLS encrypts the connection (ElastiCache in-transit encryption; Serverless requires it) and
+	// verifies the server's certificate and host name against the system roots, or RootCAs when set.
+	TLS     bool
+	RootCAs *x509.CertPool
+	Prefix  string
 	// DialTimeout and ReadTimeout bound one attempt (defaults 2 s and 1 s); MaxRetries is the client's
 	// retry count (default 1: one retry layer per hop, SR-17).
 	DialTimeout time.Duration
@@ -52,13 +59,17 @@ func New(o Options) *Cache {
 		o.MaxRetries = 1
 	}
 	ro := &goredis.Options{
-		Addr: o.Addr, Password: o.Password, DB: o.DB,
+		Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB,
 		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.ReadTimeout,
 		MaxRetries: o.MaxRetries, ContextTimeoutEnabled: true,
 		DisableIdentity: true, // CLIENT SETINFO is unknown to older servers and ElastiCache Serverless
 	}
 	if o.TLS {
-		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		host, _, err := net.SplitHostPort(o.Addr)
+		if err != nil {
+			host = o.Addr
+		}
+		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host, RootCAs: o.RootCAs}
 	}
 	return &Cache{c: goredis.NewClient(ro), prefix: o.Prefix}
 }

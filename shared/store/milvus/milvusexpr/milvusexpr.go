@@ -1,7 +1,6 @@
-// Package milvusexpr is what both Milvus adapters share and neither client library provides: the
-// collection's field names, the filter expression built from a rag.Filter, and the classification of
-// Milvus and gRPC errors into rag kinds. It imports no Milvus client, so the search-side adapter
-// (milvuslite) can use it without linking github.com/milvus-io/milvus/client/v2 and milvus/pkg.
+// Package milvusexpr is what the Milvus adapter (shared/store/milvus) and its in-process test server
+// (fakemilvus) share and the client library does not provide: the collection's field names, the filter
+// expression built from a rag.Filter, and the classification of Milvus and gRPC errors into rag kinds.
 package milvusexpr
 
 import (
@@ -101,7 +100,7 @@ func Classify(op string, err error) error {
 }
 
 // CheckUpsert validates a whole batch of records before anything is sent (Invalid names the first bad
-// record) and refuses a cancelled context (Unavailable), as both adapters' Upsert must.
+// record) and refuses a cancelled context (Unavailable), as Upsert must.
 func CheckUpsert(ctx context.Context, op string, dim int, recs []rag.VectorRecord) error {
 	for i, r := range recs {
 		if err := r.Validate(dim); err != nil {
@@ -114,7 +113,7 @@ func CheckUpsert(ctx context.Context, op string, dim int, recs []rag.VectorRecor
 	return nil
 }
 
-// Options configure either adapter's connection to one collection (both packages alias this type).
+// Options configure the adapter's connection to one collection (milvus.Options aliases this type).
 type Options struct {
 	// Addr is host:port, or an https:// URL for Zilliz Cloud (TLS, port 443 unless given; a path names
 	// the database). Without https:// the connection is plain TCP.
@@ -131,12 +130,14 @@ type Options struct {
 	// an "unset means Bounded" level could never ask for Strong (the full adapter's could not, until
 	// this was a bool).
 	StrongSearch bool
-	// Late is for the search-side adapter (milvuslite), which never creates a collection: it accepts one
-	// that does not exist or is not loaded yet. Open still fails for an unreachable server, a refused
-	// token or a wrong dimension; until the collection is there every call fails with the error Open
-	// would have returned (NotFound, Unavailable) and a later call looks again. The full adapter creates
-	// and loads the collection, so it ignores Late.
+	// Late is for the search side (the query function), which never creates or loads a collection: it
+	// accepts one that does not exist or is not loaded yet. Until the collection is there every call
+	// fails with the reason (NotFound, Unavailable) and a later call looks again.
 	Late bool
+	// Lazy opens nothing at Open: the connection, and the collection's creation or the Late look, are
+	// made by the first call (a Lambda's init then pays no round trip to Milvus). A failure is that
+	// call's error, and a later call tries again.
+	Lazy bool
 }
 
 // WithDefaults checks the dimension and the collection name (Invalid) and fills the timeouts.
@@ -156,13 +157,12 @@ func (o Options) WithDefaults(op string) (Options, error) {
 	return o, nil
 }
 
-// DocumentExpr is the expression of one document's rows (DeleteDocument in both adapters).
+// DocumentExpr is the expression of one document's rows (DeleteDocument).
 func DocumentExpr(tenant, kbID, documentID string) (string, error) {
 	return Expr(rag.Filter{Tenant: tenant, KBIDs: []string{kbID}, DocumentIDs: []string{documentID}})
 }
 
-// DeleteExprs are the expressions deleting ids of one tenant, at most MaxFilterIDs ids each (Delete in
-// both adapters); Invalid for a bad tenant or id.
+// DeleteExprs are the expressions deleting ids of one tenant, at most MaxFilterIDs ids each (Delete); Invalid for a bad tenant or id.
 func DeleteExprs(tenant string, ids []string) ([]string, error) {
 	if err := errors.Join(rag.ValidateID("tenant", tenant), rag.ValidateIDs("id", ids)); err != nil {
 		return nil, err

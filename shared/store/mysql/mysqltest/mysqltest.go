@@ -6,6 +6,7 @@ package mysqltest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
@@ -48,7 +49,24 @@ func Server(t testing.TB) string {
 	return baseDSN
 }
 
-func startInProcess() (string, error) {
+func startInProcess() (string, error) { return startServer(nil) }
+
+// TLSServer starts another in-process server that requires TLS with cfg (its certificate) and stops it
+// when the test ends; it returns the server's host:port. A client without TLS is refused.
+func TLSServer(t testing.TB, cfg *tls.Config) string {
+	t.Helper()
+	dsn, err := startServer(func(c *server.Config) { c.TLSConfig, c.RequireSecureTransport = cfg, true }, t.Cleanup)
+	if err != nil {
+		t.Fatalf("start in-process MySQL server with TLS: %v", err)
+	}
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Addr
+}
+
+func startServer(configure func(*server.Config), cleanup ...func(func())) (string, error) {
 	logrus.SetLevel(logrus.ErrorLevel)
 	seed := memory.NewDatabase("docmind_seed")
 	seed.EnablePrimaryKeyIndexes()
@@ -61,11 +79,18 @@ func startInProcess() (string, error) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	s, err := server.NewServer(server.Config{Protocol: "tcp", Address: addr}, engine, gmssql.NewContext, memory.NewSessionBuilder(pro), nil)
+	sc := server.Config{Protocol: "tcp", Address: addr}
+	if configure != nil {
+		configure(&sc)
+	}
+	s, err := server.NewServer(sc, engine, gmssql.NewContext, memory.NewSessionBuilder(pro), nil)
 	if err != nil {
 		return "", err
 	}
 	go s.Start()
+	for _, c := range cleanup {
+		c(func() { s.Close() })
+	}
 	return fmt.Sprintf("root@tcp(%s)/", addr), nil
 }
 
