@@ -57,6 +57,7 @@ Commands:
   tenant    list the tenants of this store with their user counts, or create one (tenant list | tenant create T)
   key       create, list and revoke API keys (key create --user EMAIL [--name N] | key list | key revoke ID)
   reconcile check SQL, vectors, blobs and the inbox agree; --repair fixes drift (reconcile [--kb NAME] [--repair] [--json])
+  mcp       serve the Model Context Protocol on stdin/stdout for a desktop assistant (identity: DOCMIND_API_KEY, or the local user with auth none)
   config    print the effective configuration (secrets redacted); --vars lists every variable
   version   print the version
 
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "tenant": cmdTenant, "key": cmdKey, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "tenant": cmdTenant, "key": cmdKey, "reconcile": cmdReconcile, "config": cmdConfig, "version": cmdVersion, "mcp": cmdMCP,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
