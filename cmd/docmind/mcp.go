@@ -27,6 +27,7 @@ import (
 func cmdMCP(e env, args []string) int {
 	var c common
 	fs := newFlags("mcp", e, &c)
+	noDemo := fs.Bool("no-demo", false, "do not install the demo knowledge base on first start")
 	noWatch := fs.Bool("no-watch", false, "do not watch <data>/inbox")
 	if fs.Parse(args) != nil {
 		return exitConfig
@@ -41,7 +42,7 @@ func cmdMCP(e env, args []string) int {
 		return exitConfig
 	}
 	cfg.Server.Addr = "127.0.0.1:0" // nothing is served over HTTP; a running `docmind serve` keeps its port
-	m := &Main{Config: cfg, Logger: newLogger(cfg, e.stderr), Version: version, NoDemo: true, NoWatch: *noWatch}
+	m := &Main{Config: cfg, Logger: newLogger(cfg, e.stderr), Version: version, NoDemo: *noDemo, NoWatch: *noWatch}
 	if err := m.Open(e.ctx); err != nil {
 		m.Close()
 		return fail(e, err)
