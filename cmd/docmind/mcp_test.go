@@ -493,3 +493,36 @@ func TestExternalKnowledgeRetrieval(t *testing.T) {
 		t.Errorf("a wrong key: %d %+v", code, out)
 	}
 }
+
+// The official TypeScript client (test/mcp, npm @modelcontextprotocol/sdk) over Streamable HTTP to this
+// server and over stdio to the built binary. It needs node and `npm ci` in test/mcp (.ci/run does both).
+func TestTypeScriptClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs node")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: install Node.js 20, then run `npm ci` in test/mcp")
+	}
+	dir, _ := filepath.Abs("../../test/mcp")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		t.Skip("the TypeScript MCP SDK is not installed: run `npm ci` in test/mcp")
+	}
+	bin := filepath.Join(t.TempDir(), "docmind")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	_, base := startServer(t, nil)
+	waitDemo(t, base)
+	cmd := exec.CommandContext(t.Context(), node, "--test", "--test-concurrency=1", "mcp_test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), "DOCMIND_MCP_URL="+base+"/mcp", "DOCMIND_BIN="+bin, "DOCMIND_STDIO_DATA="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test:\n%s", out)
+	if err != nil {
+		t.Fatalf("the TypeScript client's tests failed: %v", err)
+	}
+	if !bytes.Contains(out, []byte("# pass 2")) {
+		t.Errorf("want both TypeScript tests to pass (none skipped)")
+	}
+}
