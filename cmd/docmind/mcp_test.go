@@ -526,3 +526,50 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Errorf("want both TypeScript tests to pass (none skipped)")
 	}
 }
+
+// STR-08 over MCP: ask and search count against the caller's rate limit before any model call (a refusal
+// is a RateLimited tool error with the API's message), and the tokens of every admitted answer are
+// charged to the caller's daily budget.
+func TestMCPLimitsAndBudget(t *testing.T) {
+	fake := fakeModel(t)
+	const rate = 3
+	w := newAuthWorld(t, func(m *Main) {
+		c := &m.Config.Chat
+		c.Provider, c.BaseURL, c.APIKey, c.MainModel, c.SmallModel = "openai", fake.URL, "sk-test", "main", "small"
+		c.CacheEnabled = false
+		m.Config.Auth.RatePerMinute, m.Config.Auth.RateBurst = rate, rate
+		m.Config.Auth.DailyTokens = 1 << 20 // counted, not reached
+	})
+	carol := httpMCP(t, w.base, w.carol.token)
+	// the limiter's one-minute window is aligned to the clock: start clear of its end (see
+	// TestRateLimitBeforeAnyModelCall)
+	if left := time.Minute - time.Duration(time.Now().UnixNano()%int64(time.Minute)); left < 15*time.Second {
+		time.Sleep(left + 100*time.Millisecond)
+	}
+	spent := w.tokensSpent(t, "carol@a.example")
+	for i := range rate {
+		var out mcp.AskOutput
+		if res := carol.call(t, "ask", map[string]any{"question": fmt.Sprintf("What is the launch code word of Project Falcon? %d", i)}, &out); res.IsError {
+			t.Fatalf("admitted ask %d: %s", i, resultText(res))
+		}
+	}
+	if after := w.tokensSpent(t, "carol@a.example"); after <= spent {
+		t.Errorf("carol's budget was not charged for %d answers over MCP: %d then %d", rate, spent, after)
+	}
+	fake.Calls() // forget the admitted answers' calls
+	for _, tool := range []string{"ask", "search"} {
+		args := map[string]any{"question": "What is the launch code word of Project Falcon? over", "query": "launch code"}
+		if tool == "ask" {
+			delete(args, "query")
+		} else {
+			delete(args, "question")
+		}
+		res := carol.call(t, tool, args, nil)
+		if !res.IsError || !strings.HasPrefix(resultText(res), "RateLimited: too many requests: the per-user rate limit is reached") {
+			t.Errorf("%s over the limit: %v %s", tool, res.IsError, resultText(res))
+		}
+	}
+	if n := len(fake.Calls()); n != 0 {
+		t.Errorf("%d model calls for refused tool calls", n)
+	}
+}
