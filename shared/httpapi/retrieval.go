@@ -52,7 +52,7 @@ type retrieval struct {
 	log *slog.Logger
 }
 
-func (rt *retrieval) fail(w http.ResponseWriter, r *http.Request, code int, status int, msg string) {
+func (rt *retrieval) fail(w http.ResponseWriter, code int, status int, msg string) {
 	WriteJSON(w, status, map[string]any{"error_code": code, "error_msg": msg})
 }
 
@@ -60,14 +60,14 @@ func (rt *retrieval) serve(w http.ResponseWriter, r *http.Request) {
 	h := rt.svc.l.h
 	if h.d.Auth != nil {
 		if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
-			rt.fail(w, r, difyBadAuthHeader, http.StatusForbidden, "Invalid Authorization header format. Expected 'Bearer <api-key>' format.")
+			rt.fail(w, difyBadAuthHeader, http.StatusForbidden, "Invalid Authorization header format. Expected 'Bearer <api-key>' format.")
 			return
 		}
 	}
 	p, err := h.authenticate(r)
 	if err != nil {
 		if rag.Is(err, rag.KindUnauthenticated) {
-			rt.fail(w, r, difyAuthFailed, http.StatusForbidden, "Authorization failed: "+publicMessage(err))
+			rt.fail(w, difyAuthFailed, http.StatusForbidden, "Authorization failed: "+publicMessage(err))
 			return
 		}
 		WriteError(w, r, rt.log, err)
@@ -88,7 +88,7 @@ func (rt *retrieval) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := rt.svc.KnowledgeBase(r.Context(), p, in.KnowledgeID); err != nil {
 		if rag.Is(err, rag.KindNotFound) {
-			rt.fail(w, r, difyNoKnowledge, http.StatusNotFound, "The knowledge does not exist.")
+			rt.fail(w, difyNoKnowledge, http.StatusNotFound, "The knowledge does not exist.")
 			return
 		}
 		WriteError(w, r, rt.log, err)

@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/retrieve"
 )
@@ -41,7 +43,8 @@ func (s *Service) Authenticate(ctx context.Context, authorization string) (rag.P
 // PublicError is the code and message a client may read of err, as the HTTP API writes them: the kind's
 // name (RateLimited for a limit) and a message free of internal text.
 func PublicError(err error) (code, message string) {
-	if le, ok := err.(*LimitError); ok {
+	var le *LimitError
+	if errors.As(err, &le) {
 		return "RateLimited", le.Message
 	}
 	return rag.KindOf(err).String(), publicMessage(err)
@@ -103,7 +106,8 @@ func (s *Service) DocumentChunks(ctx context.Context, p rag.Principal, id string
 	return s.l.lib.ListChunks(ctx, p.Tenant, d.ID)
 }
 
-// ChunkReader reads chunks by id within a tenant (the relational store).
+// ChunkReader reads chunks by id within a tenant (the relational store). Chunk asks the Library for it
+// rather than widening Library, which every route's fake implements: both stores have it.
 type ChunkReader interface {
 	GetChunks(ctx context.Context, tenant string, ids []string) ([]rag.Chunk, error)
 }
@@ -180,9 +184,10 @@ func (s *Service) Ask(ctx context.Context, p rag.Principal, question string, kbs
 	if err != nil {
 		return nil, err
 	}
-	r, meter := metered((&http.Request{}).WithContext(ctx))
-	defer func() { l.h.charge(r.Context(), p, meter, done) }()
-	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
+	meter := &llm.Meter{} // counts every model call made with ctx, as metered does for a request
+	ctx = llm.WithMeter(ctx, meter)
+	defer func() { l.h.charge(ctx, p, meter, done) }()
+	ctx, cancel := context.WithTimeout(ctx, l.h.d.ChatTimeout)
 	defer cancel()
 	if emit == nil || l.h.d.Asker != nil {
 		done, err = l.answer(ctx, req)
