@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/docmind/docmind/shared/auth"
@@ -116,4 +120,34 @@ func (b withBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// TestMCPEvent: testdata/mcp.json, a Function URL event carrying one stateless tools/call of ask (the
+// event infra's TestRIEQuery sends the built function under the emulator), answered in the call's own
+// event stream: progress notifications first, then the cited result.
+func TestMCPEvent(t *testing.T) {
+	f := newFixture(t, "keys", caps{URLAuth: authIAM, MaxTokens: 256, StreamMax: time.Minute, IdleGap: 30 * time.Second, Reserve: 3 * time.Second},
+		llmtest.Reply{Content: "Annual plans can be refunded within 30 days of purchase [1]."})
+	key := f.key(t)
+	raw, err := os.ReadFile(filepath.Join("testdata", "mcp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.LambdaFunctionURLRequest
+	if err := json.Unmarshal(bytes.ReplaceAll(raw, []byte("Bearer KEY"), []byte("Bearer "+key)), &ev); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.h(context.Background(), &ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Headers["Content-Type"], "text/event-stream") {
+		t.Fatalf("%d %v: %s", res.StatusCode, res.Headers, body)
+	}
+	progress := strings.Index(string(body), `"method":"notifications/progress"`)
+	result := strings.Index(string(body), `"result":`)
+	if progress < 0 || result < progress || !strings.Contains(string(body), "30 days") || !strings.Contains(string(body), `"file_name":"billing.md"`) {
+		t.Errorf("want progress notifications, then a cited result: %s", body)
+	}
 }
