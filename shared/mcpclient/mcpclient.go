@@ -113,7 +113,7 @@ func (r *Remote) session(ctx context.Context, s config.MCPServer) (*sdk.ClientSe
 			h[k] = v
 		}
 		hc := *r.client
-		hc.Transport = headers{h: h, next: cmp.Or[http.RoundTripper](r.client.Transport, http.DefaultTransport)}
+		hc.Transport = headers{h: h, next: r.client.Transport} // netx.NewClient always sets its own
 		t = &sdk.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: true,
 			MaxEventSize: int(r.o.MaxBytes)}
 	} else {
