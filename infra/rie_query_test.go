@@ -122,6 +122,28 @@ func TestRIEQuery(t *testing.T) {
 		}
 	})
 
+	t.Run("MCP", func(t *testing.T) {
+		// one stateless tools/call of ask at /mcp behind the Function URL: progress, then the cited result
+		q := startRIE(t, rie, build(t, "QueryFunction", runtime.GOARCH, dir), env("QueryFunction"))
+		raw, err := os.ReadFile(filepath.Join("..", "functions", "query", "testdata", "mcp.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := q.invoke(bytes.ReplaceAll(raw, []byte("Bearer KEY"), []byte("Bearer "+key)))
+		if err != nil {
+			t.Fatalf("mcp: %v\n%s", err, q.logs)
+		}
+		prelude, body, ok := bytes.Cut(out, make([]byte, 8))
+		if !ok || !bytes.Contains(prelude, []byte(`"statusCode":200`)) {
+			t.Fatalf("prelude %q", prelude)
+		}
+		progress := bytes.Index(body, []byte(`"method":"notifications/progress"`))
+		result := bytes.Index(body, []byte(`"result":`))
+		if progress < 0 || result < progress || !bytes.Contains(body, []byte("30 days")) || !bytes.Contains(body, []byte(`"file_name":"billing.md"`)) {
+			t.Errorf("want progress notifications, then a cited result: %s", body)
+		}
+	})
+
 	t.Run("Ask", func(t *testing.T) {
 		// the answer state machine is exercised below; here /api/ask runs in the function
 		a := startRIE(t, rie, build(t, "ApiFunction", runtime.GOARCH, dir), env("ApiFunction", "DOCMIND_ANSWER_STATE_MACHINE_ARN="))

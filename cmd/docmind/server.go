@@ -17,6 +17,7 @@ import (
 	"github.com/docmind/docmind/shared/demo"
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/mcp"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/mysql"
 	"github.com/docmind/docmind/shared/store/sqldb"
@@ -47,6 +48,7 @@ type Main struct {
 	watcher *ingest.Watcher
 	ln      net.Listener
 	srv     *http.Server
+	deps    httpapi.Deps // what the HTTP handler was built with (docmind mcp serves the same operations on stdio)
 }
 
 // Open opens the stores (applying migrations) and binds the listener.
@@ -91,13 +93,14 @@ func (m *Main) Open(ctx context.Context) error {
 	m.Chat = chat
 	deps := httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
 		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, MaxUploadBytes: m.Config.Server.MaxBodyBytes,
-		Chat: chat, Conversations: s.SQL}
+		Chat: chat, Conversations: s.SQL, MCP: mcp.Handler(mcp.Options{Version: m.Version, Logger: m.Logger})}
 	if err := m.identity(&deps); err != nil {
 		return err
 	}
 	if mem := wire.Memory(m.Config, s.SQL, s.Memories, chain.Embedder, s.KV); mem != nil {
 		chat.Memory, deps.Memories = mem, mem
 	}
+	m.deps = deps
 	h := httpapi.New(deps)
 	m.srv = &http.Server{
 		Handler:           http.MaxBytesHandler(h, m.Config.Server.MaxBodyBytes),
@@ -116,9 +119,28 @@ func (m *Main) Addr() string { return m.ln.Addr().String() }
 func (m *Main) Serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
+	defer m.background(ctx)()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.Server.ShutdownTimeout)
+	defer cancel()
+	if err := m.srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// background runs the ingestion queue, the scheduled reconcile and the inbox watcher until the returned
+// stop is called (it waits for them).
+func (m *Main) background(ctx context.Context) (stop func()) {
 	bg, stopBG := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	defer func() { stopBG(); wg.Wait() }()
 	wg.Go(func() { m.queue.Run(bg) })
 	wg.Go(func() { m.finishDeletes(bg) })
 	if every := m.Config.Server.ReconcileInterval; every > 0 {
@@ -137,20 +159,7 @@ func (m *Main) Serve(ctx context.Context) error {
 			}
 		})
 	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.Server.ShutdownTimeout)
-	defer cancel()
-	if err := m.srv.Shutdown(sctx); err != nil {
-		return err
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return func() { stopBG(); wg.Wait() }
 }
 
 // Close releases the listener and the stores (the vector index is flushed to disk).
@@ -208,6 +217,9 @@ func (m *Main) identity(d *httpapi.Deps) error {
 	}
 	a.Log = m.Logger
 	d.Auth, d.AuthMode = a, a.Mode.String()
+	if a.Mode.JWT {
+		d.OAuthIssuer = m.Config.Auth.Issuer // MCP clients discover it (RFC 9728)
+	}
 	d.Members, d.Admin, d.Audit = s.SQL, s.SQL, s.SQL
 	if lim := wire.Limiter(m.Config, s.KV); lim != nil {
 		d.Limits = lim.WithLogger(m.Logger)

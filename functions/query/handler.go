@@ -8,6 +8,7 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/identity"
+	"github.com/docmind/docmind/shared/mcp"
 	"github.com/docmind/docmind/shared/obs"
 	"github.com/docmind/docmind/shared/streamcap"
 	"github.com/docmind/docmind/shared/wire"
@@ -41,7 +42,8 @@ func newHandler(cfg config.Config, c caps, s httpfn.Stores, off offload, tr *obs
 		}
 	}
 	deps := httpapi.Deps{Version: version, Logger: log, Checks: httpfn.Checks(cfg, s), Library: s.SQL, Chat: chat,
-		Conversations: s.SQL, ChatTimeout: c.StreamMax, MaxUploadBytes: cfg.Server.MaxBodyBytes}
+		Conversations: s.SQL, ChatTimeout: c.StreamMax, MaxUploadBytes: cfg.Server.MaxBodyBytes,
+		MCP: mcp.Handler(mcp.Options{Version: version, Logger: log})}
 	// DOCMIND_AUTH=none was refused at start whatever the Function URL's AuthType (requireAuth)
 	if _, err := httpfn.Identity(cfg, s, &deps, log); err != nil {
 		return nil, err

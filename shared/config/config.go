@@ -193,6 +193,9 @@ type Chat struct {
 	CacheTTL       time.Duration `json:"cache_ttl" env:"DOCMIND_CACHE_TTL" doc:"how long a cached answer (and a question's ask count) lives"`
 	// AgentRounds bounds the AGENTIC path's tool-calling loop (DESIGN.md step 5); 0 switches the path off.
 	AgentRounds int `json:"agent_rounds" env:"DOCMIND_CHAT_AGENT_ROUNDS" doc:"tool-calling rounds of the AGENTIC path for complex questions, 0 to 4 (0: they take the standard path)"`
+	// MCPServers adds other MCP servers' tools to that loop (docs/mcp.md); a secret, since its headers
+	// may carry credentials.
+	MCPServers string `json:"mcp_servers" env:"DOCMIND_MCP_SERVERS" secret:"true" doc:"MCP servers whose tools the agentic loop may call: a JSON array of {name, url or command, headers, tools} (docs/mcp.md)"`
 	// Long-term memory per user (DESIGN.md section 11).
 	MemoryEnabled bool `json:"memory_enabled" env:"DOCMIND_MEMORY_ENABLED" doc:"remember facts users state about themselves and use them in later answers"`
 	MemoryMax     int  `json:"memory_max" env:"DOCMIND_MEMORY_MAX" doc:"active memories kept per user, 1 to 10000; above it the lowest-scored are evicted"`
@@ -491,6 +494,9 @@ func (c Config) Validate() error {
 	}
 	if c.Chat.MemoryMax < 1 || c.Chat.MemoryMax > 10000 {
 		add("DOCMIND_MEMORY_MAX: must be 1 to 10000, got %d", c.Chat.MemoryMax)
+	}
+	if _, err := ParseMCPServers(c.Chat.MCPServers); err != nil {
+		add("%v", err)
 	}
 	if c.Chat.AgentRounds < 0 || c.Chat.AgentRounds > 4 {
 		add("DOCMIND_CHAT_AGENT_ROUNDS: must be 0 to 4, got %d", c.Chat.AgentRounds)

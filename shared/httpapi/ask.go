@@ -38,7 +38,7 @@ func (l *library) ask(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	req, err := l.question(r, p, in.Question, in.KBs, in.Documents)
+	req, err := l.question(r.Context(), p, in.Question, in.KBs, in.Documents)
 	if err == nil {
 		err = l.restrictKBs(r.Context(), p, &req)
 	}

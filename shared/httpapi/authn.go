@@ -31,14 +31,14 @@ func PrincipalFrom(ctx context.Context) (rag.Principal, bool) {
 // /healthz stay public (they hold nothing private).
 func (h *handler) authn(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !apiPath(r.URL.Path) {
+		if !apiPath(r.URL.Path) || r.URL.Path == "/retrieval" { // /retrieval answers in its own error shape
 			next.ServeHTTP(w, r)
 			return
 		}
 		p, err := h.authenticate(r)
 		if err != nil {
 			if rag.Is(err, rag.KindUnauthenticated) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="docmind"`)
+				w.Header().Set("WWW-Authenticate", h.challenge(r))
 				h.d.Logger.Info("request refused", "path", r.URL.Path, "reason", err.Error())
 			}
 			WriteError(w, r, h.d.Logger, err)

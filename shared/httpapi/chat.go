@@ -51,7 +51,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	req, err := l.question(r, p, in.Question, in.KBs, in.Documents)
+	req, err := l.question(r.Context(), p, in.Question, in.KBs, in.Documents)
 	if err != nil {
 		l.fail(w, r, err)
 		return
@@ -123,18 +123,18 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 // question builds the pipeline's request: every knowledge base named (by id or name) and every selected
 // document must be one the caller may read in its tenant, and the request must pass the pipeline's
 // checks. Callers then apply restrictKBs once the request's knowledge bases are final.
-func (l *library) question(r *http.Request, p rag.Principal, question string, kbs, documents []string) (answer.Request, error) {
+func (l *library) question(ctx context.Context, p rag.Principal, question string, kbs, documents []string) (answer.Request, error) {
 	tenant := p.Tenant
 	req := answer.Request{Tenant: tenant, User: p.UserID, Question: question}
 	if len(kbs) > maxChatKBs || len(documents) > maxChatKBs {
 		return req, rag.Errorf("httpapi", rag.KindInvalid, "at most %d knowledge bases and %d documents per question", maxChatKBs, maxChatKBs)
 	}
-	roles, err := l.h.roles(r.Context(), p)
+	roles, err := l.h.roles(ctx, p)
 	if err != nil {
 		return req, err
 	}
 	for _, key := range kbs {
-		kb, err := l.resolveKB(r.Context(), tenant, key)
+		kb, err := l.resolveKB(ctx, tenant, key)
 		if err == nil {
 			err = requireKB(roles, kb, rag.KBReader)
 		}
@@ -144,7 +144,7 @@ func (l *library) question(r *http.Request, p rag.Principal, question string, kb
 		req.KBIDs = append(req.KBIDs, kb.ID)
 	}
 	for _, id := range documents {
-		doc, err := l.lib.GetDocument(r.Context(), tenant, id)
+		doc, err := l.lib.GetDocument(ctx, tenant, id)
 		if err == nil && (roles.Of(doc.KBID) < rag.KBReader || doc.Status == rag.StatusDeleted) {
 			err = rag.E("httpapi", rag.KindNotFound, nil)
 		}

@@ -68,7 +68,11 @@ func (h *handler) refuse(w http.ResponseWriter, code int, errCode, msg string) {
 	WriteJSON(w, code, map[string]map[string]string{"error": {"code": errCode, "message": msg}})
 }
 
-func apiPath(p string) bool { return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") }
+// apiPath names what needs an identity and the origin checks: the API, the OpenAI-compatible routes,
+// the MCP endpoint and the external knowledge API.
+func apiPath(p string) bool {
+	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/mcp" || p == "/retrieval"
+}
 
 // sameOriginOrAllowed accepts a request without an Origin (not a browser, or a same-origin GET) unless the
 // browser says it is cross-site, and one whose Origin's host equals the Host header or is allow-listed.

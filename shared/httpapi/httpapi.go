@@ -73,6 +73,14 @@ type Deps struct {
 	Limits Limiter
 	// Guard configures the browser-origin checks.
 	Guard GuardOptions
+
+	// MCP, when set, serves the Model Context Protocol at /mcp (mcp.Handler in shared/mcp): it is given
+	// the operations behind these routes (Service), for a caller identified as on every /api/ route.
+	MCP func(*Service) http.Handler
+	// OAuthIssuer, with JWT authentication, is the authorization server that the OAuth 2.0 protected
+	// resource metadata (RFC 9728) at /.well-known/oauth-protected-resource names, and every 401 points at
+	// that document (the MCP authorization spec); empty: no metadata is published.
+	OAuthIssuer string
 }
 
 // Chatter answers one question (answer.Pipeline): Check rejects a bad request before the stream
@@ -101,6 +109,32 @@ type Conversations interface {
 
 // New returns the handler.
 func New(d Deps) http.Handler {
+	d = d.withDefaults()
+	mux := http.NewServeMux()
+	h := &handler{d: d}
+	mux.HandleFunc("GET /healthz", h.health)
+	identified := d.Tenant != nil || d.Auth != nil
+	if d.Library != nil && identified {
+		(&library{lib: d.Library, ing: d.Ingester, maxBytes: d.MaxUploadBytes, h: h}).routes(mux)
+	}
+	if d.Chat != nil && d.Library != nil && identified {
+		serveWeb(mux) // the page needs the knowledge-base and chat endpoints
+	}
+	if identified {
+		mux.HandleFunc("GET /api/me", h.me)
+	}
+	if d.Admin != nil {
+		(&admin{store: d.Admin, h: h, lib: d.Library}).routes(mux)
+	}
+	h.agentRoutes(mux)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, d.Logger, rag.Errorf("httpapi", rag.KindNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	return h.guard(h.authn(mux))
+}
+
+// withDefaults fills what was left unset.
+func (d Deps) withDefaults() Deps {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -119,26 +153,7 @@ func New(d Deps) http.Handler {
 	if d.Search == nil {
 		d.Search, _ = d.Chat.(Searcher)
 	}
-	mux := http.NewServeMux()
-	h := &handler{d: d}
-	mux.HandleFunc("GET /healthz", h.health)
-	identified := d.Tenant != nil || d.Auth != nil
-	if d.Library != nil && identified {
-		(&library{lib: d.Library, ing: d.Ingester, maxBytes: d.MaxUploadBytes, h: h}).routes(mux)
-	}
-	if d.Chat != nil && d.Library != nil && identified {
-		serveWeb(mux) // the page needs the knowledge-base and chat endpoints
-	}
-	if identified {
-		mux.HandleFunc("GET /api/me", h.me)
-	}
-	if d.Admin != nil {
-		(&admin{store: d.Admin, h: h, lib: d.Library}).routes(mux)
-	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, r, d.Logger, rag.Errorf("httpapi", rag.KindNotFound, "no route for %s %s", r.Method, r.URL.Path))
-	})
-	return h.guard(h.authn(mux))
+	return d
 }
 
 type handler struct{ d Deps }

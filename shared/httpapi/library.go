@@ -201,28 +201,44 @@ func (l *library) docAccessOf(w http.ResponseWriter, r *http.Request, need rag.K
 	if !ok {
 		return p, rag.Document{}, false
 	}
-	id := r.PathValue("id")
-	d, err := l.lib.GetDocument(r.Context(), p.Tenant, id)
+	d, err := l.docOf(r.Context(), p, r.PathValue("id"), need, tombstones)
+	if err != nil {
+		l.fail(w, r, err)
+		return p, rag.Document{}, false
+	}
+	return p, d, true
+}
+
+// doc loads a document of the caller's tenant and requires the role on its knowledge base: NotFound for a
+// document the caller may not read, like a missing one, or one marked deleted; Permission for one it may
+// read without the role.
+func (l *library) doc(ctx context.Context, p rag.Principal, id string, need rag.KBRole) (rag.Document, error) {
+	return l.docOf(ctx, p, id, need, false)
+}
+
+// docOf is doc; with tombstones a document marked deleted, or of a knowledge base whose delete is
+// recorded, is returned too (a repeated DELETE finishes an interrupted one).
+func (l *library) docOf(ctx context.Context, p rag.Principal, id string, need rag.KBRole, tombstones bool) (rag.Document, error) {
+	d, err := l.lib.GetDocument(ctx, p.Tenant, id)
 	if err == nil && d.Status == rag.StatusDeleted && !tombstones {
 		err = rag.E("httpapi", rag.KindNotFound, nil)
 	}
 	if err == nil {
 		var kb rag.KnowledgeBase
-		if kb, err = l.lib.GetKB(r.Context(), p.Tenant, d.KBID); err == nil && kb.Retired() && !tombstones {
+		if kb, err = l.lib.GetKB(ctx, p.Tenant, d.KBID); err == nil && kb.Retired() && !tombstones {
 			err = rag.E("httpapi", rag.KindNotFound, nil)
 		}
 		if err == nil {
-			err = l.require(r.Context(), p, kb, need)
+			err = l.require(ctx, p, kb, need)
 		}
 	}
 	if err != nil && !rag.Is(err, rag.KindPermission) {
 		err = notFoundAs(err, "no document %q", id)
 	}
 	if err != nil {
-		l.fail(w, r, err)
-		return p, rag.Document{}, false
+		return rag.Document{}, err
 	}
-	return p, d, true
+	return d, nil
 }
 
 // errTooLarge is a request body over its limit: 413 with "too large" in the message.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -22,27 +23,48 @@ type Limiter interface {
 // and a JSON error naming the limit. It reports whether the request may go on and whether the limit store
 // failed (the request goes on: limits fail open, logged and reported as degraded "limits").
 func (h *handler) admit(w http.ResponseWriter, r *http.Request, p rag.Principal) (ok, degraded bool) {
-	if h.d.Limits == nil {
-		return true, false
+	degraded, err := h.allow(r.Context(), p)
+	var refused *LimitError
+	if !errors.As(err, &refused) {
+		return true, degraded
 	}
-	d := h.d.Limits.Allow(r.Context(), p.Tenant, p.UserID)
+	w.Header().Set("Retry-After", strconv.Itoa(refused.RetryAfterSeconds))
+	WriteJSON(w, http.StatusTooManyRequests, map[string]map[string]string{"error": {"code": "RateLimited", "limit": refused.Limit, "message": refused.Message}})
+	return false, false
+}
+
+// LimitError is a refusal by the per-user limits: the HTTP API answers it with 429, Retry-After and the
+// code RateLimited; other edges (MCP) report the same code and message.
+type LimitError struct {
+	Limit             string // limits.LimitRate or limits.LimitDailyTokens
+	Message           string
+	RetryAfterSeconds int
+}
+
+func (e *LimitError) Error() string { return e.Message }
+
+// allow checks the caller's limits: a *LimitError when refused; degraded when the limit store failed (the
+// call goes on: limits fail open, logged).
+func (h *handler) allow(ctx context.Context, p rag.Principal) (degraded bool, err error) {
+	if h.d.Limits == nil {
+		return false, nil
+	}
+	d := h.d.Limits.Allow(ctx, p.Tenant, p.UserID)
 	if d.Degraded {
 		h.d.Logger.Warn("limits store failed; request allowed", "tenant", p.Tenant, "user", p.UserID)
 	}
 	if d.Allowed {
-		return true, d.Degraded
+		return d.Degraded, nil
 	}
 	secs := int(d.RetryAfter.Round(time.Second) / time.Second)
 	if secs < 1 {
 		secs = 1
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	msg := "too many requests: the per-user rate limit is reached; retry after " + strconv.Itoa(secs) + " s"
 	if d.Limit == limits.LimitDailyTokens {
 		msg = "the daily token budget of this user is spent; it resets at 00:00 UTC"
 	}
-	WriteJSON(w, http.StatusTooManyRequests, map[string]map[string]string{"error": {"code": "RateLimited", "limit": d.Limit, "message": msg}})
-	return false, false
+	return false, &LimitError{Limit: d.Limit, Message: msg, RetryAfterSeconds: secs}
 }
 
 // metered returns r with a context that counts the tokens of every model call made with it (the small

@@ -321,7 +321,7 @@ func (l *library) oaiAsk(r *http.Request) (rag.Principal, oaiRequest, answer.Req
 	if err != nil {
 		return p, in, answer.Request{}, err
 	}
-	req, err := l.question(r, p, question, in.KBs, in.Documents)
+	req, err := l.question(r.Context(), p, question, in.KBs, in.Documents)
 	if err == nil {
 		err = l.restrictKBs(r.Context(), p, &req)
 	}

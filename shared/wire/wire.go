@@ -11,6 +11,7 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/embed"
 	"github.com/docmind/docmind/shared/llm"
+	"github.com/docmind/docmind/shared/mcpclient"
 	"github.com/docmind/docmind/shared/memory"
 	"github.com/docmind/docmind/shared/netx"
 	"github.com/docmind/docmind/shared/rank"
@@ -93,6 +94,10 @@ func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog, kv s
 		p.Understander = &answer.Understander{LLM: p.LLM, Model: small}
 		if cfg.Chat.AgentRounds > 0 {
 			p.Agent = &answer.Agent{LLM: model, Model: cfg.Chat.MainModel, MaxRounds: cfg.Chat.AgentRounds}
+			// validated with the config; sessions open on the agent's first use and live with the process
+			if servers, err := config.ParseMCPServers(cfg.Chat.MCPServers); err == nil && len(servers) > 0 {
+				p.Agent.Remote = mcpclient.New(servers, mcpclient.Options{})
+			}
 		}
 		p.PriceIn, p.PriceOut = cfg.Chat.PriceInputPerMTok, cfg.Chat.PriceOutputPerMTok
 	}

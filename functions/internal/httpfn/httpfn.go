@@ -127,6 +127,9 @@ func Identity(cfg config.Config, s Stores, deps *httpapi.Deps, log *slog.Logger)
 		deps.Limits = lim.WithLogger(log)
 	}
 	deps.Guard = httpapi.GuardOptions{AllowedOrigins: config.List(cfg.Auth.AllowedOrigins)}
+	if a.Mode.JWT {
+		deps.OAuthIssuer = cfg.Auth.Issuer // MCP clients discover it (RFC 9728)
+	}
 	return a.Mode, nil
 }
 
