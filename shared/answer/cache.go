@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/retrieve"
 	"github.com/docmind/docmind/shared/store"
@@ -89,7 +90,7 @@ func (c *SemanticCache) scope(ctx context.Context, req Request, generation strin
 	return "semcache:" + req.Tenant + ":" + hex.EncodeToString(h[:16]), nil
 }
 
-func normalise(q string) string { return strings.ToLower(oneLine(q)) }
+func normalise(q string) string { return strings.ToLower(lang.OneLine(q)) }
 
 // Lookup returns the cached answer for q, or nil. vec is the question's embedding, kept for Store.
 // generation names what writes answers (RELIABILITY SR-05): a cached answer is replayed only to the

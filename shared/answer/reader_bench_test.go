@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/lang"
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/text"
 
 	"github.com/docmind/docmind/shared/rank"
@@ -67,7 +69,7 @@ type legacyCandidate struct {
 func legacyCompose(query string, ev []rank.Evidence) string {
 	x := struct{ MaxSentences, PerSource, MaxSentRunes, SourcesToRead int }{4, 2, 400, 5}
 	if len(ev) == 0 {
-		return NoEvidenceAnswer
+		return reader.NoEvidenceAnswer
 	}
 	q := map[string]float64{}
 	for _, t := range text.Analyze(query) {
@@ -83,8 +85,8 @@ func legacyCompose(query string, ev []rank.Evidence) string {
 		if strings.TrimSpace(body) == "" {
 			body = e.ChildText
 		}
-		for j, s := range splitSentences(body) {
-			s = cleanSentence(s)
+		for j, s := range lang.SplitSentences(body) {
+			s = reader.CleanSentence(s)
 			if utf8.RuneCountInString(s) < 12 {
 				continue
 			}
@@ -102,11 +104,11 @@ func legacyCompose(query string, ev []rank.Evidence) string {
 			}
 			// Coverage of the question, lightly favouring short sentences and better-ranked sources.
 			score := hit/total - 0.02*math.Log1p(float64(len(terms))) + 0.05/float64(i+1)
-			cands = append(cands, legacyCandidate{src: i, pos: j, text: truncate(s, x.MaxSentRunes), score: score, cover: hit / total})
+			cands = append(cands, legacyCandidate{src: i, pos: j, text: lang.Truncate(s, x.MaxSentRunes), score: score, cover: hit / total})
 		}
 	}
 	if len(cands) == 0 {
-		return NoMatchAnswer
+		return reader.NoMatchAnswer
 	}
 	slices.SortStableFunc(cands, func(a, b legacyCandidate) int { return cmp.Compare(b.score, a.score) })
 	// Keep only sentences that cover at least half as much of the question as the best one: a sentence
@@ -135,10 +137,10 @@ func legacyCompose(query string, ev []rank.Evidence) string {
 		return a.pos - b.pos
 	})
 	if len(picked) == 0 {
-		return NoEvidenceAnswer
+		return reader.NoEvidenceAnswer
 	}
 	var b strings.Builder
-	b.WriteString(OfflineNotice)
+	b.WriteString(reader.OfflineNotice)
 	b.WriteString("\n")
 	for _, c := range picked {
 		fmt.Fprintf(&b, "\n- %s [%d]", c.text, c.src+1)

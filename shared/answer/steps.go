@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -563,7 +564,7 @@ func (t *tokenStream) send(tok string) error {
 
 // sendAll streams a whole answer, stopping quietly at the cap.
 func (t *tokenStream) sendAll(answer string) error {
-	for _, tok := range Tokens(answer) {
+	for _, tok := range lang.Tokens(answer) {
 		if err := t.send(tok); errors.Is(err, errTokenCap) {
 			return nil
 		} else if err != nil {
