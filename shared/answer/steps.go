@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer/inject"
 	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
@@ -255,7 +256,6 @@ func (p *Pipeline) composePrompt(ctx context.Context, st *State) error {
 	}
 	st.Prompt = prompt
 	res.Evidence = res.Evidence[:prompt.Used]
-	st.Done.Flagged = prompt.Flagged
 	return nil
 }
 
@@ -307,16 +307,21 @@ func (p *Pipeline) generate(ctx context.Context, st *State, emit Emit) error {
 	} else {
 		done.Degraded = append([]string{"llm"}, done.Degraded...)
 	}
+	done.InjectionFlags = inject.Passages(st.Result.Evidence)
 	if generated {
 		done.Answerer = "llm"
+		// the tokens are out; done's answer, the one stored, cached and rendered last, is the clean one
+		done.Answer, done.Sanitised = inject.Sanitise(ts.text.String(), st.Result.Evidence, done.InjectionFlags)
 	} else {
 		done.Answerer = "extractive"
-		if err := ts.sendAll(p.Answerer.Compose(st.Question, st.Result.Evidence)); err != nil {
+		answer, n := inject.Sanitise(p.Answerer.Compose(st.Question, st.Result.Evidence), st.Result.Evidence, done.InjectionFlags)
+		done.Sanitised = n
+		if err := ts.sendAll(answer); err != nil {
 			return err
 		}
+		done.Answer = ts.text.String()
 	}
 	st.timed("generation", t)
-	done.Answer = ts.text.String()
 	return nil
 }
 
@@ -480,6 +485,9 @@ var shippedCalibrations = sync.OnceValue(ShippedCalibrations)
 func final(st *State, done *Done) *Done {
 	if done.Claims == nil {
 		done.Claims = []Claim{}
+	}
+	if done.InjectionFlags == nil {
+		done.InjectionFlags = []inject.Flag{}
 	}
 	if done == st.Done {
 		done.NewSummary, done.NewSummaryUpto = st.NewSummary, st.NewSummaryUpto

@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/inject"
 	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/text"
@@ -154,7 +155,13 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		if strings.TrimSpace(body) == "" {
 			body = e.ChildText
 		}
-		units = append(units, x.units(i, body, qterms)...)
+		us := x.units(i, body, qterms)
+		if unsafe := inject.Unsafe(e); unsafe != nil {
+			// a passage that instructs the assistant: its instructing sentences, and any that repeat
+			// what it asks to be said, are never quoted (SEC-03); the rest of it still may be
+			us = slices.DeleteFunc(us, func(u unit) bool { return unsafe(u.show) })
+		}
+		units = append(units, us...)
 	}
 	idf := x.idf(qterms, units)
 	var total float64
@@ -190,7 +197,8 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		}
 	}
 	r.Table, r.Top = picked[0].row != nil, picked[0].src == 0
-	r.Answer = render(say.notice, picked)
+	// no image, link or HTML element pointing outside the server is quoted, whatever the passage holds
+	r.Answer, _ = inject.Sanitise(render(say.notice, picked), ev, inject.Passages(ev))
 	return r
 }
 
