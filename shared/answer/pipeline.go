@@ -99,11 +99,14 @@ type Memory interface {
 
 // Done is the final event.
 type Done struct {
-	Answer     string           `json:"answer"`
-	Sources    []Source         `json:"sources"`
-	Confidence Confidence       `json:"confidence"`
-	Path       string           `json:"path"`
-	FromCache  bool             `json:"from_cache"`
+	Answer     string     `json:"answer"`
+	Sources    []Source   `json:"sources"`
+	Confidence Confidence `json:"confidence"`
+	Path       string     `json:"path"`
+	FromCache  bool       `json:"from_cache"`
+	// Cached, on a replayed answer, names the turn it was first given for (see CacheOrigin); the
+	// confidence, its warning, the claims and the injection flags are that turn's.
+	Cached     *CacheOrigin     `json:"cached,omitempty"`
 	IsFallback bool             `json:"is_fallback"`
 	Degraded   []string         `json:"degraded"`
 	StageMS    map[string]int64 `json:"stage_ms"`

@@ -539,6 +539,14 @@ func (p *Pipeline) Replay(ctx context.Context, st *State, done *Done, emit Emit)
 		return nil, err
 	}
 	done.Answer = ts.text.String()
+	if done.FromCache && done.Confidence.Band != "" && done.Confidence.Band != BandHigh {
+		// the cached answer is as uncertain as when it was first given: its warning is replayed with it
+		// ("from cache" alone read as a confirmation)
+		if err := emit(EventConfidenceWarning, ConfidenceWarningEvent{Score: done.Confidence.Score,
+			Band: done.Confidence.Band, Message: warning(done.Confidence), Reason: done.Confidence.Reason}); err != nil {
+			return nil, err
+		}
+	}
 	return final(st, done), nil
 }
 
