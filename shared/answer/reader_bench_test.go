@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/inject"
 	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/text"
@@ -327,4 +328,23 @@ func cutRunes(s string, n int) []string {
 		out, r = append(out, string(r[:n])), r[n:]
 	}
 	return append(out, string(r))
+}
+
+// BenchmarkInjectionChecks measures what the injection checks add to a question (issue #20): the
+// passages flagged and the answer cleaned, as the reader and the pipeline each do, against the reader
+// itself in the same run.
+func BenchmarkInjectionChecks(b *testing.B) {
+	ev := benchEvidence()
+	answer := Extractive{}.Compose(benchQ, ev)
+	b.Run("reader", func(b *testing.B) {
+		for b.Loop() {
+			Extractive{}.Read(benchQ, ev)
+		}
+	})
+	b.Run("checks", func(b *testing.B) {
+		for b.Loop() {
+			inject.Passages(ev)                              // the pipeline's flags
+			inject.Sanitise(answer, ev, inject.Passages(ev)) // the reader's
+		}
+	})
 }

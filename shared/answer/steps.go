@@ -314,9 +314,8 @@ func (p *Pipeline) generate(ctx context.Context, st *State, emit Emit) error {
 		done.Answer, done.Sanitised = inject.Sanitise(ts.text.String(), st.Result.Evidence, done.InjectionFlags)
 	} else {
 		done.Answerer = "extractive"
-		answer, n := inject.Sanitise(p.Answerer.Compose(st.Question, st.Result.Evidence), st.Result.Evidence, done.InjectionFlags)
-		done.Sanitised = n
-		if err := ts.sendAll(answer); err != nil {
+		// the reader quotes no instruction and cleans its own answer (reader.Extractive.Read)
+		if err := ts.sendAll(p.Answerer.Compose(st.Question, st.Result.Evidence)); err != nil {
 			return err
 		}
 		done.Answer = ts.text.String()

@@ -65,11 +65,13 @@ func Normalise(s string) string {
 	b.Grow(len(s))
 	space := false
 	for _, r := range s {
-		if invisible(r) {
+		if r >= 0x80 && invisible(r) {
 			continue
 		}
-		if l, ok := homoglyphs[r]; ok {
-			r = l
+		if r >= 0x370 && r <= 0x52F { // Greek and Cyrillic: the only look-alikes folded
+			if l, ok := homoglyphs[r]; ok {
+				r = l
+			}
 		}
 		if unicode.IsSpace(r) && r != '\n' {
 			if !space {
@@ -84,30 +86,68 @@ func Normalise(s string) string {
 	return b.String()
 }
 
-// rules are checked in order on normalised text; the first match names the reason.
-var rules = []struct {
+// rule is one pattern of an instruction, read on normalised text. need gates it: the regexp runs only
+// when, for every group of need, the text holds one of the group's words. The gates are what keeps
+// detection cheap: the patterns' bounded gaps (".{0,40}") make large automata, and running them all
+// over every passage made the offline answer stage a hundred times slower (BenchmarkAnswerStage).
+type rule struct {
 	reason string
+	need   [][]string
 	re     *regexp.Regexp
-}{
-	{ReasonIgnore, regexp.MustCompile(`\b(ignore|disregard|forget|override|bypass|skip)\b.{0,40}\b(instructions?|prompts?|rules|directions|guidelines|context|guardrails|everything (above|before))\b` +
-		`|(忽略|无视|忘记|忘掉|不要理会|不要遵守|抛开)掉?(之前|以上|上述|前面|先前|所有|全部|一切|原有|原来)的?(所有|全部)?的?(指令|指示|规则|提示|约束|设定|要求)`)},
-	{ReasonSystem, regexp.MustCompile(`(?m)(^\s*|[\[(<#*]\s*)(system|developer|assistant)\s*(prompt|message|instruction|override|note)?\s*[:\]>]|<\|?(im_start|im_end|system|endoftext)\|?>|###\s*(system|instruction)|\bnew instructions?\b|\bsystem prompt\b|\bdeveloper mode\b|\bjailbreak` +
-		`|系统提示|系统指令|系统消息|【系统】|\[系统\]|开发者模式|新的指令|新指令`)},
-	{ReasonRole, regexp.MustCompile(`\byou are (now|no longer)\b|\bfrom now on,? you\b|\bpretend (to be|you are)\b|\b(act|behave|respond) as (if you|an? (unrestricted|unfiltered|uncensored|evil|different|new))\b|\blet'?s role ?-?play\b|\brole ?-?play persona\b|\byour new (role|name|task|persona)\b` +
-		`|你现在是|从现在(开始|起)[，,]?你|假装(你是|成为)|(你|助手|模型)(来|要|将)?扮演|你的新(身份|角色|任务)`)},
-	{ReasonExfil, regexp.MustCompile(`!\[[^\]]*\]\(\s*(https?:)?//|<\s*(img|iframe|script|svg|object|embed|a)\b|\b(append|add|include|insert|embed|render|put|send)\b.{0,50}\b(conversation|chat history|user'?s? (question|data|messages?)|previous (question|answer)s?)\b|\?q=\{|\{(conversation|question|history|chat)\}` +
-		`|(附加|添加|插入|嵌入|发送).{0,20}(对话|聊天记录|用户的问题)|(插入|嵌入|显示).{0,10}(图片|链接).{0,20}(https?:)?//`)},
-	{ReasonReply, regexp.MustCompile(`\b(reply|respond|answer|say|output|print|write|type)\b\s+(only\s+)?(with\s+)?(the\s+)?(word|phrase|text|string)?\s*["'“‘]?[a-z0-9_-]*\b(pwned|hacked|owned)\b` +
-		`|\b(assistant|ai|chatbot|language model|llm|model)s?\b.{0,30}\b(must|should|shall|needs? to|has to)\b.{0,30}\b(say|reply|respond|answer|tell|output|include|recommend|claim)\b` +
-		`|\b(tell|inform) the user\b|\bwhen (you are |you're )?asked\b.{0,40}\b(say|reply|answer|respond)\b|\bdo not (tell|mention|reveal)\b.{0,30}\b(user|instructions?)\b` +
-		`|(请|必须|务必|一定要)(只)?(回复|回答|输出|说)|(助手|模型|AI|ai|机器人)(必须|应该|应当|需要)|告诉用户|回答时(必须|要)`)},
+}
+
+// rules are checked in order; the first match names the reason.
+var rules = []rule{
+	{ReasonIgnore, [][]string{{"ignore", "disregard", "forget", "override", "bypass", "skip"}, {"instruction", "prompt", "rule", "direction", "guideline", "context", "guardrail", "everything"}},
+		regexp.MustCompile(`\b(ignore|disregard|forget|override|bypass|skip)\b.{0,40}\b(instructions?|prompts?|rules|directions|guidelines|context|guardrails|everything (above|before))\b`)},
+	{ReasonIgnore, [][]string{{"忽略", "无视", "忘记", "忘掉", "不要理会", "不要遵守", "抛开"}},
+		regexp.MustCompile(`(忽略|无视|忘记|忘掉|不要理会|不要遵守|抛开)掉?(之前|以上|上述|前面|先前|所有|全部|一切|原有|原来)的?(所有|全部)?的?(指令|指示|规则|提示|约束|设定|要求)`)},
+	{ReasonSystem, [][]string{{"system", "developer", "assistant"}},
+		regexp.MustCompile(`(?m)(^\s*|[\[(<#*]\s*)(system|developer|assistant)\s*(prompt|message|instruction|override|note)?\s*[:\]>]|<\|?system\|?>|###\s*system|\bsystem prompt\b|\bdeveloper mode\b`)},
+	{ReasonSystem, [][]string{{"im_start", "im_end", "endoftext", "###", "instruction", "jailbreak", "系统", "开发者模式", "新的指令", "新指令"}},
+		regexp.MustCompile(`<\|?(im_start|im_end|endoftext)\|?>|###\s*instruction|\bnew instructions?\b|\bjailbreak|系统提示|系统指令|系统消息|【系统】|\[系统\]|开发者模式|新的指令|新指令`)},
+	{ReasonRole, [][]string{{"you are", "from now on", "pretend", " as ", "role", "your new"}},
+		regexp.MustCompile(`\byou are (now|no longer)\b|\bfrom now on,? you\b|\bpretend (to be|you are)\b|\b(act|behave|respond) as (if you|an? (unrestricted|unfiltered|uncensored|evil|different|new))\b|\blet'?s role ?-?play\b|\brole ?-?play persona\b|\byour new (role|name|task|persona)\b`)},
+	{ReasonRole, [][]string{{"你现在是", "从现在", "假装", "扮演", "你的新"}},
+		regexp.MustCompile(`你现在是|从现在(开始|起)[，,]?你|假装(你是|成为)|(你|助手|模型)(来|要|将)?扮演|你的新(身份|角色|任务)`)},
+	{ReasonExfil, [][]string{{"![", "<", "?q={", "{"}},
+		regexp.MustCompile(`!\[[^\]]*\]\(\s*(https?:)?//|<\s*(img|iframe|script|svg|object|embed|a)\b|\?q=\{|\{(conversation|question|history|chat)\}`)},
+	{ReasonExfil, [][]string{{"append", "add", "include", "insert", "embed", "render", "put", "send"}, {"conversation", "chat history", "user", "previous question", "previous answer"}},
+		regexp.MustCompile(`\b(append|add|include|insert|embed|render|put|send)\b.{0,50}\b(conversation|chat history|user'?s? (question|data|messages?)|previous (question|answer)s?)\b`)},
+	{ReasonExfil, [][]string{{"附加", "添加", "插入", "嵌入", "发送", "显示"}, {"对话", "聊天记录", "用户的问题", "//"}},
+		regexp.MustCompile(`(附加|添加|插入|嵌入|发送).{0,20}(对话|聊天记录|用户的问题)|(插入|嵌入|显示).{0,10}(图片|链接).{0,20}(https?:)?//`)},
+	{ReasonReply, [][]string{{"pwned", "hacked", "owned"}},
+		regexp.MustCompile(`\b(reply|respond|answer|say|output|print|write|type)\b\s+(only\s+)?(with\s+)?(the\s+)?(word|phrase|text|string)?\s*["'“‘]?[a-z0-9_-]*\b(pwned|hacked|owned)\b`)},
+	{ReasonReply, [][]string{{"assistant", "ai", "chatbot", "language model", "llm", "model"}, {"must", "should", "shall", "need", "has to"}},
+		regexp.MustCompile(`\b(assistant|ai|chatbot|language model|llm|model)s?\b.{0,30}\b(must|should|shall|needs? to|has to)\b.{0,30}\b(say|reply|respond|answer|tell|output|include|recommend|claim)\b`)},
+	{ReasonReply, [][]string{{"the user", "asked", "do not"}},
+		regexp.MustCompile(`\b(tell|inform) the user\b|\bwhen (you are |you're )?asked\b.{0,40}\b(say|reply|answer|respond)\b|\bdo not (tell|mention|reveal)\b.{0,30}\b(user|instructions?)\b`)},
+	{ReasonReply, [][]string{{"请", "必须", "务必", "一定要", "应该", "应当", "需要", "告诉用户", "回答时"}},
+		regexp.MustCompile(`(请|必须|务必|一定要)(只)?(回复|回答|输出|说)|(助手|模型|ai|机器人)(必须|应该|应当|需要)|告诉用户|回答时(必须|要)`)},
+}
+
+// gated reports whether n holds a word of every group of need.
+func gated(n string, need [][]string) bool {
+	for _, group := range need {
+		hit := false
+		for _, w := range group {
+			if strings.Contains(n, w) {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
 }
 
 // Detect returns why s instructs the assistant, or "" when it does not.
 func Detect(s string) string {
 	n := Normalise(s)
 	for _, r := range rules {
-		if r.re.MatchString(n) {
+		if gated(n, r.need) && r.re.MatchString(n) {
 			return r.reason
 		}
 	}

@@ -150,15 +150,21 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	}
 	qterms := QuestionTerms(query)
 	var units []unit
+	flags := inject.Passages(ev)
+	flagged := map[int]bool{}
+	for _, f := range flags {
+		flagged[f.Source-1] = true
+	}
 	for i, e := range ev[:min(len(ev), x.SourcesToRead)] {
 		body := e.Text
 		if strings.TrimSpace(body) == "" {
 			body = e.ChildText
 		}
 		us := x.units(i, body, qterms)
-		if unsafe := inject.Unsafe(e); unsafe != nil {
+		if flagged[i] {
 			// a passage that instructs the assistant: its instructing sentences, and any that repeat
 			// what it asks to be said, are never quoted (SEC-03); the rest of it still may be
+			unsafe := inject.Unsafe(e)
 			us = slices.DeleteFunc(us, func(u unit) bool { return unsafe(u.show) })
 		}
 		units = append(units, us...)
@@ -198,7 +204,7 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	}
 	r.Table, r.Top = picked[0].row != nil, picked[0].src == 0
 	// no image, link or HTML element pointing outside the server is quoted, whatever the passage holds
-	r.Answer, _ = inject.Sanitise(render(say.notice, picked), ev, inject.Passages(ev))
+	r.Answer, _ = inject.Sanitise(render(say.notice, picked), ev, flags)
 	return r
 }
 
