@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/docmind/docmind/shared/answer"
+	"github.com/docmind/docmind/shared/answer/inject"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/sse"
 	"github.com/docmind/docmind/shared/wire"
@@ -24,7 +25,9 @@ type askResult struct {
 	Confidence float64         `json:"confidence"`
 	Band       string          `json:"band"`
 	Path       string          `json:"path"`
-	Events     []sse.Event     `json:"events"`
+	// InjectionFlags names the retrieved passages that instruct the assistant ([] when none does).
+	InjectionFlags []inject.Flag `json:"injection_flags"`
+	Events         []sse.Event   `json:"events"`
 }
 
 func cmdAsk(e env, args []string) int {
@@ -109,9 +112,12 @@ func cmdAsk(e env, args []string) int {
 }
 
 func printAsk(w io.Writer, done *answer.Done, events []sse.Event) {
-	out := askResult{Sources: []answer.Source{}, Events: events}
+	out := askResult{Sources: []answer.Source{}, InjectionFlags: []inject.Flag{}, Events: events}
 	if done != nil {
 		out.Answer, out.Sources, out.Confidence, out.Band, out.Path = done.Answer, done.Sources, done.Confidence.Score, done.Confidence.Band, done.Path
+		if done.InjectionFlags != nil {
+			out.InjectionFlags = done.InjectionFlags
+		}
 	}
 	printJSON(w, out)
 }

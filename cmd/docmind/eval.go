@@ -37,7 +37,7 @@ func cmdEval(e env, args []string) int {
 	k := fs.Int("k", 10, "cut-off reported first (Recall@100 is always computed)")
 	out := fs.String("out", "", "answer variant: write one JSON line per question (id, answer, band, confidence, correct, claims_supported) to this file")
 	calibrate := fs.Bool("calibrate", false, "answer variant: fit the confidence calibration per answerer on these datasets and write it to --calibration")
-	calFile := fs.String("calibration", filepath.Join("shared", "answer", "calibration.json"), "where --calibrate writes the calibration (embedded in the next build)")
+	calFile := fs.String("calibration", filepath.Join("shared", "answer", "calibrate", "calibration.json"), "where --calibrate writes the calibration (embedded in the next build)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
 	}

@@ -306,6 +306,10 @@ func TestAskCommand(t *testing.T) {
 	if res.Path != "STANDARD" || res.Band == "" || len(res.Sources) == 0 || !strings.Contains(res.Answer, "20 days") {
 		t.Fatalf("ask --json: %+v", res)
 	}
+	// the demo's documents instruct nothing: injection_flags is present and empty
+	if !strings.Contains(out, `"injection_flags": []`) || res.InjectionFlags == nil || len(res.InjectionFlags) != 0 {
+		t.Fatalf("ask --json injection_flags %v in %s", res.InjectionFlags, out)
+	}
 	refs := citeMarker.FindAllStringSubmatch(res.Answer, -1)
 	if len(refs) == 0 {
 		t.Fatalf("no citation in %q", res.Answer)

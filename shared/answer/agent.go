@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -208,7 +209,7 @@ func (a *Agent) tool(ctx context.Context, p *Pipeline, call llm.ToolCall, f rag.
 		ev, err := p.Web.Search(ctx, q)
 		return q, ev, nil, err
 	}
-	return q, nil, nil, rag.E(op, rag.KindInvalid, callError(fmt.Sprintf("no tool %q", truncate(call.Name, 40))))
+	return q, nil, nil, rag.E(op, rag.KindInvalid, callError(fmt.Sprintf("no tool %q", lang.Truncate(call.Name, 40))))
 }
 
 // toolText is what the model reads back: the new passages, neutralised and cut short.
@@ -222,7 +223,7 @@ func toolText(fresh []rank.Evidence, found int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d new passages:\n", len(fresh))
 	for i, e := range fresh {
-		text, _ := Neutralise(truncate(oneLine(e.Text), 600))
+		text, _ := Neutralise(lang.Truncate(lang.OneLine(e.Text), 600))
 		fmt.Fprintf(&b, "<passage n=%d source=%q chapter=%q>\n%s\n</passage>\n", i+1, e.FileName, e.Chapter, text)
 	}
 	return b.String()

@@ -135,7 +135,7 @@ func TestAgentStops(t *testing.T) {
 	r := &toolRetriever{ev: map[string][]rank.Evidence{}}
 	for i := 1; i <= 9; i++ {
 		q := fmt.Sprintf("q%d", i)
-		e := ev(q+".md", "Passage number "+q+" about leave.", 0.5)
+		e := ev(q+".md", "Passage lang.Number "+q+" about leave.", 0.5)
 		r.ev[q] = []rank.Evidence{e}
 	}
 	// Every round finds something new: the budget stops it at 4.

@@ -14,12 +14,13 @@ package answer
 import (
 	"fmt"
 	"math"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/calibrate"
+	"github.com/docmind/docmind/shared/answer/claims"
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/rank"
 )
 
@@ -47,31 +48,12 @@ func Sources(ev []rank.Evidence) []Source {
 	out := make([]Source, len(ev))
 	for i, e := range ev {
 		out[i] = Source{N: i + 1, DocumentID: e.DocumentID, KBID: e.KBID, FileName: e.FileName, Chapter: e.Chapter,
-			Page: e.Page, ChunkID: e.ChunkID, Snippet: truncate(oneLine(e.ChildText), SnippetRunes), Score: e.Score}
+			Page: e.Page, ChunkID: e.ChunkID, Snippet: lang.Truncate(lang.OneLine(e.ChildText), SnippetRunes), Score: e.Score}
 		if out[i].Snippet == "" {
-			out[i].Snippet = truncate(oneLine(e.Text), SnippetRunes)
+			out[i].Snippet = lang.Truncate(lang.OneLine(e.Text), SnippetRunes)
 		}
 	}
 	return out
-}
-
-// citeRe is a citation marker: [n], or the full-width 【n】 or ［n］ some models write in Chinese.
-var citeRe = regexp.MustCompile(`[\[【［](\d{1,3})[\]】］]`)
-
-// Citations parses [n] markers: the distinct valid source numbers in order of first use, and how many
-// markers point at no source (counted, never shown as links).
-func Citations(answer string, nSources int) (used []int, invalid int) {
-	for _, m := range citeRe.FindAllStringSubmatch(answer, -1) {
-		n, _ := strconv.Atoi(m[1])
-		if n < 1 || n > nSources {
-			invalid++
-			continue
-		}
-		if !slices.Contains(used, n) {
-			used = append(used, n)
-		}
-	}
-	return used, invalid
 }
 
 // Bands.
@@ -106,34 +88,34 @@ type Confidence struct {
 // source caps it below HIGH. No evidence or no valid citation is LOW 0, as in Score.
 func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade, rerankKnown bool, cal Calibrations) (Confidence, []Claim) {
 	c := Score(answer, len(ev), g, rerankKnown)
-	claims := CheckClaims(answer, ev)
-	c.Supported = ClaimsSupported(claims)
+	checked := claims.Check(answer, ev)
+	c.Supported = claims.Supported(checked)
 	if used, _ := Citations(answer, len(ev)); len(ev) == 0 || g.NoEvidence || len(used) == 0 {
 		c.Reason = "no valid citation of a retrieved passage"
 		if len(ev) == 0 || g.NoEvidence {
 			c.Reason = "nothing was retrieved"
 		}
-		return c, claims
+		return c, checked
 	}
-	f := FeaturesOf(question, answer, ev, g, rerankKnown, claims)
+	f := calibrate.FeaturesOf(question, answer, ev, g, rerankKnown, checked)
 	c.Features = &f
-	k := cal[CalibrationKey(answerer, f.Vector())]
+	k := cal[calibrate.Key(answerer, f.Vector())]
 	if k == nil {
 		k = cal[answerer]
 	}
 	if k != nil && len(k.Weights) == len(f.Vector()) {
 		c.Score = math.Max(0, k.Predict(f.Vector())-0.05*float64(c.Invalid))
 		c.Calibrated = true
-		c.Reason = fmt.Sprintf("estimated from %d %s answers of the evaluation data, %.0f%% of them right: %s", k.N, k.Answerer, 100*k.Positive, k.explain(f))
+		c.Reason = fmt.Sprintf("estimated from %d %s answers of the evaluation data, %.0f%% of them right: %s", k.N, k.Answerer, 100*k.Positive, k.Explain(f))
 		if k.FittedOn != "" { // which data: an English table lookup rated from multi-hop Wikipedia questions should say so
-			c.Reason = fmt.Sprintf("estimated from the %s answers of %s, %.0f%% of them right: %s", k.Answerer, k.FittedOn, 100*k.Positive, k.explain(f))
+			c.Reason = fmt.Sprintf("estimated from the %s answers of %s, %.0f%% of them right: %s", k.Answerer, k.FittedOn, 100*k.Positive, k.Explain(f))
 		}
 	} else {
-		c.Score, c.Reason = uncalibrated(c, answerer, CalibrationKey(answerer, f.Vector()))
+		c.Score, c.Reason = uncalibrated(c, answerer, calibrate.Key(answerer, f.Vector()))
 	}
 	var missing []string
 	numberMissing := false
-	for _, cl := range claims {
+	for _, cl := range checked {
 		if !cl.Supported {
 			missing = append(missing, cl.Reason)
 		}
@@ -141,14 +123,14 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 	}
 	if len(missing) > 0 {
 		c.Score *= c.Supported
-		c.Reason += fmt.Sprintf("; %d of %d cited sentences unsupported (%s)", len(missing), len(claims), missing[0])
+		c.Reason += fmt.Sprintf("; %d of %d cited sentences unsupported (%s)", len(missing), len(checked), missing[0])
 	}
 	if numberMissing {
 		c.Score = math.Min(c.Score, 0.84) // a claim citing a passage that lacks its number is never HIGH
 	}
 	c.Score = math.Round(c.Score*1000) / 1000
 	c.Band = Band(c.Score)
-	return c, claims
+	return c, checked
 }
 
 // UncalibratedCap is the highest score an answer gets without a calibration for its answerer and
@@ -168,19 +150,6 @@ func uncalibrated(c Confidence, answerer, key string) (float64, string) {
 		reason += fmt.Sprintf(", capped at %.2f (never HIGH uncalibrated)", UncalibratedCap)
 	}
 	return math.Min(c.Score, UncalibratedCap), reason
-}
-
-// Recalibrate is Assess's estimate for an answer whose features and share of supported claims are
-// known, under calibrator k (evaluation uses it to score answers with a calibration fitted elsewhere).
-func Recalibrate(k *Calibrator, x []float64, supported float64) float64 {
-	p := k.Predict(x)
-	if supported < 1 {
-		p *= supported
-	}
-	if len(x) > featNumberMissing && x[featNumberMissing] >= 0.5 {
-		p = math.Min(p, 0.84)
-	}
-	return math.Round(p*1000) / 1000
 }
 
 // Band maps a score to HIGH (>= 0.85), MEDIUM (>= 0.60) or LOW.
@@ -210,7 +179,7 @@ func Score(answer string, nSources int, g rank.Grade, rerankKnown bool) Confiden
 	// A sentence counts as cited when it carries a valid [n], or when the fragment right after it is
 	// only citations ("... per year. [1]").
 	valid := func(s string) bool {
-		for _, m := range citeRe.FindAllStringSubmatch(s, -1) {
+		for _, m := range lang.CiteRe.FindAllStringSubmatch(s, -1) {
 			if n, _ := strconv.Atoi(m[1]); n >= 1 && n <= nSources {
 				return true
 			}
@@ -219,9 +188,9 @@ func Score(answer string, nSources int, g rank.Grade, rerankKnown bool) Confiden
 	}
 	var marks []bool                // one per counted sentence: cited?
 	claims := WithoutNotice(answer) // the notice is not a claim about the documents
-	for _, s := range splitSentences(claims) {
-		if utf8.RuneCountInString(strings.TrimSpace(citeRe.ReplaceAllString(s, ""))) < 8 {
-			if len(marks) > 0 && valid(s) && strings.Trim(citeRe.ReplaceAllString(s, ""), " .。") == "" {
+	for _, s := range lang.SplitSentences(claims) {
+		if utf8.RuneCountInString(strings.TrimSpace(lang.CiteRe.ReplaceAllString(s, ""))) < 8 {
+			if len(marks) > 0 && valid(s) && strings.Trim(lang.CiteRe.ReplaceAllString(s, ""), " .。") == "" {
 				marks[len(marks)-1] = true
 			}
 			continue // headings, bullets, fragments
@@ -248,14 +217,4 @@ func Score(answer string, nSources int, g rank.Grade, rerankKnown bool) Confiden
 	c.Score = math.Round(c.Score*1000) / 1000
 	c.Band = Band(c.Score)
 	return c
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -66,92 +65,6 @@ func ev(file, text string, score float64) rank.Evidence {
 }
 
 var bullet = regexp.MustCompile(`^- (.+) \[(\d+)\]$`)
-
-func TestExtractiveCompose(t *testing.T) {
-	evidence := []rank.Evidence{
-		ev("handbook.docx", "# Leave\n\nFull-time employees receive 20 days of paid annual leave per year. The office has a kitchen on every floor. Unused leave carries over for one year.", 0.9),
-		ev("faq.html", "Part-time employees receive annual leave in proportion to their hours. Parking is free for visitors.", 0.5),
-		ev("prices.csv", "| sku | price |\n|---|---|\n| A1 | 30 |", 0.1),
-	}
-	got := Extractive{}.Compose("How many days of annual leave do full-time employees get?", evidence)
-	lines := strings.Split(got, "\n")
-	if lines[0] != OfflineNotice || lines[1] != "" {
-		t.Fatalf("the answer must open with the offline notice:\n%s", got)
-	}
-	if !strings.Contains(got, "Full-time employees receive 20 days of paid annual leave per year. [1]") {
-		t.Fatalf("the best sentence is missing or uncited:\n%s", got)
-	}
-	for _, bad := range []string{"kitchen", "Parking", "sku", "# Leave"} {
-		if strings.Contains(got, bad) {
-			t.Errorf("irrelevant text %q quoted:\n%s", bad, got)
-		}
-	}
-	for _, l := range lines[2:] {
-		m := bullet.FindStringSubmatch(l)
-		if m == nil {
-			t.Fatalf("line %q is not a cited bullet", l)
-		}
-	}
-	if c := Score(got, len(evidence), rank.Grade{Tier: rank.TierHigh}, false); c.Coverage != 1 {
-		t.Fatalf("every quoted sentence carries a citation: %+v", c)
-	}
-	cn := Extractive{}.Compose("年假每年多少天", []rank.Evidence{ev("手册.md", "员工福利。年假每年 20 天，未休年假可顺延一年。食堂中午开放。", 0.8)})
-	if !strings.Contains(cn, "年假每年 20 天，") && !strings.Contains(cn, "年假每年 20 天") || !strings.Contains(cn, "[1]") || strings.Contains(cn, "食堂") {
-		t.Fatalf("Chinese extractive answer:\n%s", cn)
-	}
-	if got := (Extractive{}).Compose("anything", nil); got != NoEvidenceAnswer || strings.Contains(strings.ToLower(got), "does not exist") {
-		t.Fatalf("no-evidence answer %q", got)
-	}
-	// Evidence found by meaning only (no shared term): nothing is quoted, and the answer says why.
-	if sem := (Extractive{}).Compose("vacation entitlement", evidence[:1]); sem != NoMatchAnswer {
-		t.Fatalf("semantic-only evidence: %s", sem)
-	}
-	// A sentence sharing one common word with the question is not quoted next to one that answers it.
-	weak := Extractive{}.Compose("How many days of paid annual leave do full-time employees get?", []rank.Evidence{
-		ev("handbook.docx", "Full-time employees receive 20 days of paid annual leave per year.", 0.9),
-		ev("faq.html", "Changes take effect within one business day of our email confirmation.", 0.5)})
-	if strings.Contains(weak, "business day") || !strings.Contains(weak, "20 days") {
-		t.Fatalf("weak sentence quoted:\n%s", weak)
-	}
-	// Limits: at most PerSource from one source; another source only when it adds a question term.
-	many := ev("long.md", strings.Repeat("Annual leave rules apply to everyone here. ", 1)+"Annual leave is booked in the portal. Annual leave needs approval by a lead. Annual leave expires after a year.", 1)
-	got = Extractive{MaxSentences: 3, PerSource: 2}.Compose("annual leave", []rank.Evidence{many, evidence[1]})
-	if n := strings.Count(got, "[1]"); n != 2 || strings.Contains(got, "[2]") {
-		t.Fatalf("want 2 quotes from source 1 (PerSource 2) and none from source 2, which adds nothing:\n%s", got)
-	}
-	got = Extractive{MaxSentences: 3, PerSource: 2}.Compose("annual leave for part-time staff", []rank.Evidence{many, evidence[1]})
-	if !strings.Contains(got, "Part-time employees receive annual leave in proportion to their hours. [2]") {
-		t.Fatalf("source 2 adds the question's part-time and must be quoted:\n%s", got)
-	}
-}
-
-func TestTokens(t *testing.T) {
-	for _, s := range []string{"", "one", "a b  c\n- d [1]", "年假 20 天[1]。", OfflineNotice} {
-		toks := Tokens(s)
-		if strings.Join(toks, "") != s {
-			t.Fatalf("Tokens(%q) = %q does not rebuild the input", s, toks)
-		}
-	}
-	if toks := Tokens("年假"); len(toks) != 2 {
-		t.Fatalf("CJK characters stream one at a time: %q", toks)
-	}
-}
-
-func FuzzCompose(f *testing.F) {
-	f.Add("leave days", "Employees get 20 days. [3] Something else entirely here.")
-	f.Add("年假", "年假每年 20 天。")
-	f.Add("", "")
-	f.Fuzz(func(t *testing.T, q, body string) {
-		evidence := []rank.Evidence{ev("a", body, 1), ev("b", q+" "+body, 0.5)}
-		got := Extractive{}.Compose(q, evidence)
-		if !utf8.ValidString(got) && utf8.ValidString(q) && utf8.ValidString(body) {
-			t.Fatalf("invalid UTF-8 from valid input: %q", got)
-		}
-		if _, invalid := Citations(got, len(evidence)); invalid != 0 {
-			t.Fatalf("invalid citation in %q", got)
-		}
-	})
-}
 
 type fakeRetriever struct {
 	res *retrieve.Result

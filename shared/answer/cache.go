@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/retrieve"
 	"github.com/docmind/docmind/shared/store"
@@ -38,6 +39,8 @@ type cacheEntry struct {
 	Vector   []float32 `json:"v"`
 	Done     Done      `json:"done"`
 	At       int64     `json:"at"` // unix nanoseconds
+	// StageMS is the first answer's timeline, replayed as the origin's (Done.StageMS is the replay's own).
+	StageMS map[string]int64 `json:"stage_ms,omitempty"`
 }
 
 func (c *SemanticCache) defaults() (float64, time.Duration, int) {
@@ -90,7 +93,7 @@ func (c *SemanticCache) scope(ctx context.Context, req Request, generation strin
 	return "semcache:" + req.Tenant + ":" + hex.EncodeToString(h[:16]), nil
 }
 
-func normalise(q string) string { return strings.ToLower(oneLine(q)) }
+func normalise(q string) string { return strings.ToLower(lang.OneLine(q)) }
 
 // Lookup returns the cached answer for q, or nil. vec is the question's embedding, kept for Store.
 // generation names what writes answers (RELIABILITY SR-05): a cached answer is replayed only to the
@@ -123,7 +126,16 @@ func (c *SemanticCache) Lookup(ctx context.Context, req Request, q, generation s
 	if best == nil {
 		return nil, vecs[0], key, nil
 	}
+	best.Done.Cached = &CacheOrigin{Question: best.Question, AnsweredAt: time.Unix(0, best.At).UTC(), StageMS: best.StageMS}
 	return &best.Done, vecs[0], key, nil
+}
+
+// CacheOrigin says which earlier turn a cached answer replays: the question it answered, when, and
+// that turn's steps with their milliseconds (the replay itself has one step, the cache lookup).
+type CacheOrigin struct {
+	Question   string           `json:"question"`
+	AnsweredAt time.Time        `json:"answered_at"`
+	StageMS    map[string]int64 `json:"stage_ms"`
 }
 
 // Record counts the question in its scope and stores the answer when it qualifies.
@@ -142,7 +154,7 @@ func (c *SemanticCache) Record(ctx context.Context, key, q string, vec []float32
 	}
 	stored := *d
 	stored.ConversationID, stored.MessageID, stored.StageMS = "", "", nil
-	b, err := json.Marshal(cacheEntry{Question: q, Vector: vec, Done: stored, At: time.Now().UnixNano()})
+	b, err := json.Marshal(cacheEntry{Question: q, Vector: vec, Done: stored, At: time.Now().UnixNano(), StageMS: d.StageMS})
 	if err != nil {
 		return err
 	}

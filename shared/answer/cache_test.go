@@ -66,8 +66,14 @@ func TestSemanticCache(t *testing.T) {
 	if !third.FromCache || r.calls != 2 || third.Answer != second.Answer || third.Confidence.Score != second.Confidence.Score || third.Confidence.Band != second.Confidence.Band || len(third.Sources) != 1 {
 		t.Fatalf("hit: from_cache %v, calls %d, done %+v", third.FromCache, r.calls, third)
 	}
-	if seq := strings.Join(names, " "); !strings.HasPrefix(seq, "start token") || !strings.HasSuffix(seq, "token") {
-		t.Fatalf("a cache hit streams start token* (and the edge done): %q", seq)
+	// the second answer was MEDIUM with a warning: the replay keeps the warning, the claims, and says
+	// which turn it replays
+	if seq := strings.Join(names, " "); !strings.HasPrefix(seq, "start token") || !strings.HasSuffix(seq, "token confidence_warning") || second.Confidence.Band != BandMedium {
+		t.Fatalf("a cache hit of a %s answer streams start token* confidence_warning (and the edge done): %q", second.Confidence.Band, seq)
+	}
+	if third.Cached == nil || third.Cached.Question != q || third.Cached.AnsweredAt.IsZero() || third.Cached.StageMS["retrieval"] < 0 || len(third.Cached.StageMS) < 2 ||
+		len(third.Claims) != len(second.Claims) || len(third.Claims) == 0 || len(third.StageMS) != 1 {
+		t.Fatalf("replay origin %+v, claims %d (first given %d), stage_ms %v", third.Cached, len(third.Claims), len(second.Claims), third.StageMS)
 	}
 	// Another scope is another cache: a different KB set, another tenant.
 	for _, c := range []struct {

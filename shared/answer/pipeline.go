@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/inject"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -101,11 +102,14 @@ type Memory interface {
 
 // Done is the final event.
 type Done struct {
-	Answer     string           `json:"answer"`
-	Sources    []Source         `json:"sources"`
-	Confidence Confidence       `json:"confidence"`
-	Path       string           `json:"path"`
-	FromCache  bool             `json:"from_cache"`
+	Answer     string     `json:"answer"`
+	Sources    []Source   `json:"sources"`
+	Confidence Confidence `json:"confidence"`
+	Path       string     `json:"path"`
+	FromCache  bool       `json:"from_cache"`
+	// Cached, on a replayed answer, names the turn it was first given for (see CacheOrigin); the
+	// confidence, its warning, the claims and the injection flags are that turn's.
+	Cached     *CacheOrigin     `json:"cached,omitempty"`
 	IsFallback bool             `json:"is_fallback"`
 	Degraded   []string         `json:"degraded"`
 	StageMS    map[string]int64 `json:"stage_ms"`
@@ -116,8 +120,14 @@ type Done struct {
 	// FallbackReason is the error kind that made the extractive answerer stand in for the model.
 	FallbackReason string    `json:"fallback_reason,omitempty"`
 	Usage          llm.Usage `json:"usage"`
-	CostUSD        float64   `json:"cost_usd"`                  // from usage and the configured prices (0 offline or unpriced)
-	Flagged        int       `json:"injection_flags,omitempty"` // instruction-like spans removed from passages
+	CostUSD        float64   `json:"cost_usd"` // from usage and the configured prices (0 offline or unpriced)
+	// InjectionFlags names each retrieved passage that instructs the assistant (source number, document,
+	// reason): such a passage is shown as a source but never obeyed, and its instructions are never
+	// quoted. Always present; an empty list when no passage does.
+	InjectionFlags []inject.Flag `json:"injection_flags"`
+	// Sanitised counts what was removed from the answer: outside images, links and HTML, an injected
+	// passage's URLs, sentences echoing an injected instruction.
+	Sanitised int `json:"sanitised,omitempty"`
 	// ShortCircuit names why retrieval and the model were skipped (EMERGENCY, CHITCHAT, KB_META); the
 	// confidence band is then empty, since the answer does not come from passages.
 	ShortCircuit string `json:"short_circuit,omitempty"`

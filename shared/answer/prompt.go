@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/text"
@@ -131,7 +132,7 @@ func BuildPrompt(in PromptInput) (Prompt, error) {
 		if e.Chapter != "" {
 			title += " - " + e.Chapter
 		}
-		title, m := Neutralise(oneLine(title))
+		title, m := Neutralise(lang.OneLine(title))
 		cost := text.EstimateTokens(title) + text.EstimateTokens(body) + 8
 		if cost > budget {
 			if i > 0 {
@@ -149,7 +150,7 @@ func BuildPrompt(in PromptInput) (Prompt, error) {
 	p.Used = len(ps)
 	var memory []string
 	for _, m := range in.Memory {
-		m, n := Neutralise(oneLine(m))
+		m, n := Neutralise(lang.OneLine(m))
 		cost := text.EstimateTokens(m) + 4
 		if cost > budget {
 			break
@@ -159,7 +160,7 @@ func BuildPrompt(in PromptInput) (Prompt, error) {
 		memory = append(memory, m)
 	}
 	p.Memory = len(memory)
-	summary, n := Neutralise(oneLine(in.Summary))
+	summary, n := Neutralise(lang.OneLine(in.Summary))
 	if cost := text.EstimateTokens(summary) + 16; summary != "" && cost <= budget {
 		budget -= cost
 		p.Flagged += n
@@ -188,7 +189,7 @@ func Recent(history []llm.Message, budget int) []llm.Message {
 	for i := len(history) - 1; i >= 0; i-- {
 		m := history[i]
 		if m.Role == "assistant" {
-			m.Content = strings.TrimSpace(citeRe.ReplaceAllString(m.Content, ""))
+			m.Content = strings.TrimSpace(lang.CiteRe.ReplaceAllString(m.Content, ""))
 		}
 		cost := text.EstimateTokens(m.Content) + 4
 		if cost > budget {

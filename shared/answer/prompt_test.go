@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -124,7 +125,7 @@ func TestPipelineWithModel(t *testing.T) {
 	// The provider failing before its first token: the extractive answer stands in, and says why.
 	p.LLM = &fakeLLM{err: rag.Errorf("llm", rag.KindPermission, "401")}
 	done, err = p.Run(context.Background(), Request{Tenant: "acme", Question: "annual leave?"}, (&recorder{}).emit)
-	if err != nil || done.Answerer != "extractive" || done.FallbackReason != "Permission" || done.Degraded[0] != "llm" || !strings.HasPrefix(done.Answer, OfflineNotice) {
+	if err != nil || done.Answerer != "extractive" || done.FallbackReason != "Permission" || done.Degraded[0] != "llm" || !strings.HasPrefix(done.Answer, reader.OfflineNotice) {
 		t.Fatalf("fallback: %+v %v", done, err)
 	}
 	// Failing mid-answer: an error event, then (from the edge) done with what was sent, marked partial;

@@ -15,6 +15,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/inject"
+	"github.com/docmind/docmind/shared/answer/lang"
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/text"
 
 	"github.com/docmind/docmind/shared/rank"
@@ -67,7 +70,7 @@ type legacyCandidate struct {
 func legacyCompose(query string, ev []rank.Evidence) string {
 	x := struct{ MaxSentences, PerSource, MaxSentRunes, SourcesToRead int }{4, 2, 400, 5}
 	if len(ev) == 0 {
-		return NoEvidenceAnswer
+		return reader.NoEvidenceAnswer
 	}
 	q := map[string]float64{}
 	for _, t := range text.Analyze(query) {
@@ -83,8 +86,8 @@ func legacyCompose(query string, ev []rank.Evidence) string {
 		if strings.TrimSpace(body) == "" {
 			body = e.ChildText
 		}
-		for j, s := range splitSentences(body) {
-			s = cleanSentence(s)
+		for j, s := range lang.SplitSentences(body) {
+			s = reader.CleanSentence(s)
 			if utf8.RuneCountInString(s) < 12 {
 				continue
 			}
@@ -102,11 +105,11 @@ func legacyCompose(query string, ev []rank.Evidence) string {
 			}
 			// Coverage of the question, lightly favouring short sentences and better-ranked sources.
 			score := hit/total - 0.02*math.Log1p(float64(len(terms))) + 0.05/float64(i+1)
-			cands = append(cands, legacyCandidate{src: i, pos: j, text: truncate(s, x.MaxSentRunes), score: score, cover: hit / total})
+			cands = append(cands, legacyCandidate{src: i, pos: j, text: lang.Truncate(s, x.MaxSentRunes), score: score, cover: hit / total})
 		}
 	}
 	if len(cands) == 0 {
-		return NoMatchAnswer
+		return reader.NoMatchAnswer
 	}
 	slices.SortStableFunc(cands, func(a, b legacyCandidate) int { return cmp.Compare(b.score, a.score) })
 	// Keep only sentences that cover at least half as much of the question as the best one: a sentence
@@ -135,10 +138,10 @@ func legacyCompose(query string, ev []rank.Evidence) string {
 		return a.pos - b.pos
 	})
 	if len(picked) == 0 {
-		return NoEvidenceAnswer
+		return reader.NoEvidenceAnswer
 	}
 	var b strings.Builder
-	b.WriteString(OfflineNotice)
+	b.WriteString(reader.OfflineNotice)
 	b.WriteString("\n")
 	for _, c := range picked {
 		fmt.Fprintf(&b, "\n- %s [%d]", c.text, c.src+1)
@@ -325,4 +328,23 @@ func cutRunes(s string, n int) []string {
 		out, r = append(out, string(r[:n])), r[n:]
 	}
 	return append(out, string(r))
+}
+
+// BenchmarkInjectionChecks measures what the injection checks add to a question (issue #20): the
+// passages flagged and the answer cleaned, as the reader and the pipeline each do, against the reader
+// itself in the same run.
+func BenchmarkInjectionChecks(b *testing.B) {
+	ev := benchEvidence()
+	answer := Extractive{}.Compose(benchQ, ev)
+	b.Run("reader", func(b *testing.B) {
+		for b.Loop() {
+			Extractive{}.Read(benchQ, ev)
+		}
+	})
+	b.Run("checks", func(b *testing.B) {
+		for b.Loop() {
+			inject.Passages(ev)                              // the pipeline's flags
+			inject.Sanitise(answer, ev, inject.Passages(ev)) // the reader's
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -39,9 +40,9 @@ func ParsePhrases(s string) []string {
 
 // Match reports whether q contains an emergency phrase (case-insensitive, whitespace-normalised).
 func (g Guard) Match(q string) bool {
-	q = strings.ToLower(oneLine(q))
+	q = strings.ToLower(lang.OneLine(q))
 	for _, p := range g.Phrases {
-		if strings.Contains(q, oneLine(p)) {
+		if strings.Contains(q, lang.OneLine(p)) {
 			return true
 		}
 	}
@@ -76,7 +77,7 @@ func Tier0(q string) string {
 
 // chitchatAnswer replies in the question's script.
 func chitchatAnswer(q string) string {
-	if hasCJK(q) {
+	if lang.HasCJK(q) {
 		return "你好！我根据你的知识库文档回答问题，并用编号标注出处。请直接提问。"
 	}
 	return "Hello! I answer questions from the documents in your knowledge bases, with numbered citations. Ask away."
@@ -124,11 +125,11 @@ func kbMetaAnswer(ctx context.Context, c Catalog, req Request) (string, error) {
 // historyAnswer answers a question about the conversation from its history only: the questions asked so
 // far, in order (no model call, so nothing can be invented).
 func historyAnswer(q string, history []llm.Message) string {
-	cjk := hasCJK(q)
+	cjk := lang.HasCJK(q)
 	var asked []string
 	for _, m := range history {
 		if m.Role == "user" {
-			asked = append(asked, truncate(oneLine(m.Content), 200))
+			asked = append(asked, lang.Truncate(lang.OneLine(m.Content), 200))
 		}
 	}
 	if len(asked) == 0 {
@@ -151,7 +152,7 @@ func historyAnswer(q string, history []llm.Message) string {
 
 // outOfScopeAnswer is the fixed refusal for requests no document could answer.
 func outOfScopeAnswer(q string) string {
-	if hasCJK(q) {
+	if lang.HasCJK(q) {
 		return "这个请求超出了知识库问答的范围。我只根据你的知识库文档回答问题，请换一个与文档相关的问题。"
 	}
 	return "That request is outside what docmind does: it answers questions from the documents in your knowledge bases. Ask about something the documents cover."

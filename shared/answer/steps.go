@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docmind/docmind/shared/answer/inject"
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -254,7 +256,6 @@ func (p *Pipeline) composePrompt(ctx context.Context, st *State) error {
 	}
 	st.Prompt = prompt
 	res.Evidence = res.Evidence[:prompt.Used]
-	st.Done.Flagged = prompt.Flagged
 	return nil
 }
 
@@ -306,16 +307,20 @@ func (p *Pipeline) generate(ctx context.Context, st *State, emit Emit) error {
 	} else {
 		done.Degraded = append([]string{"llm"}, done.Degraded...)
 	}
+	done.InjectionFlags = inject.Passages(st.Result.Evidence)
 	if generated {
 		done.Answerer = "llm"
+		// the tokens are out; done's answer, the one stored, cached and rendered last, is the clean one
+		done.Answer, done.Sanitised = inject.Sanitise(ts.text.String(), st.Result.Evidence, done.InjectionFlags)
 	} else {
 		done.Answerer = "extractive"
+		// the reader quotes no instruction and cleans its own answer (reader.Extractive.Read)
 		if err := ts.sendAll(p.Answerer.Compose(st.Question, st.Result.Evidence)); err != nil {
 			return err
 		}
+		done.Answer = ts.text.String()
 	}
 	st.timed("generation", t)
-	done.Answer = ts.text.String()
 	return nil
 }
 
@@ -480,6 +485,9 @@ func final(st *State, done *Done) *Done {
 	if done.Claims == nil {
 		done.Claims = []Claim{}
 	}
+	if done.InjectionFlags == nil {
+		done.InjectionFlags = []inject.Flag{}
+	}
 	if done == st.Done {
 		done.NewSummary, done.NewSummaryUpto = st.NewSummary, st.NewSummaryUpto
 	}
@@ -530,6 +538,14 @@ func (p *Pipeline) Replay(ctx context.Context, st *State, done *Done, emit Emit)
 		return nil, err
 	}
 	done.Answer = ts.text.String()
+	if done.FromCache && done.Confidence.Band != "" && done.Confidence.Band != BandHigh {
+		// the cached answer is as uncertain as when it was first given: its warning is replayed with it
+		// ("from cache" alone read as a confirmation)
+		if err := emit(EventConfidenceWarning, ConfidenceWarningEvent{Score: done.Confidence.Score,
+			Band: done.Confidence.Band, Message: warning(done.Confidence), Reason: done.Confidence.Reason}); err != nil {
+			return nil, err
+		}
+	}
 	return final(st, done), nil
 }
 
@@ -563,7 +579,7 @@ func (t *tokenStream) send(tok string) error {
 
 // sendAll streams a whole answer, stopping quietly at the cap.
 func (t *tokenStream) sendAll(answer string) error {
-	for _, tok := range Tokens(answer) {
+	for _, tok := range lang.Tokens(answer) {
 		if err := t.send(tok); errors.Is(err, errTokenCap) {
 			return nil
 		} else if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/llm"
 )
 
@@ -85,7 +86,7 @@ func (u *Understander) Understand(ctx context.Context, q string, history []llm.M
 	}
 	var convo strings.Builder
 	for _, m := range Recent(history, 800) {
-		fmt.Fprintf(&convo, "%s: %s\n", m.Role, truncate(oneLine(m.Content), 300))
+		fmt.Fprintf(&convo, "%s: %s\n", m.Role, lang.Truncate(lang.OneLine(m.Content), 300))
 	}
 	reply, err := u.call(ctx, llm.Request{Temperature: 0, MaxTokens: 400, Messages: []llm.Message{
 		{Role: "system", Content: understandPrompt},
@@ -127,7 +128,7 @@ func parseUnderstanding(reply string) (Understanding, error) {
 			return v, fmt.Errorf("empty or overlong list item")
 		}
 	}
-	v.Intent = truncate(oneLine(v.Intent), 80)
+	v.Intent = lang.Truncate(lang.OneLine(v.Intent), 80)
 	return v, nil
 }
 
@@ -185,7 +186,7 @@ func (u *Understander) Summarize(ctx context.Context, previous string, turns []l
 	var rules []string
 	for i := len(turns) - 1; i >= 0 && len(rules) < 5; i-- {
 		if turns[i].Role == "user" {
-			rules = append([]string{truncate(oneLine(turns[i].Content), 80)}, rules...)
+			rules = append([]string{lang.Truncate(lang.OneLine(turns[i].Content), 80)}, rules...)
 		}
 	}
 	fallback := previous
@@ -197,14 +198,14 @@ func (u *Understander) Summarize(ctx context.Context, previous string, turns []l
 	}
 	var b strings.Builder
 	if previous != "" {
-		fmt.Fprintf(&b, "summary so far: %s\n", truncate(oneLine(previous), 1500))
+		fmt.Fprintf(&b, "summary so far: %s\n", lang.Truncate(lang.OneLine(previous), 1500))
 	}
 	for _, m := range turns {
 		c := m.Content
 		if m.Role == "assistant" {
-			c = citeRe.ReplaceAllString(c, "")
+			c = lang.CiteRe.ReplaceAllString(c, "")
 		}
-		fmt.Fprintf(&b, "%s: %s\n", m.Role, truncate(oneLine(c), 600))
+		fmt.Fprintf(&b, "%s: %s\n", m.Role, lang.Truncate(lang.OneLine(c), 600))
 	}
 	out, err := u.call(ctx, llm.Request{Temperature: 0, MaxTokens: 200, Messages: []llm.Message{
 		{Role: "system", Content: summaryPrompt}, {Role: "user", Content: cutToTokens(b.String(), 3000)}}}, 4<<10)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
 )
@@ -62,9 +63,9 @@ func (w *WebSearch) Search(ctx context.Context, q string) ([]rank.Evidence, erro
 		if !strings.HasPrefix(r.URL, "https://") && !strings.HasPrefix(r.URL, "http://") || strings.TrimSpace(r.Content) == "" {
 			continue
 		}
-		text := truncate(oneLine(r.Content), 2000)
-		ev = append(ev, rank.Evidence{ChunkID: "web:" + r.URL, DocumentID: "web:" + r.URL, KBID: "web", FileName: truncate(oneLine(r.URL), 300),
-			Chapter: truncate(oneLine(r.Title), 200), Text: text, ChildText: text, Score: r.Score})
+		text := lang.Truncate(lang.OneLine(r.Content), 2000)
+		ev = append(ev, rank.Evidence{ChunkID: "web:" + r.URL, DocumentID: "web:" + r.URL, KBID: "web", FileName: lang.Truncate(lang.OneLine(r.URL), 300),
+			Chapter: lang.Truncate(lang.OneLine(r.Title), 200), Text: text, ChildText: text, Score: r.Score})
 	}
 	return ev, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/docmind/docmind/shared/answer"
+	"github.com/docmind/docmind/shared/answer/inject"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/sse"
@@ -128,6 +129,9 @@ type oaiDocmind struct {
 	FromCache  bool     `json:"from_cache"`
 	Degraded   []string `json:"degraded"`
 	Partial    bool     `json:"partial,omitempty"`
+	// InjectionFlags names the retrieved passages that instruct the assistant (never obeyed, never
+	// quoted); always present, [] when none does.
+	InjectionFlags []inject.Flag `json:"injection_flags"`
 }
 
 func oaiExtensions(d *answer.Done) ([]oaiSource, oaiDocmind) {
@@ -139,7 +143,12 @@ func oaiExtensions(d *answer.Done) ([]oaiSource, oaiDocmind) {
 	if deg == nil {
 		deg = []string{}
 	}
-	return src, oaiDocmind{Confidence: d.Confidence.Score, Band: d.Confidence.Band, Path: d.Path, FromCache: d.FromCache, Degraded: deg, Partial: d.Partial}
+	flags := d.InjectionFlags
+	if flags == nil {
+		flags = []inject.Flag{}
+	}
+	return src, oaiDocmind{Confidence: d.Confidence.Score, Band: d.Confidence.Band, Path: d.Path, FromCache: d.FromCache, Degraded: deg, Partial: d.Partial,
+		InjectionFlags: flags}
 }
 
 // The response types. Their fields are in alphabetical order, the order the map-built bodies had, so

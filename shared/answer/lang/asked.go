@@ -1,4 +1,4 @@
-package answer
+package lang
 
 import (
 	"regexp"
@@ -41,8 +41,8 @@ var askRules = []struct {
 	{AskedName, regexp.MustCompile(`(?i)^\s*(who|whom|whose)\b|\bwho\b|\bwhat is the name\b|\bwhat('s| is| was) (his|her|its|their) name\b|\bnamed\b|\bwhich (person|company|team|band|city|country|actor|author|player|film|book|album|club|university|state)\b|谁|哪位|什么人|叫什么|名字|名称|哪家|别称|别名|又称|又名|称之为|称为什么|简称|俗称|原名`)},
 }
 
-// askedFor reads what q asks for (AskedNone when it is not one of the known kinds).
-func askedFor(q string) Asked {
+// AskedFor reads what q asks for (AskedNone when it is not one of the known kinds).
+func AskedFor(q string) Asked {
 	q = strings.TrimSpace(q)
 	for _, r := range askRules {
 		if r.re.MatchString(q) {
@@ -58,14 +58,14 @@ var (
 	reAge      = regexp.MustCompile(`(?i)\b\d{1,3}[ -]?(years?|yrs?)[ -]old\b|\baged? \d{1,3}\b|[0-9一二三四五六七八九十]+\s*(周岁|岁)`)
 	rePrice    = regexp.MustCompile(`(?i)[$€£¥￥]\s?\d|\d\s?(usd|eur|gbp|cny|rmb|dollars?|euros?|pounds?|cents?|元|美元|欧元|英镑|万元|亿元)|\d\s*(元|块)|price|per month|/month|/mo\b`)
 	reDuration = regexp.MustCompile(`(?i)\d+(\.\d+)?\s?(seconds?|minutes?|hours?|days?|weeks?|months?|years?|decades?|centuries)\b|[0-9一二三四五六七八九十百两]+\s*(秒|分钟|小时|天|日|周|星期|个月|月|年|世纪)`)
-	reAlias    = regexp.MustCompile(`又名|又称|别称|别名|俗称|简称|称为|称之为|叫做|名为|原名|亦称|也称|也叫|又叫|\(also (known as|called)|\baka\b|\bknown as\b`)
+	ReAlias    = regexp.MustCompile(`又名|又称|别称|别名|俗称|简称|称为|称之为|叫做|名为|原名|亦称|也称|也叫|又叫|\(also (known as|called)|\baka\b|\bknown as\b`)
 	rePlace    = regexp.MustCompile(`位于|地处|坐落|[省市县州区镇村岛湖河山]|\b(in|at|near|from) (the )?[A-Z][a-z]+`)
 	reNumber   = regexp.MustCompile(`\d|[一二三四五六七八九十百千万亿两]`)
 )
 
-// holds reports whether s holds the kind of thing asked, given the question q (a name must be one the
+// Holds reports whether s Holds the kind of thing asked, given the question q (a name must be one the
 // question does not already state).
-func holds(s string, kind Asked, q string) bool {
+func Holds(s string, kind Asked, q string) bool {
 	switch kind {
 	case AskedDate:
 		return reYear.MatchString(s) || reMonth.MatchString(s)
@@ -76,18 +76,18 @@ func holds(s string, kind Asked, q string) bool {
 	case AskedDuration:
 		return reDuration.MatchString(s)
 	case AskedNumber:
-		return len(extractNumbers(s)) > 0 || reNumber.MatchString(s)
+		return len(ExtractNumbers(s)) > 0 || reNumber.MatchString(s)
 	case AskedName:
-		return len(newNames(s, q)) > 0 || reAlias.MatchString(s)
+		return len(NewNames(s, q)) > 0 || ReAlias.MatchString(s)
 	case AskedPlace:
 		return rePlace.MatchString(s)
 	}
 	return false
 }
 
-// newNames returns the capitalised words of s (not opening a sentence) that q does not contain, or,
+// NewNames returns the capitalised words of s (not opening a sentence) that q does not contain, or,
 // for Chinese text, the 《》 or 「」-quoted titles q does not contain: names the sentence adds.
-func newNames(s, q string) []string {
+func NewNames(s, q string) []string {
 	lq := strings.ToLower(q)
 	var out []string
 	for _, t := range []string{"《", "「", "“"} {
@@ -120,14 +120,14 @@ func newNames(s, q string) []string {
 	return out
 }
 
-// claimNames returns the names a claim states, each to be found in the passage it cites: the
+// ClaimNames returns the names a claim states, each to be found in the passage it cites: the
 // 《》「」“”-quoted titles, every capitalised word (the one opening the sentence too: "Google acquired
 // GitHub" names Google) except common sentence openers, stop words, month and day names and currency
 // codes (dates and amounts are checked as such), and in Chinese the place or body named after a cue
 // such as 位于 or 来自 ("总部位于上海" names 上海). Unlike newNames (the reader's), it keeps the
 // sentence's first word.
-func claimNames(s string) []string {
-	out := newNames(s, "")
+func ClaimNames(s string) []string {
+	out := NewNames(s, "")
 	var kept []string
 	for _, n := range out { // newNames' capitalised words are re-read below, first word included
 		if strings.ContainsFunc(n, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-' }) || !isCapitalised(n) {
@@ -151,7 +151,7 @@ func claimNames(s string) []string {
 	// a person after the word that introduces one ("创始人是李明", "由李明创立"): its first two
 	// characters, surname and given name, must be in the passage
 	for _, m := range reCNPerson.FindAllStringSubmatch(s, -1) {
-		name, ok := personAfterRole(m[2])
+		name, ok := PersonAfterRole(m[2])
 		if m[2] == "" {
 			name, ok = m[3], !notAPerson(m[3])
 		}
@@ -183,10 +183,10 @@ var cnNotPersons = []string{"该", "其", "本", "此", "这", "那", "他们", 
 // a verb or a link ("作者是李明，" ends it; "作者是李明于2001年..." goes on with 于).
 var cnAfterName = "于在和与及等所创执编撰主担出先女"
 
-// personAfterRole reads the name in the run of Han characters after 作者是/导演为 ...: modifiers
+// PersonAfterRole reads the name in the run of Han characters after 作者是/导演为 ...: modifiers
 // skipped, and only a name of 2 or 3 characters that ends the run or is followed by a verb or a link
 // ("导演是著名导演张艺谋" has no name right there: 导演张 goes on with 艺).
-func personAfterRole(run string) (string, bool) {
+func PersonAfterRole(run string) (string, bool) {
 	for changed := true; changed; {
 		changed = false
 		for _, m := range cnModifiers {

@@ -1,4 +1,8 @@
-package answer
+// Package reader is the offline answerer: without a language model it quotes the sentences, table
+// rows and list items of the retrieved passages that best answer the question, each with its [n], under
+// a notice in the question's language saying no model wrote it. Extractive.Read is its one entry point;
+// it never calls out and returns values only.
+package reader
 
 import (
 	"cmp"
@@ -10,6 +14,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/inject"
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/text"
 )
@@ -44,7 +50,7 @@ type offlineTexts struct{ notice, noEvidence, noMatch, noQuote string }
 
 // offlineFor picks the sentences for query's language: Chinese when it holds a CJK character.
 func offlineFor(query string) offlineTexts {
-	if hasCJK(query) {
+	if lang.HasCJK(query) {
 		return offlineTexts{OfflineNoticeZH, NoEvidenceAnswerZH, NoMatchAnswerZH, NoQuoteAnswerZH}
 	}
 	return offlineTexts{OfflineNotice, NoEvidenceAnswer, NoMatchAnswer, NoQuoteAnswer}
@@ -92,11 +98,11 @@ func (x Extractive) defaults() Extractive {
 // Reading is what the reader found, besides the answer: the features the confidence uses.
 type Reading struct {
 	Answer string
-	Asked  Asked   // what the question asks for
-	Held   bool    // a quoted line holds it
-	Table  bool    // the first quoted line is a table row or cell
-	Cover  float64 // idf-weighted share of the question's terms the quoted lines hold
-	Top    bool    // the first quoted line comes from source [1]
+	Asked  lang.Asked // what the question asks for
+	Held   bool       // a quoted line holds it
+	Table  bool       // the first quoted line is a table row or cell
+	Cover  float64    // idf-weighted share of the question's terms the quoted lines hold
+	Top    bool       // the first quoted line comes from source [1]
 }
 
 // unit is one quotable line: a sentence, a clause, or a table row.
@@ -136,20 +142,32 @@ func (x Extractive) Compose(query string, ev []rank.Evidence) string { return x.
 // Read answers query over ev (ev[i] is source i+1) and says how.
 func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	x = x.defaults()
-	r := Reading{Asked: askedFor(query)}
+	r := Reading{Asked: lang.AskedFor(query)}
 	say := offlineFor(query)
 	if len(ev) == 0 {
 		r.Answer = say.noEvidence
 		return r
 	}
-	qterms := questionTerms(query)
+	qterms := QuestionTerms(query)
 	var units []unit
+	flags := inject.Passages(ev)
+	flagged := map[int]bool{}
+	for _, f := range flags {
+		flagged[f.Source-1] = true
+	}
 	for i, e := range ev[:min(len(ev), x.SourcesToRead)] {
 		body := e.Text
 		if strings.TrimSpace(body) == "" {
 			body = e.ChildText
 		}
-		units = append(units, x.units(i, body, qterms)...)
+		us := x.units(i, body, qterms)
+		if flagged[i] {
+			// a passage that instructs the assistant: its instructing sentences, and any that repeat
+			// what it asks to be said, are never quoted (SEC-03); the rest of it still may be
+			unsafe := inject.Unsafe(e)
+			us = slices.DeleteFunc(us, func(u unit) bool { return unsafe(u.show) })
+		}
+		units = append(units, us...)
 	}
 	idf := x.idf(qterms, units)
 	var total float64
@@ -185,14 +203,15 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		}
 	}
 	r.Table, r.Top = picked[0].row != nil, picked[0].src == 0
-	r.Answer = render(say.notice, picked)
+	// no image, link or HTML element pointing outside the server is quoted, whatever the passage holds
+	r.Answer, _ = inject.Sanitise(render(say.notice, picked), ev, flags)
 	return r
 }
 
 // extend adds to the picked sentences the one after (or before) the best when the question asks for
 // it, and up to two bridges to a second hop, each with the line of its passage that best matches the
 // question, within MaxSentences.
-func (x Extractive) extend(picked, units, cands []unit, qterms []string, asked Asked, query string) []unit {
+func (x Extractive) extend(picked, units, cands []unit, qterms []string, asked lang.Asked, query string) []unit {
 	if n, ok := next(picked, units, asked); ok && len(picked) < x.MaxSentences && !pickedAlready(picked, n) {
 		picked = append(picked, n)
 	}
@@ -241,7 +260,7 @@ func render(notice string, picked []unit) string {
 // lines lack, or the asked-for kind of value they lack. Another source is read only for that; a
 // second line of the same source also when it scores nearly as well (the answer often spans two
 // sentences). Lines far below the best are noise next to it.
-func (x Extractive) pick(cands []unit, asked Asked) []unit {
+func (x Extractive) pick(cands []unit, asked lang.Asked) []unit {
 	best := cands[0]
 	picked := []unit{best}
 	covered := maps(best.matched)
@@ -279,7 +298,7 @@ func (x Extractive) pick(cands []unit, asked Asked) []unit {
 				adds = true
 			}
 		}
-		addsKind := asked != AskedNone && !held && c.holds
+		addsKind := asked != lang.AskedNone && !held && c.holds
 		// after a table answer only what adds coverage: the row is the answer, its neighbours are not
 		sameSource := c.src == best.src && c.score >= 0.5*best.score && best.row == nil
 		if !adds && !addsKind && !sameSource {
@@ -359,9 +378,9 @@ func pickedAlready(picked []unit, u unit) bool {
 // asked-for kind (or nothing specific is asked) and the next one is not a question or picked already:
 // a matched sentence often names the subject, and the one after it says what was asked ("因此..." follows
 // its reason; "1992年4月，任..." follows the name).
-func next(picked, units []unit, asked Asked) (unit, bool) {
+func next(picked, units []unit, asked lang.Asked) (unit, bool) {
 	best := picked[0]
-	if best.row != nil || asked != AskedNone && best.holds {
+	if best.row != nil || asked != lang.AskedNone && best.holds {
 		return unit{}, false
 	}
 	for _, u := range picked {
@@ -402,7 +421,7 @@ func previous(picked, units []unit, q string) (unit, bool) {
 // ("the woman who portrayed Corliss Archer" is Shirley Temple; her position is in another passage): a
 // line of another source that mentions a name the best line adds to the question, preferring one that
 // holds the asked-for kind of value or more of the question's terms.
-func bridge(picked, units []unit, qterms []string, asked Asked, q string) (unit, bool) {
+func bridge(picked, units []unit, qterms []string, asked lang.Asked, q string) (unit, bool) {
 	best := picked[0]
 	if best.row != nil {
 		return unit{}, false
@@ -412,8 +431,8 @@ func bridge(picked, units []unit, qterms []string, asked Asked, q string) (unit,
 		if p.src != best.src {
 			continue // names of the best passage: the first hop
 		}
-		for _, n := range newNames(p.show, q) {
-			if unitOrCurrency(n) {
+		for _, n := range lang.NewNames(p.show, q) {
+			if lang.UnitOrCurrency(n) {
 				continue
 			}
 			if t := text.Analyze(n); len(t) == 1 && utf8.RuneCountInString(t[0]) > 2 {
@@ -453,7 +472,7 @@ func bridge(picked, units []unit, qterms []string, asked Asked, q string) (unit,
 		}
 		// A shared name alone is not enough: the line must also share a content term of the question or
 		// hold what it asks for, or any line naming the first hop's subject would be quoted.
-		held := asked != AskedNone && holdsAsked(u.show, asked, q)
+		held := asked != lang.AskedNone && holdsAsked(u.show, asked, q)
 		if !held && !lineSharesTerm(u, qterms) {
 			continue
 		}
@@ -528,11 +547,11 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			pieces = pieces[1:] // a window cut into the passage: its first fragment is half a sentence
 		}
 		for _, s := range pieces {
-			s = cleanSentence(s)
+			s = CleanSentence(s)
 			if n := utf8.RuneCountInString(s); n < 6 && !(faq != nil && n >= 2) {
 				continue // too short to say anything, but for an item of an FAQ's answer list ("理赔申请书")
 			}
-			u := unit{src: src, pos: len(out), show: truncate(s, 2*x.MaxSentRunes), terms: text.Analyze(s), section: section}
+			u := unit{src: src, pos: len(out), show: lang.Truncate(s, 2*x.MaxSentRunes), terms: text.Analyze(s), section: section}
 			if len(out)-firstOfSection < faqLines {
 				u.faq = faq
 			}
@@ -585,7 +604,7 @@ func titleLine(line string, first bool) bool {
 			inWord, words = true, words+1
 		}
 	}
-	if hasCJK(line) {
+	if lang.HasCJK(line) {
 		return runes <= 12 && (first || words > 1)
 	}
 	r, _ := utf8.DecodeRuneInString(line)
@@ -916,8 +935,8 @@ var questionWords = map[string]bool{"what": true, "which": true, "who": true, "w
 // cjkQuestionRunes make a bigram interrogative (什么, 哪个, 多少, 是否...).
 const cjkQuestionRunes = "什么哪吗呢谁怎几"
 
-// questionTerms are the question's distinct analyzed terms less the interrogatives.
-func questionTerms(q string) []string {
+// QuestionTerms are the question's distinct analyzed terms less the interrogatives.
+func QuestionTerms(q string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, t := range text.Analyze(q) {
@@ -988,7 +1007,7 @@ const (
 // scoreUnits scores each line: BM25 of the question's terms (normalised by their total idf, so 1 is
 // roughly "holds every term once"), times 1.3 when it holds the asked-for kind, less a little for
 // each rank below the first source (the reranker's order is evidence too).
-func scoreUnits(units []unit, qterms []string, idf map[string]float64, total float64, asked Asked, q string) {
+func scoreUnits(units []unit, qterms []string, idf map[string]float64, total float64, asked lang.Asked, q string) {
 	if total == 0 || len(units) == 0 {
 		return
 	}
@@ -1026,12 +1045,12 @@ func scoreUnits(units []unit, qterms []string, idf map[string]float64, total flo
 		}
 		s /= total * (sentK1 + 1)
 		s = math.Max(s, faqScore)
-		if asked != AskedNone {
-			u.holds = holds(u.show, asked, q)
-			if u.row != nil && u.row.col >= 0 && asked != AskedName && asked != AskedDate {
+		if asked != lang.AskedNone {
+			u.holds = lang.Holds(u.show, asked, q)
+			if u.row != nil && u.row.col >= 0 && asked != lang.AskedName && asked != lang.AskedDate {
 				// the named column's header carries the unit ("Days per year"): a number in the cell is
 				// the asked-for amount
-				u.holds = u.holds || len(extractNumbers(u.row.cells[u.row.col])) > 0
+				u.holds = u.holds || len(lang.ExtractNumbers(u.row.cells[u.row.col])) > 0
 			}
 			if u.holds {
 				s *= 1.3
@@ -1076,7 +1095,7 @@ func faqCredit(heading, qterms []string, idf map[string]float64, total float64) 
 
 // restates reports whether a line only repeats the question: a question itself (an FAQ heading in the
 // text), or a line every term of which the question has, that holds nothing asked for.
-func restates(u unit, qterms []string, asked Asked) bool {
+func restates(u unit, qterms []string, asked lang.Asked) bool {
 	show := strings.TrimSpace(u.show)
 	if u.row == nil && (strings.HasSuffix(show, "?") || strings.HasSuffix(show, "？")) {
 		return true
@@ -1112,67 +1131,16 @@ func sharesTerm(qterms []string, ev []rank.Evidence) bool {
 	return false
 }
 
-// splitSentences splits on line breaks and on sentence-ending punctuation (Latin and CJK).
-func splitSentences(s string) []string {
-	var out []string
-	for _, line := range strings.Split(s, "\n") {
-		start := 0
-		r := []rune(line)
-		for i := 0; i < len(r); i++ {
-			switch r[i] {
-			case '。', '！', '？', '；':
-				out = append(out, string(r[start:i+1]))
-				start = i + 1
-			case '.', '!', '?':
-				if i+1 == len(r) || unicode.IsSpace(r[i+1]) {
-					if i > 0 && unicode.IsDigit(r[i-1]) && i+1 < len(r) { // "section 3. " is rarely an end
-						continue
-					}
-					if r[i] == '.' && i+1 < len(r) && abbreviation(r[start:i]) { // "Candice E. Jackson", "the U.S. Navy"
-						continue
-					}
-					out = append(out, string(r[start:i+1]))
-					start = i + 1
-				}
-			}
-		}
-		if start < len(r) {
-			out = append(out, string(r[start:]))
-		}
-	}
-	return out
-}
-
-// abbreviations that end with a full stop inside a sentence.
-var abbreviations = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": true, "st": true, "jr": true, "sr": true,
-	"vs": true, "no": true, "prof": true, "gen": true, "col": true, "lt": true, "sgt": true, "capt": true, "inc": true,
-	"co": true, "corp": true, "ltd": true, "mt": true, "ft": true, "e.g": true, "i.e": true, "etc": true, "u.s": true, "u.k": true}
-
-// abbreviation reports whether the word ending text (right before a full stop) is an initial ("E") or
-// a known abbreviation ("Dr", "U.S"): the full stop after it does not end the sentence.
-func abbreviation(text []rune) bool {
-	j := len(text)
-	for j > 0 && !unicode.IsSpace(text[j-1]) && text[j-1] != '(' {
-		j--
-	}
-	w := string(text[j:])
-	if n := utf8.RuneCountInString(w); n == 1 {
-		r, _ := utf8.DecodeRuneInString(w)
-		return unicode.IsUpper(r)
-	}
-	return abbreviations[strings.ToLower(w)]
-}
-
 // splitClauses splits one line into sentences, then before list markers ("（1）", "①", "一、",
 // " 2) "), then any piece longer than max runes at clause ends (，、：,;: ) into pieces of about max
 // runes: a 500-character run-on Chinese line is several answers, and quoting it whole buries the one
 // that was asked for.
 func splitClauses(line string, max int) []string {
 	var out []string
-	for _, s := range splitSentences(line) {
-		for _, p := range splitListMarkers(s) {
+	for _, s := range lang.SplitSentences(line) {
+		for _, p := range lang.SplitListMarkers(s) {
 			limit := max
-			if !hasCJK(p) {
+			if !lang.HasCJK(p) {
 				limit = 2 * max // Latin sentences are longer per idea; cut them only when very long
 			}
 			if utf8.RuneCountInString(p) <= limit {
@@ -1183,46 +1151,6 @@ func splitClauses(line string, max int) []string {
 		}
 	}
 	return out
-}
-
-// hasCJK reports whether s holds a CJK character (a question holding one is answered in Chinese).
-func hasCJK(s string) bool {
-	for _, r := range s {
-		if text.IsCJK(r) {
-			return true
-		}
-	}
-	return false
-}
-
-// splitListMarkers cuts s before each inline list marker that is not at its start.
-func splitListMarkers(s string) []string {
-	r := []rune(s)
-	var out []string
-	start := 0
-	for i := 1; i < len(r); i++ {
-		if isListMarker(r, i) {
-			if strings.TrimSpace(string(r[start:i])) != "" {
-				out = append(out, string(r[start:i]))
-			}
-			start = i
-		}
-	}
-	return append(out, string(r[start:]))
-}
-
-// isListMarker reports whether a list marker starts at r[i]: "（1）"/"(1)", a circled number, or a
-// Chinese ordinal followed by "、" ("一、", "2、").
-func isListMarker(r []rune, i int) bool {
-	switch {
-	case r[i] >= '①' && r[i] <= '⑳':
-		return true
-	case (r[i] == '（' || r[i] == '(') && i+2 < len(r) && (unicode.IsDigit(r[i+1]) || strings.ContainsRune("一二三四五六七八九十", r[i+1])) && (r[i+2] == '）' || r[i+2] == ')'):
-		return true
-	case i+1 < len(r) && r[i+1] == '、' && (unicode.IsDigit(r[i]) || strings.ContainsRune("一二三四五六七八九十", r[i])):
-		return i == 0 || !unicode.IsDigit(r[i-1]) && !strings.ContainsRune("一二三四五六七八九十", r[i-1])
-	}
-	return false
 }
 
 // splitLong cuts a long piece at clause ends into pieces of at most about max runes.
@@ -1245,74 +1173,29 @@ func splitLong(s string, max int) []string {
 	return out
 }
 
-// cleanSentence drops markdown structure: headings, bullets, table rows, emphasis and existing [n]s.
-func cleanSentence(s string) string {
+// CleanSentence drops markdown structure: headings, bullets, table rows, emphasis and existing [n]s.
+func CleanSentence(s string) string {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "#") || strings.HasPrefix(s, "|") || strings.HasPrefix(s, "```") {
 		return ""
 	}
 	s = strings.TrimLeft(s, "-*+> ")
 	s = strings.NewReplacer("**", "", "__", "", "`", "").Replace(s)
-	s = citeRe.ReplaceAllString(s, "")
-	return strings.TrimSpace(oneLine(s))
+	s = lang.CiteRe.ReplaceAllString(s, "")
+	return strings.TrimSpace(lang.OneLine(s))
 }
-
-// Tokens splits an answer into stream tokens: a word with its trailing space, or one CJK character.
-func Tokens(s string) []string {
-	var out []string
-	start := 0
-	for i, r := range s {
-		switch {
-		case text.IsCJK(r):
-			if start < i {
-				out = append(out, s[start:i])
-			}
-			out = append(out, string(r))
-			start = i + utf8.RuneLen(r)
-		case r == ' ' || r == '\n':
-			out = append(out, s[start:i+1])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
-}
-
-// unitOrCurrency reports the words that are, whole, a currency code, symbol or unit of measure ("USD",
-// "GB", "KG", "¥", "人民币"): newNames reads them as names, and the bridge followed them to any line with
-// an amount in the same currency ("Who acquired GitHub?" quoted the handbook's 500 USD home-office
-// allowance). The whole word is matched, not searched: "Yuan", "Euro" and "Dollar" can be names, and a
-// title 《元史》 holding 元 is still a name.
-func unitOrCurrency(w string) bool {
-	if currencySigns[w] {
-		return true
-	}
-	_, ok := unitWords[strings.ToUpper(w)]
-	return ok && strings.ToUpper(w) == w
-}
-
-// currencySigns are the currency symbols and Chinese currency words a name never is on its own.
-var currencySigns = map[string]bool{"$": true, "€": true, "£": true, "¥": true, "￥": true, "元": true, "人民币": true,
-	"美元": true, "美金": true, "欧元": true, "英镑": true, "日元": true, "港币": true, "港元": true}
-
-// unitWords are units of measure written in capitals (currencies are currencyCode's).
-var unitWords = map[string]struct{}{"USD": {}, "EUR": {}, "GBP": {}, "CNY": {}, "RMB": {}, "JPY": {}, "HKD": {}, "CHF": {},
-	"CAD": {}, "AUD": {}, "KB": {}, "MB": {}, "GB": {}, "TB": {}, "PB": {}, "KM": {}, "CM": {}, "MM": {}, "KG": {}, "MG": {},
-	"ML": {}, "KW": {}, "KWH": {}, "MW": {}, "GHZ": {}, "MHZ": {}, "HZ": {}, "MPH": {}, "KPH": {}, "AM": {}, "PM": {}, "UTC": {}, "GMT": {}}
 
 // holdsAsked is holds, with a currency code or unit not counted as the name a question asks for.
-func holdsAsked(s string, asked Asked, q string) bool {
-	if asked != AskedName {
-		return holds(s, asked, q)
+func holdsAsked(s string, asked lang.Asked, q string) bool {
+	if asked != lang.AskedName {
+		return lang.Holds(s, asked, q)
 	}
-	for _, n := range newNames(s, q) {
-		if !unitOrCurrency(n) {
+	for _, n := range lang.NewNames(s, q) {
+		if !lang.UnitOrCurrency(n) {
 			return true
 		}
 	}
-	return reAlias.MatchString(s)
+	return lang.ReAlias.MatchString(s)
 }
 
 // lineSharesTerm reports whether line u holds one of the question's content terms.

@@ -1,4 +1,4 @@
-package answer
+package claims
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/docmind/docmind/shared/answer/lang"
 )
 
 // The claim checks on the passages of ../shared/datasets (skipped without them), quotes not taken as
@@ -30,7 +32,7 @@ func TestClaimsOnDatasets(t *testing.T) {
 		for k, p := range passages {
 			other := passages[(k+1)%len(passages)].title
 			facts := []*passageFacts{newPassageFacts(ev(p.title, p.text, 1))}
-			sentences := splitSentences(p.text)
+			sentences := lang.SplitSentences(p.text)
 			for i, s := range sentences {
 				s = strings.TrimSpace(s)
 				if utf8.RuneCountInString(s) < 8 {
@@ -98,20 +100,20 @@ func loadCorpus(path string, n int) ([]corpusPassage, error) {
 // swapNumber replaces the first number of sentence i that is not part of a date with a number that
 // another sentence states and sentence i does not (false when there is none).
 func swapNumber(s string, sentences []string, i int) (string, bool) {
-	folded := foldLower(s)
-	own := extractNumbers(maskDates(folded, extractDates(folded)))
-	if len(own) == 0 || !strings.Contains(s, own[0].raw) {
+	folded := lang.FoldLower(s)
+	own := lang.ExtractNumbers(lang.MaskDates(folded, lang.ExtractDates(folded)))
+	if len(own) == 0 || !strings.Contains(s, own[0].Raw) {
 		return "", false
 	}
-	mine := numbersOf(folded)
+	mine := lang.NumbersOf(folded)
 	for j, o := range sentences {
 		if j == i {
 			continue
 		}
-		fo := foldLower(o)
-		for _, n := range extractNumbers(maskDates(fo, extractDates(fo))) {
-			if !mine.has(n.value) && n.raw != "" && !strings.ContainsAny(n.raw, "万亿千百十") {
-				return strings.Replace(s, own[0].raw, n.raw, 1), true
+		fo := lang.FoldLower(o)
+		for _, n := range lang.ExtractNumbers(lang.MaskDates(fo, lang.ExtractDates(fo))) {
+			if !mine.Has(n.Value) && n.Raw != "" && !strings.ContainsAny(n.Raw, "万亿千百十") {
+				return strings.Replace(s, own[0].Raw, n.Raw, 1), true
 			}
 		}
 	}
@@ -122,8 +124,8 @@ func swapNumber(s string, sentences []string, i int) (string, bool) {
 // too, or a Chinese place after 位于) with the title of another passage, in the same script, that
 // this passage does not name (false when there is none).
 func swapName(s, title, passage string) (string, bool) {
-	names := claimNames(s)
-	if len(names) == 0 || title == "" || strings.Contains(foldLower(passage), foldLower(title)) || hasCJK(names[0]) != hasCJK(title) {
+	names := lang.ClaimNames(s)
+	if len(names) == 0 || title == "" || strings.Contains(lang.FoldLower(passage), lang.FoldLower(title)) || lang.HasCJK(names[0]) != lang.HasCJK(title) {
 		return "", false
 	}
 	return strings.Replace(s, names[0], title, 1), true

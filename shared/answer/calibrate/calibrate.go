@@ -1,4 +1,7 @@
-package answer
+// Package calibrate maps an answer's features (FeaturesOf: the grade, the claims, what the question
+// asks and what the answer holds) to the probability that it is right, with calibrations fitted by
+// `docmind eval --variant answer --calibrate` and embedded as calibration.json.
+package calibrate
 
 import (
 	_ "embed"
@@ -9,6 +12,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/claims"
+	"github.com/docmind/docmind/shared/answer/lang"
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/text"
 )
@@ -59,9 +65,9 @@ func (f Features) Vector() []float64 {
 
 // FeaturesOf reads the features of an answer (any answerer: they come from the text, the grade and the
 // claims, not from the answerer's internals).
-func FeaturesOf(question, answer string, ev []rank.Evidence, g rank.Grade, rerankKnown bool, claims []Claim) Features {
+func FeaturesOf(question, answer string, ev []rank.Evidence, g rank.Grade, rerankKnown bool, checked []claims.Claim) Features {
 	nSources := len(ev)
-	f := Features{GraderCoverage: g.Coverage, ClaimsSupported: ClaimsSupported(claims)}
+	f := Features{GraderCoverage: g.Coverage, ClaimsSupported: claims.Supported(checked)}
 	switch g.Tier {
 	case rank.TierHigh:
 		f.GraderHigh = 1
@@ -71,23 +77,23 @@ func FeaturesOf(question, answer string, ev []rank.Evidence, g rank.Grade, reran
 	if rerankKnown {
 		f.RerankerRan, f.RerankTop = 1, math.Max(0, math.Min(1, g.TopScore))
 	}
-	for _, c := range claims {
+	for _, c := range checked {
 		if c.NumberMissing {
 			f.NumberMissing = 1
 		}
 	}
-	body := citeRe.ReplaceAllString(WithoutNotice(answer), "")
-	if asked := askedFor(question); asked != AskedNone {
+	body := lang.CiteRe.ReplaceAllString(reader.WithoutNotice(answer), "")
+	if asked := lang.AskedFor(question); asked != lang.AskedNone {
 		f.Asked = 1
-		if holds(body, asked, question) {
+		if lang.Holds(body, asked, question) {
 			f.AskedHeld = 1
 		}
 	}
-	qt := questionTerms(question)
+	qt := reader.QuestionTerms(question)
 	f.QuoteCoverage = termCoverage(qt, body)
 	// The answer's length is left out on purpose: "contains a gold answer" rewards long answers, and a
 	// badge that marks a precise one-line answer down for being short would mislead the reader.
-	for _, l := range claimSentences(body) {
+	for _, l := range claims.Sentences(body) {
 		f.LineCoverage = math.Max(f.LineCoverage, termCoverage(qt, l))
 	}
 	if len(ev) > 1 && ev[0].Score > 0 {
@@ -95,9 +101,9 @@ func FeaturesOf(question, answer string, ev []rank.Evidence, g rank.Grade, reran
 	} else if len(ev) == 1 {
 		f.TopMargin = 1
 	}
-	used, _ := Citations(answer, nSources)
+	used, _ := lang.Citations(answer, nSources)
 	f.CitesTop = b2f(slices.Contains(used, 1))
-	f.CJK = b2f(hasCJK(question))
+	f.CJK = b2f(lang.HasCJK(question))
 	return f
 }
 
@@ -128,14 +134,14 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// CalibrationKey names the calibration an answer takes: per answerer and per question language
+// Key names the calibration an answer takes: per answerer and per question language
 // ("extractive/zh", "extractive/en"). One map over both languages was tried: fitted mostly on CMRC's
 // Chinese single-passage questions, its features ran backwards on HotpotQA's English multi-hop ones
 // (held out, ten folds: MEDIUM answers right 46% of the time, LOW ones 53%; ECE 0.088). Per language,
 // the English map has only HotpotQA's 250 answers, is shrunk hard and stays near their base rate (ECE
 // 0.011): every offline English answer is rated about even odds until English single-passage data
 // joins the calibration set.
-func CalibrationKey(answerer string, x []float64) string {
+func Key(answerer string, x []float64) string {
 	if len(x) > featCJK && x[featCJK] >= 0.5 {
 		return answerer + "/zh"
 	}
@@ -341,9 +347,9 @@ func ShippedCalibrations() Calibrations {
 	return cs
 }
 
-// explain names what drove a calibrated estimate: the features whose standardised contribution is
+// Explain names what drove a calibrated estimate: the features whose standardised contribution is
 // largest, with their direction.
-func (c *Calibrator) explain(f Features) string {
+func (c *Calibrator) Explain(f Features) string {
 	x := f.Vector()
 	type contrib struct {
 		i int
@@ -423,4 +429,17 @@ func describeFeature(name string, v float64) string {
 		return fmt.Sprintf("the top passage leads the next by %.0f%%", 100*v)
 	}
 	return name
+}
+
+// Recalibrate is Assess's estimate for an answer whose features and share of supported claims are
+// known, under calibrator k (evaluation uses it to score answers with a calibration fitted elsewhere).
+func Recalibrate(k *Calibrator, x []float64, supported float64) float64 {
+	p := k.Predict(x)
+	if supported < 1 {
+		p *= supported
+	}
+	if len(x) > featNumberMissing && x[featNumberMissing] >= 0.5 {
+		p = math.Min(p, 0.84)
+	}
+	return math.Round(p*1000) / 1000
 }

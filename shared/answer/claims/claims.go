@@ -1,4 +1,7 @@
-package answer
+// Package claims checks an answer against the passages it cites: each cited sentence (a claim) must
+// hold its numbers, dates and names in the line of the source it is about, share its content terms and
+// not say the opposite. Check is its entry point; Supported summarises the result for the confidence.
+package claims
 
 import (
 	"fmt"
@@ -10,6 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/lang"
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/rank"
 	"github.com/docmind/docmind/shared/text"
 )
@@ -33,19 +38,19 @@ type Claim struct {
 // cited passages: a paraphrase keeps most of them, a sentence about something else keeps few.
 const ClaimTermShare = 0.5
 
-// CheckClaims splits answer into sentences and checks each one carrying a valid [n] against the
+// Check splits answer into sentences and checks each one carrying a valid [n] against the
 // passages it cites (ev[n-1]); sentences without a citation are not claims about the sources and are
 // left out, as is the offline notice. The result is in answer order; empty when nothing is cited.
-func CheckClaims(answer string, ev []rank.Evidence) []Claim {
-	body := WithoutNotice(answer)
-	sentences := claimSentences(body)
+func Check(answer string, ev []rank.Evidence) []Claim {
+	body := reader.WithoutNotice(answer)
+	sentences := Sentences(body)
 	out := []Claim{}
 	cache := map[int]*passageFacts{}
 	var prevCites []int
 	var prevRows map[string]bool
 	for _, s := range sentences {
 		var cites []int
-		for _, m := range citeRe.FindAllStringSubmatch(s, -1) {
+		for _, m := range lang.CiteRe.FindAllStringSubmatch(s, -1) {
 			n, _ := strconv.Atoi(m[1])
 			if n >= 1 && n <= len(ev) && !containsInt(cites, n) {
 				cites = append(cites, n)
@@ -79,20 +84,20 @@ func CheckClaims(answer string, ev []rank.Evidence) []Claim {
 // claimText is a claim's sentence as the reader sees it without its [n] markers: one line, no list
 // marker, and no space left before the punctuation the marker stood before ("per month.").
 func claimText(s string) string {
-	plain := strings.TrimSpace(strings.TrimLeft(oneLine(citeRe.ReplaceAllString(s, "")), "-*• "))
+	plain := strings.TrimSpace(strings.TrimLeft(lang.OneLine(lang.CiteRe.ReplaceAllString(s, "")), "-*• "))
 	return reSpacePunct.ReplaceAllString(plain, "$1")
 }
 
 var reSpacePunct = regexp.MustCompile(`\s+([.,;:!?。，；：！？、）)])`)
 
-// claimSentences splits an answer into sentences, attaching a fragment made only of citations
+// Sentences splits an answer into sentences, attaching a fragment made only of citations
 // ("... per year. [1]") to the sentence before it.
-func claimSentences(body string) []string {
+func Sentences(body string) []string {
 	var out []string
-	for _, s := range splitSentences(body) {
-		rest := strings.TrimSpace(citeRe.ReplaceAllString(s, ""))
+	for _, s := range lang.SplitSentences(body) {
+		rest := strings.TrimSpace(lang.CiteRe.ReplaceAllString(s, ""))
 		if strings.Trim(rest, " .。,，;；-*") == "" {
-			if len(out) > 0 && citeRe.MatchString(s) {
+			if len(out) > 0 && lang.CiteRe.MatchString(s) {
 				out[len(out)-1] += " " + strings.TrimSpace(s)
 			}
 			continue
@@ -111,8 +116,8 @@ type passageFacts struct {
 	// the rest is read on the first claim that is not a quote (load): an extractive answer quotes,
 	// and reading every line of its passages would be paid for nothing
 	loaded  bool
-	numbers numberSet
-	dates   []date
+	numbers lang.NumberSet
+	dates   []lang.Date
 	terms   map[string]bool
 	lower   string // folded, for names
 	lines   []lineFacts
@@ -120,8 +125,8 @@ type passageFacts struct {
 }
 
 type lineFacts struct {
-	numbers numberSet
-	dates   []date
+	numbers lang.NumberSet
+	dates   []lang.Date
 	terms   map[string]bool
 	// key holds the terms of a table row's key cell (its first cell that is not a number); nil for
 	// prose. A claim is about a row only when it names that row's key.
@@ -155,19 +160,19 @@ func (f *passageFacts) load() {
 	}
 	f.loaded = true
 	all := f.all
-	folded := foldLower(all)
-	ds := extractDates(folded)
+	folded := lang.FoldLower(all)
+	ds := lang.ExtractDates(folded)
 	f.numbers, f.dates, f.terms, f.lower, f.weight = datedNumbers(folded, ds), ds, map[string]bool{}, folded, map[string]float64{}
 	for _, t := range text.Analyze(all) {
 		f.terms[t] = true
 	}
-	for _, c := range currencyCodes(folded) {
+	for _, c := range lang.CurrencyCodes(folded) {
 		f.terms[c] = true
 	}
 	header := ""   // a table row's context is its header: "| Team | 49 |" is about "monthly price"
 	previous := "" // the table row before this line
 	wordLine := "" // the last line of words without numbers: the header of a table whose pipes were lost (PDF)
-	for _, l := range splitSentences(all) {
+	for _, l := range lang.SplitSentences(all) {
 		t := strings.TrimSpace(l)
 		if t == "" {
 			continue
@@ -187,16 +192,16 @@ func (f *passageFacts) load() {
 				header, lf.header = t, true
 			} else {
 				context = header
-				lf.cells, lf.heads = rowCells(foldLower(t)), rowCells(foldLower(header))
+				lf.cells, lf.heads = rowCells(lang.FoldLower(t)), rowCells(lang.FoldLower(header))
 			}
 			lf.key, lf.keyCol = rowKeyTerms(cells)
 			previous = t
 		} else {
 			header, previous = "", ""
 		}
-		lt := foldLower(t)
+		lt := lang.FoldLower(t)
 		lf.text = lt // its clauses' negations are read only for the lines a claim is about (clausesOf)
-		lf.dates = extractDates(lt)
+		lf.dates = lang.ExtractDates(lt)
 		lf.numbers = datedNumbers(lt, lf.dates)
 		own := text.Analyze(t)
 		words := len(contentOf(own))
@@ -215,7 +220,7 @@ func (f *passageFacts) load() {
 				lf.terms[x] = true
 			}
 		}
-		for _, c := range currencyCodes(lt + " " + foldLower(context)) {
+		for _, c := range lang.CurrencyCodes(lt + " " + lang.FoldLower(context)) {
 			lf.terms[c] = true
 		}
 		lf.scale = reScale.MatchString(t + " " + context)
@@ -239,11 +244,11 @@ func (f *passageFacts) weigh() {
 
 // datedNumbers is the numbers of folded text s outside its dates, plus the dates' years: "in 2026" is
 // stated by "2026-03-05", "5 yuan" is not.
-func datedNumbers(s string, ds []date) numberSet {
-	set := numbersOf(maskDates(s, ds))
+func datedNumbers(s string, ds []lang.Date) lang.NumberSet {
+	set := lang.NumbersOf(lang.MaskDates(s, ds))
 	for _, d := range ds {
-		if d.y > 0 {
-			set[float64(d.y)] = true
+		if d.Y > 0 {
+			set[float64(d.Y)] = true
 		}
 	}
 	return set
@@ -375,8 +380,8 @@ func termsOverlap(a, b map[string]bool) bool {
 type claimFacts struct {
 	all     map[string]bool // every analyzed term, numbers too (row keys may be numbers: "2026-Q2")
 	terms   []string        // content terms (contentTerms)
-	dates   []factIn[date]
-	numbers []factIn[number]
+	dates   []factIn[lang.Date]
+	numbers []factIn[lang.Number]
 	folded  string // the claim, folded
 }
 
@@ -389,24 +394,19 @@ type factIn[T any] struct {
 	clause, lead []string
 	// units is what the fact is counted in: its time unit and currency as written next to it, and the
 	// period its clause states (numbers only).
-	units units
+	units lang.Units
 }
 
-// reClause ends a clause: a fact is about the words of its own clause ("Team costs $49, Business
-// $199" holds two facts about two rows). The text is folded ("，" is ","), and a comma before a
-// digit is a thousands separator.
-var reClause = regexp.MustCompile(`;|、|,[^0-9]|,$|\s(and|but|while|whereas)\s`)
-
 func readClaim(s string) claimFacts {
-	folded := foldLower(s)
-	ds := extractDates(folded)
-	rest := maskDates(folded, ds)
+	folded := lang.FoldLower(s)
+	ds := lang.ExtractDates(folded)
+	rest := lang.MaskDates(folded, ds)
 	c := claimFacts{all: map[string]bool{}, terms: contentTerms(rest), folded: folded}
 	for _, t := range text.Analyze(s) {
 		c.all[t] = true
 	}
 	bounds := []int{0}
-	for _, m := range reClause.FindAllStringIndex(rest, -1) {
+	for _, m := range lang.ReClause.FindAllStringIndex(rest, -1) {
 		_, n := utf8.DecodeRuneInString(rest[m[0]:])
 		bounds = append(bounds, m[0]+n)
 	}
@@ -424,19 +424,19 @@ func readClaim(s string) claimFacts {
 		return c.terms, nil
 	}
 	for _, d := range ds {
-		clause, lead := clauseAt(d.start)
-		c.dates = append(c.dates, factIn[date]{d, clause, lead, units{}})
+		clause, lead := clauseAt(d.Start)
+		c.dates = append(c.dates, factIn[lang.Date]{d, clause, lead, lang.Units{}})
 	}
 	for i := 1; i < len(bounds); i++ {
 		part, off := rest[bounds[i-1]:bounds[i]], 0
-		for _, n := range extractNumbers(part) {
-			if k := strings.Index(part[off:], n.raw); k >= 0 {
+		for _, n := range lang.ExtractNumbers(part) {
+			if k := strings.Index(part[off:], n.Raw); k >= 0 {
 				off += k
 			}
 			clause, lead := clauseAt(bounds[i-1] + off)
-			u := adjacentUnits(part[:off], part[min(len(part), off+len(n.raw)):])
-			u.period = periodOf(part)
-			c.numbers = append(c.numbers, factIn[number]{n, clause, lead, u})
+			u := lang.AdjacentUnits(part[:off], part[min(len(part), off+len(n.Raw)):])
+			u.Period = lang.PeriodOf(part)
+			c.numbers = append(c.numbers, factIn[lang.Number]{n, clause, lead, u})
 		}
 	}
 	return c
@@ -510,14 +510,14 @@ func checkFacts(s string, c claimFacts, where string, cites []int, facts []*pass
 				}
 			}
 		}
-		if msg := factMessage(d.fact.raw, where, found, about); msg != "" {
+		if msg := factMessage(d.fact.Raw, where, found, about); msg != "" {
 			return false, msg, true
 		}
 	}
 	if msg := checkNumbers(c, where, facts); msg != "" {
 		return false, msg, true
 	}
-	for _, name := range claimNames(s) {
+	for _, name := range lang.ClaimNames(s) {
 		found := false
 		for _, f := range facts {
 			if f.hasName(name) {
@@ -544,7 +544,7 @@ func checkFacts(s string, c claimFacts, where string, cites []int, facts []*pass
 	if float64(have)/float64(len(c.terms)) < ClaimTermShare {
 		return false, fmt.Sprintf("only %d of its %d content terms are in %s", have, len(c.terms), where), false
 	}
-	if k := opposed(foldLower(s), c.terms, facts); k >= 0 {
+	if k := opposed(lang.FoldLower(s), c.terms, facts); k >= 0 {
 		return false, fmt.Sprintf("%s says the opposite", citeList(cites[k:k+1])), false
 	}
 	return true, "supported", false
@@ -556,7 +556,7 @@ func checkFacts(s string, c claimFacts, where string, cites []int, facts []*pass
 // numbers when its words are far above it, and "低于 95.0%" is the row that says 低于. So is a table
 // row when the claim names no row's key. A line of words is not: "一" and "3" together are in too
 // many sentences.
-func numbersTogether(ns []factIn[number], terms []string, all map[string]bool, facts []*passageFacts) bool {
+func numbersTogether(ns []factIn[lang.Number], terms []string, all map[string]bool, facts []*passageFacts) bool {
 	if len(ns) < 2 {
 		return false
 	}
@@ -579,7 +579,7 @@ func numbersTogether(ns []factIn[number], terms []string, all map[string]bool, f
 	lines:
 		for _, i := range f.bestLines(bare, terms) {
 			for _, n := range ns {
-				if !f.lines[i].numbers.has(n.fact.value) {
+				if !f.lines[i].numbers.Has(n.fact.Value) {
 					continue lines
 				}
 			}
@@ -601,9 +601,9 @@ func factMessage(raw, where string, found, about bool) string {
 	return ""
 }
 
-func hasDate(ds []date, c date) bool {
+func hasDate(ds []lang.Date, c lang.Date) bool {
 	for _, d := range ds {
-		if c.matches(d) {
+		if c.Matches(d) {
 			return true
 		}
 	}
@@ -616,7 +616,7 @@ func (f *passageFacts) hasTerm(t string) bool {
 	if f.terms[t] {
 		return true
 	}
-	if len(t) < 5 || hasCJK(t) {
+	if len(t) < 5 || lang.HasCJK(t) {
 		return false
 	}
 	for x := range f.terms {
@@ -631,7 +631,7 @@ func (f *passageFacts) hasTerm(t string) bool {
 // hasName reports whether the passage names name: as written (folded), or, for a word, by its stem
 // ("Employees" in "each employee").
 func (f *passageFacts) hasName(name string) bool {
-	if strings.Contains(f.lower, foldLower(name)) {
+	if strings.Contains(f.lower, lang.FoldLower(name)) {
 		return true
 	}
 	ts := text.Analyze(name)
@@ -640,7 +640,7 @@ func (f *passageFacts) hasName(name string) bool {
 			return false
 		}
 	}
-	return len(ts) > 0 && !hasCJK(name)
+	return len(ts) > 0 && !lang.HasCJK(name)
 }
 
 // claimQuoted reports whether s, normalised (normVerbatim) and long enough to mean something, is found
@@ -680,7 +680,7 @@ func normVerbatim(s string) string {
 	var b strings.Builder
 	sep := false
 	var prev rune
-	for _, r := range foldLower(s) {
+	for _, r := range lang.FoldLower(s) {
 		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 			sep = true
 			continue
@@ -699,7 +699,7 @@ func normVerbatim(s string) string {
 // one-character terms, with currency symbols read as their codes: "$49" is the term "usd".
 func contentTerms(s string) []string {
 	out := contentOf(text.Analyze(s))
-	for _, c := range currencyCodes(foldLower(s)) {
+	for _, c := range lang.CurrencyCodes(lang.FoldLower(s)) {
 		if !slices.Contains(out, c) {
 			out = append(out, c)
 		}
@@ -722,36 +722,6 @@ func contentOf(ts []string) []string {
 	return out
 }
 
-// currencies maps how a currency is written to its code: $ = USD, 元 = CNY (美元 is USD), ¥ = CNY.
-// The regular expression runs only when one of the hints is in the text (it is read for every line of
-// every cited passage).
-var currencies = []struct {
-	code  string
-	hints []string
-	re    *regexp.Regexp
-}{
-	{"usd", []string{"$", "usd", "dollar", "美元", "美金"}, regexp.MustCompile(`\$|\busd\b|\bdollars?\b|美元|美金`)},
-	{"eur", []string{"€", "eur", "欧元"}, regexp.MustCompile(`€|\beur\b|\beuros?\b|欧元`)},
-	{"gbp", []string{"£", "gbp", "sterling", "英镑"}, regexp.MustCompile(`£|\bgbp\b|\bpounds? sterling\b|英镑`)},
-	{"cny", []string{"¥", "cny", "rmb", "yuan", "人民币", "元"}, regexp.MustCompile(`¥|\bcny\b|\brmb\b|\byuan\b|人民币|(^|[^美欧日港澳台])元`)},
-}
-
-// currencyCodes returns the codes of the currencies the folded text s names.
-func currencyCodes(s string) []string {
-	var out []string
-	for _, c := range currencies {
-		for _, h := range c.hints {
-			if strings.Contains(s, h) {
-				if c.re.MatchString(s) {
-					out = append(out, c.code)
-				}
-				break
-			}
-		}
-	}
-	return out
-}
-
 func isNumeric(t string) bool {
 	for _, r := range t {
 		if !(r >= '0' && r <= '9' || strings.ContainsRune(".,%-/:+#", r)) {
@@ -759,14 +729,6 @@ func isNumeric(t string) bool {
 		}
 	}
 	return true
-}
-
-func foldString(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		b.WriteRune(text.Fold(r))
-	}
-	return b.String()
 }
 
 func citeList(cites []int) string {
@@ -786,9 +748,9 @@ func containsInt(xs []int, v int) bool {
 	return false
 }
 
-// ClaimsSupported is the share of claims that are supported (1 when there are none: nothing was
+// Supported is the share of claims that are supported (1 when there are none: nothing was
 // claimed about the sources, so nothing was found unsupported).
-func ClaimsSupported(cs []Claim) float64 {
+func Supported(cs []Claim) float64 {
 	if len(cs) == 0 {
 		return 1
 	}
@@ -805,7 +767,7 @@ func ClaimsSupported(cs []Claim) float64 {
 // table row, the clause names a column ("$25 per month" names the monthly price) and n is in another
 // (25 is the users cell); or the line counts n in another unit of the same kind ("10 weeks", the line
 // says days; "€49", the column is USD; "per year", the column is monthly).
-func (l lineFacts) numberFits(n factIn[number], claim string) string {
+func (l lineFacts) numberFits(n factIn[lang.Number], claim string) string {
 	if l.heads == nil {
 		return l.proseUnitsFit(n)
 	}
@@ -834,19 +796,19 @@ func (l lineFacts) numberFits(n factIn[number], claim string) string {
 		return fmt.Sprintf("holds it in the %q column, which the sentence does not name", l.heads[in[0]])
 	}
 	for _, i := range in {
-		u := headerUnits(l.heads[i])
-		for _, cu := range numberUnits(l.cells[i], n.fact.value) {
+		u := lang.HeaderUnits(l.heads[i])
+		for _, cu := range lang.NumberUnits(l.cells[i], n.fact.Value) {
 			u = overlay(u, cu)
 		}
-		if n.units.conflicts(u) == "" {
+		if n.units.Conflicts(u) == "" {
 			return ""
 		}
 	}
-	u := headerUnits(l.heads[in[0]])
-	for _, cu := range numberUnits(l.cells[in[0]], n.fact.value) {
+	u := lang.HeaderUnits(l.heads[in[0]])
+	for _, cu := range lang.NumberUnits(l.cells[in[0]], n.fact.Value) {
 		u = overlay(u, cu)
 	}
-	return fmt.Sprintf("states it in %s (%q column), not %s", u.describe(), l.heads[in[0]], n.units.describe())
+	return fmt.Sprintf("states it in %s (%q column), not %s", u.Describe(), l.heads[in[0]], n.units.Describe())
 }
 
 // keyLike reports whether a table cell's letters make it a name ("2026-Q2", "v2") rather than an
@@ -867,51 +829,51 @@ func keyLike(cell string) bool {
 
 // unitWord reports a folded word that is a unit of measure, a time unit or a currency.
 func unitWord(w string) bool {
-	if _, ok := unitWords[strings.ToUpper(w)]; ok {
+	if _, ok := lang.UnitWords[strings.ToUpper(w)]; ok {
 		return true
 	}
-	if reTimeWord.MatchString(w) || unitNames[w] != "" || currencySigns[w] {
+	if lang.ReTimeWord.MatchString(w) || lang.UnitNames[w] != "" || lang.CurrencySigns[w] {
 		return true
 	}
-	return currencyCode(w) != "" && reCurrencyAfter.MatchString(w)
+	return lang.CurrencyCode(w) != "" && lang.ReCurrencyAfter.MatchString(w)
 }
 
 // proseUnitsFit is numberFits for a line that is not a table row: some occurrence of the number must
 // not be counted in another unit than the claim's.
-func (l lineFacts) proseUnitsFit(n factIn[number]) string {
-	us := numberUnits(l.text, n.fact.value)
-	if n.fact.scaled() {
-		us = append(us, numberUnits(l.text, n.fact.base)...)
+func (l lineFacts) proseUnitsFit(n factIn[lang.Number]) string {
+	us := lang.NumberUnits(l.text, n.fact.Value)
+	if n.fact.Scaled() {
+		us = append(us, lang.NumberUnits(l.text, n.fact.Base)...)
 	}
 	for _, u := range us {
-		if n.units.conflicts(u) == "" {
+		if n.units.Conflicts(u) == "" {
 			return ""
 		}
 	}
 	if len(us) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("states it in %s, not %s", us[0].describe(), n.units.describe())
+	return fmt.Sprintf("states it in %s, not %s", us[0].Describe(), n.units.Describe())
 }
 
 // overlay is u with what v states set over it (a cell's "20 days" says more than its header).
-func overlay(u, v units) units {
-	if v.time != "" {
-		u.time = v.time
+func overlay(u, v lang.Units) lang.Units {
+	if v.Time != "" {
+		u.Time = v.Time
 	}
-	if v.period != "" {
-		u.period = v.period
+	if v.Period != "" {
+		u.Period = v.Period
 	}
-	if v.currency != "" {
-		u.currency = v.currency
+	if v.Currency != "" {
+		u.Currency = v.Currency
 	}
 	return u
 }
 
 // cellHolds reports whether a folded table cell states number n (its value, or its base when scaled).
-func cellHolds(cell string, n number) bool {
-	set := numbersOf(cell)
-	return set.has(n.value) || n.scaled() && set.has(n.base)
+func cellHolds(cell string, n lang.Number) bool {
+	set := lang.NumbersOf(cell)
+	return set.Has(n.Value) || n.Scaled() && set.Has(n.Base)
 }
 
 // termsLike reports whether a and b share a term, or two terms sharing their first five or more
@@ -922,7 +884,7 @@ func termsLike(a, b []string) bool {
 			if x == y {
 				return true
 			}
-			if k := min(len(x), len(y)); k >= 5 && !hasCJK(x) && x[:k] == y[:k] {
+			if k := min(len(x), len(y)); k >= 5 && !lang.HasCJK(x) && x[:k] == y[:k] {
 				return true
 			}
 		}
@@ -1145,13 +1107,13 @@ func checkNumbers(c claimFacts, where string, facts []*passageFacts) string {
 		}
 		found, about, why := false, false, ""
 		for _, f := range facts {
-			if !f.numbers.has(n.fact.value) && !(n.fact.scaled() && f.numbers.has(n.fact.base)) {
+			if !f.numbers.Has(n.fact.Value) && !(n.fact.Scaled() && f.numbers.Has(n.fact.Base)) {
 				continue
 			}
 			found = true
 			for _, i := range f.aboutLines(c.all, n.lead, n.clause, c.terms) {
 				l := f.lines[i]
-				if !l.numbers.has(n.fact.value) && !(n.fact.scaled() && l.scale && l.numbers.has(n.fact.base)) {
+				if !l.numbers.Has(n.fact.Value) && !(n.fact.Scaled() && l.scale && l.numbers.Has(n.fact.Base)) {
 					continue
 				}
 				if w := l.numberFits(n, c.folded); w != "" {
@@ -1162,9 +1124,9 @@ func checkNumbers(c claimFacts, where string, facts []*passageFacts) string {
 			}
 		}
 		if found && !about && why != "" {
-			return fmt.Sprintf("%s: %s %s", strings.TrimSpace(n.fact.raw), where, why)
+			return fmt.Sprintf("%s: %s %s", strings.TrimSpace(n.fact.Raw), where, why)
 		}
-		if msg := factMessage(n.fact.raw, where, found, about); msg != "" {
+		if msg := factMessage(n.fact.Raw, where, found, about); msg != "" {
 			return msg
 		}
 	}

@@ -1,9 +1,10 @@
-package answer
+package reader
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/rank"
 )
 
@@ -27,18 +28,18 @@ func TestBridgeSkipsCurrencyAndUnrelatedLines(t *testing.T) {
 		}
 	}
 	for _, w := range []string{"USD", "EUR", "GB", "KB", "MB", "KG", "RMB"} {
-		if !unitOrCurrency(w) {
+		if !lang.UnitOrCurrency(w) {
 			t.Errorf("%s is read as a name", w)
 		}
 	}
 	for _, w := range []string{"$", "¥", "€", "元", "人民币", "美元"} {
-		if !unitOrCurrency(w) {
+		if !lang.UnitOrCurrency(w) {
 			t.Errorf("%s is read as a name", w)
 		}
 	}
 	// a word naming a currency inside it is still a name: the bridge follows "Yuan" and a title with 元
 	for _, w := range []string{"Microsoft", "GitHub", "Newport", "Usda", "Yuan", "Euro", "Dollar", "Euros", "《元史》", "《人民币的故事》"} {
-		if unitOrCurrency(w) {
+		if lang.UnitOrCurrency(w) {
 			t.Errorf("%s is not read as a name", w)
 		}
 	}

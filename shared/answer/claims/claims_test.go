@@ -1,10 +1,11 @@
-package answer
+package claims
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/docmind/docmind/shared/answer/lang"
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/rank"
 )
 
@@ -71,17 +72,9 @@ docmind 服务协议
 第四条 协议终止
 
 任何一方提前 30 天书面通知，可终止本协议。协议终止后 30 天内，服务提供方删除客户的全部数据。`
-	demoSales = "## sales\n\n" + demoSalesTable
-	// demoSalesTable is the demo's sales-figures.xlsx as the extractor writes it.
-	demoSalesTable = `| region | quarter | revenue (kUSD) | new customers |
-| --- | --- | --- | --- |
-| North | 2026-Q1 | 420 | 12 |
-| North | 2026-Q2 | 515 | 15 |
-| South | 2026-Q1 | 310 | 9 |
-| South | 2026-Q2 | 365 | 11 |
-| East | 2026-Q1 | 280 | 7 |
-| East | 2026-Q2 | 330 | 10 |`
 )
+
+var demoSales = "## sales\n\n" + demoSalesTable
 
 // Issue #13 review: a claim's number must be in the line (sentence, or table row with its header) the
 // claim is about; right answers written another way stay supported. Each case is one claim.
@@ -146,7 +139,7 @@ func TestCheckClaimsReview(t *testing.T) {
 		{"Chinese amount", "融资50000元 [1]。", beijing, true},
 		{"Chinese amount in 万", "融资5万元 [1]。", beijing, true},
 	} {
-		claims := CheckClaims(c.answer, c.ev)
+		claims := Check(c.answer, c.ev)
 		if len(claims) != 1 {
 			t.Errorf("%s: claims %+v", c.name, claims)
 			continue
@@ -166,62 +159,13 @@ func TestClaimSentenceText(t *testing.T) {
 		{"- The Team plan costs $49 per month [1], billed monthly.", "The Team plan costs $49 per month, billed monthly."},
 		{"Team 计划每月 49 美元【1】。", "Team 计划每月 49 美元。"},
 	} {
-		claims := CheckClaims(c.answer, prices)
+		claims := Check(c.answer, prices)
 		if len(claims) != 1 || claims[0].Sentence != c.want || len(claims[0].Citations) != 1 {
 			t.Errorf("%q: claims %+v, want sentence %q", c.answer, claims, c.want)
 		}
 	}
-	if used, _ := Citations("年假 20 天【1】，病假 10 天［1］。", 1); len(used) != 1 {
+	if used, _ := lang.Citations("年假 20 天【1】，病假 10 天［1］。", 1); len(used) != 1 {
 		t.Errorf("【1】 is a citation: %v", used)
-	}
-}
-
-func TestDates(t *testing.T) {
-	for _, c := range []struct {
-		s       string
-		y, m, d int
-	}{
-		{"on 2026-03-05", 2026, 3, 5},
-		{"on March 5, 2026", 2026, 3, 5},
-		{"on 5 March 2026", 2026, 3, 5},
-		{"2026年3月5日", 2026, 3, 5},
-		{"二〇二六年三月五日", 2026, 3, 5},
-		{"生效日期：2025 年 1 月 1 日", 2025, 1, 1},
-		{"in March 2026", 2026, 3, 0},
-		{"3月5日", 0, 3, 5},
-		{"on the 5th of March", 0, 3, 5},
-	} {
-		ds := extractDates(foldLower(c.s))
-		if len(ds) != 1 || ds[0].y != c.y || ds[0].m != c.m || ds[0].d != c.d {
-			t.Errorf("extractDates(%q) = %+v, want (%d,%d,%d)", c.s, ds, c.y, c.m, c.d)
-		}
-	}
-	for _, s := range []string{"2026-Q2", "1990-1995", "version 2.0.1", "we may 5 times"} {
-		if ds := extractDates(foldLower(s)); len(ds) != 0 && !strings.Contains(s, "may") {
-			t.Errorf("extractDates(%q) = %+v, want none", s, ds)
-		}
-	}
-	// a scaled amount is its scaled value only
-	if set := numbersOf("五万元"); !set.has(5e4) || set.has(5) {
-		t.Errorf("五万元 = %v", set)
-	}
-}
-
-func TestClaimNames(t *testing.T) {
-	for _, c := range []struct {
-		s    string
-		want []string
-	}{
-		{"Google acquired GitHub in 2018.", []string{"Google", "GitHub"}},
-		{"The Team plan costs $49 per month.", []string{"Team"}},
-		{"In March 2026, USD prices rose.", nil},
-		{"Team计划每月49美元。", []string{"Team"}},
-		{"公司总部位于上海市。", []string{"上海"}},
-		{"《战国无双3》是一款游戏。", []string{"战国无双3"}},
-	} {
-		if got := claimNames(c.s); strings.Join(got, "|") != strings.Join(c.want, "|") {
-			t.Errorf("claimNames(%q) = %q, want %q", c.s, got, c.want)
-		}
 	}
 }
 
@@ -269,7 +213,7 @@ func TestCheckClaimsParaphrases(t *testing.T) {
 		{"The Starter plan includes 500 documents and 25 users [1].", p, false},
 		{"Unused annual leave carries over for one year [1].", h, true},
 	} {
-		claims := CheckClaims(c.a, c.ev)
+		claims := Check(c.a, c.ev)
 		if len(claims) != 1 || claims[0].Supported != c.supported {
 			t.Errorf("%q: claims %+v, want supported %v", c.a, claims, c.supported)
 		}
@@ -326,7 +270,7 @@ func TestCheckClaimsSecondReview(t *testing.T) {
 		{"pronoun", "The Team plan costs $49 per month [1]. It supports 25 users [1].", prices, []bool{true, true}},
 		{"pronoun, wrong", "The Team plan costs $49 per month [1]. It supports 200 users [1].", prices, []bool{true, false}},
 	} {
-		checkClaimsAre(t, c.name, CheckClaims(c.answer, c.ev), c.supported)
+		checkClaimsAre(t, c.name, Check(c.answer, c.ev), c.supported)
 	}
 }
 
@@ -378,32 +322,14 @@ func TestCheckClaimsThirdReview(t *testing.T) {
 		{"导演为, right", "《红高粱》的导演为张艺谋[1]。", film, []bool{true}},
 		{"导演为, wrong", "《红高粱》的导演为陈凯歌[1]。", film, []bool{false}},
 	} {
-		checkClaimsAre(t, c.name, CheckClaims(c.answer, c.ev), c.supported)
-	}
-}
-
-// The person after 作者是/导演是/由 skips modifiers and pronouns and must end where a name ends.
-func TestCNPersonName(t *testing.T) {
-	for run, want := range map[string]string{"张艺谋": "张艺谋", "著名导演张艺谋": "", "知名作家": "", "一位作家": "", "该公司": "",
-		"他们": "", "我们": "", "一位李明": "李明", "李明于2001年": "李明", "著名的王芳": "王芳", "张艺谋执导": "张艺谋", "张艺谋的作品很多": ""} {
-		got, ok := personAfterRole(run)
-		if got != want || ok != (want != "") {
-			t.Errorf("%s: got %q %v, want %q", run, got, ok, want)
-		}
-	}
-	// the 由 form: a reference is not a name the passage must hold, a name is
-	for s, want := range map[string][]string{"由该公司创立": nil, "由他们创立": nil, "由我们设计": nil, "由李明创立": {"李明"},
-		"作者是他们": nil, "作者是一位作家": nil, "作者是李明，": {"李明"}} {
-		if got := claimNames(s); !slices.Equal(got, want) {
-			t.Errorf("%s: names %q, want %q", s, got, want)
-		}
+		checkClaimsAre(t, c.name, Check(c.answer, c.ev), c.supported)
 	}
 }
 
 // A unit mismatch found in the cell is described with the cell's unit, not the header's empty one.
 func TestNumberFitsReasonText(t *testing.T) {
 	prices := []rank.Evidence{ev("price-list.csv", demoPrices, 1)}
-	claims := CheckClaims("The Business plan answers support email within 4 days [1].", prices)
+	claims := Check("The Business plan answers support email within 4 days [1].", prices)
 	if len(claims) != 1 || claims[0].Supported {
 		t.Fatalf("claims %+v", claims)
 	}
@@ -440,9 +366,23 @@ func TestClaimsOnPDFTableRows(t *testing.T) {
 		{"月可用性低于 95.0% 时，返还 50% 的服务费。 [1]", true},
 		{"月可用性低于 95.0% 时，返还 10% 的服务费。 [1]", false},
 	} {
-		cs := CheckClaims(c.answer, []rank.Evidence{ev("服务协议.pdf", table, 1)})
+		cs := Check(c.answer, []rank.Evidence{ev("服务协议.pdf", table, 1)})
 		if len(cs) != 1 || cs[0].Supported != c.want {
 			t.Errorf("%s: %+v, want supported %v", c.answer, cs, c.want)
+		}
+	}
+}
+
+// Neither notice is a claim, counts towards the answer's terms, or survives WithoutNotice.
+func TestWithoutNoticeEitherLanguage(t *testing.T) {
+	for _, n := range []string{reader.OfflineNotice, reader.OfflineNoticeZH} {
+		a := n + "\n\n- 年假每年 20 天 [1]"
+		if got := reader.WithoutNotice(a); strings.Contains(got, "语言模型") || strings.Contains(got, "language model") || !strings.Contains(got, "20 天") {
+			t.Errorf("WithoutNotice(%q) = %q", a, got)
+		}
+		cs := Check(a, []rank.Evidence{ev("手册.md", "年假每年 20 天。", 0.8)})
+		if len(cs) != 1 || !cs[0].Supported {
+			t.Errorf("claims of %q: %+v (want the one quoted line, supported)", a, cs)
 		}
 	}
 }

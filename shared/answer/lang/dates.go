@@ -1,4 +1,4 @@
-package answer
+package lang
 
 import (
 	"regexp"
@@ -10,11 +10,11 @@ import (
 // compares equal ("March 5, 2026" = "2026-03-05" = "2026年3月5日") and two dates made of the same
 // numbers do not ("2026-05-03" is not "2026-03-05"). A part the text leaves out is 0.
 
-// date is one date found in a text, with its byte span in the folded text it was read from.
-type date struct {
-	y, m, d    int
-	raw        string
-	start, end int
+// Date is one Date found in a text, with its byte span in the folded text it was read from.
+type Date struct {
+	Y, M, D    int
+	Raw        string
+	Start, End int
 }
 
 var monthNames = map[string]int{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8,
@@ -74,12 +74,12 @@ func dateHints(s string) int {
 	return h
 }
 
-// extractDates returns the dates the folded text s states, in order of the forms above.
-func extractDates(s string) []date {
-	var out []date
+// ExtractDates returns the dates the folded text s states, in order of the forms above.
+func ExtractDates(s string) []Date {
+	var out []Date
 	taken := func(a, b int) bool {
 		for _, d := range out {
-			if a < d.end && d.start < b {
+			if a < d.End && d.Start < b {
 				return true
 			}
 		}
@@ -100,8 +100,8 @@ func extractDates(s string) []date {
 				}
 				return s[m[2*g]:m[2*g+1]]
 			}
-			d := date{y: datePart(part(f.y)), m: monthPart(part(f.m)), d: datePart(part(f.d)), raw: s[m[0]:m[1]], start: m[0], end: m[1]}
-			if d.m < 1 || d.m > 12 || d.d < 0 || d.d > 31 || part(f.d) != "" && d.d == 0 {
+			d := Date{Y: datePart(part(f.y)), M: monthPart(part(f.m)), D: datePart(part(f.d)), Raw: s[m[0]:m[1]], Start: m[0], End: m[1]}
+			if d.M < 1 || d.M > 12 || d.D < 0 || d.D > 31 || part(f.d) != "" && d.D == 0 {
 				continue
 			}
 			out = append(out, d)
@@ -133,26 +133,26 @@ func monthPart(s string) int {
 	return datePart(s)
 }
 
-// matches reports whether the passage's date p states the claim's date c: every part the claim names
+// Matches reports whether the passage's date p states the claim's date c: every part the claim names
 // is equal, except a year the passage leaves out.
-func (c date) matches(p date) bool {
-	return (c.y == 0 || p.y == 0 || c.y == p.y) && (c.m == 0 || c.m == p.m) && (c.d == 0 || c.d == p.d)
+func (c Date) Matches(p Date) bool {
+	return (c.Y == 0 || p.Y == 0 || c.Y == p.Y) && (c.M == 0 || c.M == p.M) && (c.D == 0 || c.D == p.D)
 }
 
-// maskDates blanks the dates' spans in s (same byte length), so that their parts are not read again
+// MaskDates blanks the dates' spans in s (same byte length), so that their parts are not read again
 // as loose numbers.
-func maskDates(s string, ds []date) string {
+func MaskDates(s string, ds []Date) string {
 	if len(ds) == 0 {
 		return s
 	}
 	b := []byte(s)
 	for _, d := range ds {
-		for i := d.start; i < d.end; i++ {
+		for i := d.Start; i < d.End; i++ {
 			b[i] = ' '
 		}
 	}
 	return string(b)
 }
 
-// foldLower is s folded rune by rune (full-width to ASCII, lower case): the text dates are read from.
-func foldLower(s string) string { return strings.ToLower(foldString(s)) }
+// FoldLower is s folded rune by rune (full-width to ASCII, lower case): the text dates are read from.
+func FoldLower(s string) string { return strings.ToLower(FoldString(s)) }

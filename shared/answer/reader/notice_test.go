@@ -1,4 +1,4 @@
-package answer
+package reader
 
 import (
 	"strings"
@@ -28,19 +28,5 @@ func TestOfflineNoticeFollowsTheQuestion(t *testing.T) {
 	}
 	if got := (Extractive{}).Read("报销流程是什么？", []rank.Evidence{ev("x.md", "Lunch is served at noon.", 0.5)}).Answer; got != NoMatchAnswerZH {
 		t.Errorf("no shared word, Chinese question: %q", got)
-	}
-}
-
-// Neither notice is a claim, counts towards the answer's terms, or survives WithoutNotice.
-func TestWithoutNoticeEitherLanguage(t *testing.T) {
-	for _, n := range []string{OfflineNotice, OfflineNoticeZH} {
-		a := n + "\n\n- 年假每年 20 天 [1]"
-		if got := WithoutNotice(a); strings.Contains(got, "语言模型") || strings.Contains(got, "language model") || !strings.Contains(got, "20 天") {
-			t.Errorf("WithoutNotice(%q) = %q", a, got)
-		}
-		claims := CheckClaims(a, []rank.Evidence{ev("手册.md", "年假每年 20 天。", 0.8)})
-		if len(claims) != 1 || !claims[0].Supported {
-			t.Errorf("claims of %q: %+v (want the one quoted line, supported)", a, claims)
-		}
 	}
 }

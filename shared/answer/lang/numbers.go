@@ -1,4 +1,4 @@
-package answer
+package lang
 
 import (
 	"math"
@@ -16,11 +16,11 @@ import (
 // one only: "五万元" is 50000, never 5, so "5元" is not supported by it. Dates are read whole
 // (dates.go) and compared as (year, month, day).
 
-// numberSet is the set of values a text states.
-type numberSet map[float64]bool
+// NumberSet is the set of values a text states.
+type NumberSet map[float64]bool
 
-// has reports whether v is in the set, tolerating float noise.
-func (s numberSet) has(v float64) bool {
+// Has reports whether v is in the set, tolerating float noise.
+func (s NumberSet) Has(v float64) bool {
 	if s[v] {
 		return true
 	}
@@ -32,17 +32,17 @@ func (s numberSet) has(v float64) bool {
 	return false
 }
 
-// number is one number found in a text, with how it was written.
-type number struct {
-	value float64
-	raw   string
-	// base is the value as written before its scale word ("3" of "3 million"); equal to value when
+// Number is one Number found in a text, with how it was written.
+type Number struct {
+	Value float64
+	Raw   string
+	// Base is the value as written before its scale word ("3" of "3 million"); equal to value when
 	// there is none.
-	base float64
+	Base float64
 }
 
-// scaled reports whether the number was written with a scale word.
-func (n number) scaled() bool { return n.base != n.value }
+// Scaled reports whether the number was written with a scale word.
+func (n Number) Scaled() bool { return n.Base != n.Value }
 
 var cnDigit = map[rune]int{'零': 0, '〇': 0, '○': 0, '一': 1, '二': 2, '两': 2, '三': 3, '四': 4, '五': 5, '六': 6, '七': 7, '八': 8, '九': 9}
 var cnUnit = map[rune]int{'十': 10, '百': 100, '千': 1000}
@@ -58,13 +58,13 @@ func isCNNumeral(r rune) bool {
 	return d || u || b
 }
 
-// extractNumbers returns the numbers s states, in order.
-func extractNumbers(s string) []number {
+// ExtractNumbers returns the numbers s states, in order.
+func ExtractNumbers(s string) []Number {
 	rs := []rune(s)
 	for i, r := range rs {
 		rs[i] = text.Fold(r)
 	}
-	var out []number
+	var out []Number
 	for i := 0; i < len(rs); {
 		r := rs[i]
 		switch {
@@ -85,10 +85,10 @@ func extractNumbers(s string) []number {
 			v, err := strconv.ParseFloat(clean, 64)
 			if err == nil {
 				if m, n := scaleAfter(rs, j); m > 0 {
-					out = append(out, number{value: v * m, raw: raw + string(rs[j:j+n]), base: v})
+					out = append(out, Number{Value: v * m, Raw: raw + string(rs[j:j+n]), Base: v})
 					j += n
 				} else {
-					out = append(out, number{value: v, raw: raw, base: v})
+					out = append(out, Number{Value: v, Raw: raw, Base: v})
 				}
 			}
 			i = j
@@ -101,10 +101,10 @@ func extractNumbers(s string) []number {
 			// a lone 一/两 inside words ("一些", "统一") is rarely a quantity; keep it only before a
 			// counter or unit-like character that commonly follows numbers
 			if v, ok := parseCN(raw); ok && (j-i > 1 || cnQuantity(rs, i, j)) {
-				n := number{value: v, raw: raw, base: v}
+				n := Number{Value: v, Raw: raw, Base: v}
 				if _, ok := cnBig[rs[j-1]]; ok && j-i > 1 { // "五万" is 50000, written as 5 with a scale
 					if w, ok := parseCN(string(rs[i : j-1])); ok {
-						n.base = w
+						n.Base = w
 					}
 				}
 				out = append(out, n)
@@ -211,45 +211,45 @@ func parseCN(s string) (float64, bool) {
 	return total + section + digit, true
 }
 
-// numbersOf returns the set of values text states.
-func numbersOf(s string) numberSet {
-	set := numberSet{}
-	for _, n := range extractNumbers(s) {
-		set[n.value] = true
+// NumbersOf returns the set of values text states.
+func NumbersOf(s string) NumberSet {
+	set := NumberSet{}
+	for _, n := range ExtractNumbers(s) {
+		set[n.Value] = true
 	}
 	return set
 }
 
-// units is what a number is counted in: a time unit ("10 days"), the period it is per ("per year",
+// Units is what a number is counted in: a time unit ("10 days"), the period it is per ("per year",
 // "monthly", "每月") and a currency ("$49", "49 USD"); "" when the text does not say. A claim's number
 // is not supported by the same number counted in another unit of the same kind: "10 weeks" is not
 // "10 days", "$49 per year" is not a monthly price, "€49" is not 49 USD.
-type units struct{ time, period, currency string }
+type Units struct{ Time, Period, Currency string }
 
-// conflicts names the kind on which u and v state different units ("" when none does).
-func (u units) conflicts(v units) string {
+// Conflicts names the kind on which u and v state different units ("" when none does).
+func (u Units) Conflicts(v Units) string {
 	switch {
-	case u.time != "" && v.time != "" && u.time != v.time:
+	case u.Time != "" && v.Time != "" && u.Time != v.Time:
 		return "time"
-	case u.period != "" && v.period != "" && u.period != v.period:
+	case u.Period != "" && v.Period != "" && u.Period != v.Period:
 		return "period"
-	case u.currency != "" && v.currency != "" && u.currency != v.currency:
+	case u.Currency != "" && v.Currency != "" && u.Currency != v.Currency:
 		return "currency"
 	}
 	return ""
 }
 
-// describe writes u as the reader would ("days", "per year", "usd").
-func (u units) describe() string {
+// Describe writes u as the reader would ("days", "per year", "usd").
+func (u Units) Describe() string {
 	var parts []string
-	if u.currency != "" {
-		parts = append(parts, strings.ToUpper(u.currency))
+	if u.Currency != "" {
+		parts = append(parts, strings.ToUpper(u.Currency))
 	}
-	if u.time != "" {
-		parts = append(parts, u.time+"s")
+	if u.Time != "" {
+		parts = append(parts, u.Time+"s")
 	}
-	if u.period != "" {
-		parts = append(parts, "per "+u.period)
+	if u.Period != "" {
+		parts = append(parts, "per "+u.Period)
 	}
 	return strings.Join(parts, " ")
 }
@@ -258,27 +258,27 @@ var (
 	// a time unit right after a number (the text is folded: lower case, half-width)
 	reTimeAfter = regexp.MustCompile(`^\s?-?\s?(second|minute|hour|day|week|month|year|decade)s?\b|^\s?(秒|分钟|小时|天|周|星期|个月|年)`)
 	// a time unit anywhere (a column header: "days per year")
-	reTimeWord = regexp.MustCompile(`\b(second|minute|hour|day|week|month|year|decade)s?\b`)
+	ReTimeWord = regexp.MustCompile(`\b(second|minute|hour|day|week|month|year|decade)s?\b`)
 	rePeriod   = regexp.MustCompile(`\b(per|a|an|each|every)\s(day|week|month|year|hour)\b|\b(daily|weekly|monthly|yearly|annually|hourly)\b|/\s?(mo|month|yr|year|day|week|hour)\b|每(天|日|周|星期|个月|月|年|小时)|(月|年)均`)
 	// a currency right before ("$49") or right after ("49 usd", "49元") a number
 	reCurrencyBefore = regexp.MustCompile(`(\$|€|£|¥|\busd|\beur|\bgbp|\bcny|\brmb)\s?$`)
-	reCurrencyAfter  = regexp.MustCompile(`^\s?(usd|eur|gbp|cny|rmb|dollars?|euros?|pounds? sterling|yuan|美元|美金|欧元|英镑|人民币|元)`)
+	ReCurrencyAfter  = regexp.MustCompile(`^\s?(usd|eur|gbp|cny|rmb|dollars?|euros?|pounds? sterling|yuan|美元|美金|欧元|英镑|人民币|元)`)
 )
 
-var unitNames = map[string]string{"秒": "second", "分钟": "minute", "小时": "hour", "天": "day", "日": "day", "周": "week", "星期": "week",
+var UnitNames = map[string]string{"秒": "second", "分钟": "minute", "小时": "hour", "天": "day", "日": "day", "周": "week", "星期": "week",
 	"个月": "month", "月": "month", "年": "year", "mo": "month", "yr": "year", "daily": "day", "weekly": "week", "monthly": "month",
 	"yearly": "year", "annually": "year", "hourly": "hour"}
 
 // unitName is the English singular of a folded time unit as written.
 func unitName(w string) string {
-	if n, ok := unitNames[w]; ok {
+	if n, ok := UnitNames[w]; ok {
 		return n
 	}
 	return strings.TrimSuffix(w, "s")
 }
 
-// periodOf reads the period folded text s states ("" when none).
-func periodOf(s string) string {
+// PeriodOf reads the period folded text s states ("" when none).
+func PeriodOf(s string) string {
 	m := rePeriod.FindStringSubmatch(s)
 	if m == nil {
 		return ""
@@ -291,66 +291,66 @@ func periodOf(s string) string {
 	return ""
 }
 
-// adjacentUnits reads the time unit and currency written right around a number: before and after are
+// AdjacentUnits reads the time unit and currency written right around a number: before and after are
 // the folded text on either side of it.
-func adjacentUnits(before, after string) units {
-	var u units
+func AdjacentUnits(before, after string) Units {
+	var u Units
 	if m := reTimeAfter.FindStringSubmatch(after); m != nil {
-		u.time = unitName(m[1] + m[2])
+		u.Time = unitName(m[1] + m[2])
 	}
 	if m := reCurrencyBefore.FindStringSubmatch(before); m != nil {
-		u.currency = currencyCode(m[1])
-	} else if m := reCurrencyAfter.FindStringSubmatch(after); m != nil {
-		u.currency = currencyCode(m[1])
+		u.Currency = CurrencyCode(m[1])
+	} else if m := ReCurrencyAfter.FindStringSubmatch(after); m != nil {
+		u.Currency = CurrencyCode(m[1])
 	}
 	return u
 }
 
-// currencyCode is the code of one currency as written ("$" is usd).
-func currencyCode(w string) string {
-	if cs := currencyCodes(w); len(cs) > 0 {
+// CurrencyCode is the code of one currency as written ("$" is usd).
+func CurrencyCode(w string) string {
+	if cs := CurrencyCodes(w); len(cs) > 0 {
 		return cs[0]
 	}
 	return ""
 }
 
-// numberUnits returns the units of each occurrence of value v (or, scaled, its base) in folded text s,
+// NumberUnits returns the units of each occurrence of value v (or, scaled, its base) in folded text s,
 // with the period its clause states ("每年3~8月……每月月圆后的第2~4日": 2 is per month).
-func numberUnits(s string, v float64) []units {
-	var out []units
+func NumberUnits(s string, v float64) []Units {
+	var out []Units
 	bounds := []int{0}
-	for _, m := range reClause.FindAllStringIndex(s, -1) {
+	for _, m := range ReClause.FindAllStringIndex(s, -1) {
 		_, n := utf8.DecodeRuneInString(s[m[0]:])
 		bounds = append(bounds, m[0]+n)
 	}
 	bounds = append(bounds, len(s))
 	for i := 1; i < len(bounds); i++ {
 		part := s[bounds[i-1]:max(bounds[i-1], bounds[i])]
-		period, off := periodOf(part), 0
-		for _, n := range extractNumbers(part) {
-			k := strings.Index(part[off:], n.raw)
+		period, off := PeriodOf(part), 0
+		for _, n := range ExtractNumbers(part) {
+			k := strings.Index(part[off:], n.Raw)
 			if k < 0 {
 				continue
 			}
 			at := off + k
-			off = at + len(n.raw)
-			if !(numberSet{n.value: true}).has(v) && !(numberSet{n.base: true}).has(v) {
+			off = at + len(n.Raw)
+			if !(NumberSet{n.Value: true}).Has(v) && !(NumberSet{n.Base: true}).Has(v) {
 				continue
 			}
-			u := adjacentUnits(part[:at], part[off:])
-			u.period = period
+			u := AdjacentUnits(part[:at], part[off:])
+			u.Period = period
 			out = append(out, u)
 		}
 	}
 	return out
 }
 
-// headerUnits reads what a table column's header says its cells are counted in: "days per year" is
+// HeaderUnits reads what a table column's header says its cells are counted in: "days per year" is
 // days, per year; "monthly price (usd)" is USD, per month.
-func headerUnits(h string) units {
-	u := units{period: periodOf(h), currency: currencyCode(h)}
-	if m := reTimeWord.FindStringSubmatch(rePeriod.ReplaceAllString(h, " ")); m != nil {
-		u.time = m[1]
+func HeaderUnits(h string) Units {
+	u := Units{Period: PeriodOf(h), Currency: CurrencyCode(h)}
+	if m := ReTimeWord.FindStringSubmatch(rePeriod.ReplaceAllString(h, " ")); m != nil {
+		u.Time = m[1]
 	}
 	return u
 }

@@ -1,4 +1,4 @@
-package answer
+package calibrate
 
 import (
 	"strings"
@@ -14,16 +14,16 @@ func TestExplainRerankerUnseen(t *testing.T) {
 	}
 	const unseen = "the calibration saw no reranker"
 	ran := Features{RerankerRan: 1, RerankTop: 0.93, GraderCoverage: 0.5}
-	if got := k.explain(ran); !strings.Contains(got, unseen) || !strings.Contains(got, "0.93") {
+	if got := k.Explain(ran); !strings.Contains(got, unseen) || !strings.Contains(got, "0.93") {
 		t.Errorf("reranker ran, reason %q", got)
 	}
-	if got := k.explain(Features{GraderCoverage: 0.5}); strings.Contains(got, "reranker") {
+	if got := k.Explain(Features{GraderCoverage: 0.5}); strings.Contains(got, "reranker") {
 		t.Errorf("no reranker ran, reason %q", got)
 	}
 	seen := *k
 	seen.Weights = append([]float64(nil), k.Weights...)
 	seen.Weights[featRerankTop] = 0.4
-	if got := seen.explain(ran); strings.Contains(got, unseen) {
+	if got := seen.Explain(ran); strings.Contains(got, unseen) {
 		t.Errorf("a map fitted with a reranker, reason %q", got)
 	}
 }

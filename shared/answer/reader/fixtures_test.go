@@ -1,0 +1,26 @@
+package reader
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// The trust fixtures (shared/answer/testdata/trust) are documents the reader, the claim checks and the
+// pipeline tests all read: a handbook, a sales table, a price table, and a distractor paragraph that
+// shares words with every question.
+var (
+	handbook = fixture("handbook.md")
+	sales    = fixture("sales.md")
+	prices   = fixture("prices.md")
+	prose    = fixture("prose.txt")
+	// demoSalesTable is the demo's sales-figures.xlsx as the extractor writes it.
+	demoSalesTable = fixture("demo-sales.md")
+)
+
+func fixture(name string) string {
+	b, err := os.ReadFile(filepath.Join("../testdata/trust", name))
+	if err != nil {
+		panic(err) // a missing fixture fails every test of the package, loudly
+	}
+	return string(b)
+}
