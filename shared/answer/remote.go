@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/docmind/docmind/shared/answer/lang"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -58,7 +59,7 @@ func (a *Agent) remoteCall(ctx context.Context, call llm.ToolCall, used *int) (s
 	if args == "" {
 		args = "{}"
 	}
-	q := truncate(oneLine(args), 200)
+	q := lang.Truncate(lang.OneLine(args), 200)
 	if !json.Valid([]byte(args)) || !utf8.ValidString(args) {
 		return q, nil, rag.E(op, rag.KindInvalid, callError("arguments are not valid JSON"))
 	}
@@ -74,12 +75,12 @@ func (a *Agent) remoteCall(ctx context.Context, call llm.ToolCall, used *int) (s
 	if err != nil {
 		return q, nil, err
 	}
-	text := truncate(oneLine(res.Text), remoteTextRunes)
+	text := lang.Truncate(lang.OneLine(res.Text), remoteTextRunes)
 	if strings.TrimSpace(text) == "" {
 		return q, nil, nil
 	}
 	id := "mcp:" + res.Server + "/" + res.Tool
 	ev := rank.Evidence{ChunkID: fmt.Sprintf("%s#%d", id, *used), DocumentID: id, KBID: "mcp", FileName: id,
-		Chapter: truncate(oneLine(q), 200), Text: text, ChildText: text, Score: 0.5}
+		Chapter: lang.Truncate(lang.OneLine(q), 200), Text: text, ChildText: text, Score: 0.5}
 	return q, []rank.Evidence{ev}, nil
 }

@@ -203,8 +203,8 @@ func TestAgentCallsMCPServer(t *testing.T) {
 		t.Fatalf("sources %+v, want the MCP result as cited source [1]", done.Sources)
 	}
 	prompt, _ := json.Marshal(w.got.Messages)
-	if strings.Contains(string(prompt), "IGNORE ALL PREVIOUS") || done.Flagged == 0 {
-		t.Errorf("the injected instruction reached the answer's prompt (flags %d): %s", done.Flagged, prompt)
+	if strings.Contains(string(prompt), "IGNORE ALL PREVIOUS") || len(done.InjectionFlags) == 0 {
+		t.Errorf("the injected instruction reached the answer's prompt (flags %+v): %s", done.InjectionFlags, prompt)
 	}
 	if strings.Contains(strings.Join(model.seen, "\n"), "IGNORE ALL PREVIOUS") {
 		t.Errorf("the injected instruction reached the agent's model: %q", model.seen)
