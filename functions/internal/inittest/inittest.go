@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -150,8 +152,15 @@ func Env(t *testing.T, rtt time.Duration) map[string]string {
 // Delays are the round-trip delays the figures are reported at.
 var Delays = []time.Duration{0, 2 * time.Millisecond, 10 * time.Millisecond}
 
-// Measure runs init n times with the environment at each delay and logs the median, one line per delay.
-func Measure(t *testing.T, name string, n int, init func(getenv func(string) string) (func(), error)) {
+// Measure starts a function against every store behind a proxy adding each of Delays per round trip
+// (secrets from a Secrets Manager endpoint, MySQL, Redis, Milvus) and logs its init time, the figures in
+// docs/aws-runtime.md: the median of DOCMIND_INIT_RUNS runs at each delay (by default one run, which
+// checks that init works over the delayed stores). Reproduce the figures with
+//
+//	DOCMIND_INIT_RUNS=9 go test -count=1 -run TestInitFigures -v ./functions/query/ ./functions/api/ ./functions/ingest/
+func Measure(t *testing.T, name string, init func(getenv func(string) string) (func(), error)) {
+	n, _ := strconv.Atoi(os.Getenv("DOCMIND_INIT_RUNS"))
+	n = max(n, 1)
 	for _, d := range Delays {
 		t.Run(d.String(), func(t *testing.T) {
 			env := Env(t, d)

@@ -1,26 +1,6 @@
 package claims
 
-import (
-	"os"
-	"path/filepath"
-)
+import "github.com/docmind/docmind/shared/answer/answertest"
 
-// The trust fixtures (shared/answer/testdata/trust) are documents the reader, the claim checks and the
-// pipeline tests all read: a handbook, a sales table, a price table, and a distractor paragraph that
-// shares words with every question.
-var (
-	handbook = fixture("handbook.md")
-	sales    = fixture("sales.md")
-	prices   = fixture("prices.md")
-	prose    = fixture("prose.txt")
-	// demoSalesTable is the demo's sales-figures.xlsx as the extractor writes it.
-	demoSalesTable = fixture("demo-sales.md")
-)
-
-func fixture(name string) string {
-	b, err := os.ReadFile(filepath.Join("../testdata/trust", name))
-	if err != nil {
-		panic(err) // a missing fixture fails every test of the package, loudly
-	}
-	return string(b)
-}
+// The trust fixtures every answer package's tests read (answertest).
+var handbook, sales, prices, prose, demoSalesTable = answertest.Handbook, answertest.Sales, answertest.Prices, answertest.Prose, answertest.DemoSalesTable
