@@ -269,6 +269,23 @@ func TestEnvErrorsNameTheSecretNotTheValue(t *testing.T) {
 	}
 }
 
+// DOCMIND_MCP_SERVERS_SECRET_ARN fills DOCMIND_MCP_SERVERS with the secret's JSON array; anything else is
+// refused without echoing the secret.
+func TestMCPServersSecret(t *testing.T) {
+	list := ` [{"name":"tickets","url":"https://mcp.example/mcp","headers":{"Authorization":"Bearer t0ken"},"tools":["lookup"]}] `
+	src := &fakeSecrets{vals: map[string]string{"arn:mcp": list, "arn:bad": `{"Authorization":"Bearer t0ken"}`}}
+	env := map[string]string{"DOCMIND_MCP_SERVERS_SECRET_ARN": "arn:mcp"}
+	getenv, err := Env(context.Background(), func(k string) string { return env[k] }, src, Bindings())
+	if err != nil || getenv("DOCMIND_MCP_SERVERS") != strings.TrimSpace(list) {
+		t.Fatalf("DOCMIND_MCP_SERVERS = %q, %v; want the secret's array", getenv("DOCMIND_MCP_SERVERS"), err)
+	}
+	env["DOCMIND_MCP_SERVERS_SECRET_ARN"] = "arn:bad"
+	_, err = Env(context.Background(), func(k string) string { return env[k] }, src, Bindings())
+	if !rag.Is(err, rag.KindInvalid) || strings.Contains(err.Error(), "t0ken") || !strings.Contains(err.Error(), "DOCMIND_MCP_SERVERS_SECRET_ARN") {
+		t.Fatalf("an object secret: %v, want Invalid naming the variable and never the value", err)
+	}
+}
+
 func TestMySQLDSNShapes(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"u:p@tcp(h:3306)/db", "u:p@tcp(h:3306)/db"},

@@ -125,6 +125,9 @@ func Bindings() []Binding {
 		// accepts TLS connections only, so a secret may say tls true
 		{ARNVar: "DOCMIND_REDIS_SECRET_ARN", Var: "DOCMIND_REDIS_USERNAME", Fields: []string{"username", "user"}, Optional: true},
 		{ARNVar: "DOCMIND_REDIS_SECRET_ARN", Var: "DOCMIND_REDIS_TLS", Decode: redisTLS, Optional: true},
+		// the agentic loop's MCP servers, whose headers carry credentials: the whole JSON array in a
+		// secret, so no token sits in the function's environment (docs/mcp.md)
+		{ARNVar: "DOCMIND_MCP_SERVERS_SECRET_ARN", Var: "DOCMIND_MCP_SERVERS", Decode: jsonArray},
 	}
 }
 
@@ -180,6 +183,16 @@ func Env(ctx context.Context, base func(string) string, r SecretReader, bindings
 		}
 		return base(k)
 	}, nil
+}
+
+// jsonArray takes a secret that must be a JSON array as it is (the MCP servers' list).
+func jsonArray(secret string) (string, error) {
+	t := strings.TrimSpace(secret)
+	var v []json.RawMessage
+	if err := json.Unmarshal([]byte(t), &v); err != nil {
+		return "", fmt.Errorf("secret is not a JSON array")
+	}
+	return t, nil
 }
 
 // redisTLS reads the Redis secret's "tls" (true or false, as a JSON bool or string); "" (unset) for a
