@@ -161,7 +161,7 @@ func exerciseDemo(t *testing.T, c *mcpClient, question string) {
 	if !strings.Contains(resultText(res), "Sources:\n[1] ") {
 		t.Errorf("ask's text lacks its numbered sources: %s", resultText(res))
 	}
-	if c.progress.Load() == before {
+	if !eventually(func() bool { return c.progress.Load() > before }) {
 		t.Error("ask sent no progress notification for its progress token")
 	}
 
@@ -571,5 +571,18 @@ func TestMCPLimitsAndBudget(t *testing.T) {
 	}
 	if n := len(fake.Calls()); n != 0 {
 		t.Errorf("%d model calls for refused tool calls", n)
+	}
+}
+
+// eventually polls cond for up to 10 s: the SDK's client hands notifications to their handler apart from
+// the call's result, so a progress notification sent before the result may be counted just after it.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }

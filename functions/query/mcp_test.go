@@ -82,6 +82,10 @@ func TestMCPThroughFunctionURL(t *testing.T) {
 	if err := json.Unmarshal(b, &out); err != nil || !strings.Contains(out.Answer, "30 days") || len(out.Sources) == 0 || out.Sources[0].FileName != "billing.md" {
 		t.Errorf("ask = %s", b)
 	}
+	// the client hands notifications to their handler apart from the result: wait for it a little
+	for deadline := time.Now().Add(10 * time.Second); progress.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if progress.Load() == 0 {
 		t.Error("no progress notification came through the Function URL stream")
 	}
