@@ -288,6 +288,46 @@ func TestTransformedTemplate(t *testing.T) {
 		}
 	})
 
+	t.Run("RedisSecret", func(t *testing.T) {
+		const secret = "arn:aws:secretsmanager:ap-southeast-1:111122223333:secret:docmind/redis-AbCdEf"
+		users := redisUsers(t, stacks[inst{stackA, "dev"}])
+		if len(users) == 0 {
+			t.Fatal("no function opens Redis: the discovery is broken (it looks for httpfn.RedisOptions)")
+		}
+		for in, s0 := range stacks {
+			p := maps.Clone(envs[slices.IndexFunc(envs, func(e envSet) bool { return e.env == in.env })].params)
+			for _, arn := range []string{"", secret} {
+				p["RedisSecretArn"] = arn
+				s := newStack(t, s0.tmpl, in.stack, region, account, p)
+				for _, fn := range s.lidsOfType("AWS::Lambda::Function") {
+					got := fmt.Sprint(asMap(asMap(s.props(fn)["Environment"])["Variables"])["DOCMIND_REDIS_SECRET_ARN"])
+					grants := s.grantsSecret(fn, arn)
+					want := users[fn] && arn != ""
+					switch {
+					case want && got != arn:
+						t.Errorf("%s/%s: %s opens Redis but DOCMIND_REDIS_SECRET_ARN is %q, want the RedisSecretArn %q", in.stack, in.env, fn, got, arn)
+					case want && !grants:
+						t.Errorf("%s/%s: %s reads the Redis secret but its role may not GetSecretValue on exactly %s", in.stack, in.env, fn, arn)
+					case !want && grants:
+						t.Errorf("%s/%s (RedisSecretArn %q): %s may read the Redis secret but does not need it", in.stack, in.env, arn, fn)
+					case !users[fn] && got != "<nil>" && got != "":
+						t.Errorf("%s/%s: %s does not open Redis but is given DOCMIND_REDIS_SECRET_ARN %q", in.stack, in.env, fn, got)
+					}
+				}
+			}
+		}
+	})
+
+	t.Run("StateMachinesTraced", func(t *testing.T) {
+		for in, s := range stacks {
+			for _, sm := range s.lidsOfType("AWS::StepFunctions::StateMachine") {
+				if tc := asMap(s.props(sm)["TracingConfiguration"]); tc["Enabled"] != true {
+					t.Errorf("%s/%s: state machine %s has TracingConfiguration %v: its executions drop out of the question's X-Ray trace", in.stack, in.env, sm, tc)
+				}
+			}
+		}
+	})
+
 	t.Run("AlarmCoverage", func(t *testing.T) {
 		for in, s := range stacks {
 			s.checkAlarms(t, in.stack+"/"+in.env)
@@ -397,6 +437,51 @@ func (s *cfnStack) opensSQL(fn string) bool {
 		}
 	}
 	return false
+}
+
+// grantsSecret: some statement of the function's role allows GetSecretValue on exactly arn (any arn
+// when it is empty: then no grant should name a secret this check knows).
+func (s *cfnStack) grantsSecret(fn, arn string) bool {
+	for _, st := range s.functionStatements(fn) {
+		if !slices.Contains(strs(st["Action"]), "secretsmanager:GetSecretValue") {
+			continue
+		}
+		res := strs(st["Resource"])
+		if arn != "" && slices.Contains(res, arn) {
+			return true
+		}
+		if arn == "" && slices.ContainsFunc(res, func(r string) bool { return r == "" || strings.Contains(r, "redis") }) {
+			return true
+		}
+	}
+	return false
+}
+
+// redisUsers: the functions whose main package opens Redis (calls httpfn.RedisOptions or imports the
+// Redis store), read from their sources under functions/ through the Makefile's build targets.
+func redisUsers(t *testing.T, s *cfnStack) map[string]bool {
+	t.Helper()
+	users := map[string]bool{}
+	for _, lid := range s.lidsOfType("AWS::Lambda::Function") {
+		dir, err := makeTarget(lid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, _ := filepath.Glob(filepath.Join("..", "functions", dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), "httpfn.RedisOptions(") || strings.Contains(string(b), `"github.com/docmind/docmind/shared/store/redis"`) {
+				users[lid] = true
+			}
+		}
+	}
+	return users
 }
 
 var functionArn = regexp.MustCompile(`:function:([^:]+)`)
