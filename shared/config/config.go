@@ -117,7 +117,9 @@ type Server struct {
 	MaxBodyBytes    int64         `json:"max_body_bytes" env:"DOCMIND_MAX_BODY_BYTES" doc:"largest accepted request body"`
 	// ReconcileInterval runs the consistency check (with repair) in the server this often; 0 turns it off.
 	ReconcileInterval time.Duration `json:"reconcile_interval" env:"DOCMIND_RECONCILE_INTERVAL" doc:"how often serve runs reconcile --repair (0: never)"`
-	// PDFIdle releases the PDF engine's WebAssembly runtime (about 350 MB) this long after the last PDF.
+	// PDFIdle releases the PDF engine's WebAssembly runtime (about 300 MB) this long after the last PDF.
+	// The default (15 s) keeps the engine across a batch's PDFs yet frees it well before an idle
+	// server is 30 s past its last batch (the footprint goal: <= 150 MB then; docs/bench/memory.md).
 	PDFIdle time.Duration `json:"pdf_idle" env:"DOCMIND_PDF_IDLE" doc:"how long the PDF engine stays loaded after the last PDF (it takes seconds to start again)"`
 }
 
@@ -255,7 +257,7 @@ func Default() Config {
 			ShutdownTimeout:   10 * time.Second,
 			MaxBodyBytes:      64 << 20,
 			ReconcileInterval: time.Hour,
-			PDFIdle:           5 * time.Minute,
+			PDFIdle:           15 * time.Second,
 		},
 		SQL:        SQL{Driver: "sqlite", MaxOpenConns: 10, ConnMaxLifetime: 4 * time.Minute},
 		Vector:     Vector{Driver: "memvec", Dim: 512, Collection: "docmind_chunks", CallTimeout: 5 * time.Second, Quant: "int8", Rescore: 8},

@@ -17,6 +17,12 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 )
 
+// DefaultPDFIdle is how long the PDF engine is kept after the last PDF when Limits.PDFIdle is unset.
+// A restart costs about 2.5 s, so a PDF more than 15 s after the previous one pays that; in exchange
+// the engine's few hundred MB leave an idle process 15 s after its last PDF, which leaves half the
+// footprint goal's 30 s (<= 150 MB 30 s after a batch) as margin on a loaded machine.
+const DefaultPDFIdle = 15 * time.Second
+
 // Limits bound what one document may cost. The zero value means the defaults.
 type Limits struct {
 	MaxFileBytes   int64         // the source file (default 64 MiB)
@@ -29,7 +35,8 @@ type Limits struct {
 	MaxOutputBytes int           // markdown produced (default 32 MiB)
 	Timeout        time.Duration // per document (default 60 s)
 	// PDFIdle is how long the PDF engine's runtime (a few hundred MB) is kept after the last PDF before
-	// it is released (default 5 minutes); the next PDF starts it again, which takes seconds.
+	// it is released (default 15 s: an idle server drops to its small footprint within half a minute of
+	// its last batch); the next PDF starts it again, which takes about 2.5 s.
 	PDFIdle time.Duration
 	// PDFMemory caps the WebAssembly memory of one PDF parse (default 1 GiB): past it the parse fails
 	// (Terminal) instead of growing the process. It takes effect when the engine starts.
@@ -68,7 +75,7 @@ func (l Limits) withDefaults() Limits {
 		l.Timeout = 60 * time.Second
 	}
 	if l.PDFIdle <= 0 {
-		l.PDFIdle = 5 * time.Minute
+		l.PDFIdle = DefaultPDFIdle
 	}
 	if l.PDFMemory <= 0 {
 		l.PDFMemory = 1 << 30

@@ -91,21 +91,27 @@ func (e *pdfEngine) scheduleRelease() {
 		return
 	}
 	var t *time.Timer
-	t = time.AfterFunc(e.idle, func() {
-		e.mu.Lock()
-		if e.timer != t || e.users > 0 || e.pool == nil { // re-armed or in use since
-			e.mu.Unlock()
-			return
-		}
-		pool := e.pool
-		e.pool, e.timer = nil, nil
-		e.mu.Unlock()
-		pool.Close()
-		if e.release != nil {
-			e.release()
-		}
-	})
+	t = time.AfterFunc(e.idle, func() { e.expire(t) })
 	e.timer = t
+}
+
+// expire is timer t's release. A timer that fires while a parse is starting may run after acquire
+// has stopped it (Stop cannot recall a callback already started): it then finds another timer (or
+// none) armed, or a user, and leaves the engine alone. A parse that starts after the release starts
+// a new runtime; the old one is closed outside the lock, so that start does not wait for it.
+func (e *pdfEngine) expire(t *time.Timer) {
+	e.mu.Lock()
+	if e.timer != t || e.users > 0 || e.pool == nil { // re-armed or in use since
+		e.mu.Unlock()
+		return
+	}
+	pool := e.pool
+	e.pool, e.timer = nil, nil
+	e.mu.Unlock()
+	pool.Close()
+	if e.release != nil {
+		e.release() // the runtime's memory goes back to the OS now, not at the scavenger's pace
+	}
 }
 
 // running reports whether the runtime is started (tests and diagnostics).

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klippa-app/go-pdfium/requests"
+
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -87,5 +89,75 @@ func TestPDFMemoryBudget(t *testing.T) {
 	}
 	if pdf.running() {
 		t.Error("an engine that could not start is held")
+	}
+}
+
+// A release timer that fires just as a parse starts (its callback already running when acquire
+// stops it) leaves the engine to that parse; once the parse is done the engine is released and the
+// next parse starts a fresh runtime that works.
+func TestPDFEngineReleaseRacingParse(t *testing.T) {
+	var released atomic.Int32
+	old := pdf
+	pdf = &pdfEngine{release: func() { released.Add(1) }}
+	t.Cleanup(func() { pdf = old })
+	doc := makePDF([]string{"Racing the release."}, nil, false)
+	hour := time.Hour // the real timers never fire here: the test fires them by hand
+
+	if _, err := Extract(context.Background(), "a.pdf", doc, Limits{PDFIdle: hour}); err != nil {
+		t.Fatal(err)
+	}
+	pdf.mu.Lock()
+	late := pdf.timer // armed by the parse's end; "fires" below after the next acquire stopped it
+	pdf.mu.Unlock()
+	if late == nil {
+		t.Fatal("no release armed after the parse")
+	}
+	inst, _, done, err := pdf.acquire(context.Background(), hour, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf.expire(late) // the stale callback
+	if !pdf.running() || released.Load() != 0 {
+		t.Fatal("engine released by a stale timer while a parse was starting")
+	}
+	d, err := inst.OpenDocument(&requests.OpenDocument{File: &doc})
+	if err != nil {
+		t.Fatalf("instance after the stale release: %v", err)
+	}
+	if _, err := inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: d.Document}); err != nil {
+		t.Fatal(err)
+	}
+	inst.Close()
+	done()
+	pdf.mu.Lock()
+	armed := pdf.timer
+	pdf.mu.Unlock()
+	pdf.expire(armed) // the idle period passes
+	if pdf.running() || released.Load() != 1 {
+		t.Fatalf("after the idle period: running %v, %d releases, want released once", pdf.running(), released.Load())
+	}
+	starts := pdf.starts
+	res, err := Extract(context.Background(), "b.pdf", doc, Limits{PDFIdle: hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pdf.starts != starts+1 || !strings.Contains(res.Markdown, "Racing the release.") {
+		t.Errorf("parse after release: %d starts (want %d), markdown %q", pdf.starts, starts+1, res.Markdown)
+	}
+	pdf.mu.Lock()
+	armed = pdf.timer
+	pdf.mu.Unlock()
+	armed.Stop()
+	pdf.expire(armed)
+	if pdf.running() {
+		t.Error("engine kept after the last release")
+	}
+}
+
+// The default idle period meets the footprint goal: the engine is gone well inside the 30 s after a
+// batch that the goal allows, leaving time for the release itself on a loaded machine.
+func TestDefaultPDFIdle(t *testing.T) {
+	if got := (Limits{}).withDefaults().PDFIdle; got != DefaultPDFIdle || got > 20*time.Second {
+		t.Errorf("default PDF idle %v, want DefaultPDFIdle (%v) and at most 20 s", got, DefaultPDFIdle)
 	}
 }

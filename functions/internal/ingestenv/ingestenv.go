@@ -6,6 +6,7 @@ package ingestenv
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/docmind/docmind/shared/chunk"
 	"github.com/docmind/docmind/shared/config"
@@ -31,6 +32,9 @@ type Stores struct {
 	Blobs   store.Blobs
 }
 
+// lambdaPDFIdle is how long a Lambda instance keeps the PDF engine after its last PDF.
+const lambdaPDFIdle = 5 * time.Minute
+
 // Stages are the ingestion stages over s with the configured limits and chunking. Staging is Blobs (a
 // Lambda shares its payloads through S3) and there is no in-memory keyword index (MySQL's FULLTEXT
 // follows the chunk rows).
@@ -38,7 +42,10 @@ func Stages(cfg config.Config, s Stores, emb ingest.Embedder, log *slog.Logger) 
 	return &ingest.Stages{Records: s.Records, Vectors: s.Vectors, Blobs: s.Blobs, Embedder: emb, Log: log,
 		// the budget refuses a file whose extraction alone would need more memory than configured,
 		// before the instance runs out of it (one document per instance: nothing else waits on it)
-		Limits:   extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes, Budget: extract.NewBudget(cfg.Ingest.ExtractMemory)},
+		// The PDF engine is kept 5 minutes, not the server's 15 s: a frozen instance's memory costs
+		// nothing, and a warm invocation would otherwise wait seconds for the engine to start again.
+		Limits: extract.Limits{MaxFileBytes: cfg.Server.MaxBodyBytes, Budget: extract.NewBudget(cfg.Ingest.ExtractMemory),
+			PDFIdle: lambdaPDFIdle},
 		Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
 }
 
