@@ -25,6 +25,8 @@ type askResult struct {
 	Confidence float64         `json:"confidence"`
 	Band       string          `json:"band"`
 	Path       string          `json:"path"`
+	// Abstained says the documents do not answer the question (the answer says so and cites nothing).
+	Abstained bool `json:"abstained"`
 	// InjectionFlags names the retrieved passages that instruct the assistant ([] when none does).
 	InjectionFlags []inject.Flag `json:"injection_flags"`
 	Events         []sse.Event   `json:"events"`
@@ -115,6 +117,7 @@ func printAsk(w io.Writer, done *answer.Done, events []sse.Event) {
 	out := askResult{Sources: []answer.Source{}, InjectionFlags: []inject.Flag{}, Events: events}
 	if done != nil {
 		out.Answer, out.Sources, out.Confidence, out.Band, out.Path = done.Answer, done.Sources, done.Confidence.Score, done.Confidence.Band, done.Path
+		out.Abstained = done.Abstained
 		if done.InjectionFlags != nil {
 			out.InjectionFlags = done.InjectionFlags
 		}

@@ -387,8 +387,9 @@ func writeAnswerLines(path string, results []eval.AnswerResult) error {
 				Confidence      float64 `json:"confidence"`
 				Correct         bool    `json:"correct"`
 				ClaimsSupported float64 `json:"claims_supported"`
+				Abstained       bool    `json:"abstained,omitempty"`
 				Error           string  `json:"error,omitempty"`
-			}{res.Dataset, q.ID, q.Answer, q.Band, q.Confidence, q.Correct, q.ClaimsSupported, q.Error}
+			}{res.Dataset, q.ID, q.Answer, q.Band, q.Confidence, q.Correct, q.ClaimsSupported, q.Abstained, q.Error}
 			if err := enc.Encode(line); err != nil {
 				f.Close()
 				return err
@@ -579,7 +580,7 @@ func (r *evalRetriever) answerer(cal answer.Calibrations) eval.Answerer {
 		if err != nil {
 			return eval.Outcome{}, err
 		}
-		out := eval.Outcome{Text: done.Answer, Band: done.Confidence.Band, Invalid: done.Confidence.Invalid, Answerer: done.Answerer,
+		out := eval.Outcome{Text: done.Answer, Band: done.Confidence.Band, Invalid: done.Confidence.Invalid, Answerer: done.Answerer, Abstained: done.Abstained,
 			Confidence: done.Confidence.Score, ClaimsSupported: done.Confidence.Supported}
 		if done.Confidence.Features != nil {
 			out.Features = done.Confidence.Features.Vector()

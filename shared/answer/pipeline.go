@@ -117,6 +117,9 @@ type Done struct {
 	// Partial says the model stopped mid-answer (an error event came first): the answer is what arrived.
 	Partial  bool   `json:"partial,omitempty"`
 	Answerer string `json:"answerer"` // "llm" or "extractive"
+	// Abstained says the documents do not answer the question: the answer says so in the question's
+	// language and cites nothing (reader.Abstains decides, for the extractive answerer).
+	Abstained bool `json:"abstained"`
 	// FallbackReason is the error kind that made the extractive answerer stand in for the model.
 	FallbackReason string    `json:"fallback_reason,omitempty"`
 	Usage          llm.Usage `json:"usage"`

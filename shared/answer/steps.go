@@ -11,6 +11,7 @@ import (
 
 	"github.com/docmind/docmind/shared/answer/inject"
 	"github.com/docmind/docmind/shared/answer/lang"
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -314,8 +315,14 @@ func (p *Pipeline) generate(ctx context.Context, st *State, emit Emit) error {
 		done.Answer, done.Sanitised = inject.Sanitise(ts.text.String(), st.Result.Evidence, done.InjectionFlags)
 	} else {
 		done.Answerer = "extractive"
-		// the reader quotes no instruction and cleans its own answer (reader.Extractive.Read)
-		if err := ts.sendAll(p.Answerer.Compose(st.Question, st.Result.Evidence)); err != nil {
+		// the reader quotes no instruction and cleans its own answer (reader.Extractive.Read); when the
+		// documents do not answer the question it says so and cites nothing
+		text, abstained := reader.Abstains(st.Question, st.Result.Evidence, st.Result.Grade)
+		if !abstained {
+			text = p.Answerer.Compose(st.Question, st.Result.Evidence)
+		}
+		done.Abstained = abstained
+		if err := ts.sendAll(text); err != nil {
 			return err
 		}
 		done.Answer = ts.text.String()

@@ -18,6 +18,8 @@ type Outcome struct {
 	Band     string   // HIGH, MEDIUM, LOW (empty for a short circuit)
 	Invalid  int      // [n] markers that name no source
 	Answerer string   // llm or extractive
+	// Abstained says the answer declined: the documents do not answer the question.
+	Abstained bool
 	// Confidence is the answer's confidence score (an estimate of the probability that it is right
 	// when calibrated); ClaimsSupported the share of its cited sentences its sources support.
 	Confidence      float64
@@ -44,6 +46,7 @@ type AnswerQuery struct {
 	Confidence      float64   `json:"confidence"`
 	Correct         bool      `json:"correct"`
 	ClaimsSupported float64   `json:"claims_supported"`
+	Abstained       bool      `json:"abstained,omitempty"`
 	Answerer        string    `json:"-"`
 	Features        []float64 `json:"-"`
 }
@@ -78,6 +81,10 @@ type AnswerResult struct {
 	EM           float64 `json:"em"`
 	F1           float64 `json:"f1"`
 	AnswerRecall float64 `json:"answer_recall"`
+	// Abstained counts the answers that declined; every question here has a gold answer, so each is a
+	// false abstention, and FalseAbstainRate is their share of the questions.
+	Abstained        int     `json:"abstained"`
+	FalseAbstainRate float64 `json:"false_abstain_rate"`
 	// Grounded is the share of answers with at least one valid citation and none invalid; CitedRelevant
 	// the share whose cited sources include a document judged relevant.
 	Grounded      float64        `json:"grounded"`
@@ -121,7 +128,10 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 		}
 		answerers[out.Answerer]++
 		aq.Answer, aq.Band, aq.Confidence, aq.ClaimsSupported = out.Text, out.Band, out.Confidence, out.ClaimsSupported
-		aq.Answerer, aq.Features = out.Answerer, out.Features
+		aq.Answerer, aq.Features, aq.Abstained = out.Answerer, out.Features, out.Abstained
+		if out.Abstained {
+			res.Abstained++
+		}
 		body := AnswerBody(out.Text)
 		for _, g := range gold {
 			aq.EM = max(aq.EM, ExactMatch(body, g))
@@ -150,6 +160,7 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 		res.EM /= n
 		res.F1 /= n
 		res.AnswerRecall /= n
+		res.FalseAbstainRate = float64(res.Abstained) / n
 		res.Grounded /= n
 		res.CitedRelevant /= n
 	}

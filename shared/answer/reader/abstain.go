@@ -1,0 +1,133 @@
+package reader
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/docmind/docmind/shared/answer/lang"
+	"github.com/docmind/docmind/shared/rank"
+	"github.com/docmind/docmind/shared/text"
+)
+
+// Abstention texts: what the answer says when the documents do not answer the question, in the
+// question's language (%s is the missing name).
+const (
+	AbstainAnswer   = "The documents do not say: none of the retrieved passages mentions %s, so nothing is quoted as an answer."
+	AbstainAnswerZH = "文档中没有提到%s：检索到的段落都不包含它，因此不作回答。"
+)
+
+// KeyTerms are the question's names, what an answer must be about, each a run of adjacent name words:
+// acronyms ("CEO"), capitalised words after the question's first word ("Example Corp"), and the Latin
+// words of a Chinese question ("CEO" in 公司的CEO是谁). Single letters and question words are never
+// names; a question without names has none and is never abstained on for a missing one.
+func KeyTerms(q string) [][]string {
+	cjk := lang.HasCJK(q)
+	var out [][]string
+	var run []string
+	flush := func() {
+		if len(run) > 0 {
+			out = append(out, run)
+			run = nil
+		}
+	}
+	// words are split at anything but Latin letters and digits; a separator other than a space (a
+	// comma, a Han character) also ends a name
+	i := 0
+	for _, f := range strings.Fields(q) {
+		for j, w := range strings.FieldsFunc(f, func(r rune) bool { return !unicode.Is(unicode.Latin, r) && !unicode.IsDigit(r) }) {
+			if j > 0 && !cjk {
+				flush()
+			}
+			if nameWord(w, i, cjk) {
+				run = append(run, w)
+			} else {
+				flush()
+			}
+			i++
+		}
+		if strings.ContainsAny(f, ",;:?!\"()") {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// nameWord reports whether w, the question's i-th word, is a name word (see KeyTerms).
+func nameWord(w string, i int, cjk bool) bool {
+	r := []rune(w)
+	if len(r) < 2 || !latinWord(w) || questionWords[strings.ToLower(w)] || len(text.Analyze(w)) == 0 {
+		return false
+	}
+	acronym := strings.ToUpper(w) == w && unicode.IsLetter(r[0])
+	return cjk || acronym || i > 0 && unicode.IsUpper(r[0])
+}
+
+// latinWord reports whether w is written in Latin letters (with digits), not a number alone.
+func latinWord(w string) bool {
+	letter := false
+	for _, r := range w {
+		switch {
+		case unicode.Is(unicode.Latin, r):
+			letter = true
+		case unicode.IsDigit(r):
+		default:
+			return false
+		}
+	}
+	return letter
+}
+
+// MissingKey returns the first of the question's names (KeyTerms) of which no passage holds a single
+// word, in its text, child text, chapter or file name; "" when every name is somewhere. A name is
+// missing only whole: "Livesey Hal" is found by "Livesey", however the passage spells the rest.
+func MissingKey(q string, ev []rank.Evidence) string {
+	keys := KeyTerms(q)
+	if len(keys) == 0 {
+		return ""
+	}
+	held := map[string]bool{}
+	for _, e := range ev {
+		for _, t := range text.Analyze(e.Text + "\n" + e.ChildText + "\n" + e.Chapter + "\n" + e.FileName) {
+			held[t] = true
+		}
+	}
+	for _, k := range keys {
+		found := false
+		for _, t := range text.Analyze(strings.Join(k, " ")) {
+			found = found || held[t]
+		}
+		if !found {
+			return strings.Join(k, " ")
+		}
+	}
+	return ""
+}
+
+// highCover is the grader's coverage of the question's salient terms at which a HIGH grade outweighs a
+// missing name (the name is then most likely spelt otherwise in the passages); below it, a HIGH grade
+// without a rerank model rests on the question's other words ("Example Corp" of "the CEO of Example
+// Corp", coverage 0.62).
+const highCover = 0.75
+
+// Abstains decides whether the documents leave the question unanswered, from signals that each miss
+// on their own: no passage at all, or a name the question asks about that no retrieved passage holds
+// while the grader is not sure of the passages (a HIGH grade with most of the question's terms found
+// overrides a missing name: retrieval found the answer's passage under another spelling). It returns the answer that says so, in the question's
+// language, citing nothing.
+func Abstains(q string, ev []rank.Evidence, grade rank.Grade) (string, bool) {
+	if len(ev) == 0 {
+		return offlineFor(q).noEvidence, true
+	}
+	if grade.Tier == rank.TierHigh && grade.Coverage >= highCover {
+		return "", false
+	}
+	k := MissingKey(q, ev)
+	if k == "" {
+		return "", false
+	}
+	if lang.HasCJK(q) {
+		return strings.Replace(AbstainAnswerZH, "%s", k, 1), true
+	}
+	return strings.Replace(AbstainAnswer, "%s", "“"+k+"”", 1), true
+}

@@ -1,0 +1,56 @@
+package reader
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/docmind/docmind/shared/rank"
+)
+
+func TestKeyTerms(t *testing.T) {
+	for q, want := range map[string]string{
+		"Who is the CEO of Example Corp?":             "[[CEO] [Example Corp]]",
+		"公司的CEO是谁？":                                   "[[CEO]]",
+		"What is the monthly price of the Team plan?": "[[Team]]",
+		"How many sick leave days per year?":          "[]",
+		"犹豫期是多少天？":                                    "[]",
+		"Was Robert C Seger born in 1945?":            "[[Robert] [Seger]]",
+	} {
+		if got := fmt.Sprint(KeyTerms(q)); got != want {
+			t.Errorf("KeyTerms(%q) = %s, want %s", q, got, want)
+		}
+	}
+}
+
+// Abstaining needs two signals to agree: a name of the question no passage holds, and a grade that is
+// not HIGH on most of the question's terms. Nothing retrieved abstains on its own.
+func TestAbstains(t *testing.T) {
+	handbook := []rank.Evidence{ev("handbook.md", "This handbook applies to every employee of Example Corp. Employees get 20 days of annual leave.", 0.8)}
+	ambiguous := rank.Grade{Tier: rank.TierAmbiguous, Coverage: 0.4}
+	for _, c := range []struct {
+		q     string
+		ev    []rank.Evidence
+		grade rank.Grade
+		want  string // "" when it answers
+	}{
+		{"Who is the CEO of Example Corp?", handbook, ambiguous, "mentions “CEO”"},
+		{"Who is the CEO of Example Corp?", handbook, rank.Grade{Tier: rank.TierHigh, Coverage: 0.62}, "The documents do not say"},
+		// most of the question found at HIGH: the name is taken to be spelt otherwise
+		{"Who is the CEO of Example Corp?", handbook, rank.Grade{Tier: rank.TierHigh, Coverage: 0.9}, ""},
+		{"公司的CEO是谁？", handbook, ambiguous, "文档中没有提到CEO"},
+		{"How many days of annual leave at Example Corp?", handbook, ambiguous, ""},
+		// no name: the reader decides what to quote
+		{"How many days of parental leave?", handbook, rank.Grade{Tier: rank.TierLow}, ""},
+		{"Who is the CEO?", nil, rank.Grade{NoEvidence: true}, NoEvidenceAnswer},
+		{"公司的CEO是谁？", nil, rank.Grade{NoEvidence: true}, NoEvidenceAnswerZH},
+	} {
+		got, ok := Abstains(c.q, c.ev, c.grade)
+		if ok != (c.want != "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s (%s %.2f): abstains %v %q, want %q", c.q, c.grade.Tier, c.grade.Coverage, ok, got, c.want)
+		}
+		if strings.Contains(got, "[1]") {
+			t.Errorf("%s: an abstention cites: %q", c.q, got)
+		}
+	}
+}
