@@ -891,8 +891,12 @@ test("SEC-04: 100 XSS payloads in file names, chunk text, chapter titles and mod
     badLinks: [...document.querySelectorAll("a[href]")].filter(a => !/^https?:/.test(a.href)).map(a => a.href),
     // no answer here has a web source: every live link to another origin is one the model wrote
     outsideLinks: [...document.querySelectorAll("a[href]")].filter(a => new URL(a.href).origin !== location.origin).map(a => a.href),
-    exfilLinkAsText: document.querySelector(".turn .a").textContent.includes("(https://exfil.example/?d=SECRET)"),
-    answerHasPayloadText: document.querySelector(".turn .a").textContent.includes("onerror"),
+    // the server removes a link to an outside site from the stored answer and keeps its label
+    // (shared/answer/inject.Sanitise), so the reopened answer holds no trace of the address
+    exfilGone: !document.querySelector(".turn .a").textContent.includes("exfil.example"),
+    // and drops the HTML elements of the model's output that could load or run something: what streamed
+    // was rendered as text (the canary above), what is stored and reopened holds none of it
+    answerPayloadsGone: !document.querySelector(".turn .a").textContent.includes("onerror"),
   }));
   assert.equal(seen.xss, null, "window.__xss canary was set: a payload ran");
   assert.deepEqual(seen.scripts, []);
@@ -900,9 +904,9 @@ test("SEC-04: 100 XSS payloads in file names, chunk text, chapter titles and mod
   assert.equal(seen.handlers, 0, "event-handler attributes in the DOM");
   assert.deepEqual(seen.badLinks, []);
   assert.deepEqual(seen.outsideLinks, [], "links rendered to sites outside the answer's sources");
-  assert.ok(seen.exfilLinkAsText, "a link to an outside site is shown as text, its address visible");
+  assert.ok(seen.exfilGone, "a link to an outside site is removed from the stored answer, its address too");
   assert.deepEqual(foreign, [], "requests to other origins or dialogs");
-  assert.ok(seen.answerHasPayloadText, "the model's payloads are shown as text");
+  assert.ok(seen.answerPayloadsGone, "the model's HTML payloads are removed from the stored answer");
   assert.equal(xssPayloads.all.length, 100);
   assert.deepEqual(p.errors, []);
   console.log(`# SEC-04: ${xssPayloads.all.length} payloads (${xssPayloads.fileNames.length} file names (${cut} cut to the part after their last "/" by the upload), ${xssPayloads.chunks.length} chunk texts, ${xssPayloads.chapters.length} chapter titles, ${xssPayloads.model.length} model output): xss_exec=0 rendered_exfil=${foreign.length + seen.outsideLinks.length} (${foreign.length} requests or dialogs, ${seen.outsideLinks.length} live outside links)`);
