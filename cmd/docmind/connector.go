@@ -158,15 +158,11 @@ func connectorList(e env, cfg config.Config, asJSON bool) int {
 }
 
 func connectorSync(e env, cfg config.Config, name string, dry, asJSON bool) int {
-	s, err := OpenStores(e.ctx, cfg)
+	s, svc, err := openIngest(e.ctx, cfg, nil)
 	if err != nil {
 		return fail(e, err)
 	}
 	defer s.Close()
-	svc, err := ingestService(cfg, s, nil)
-	if err != nil {
-		return fail(e, err)
-	}
 	res, err := syncConnector(e.ctx, cfg, s.SQL, svc, name, dry, e.getenv, nil)
 	if asJSON {
 		printJSON(e.stdout, res)
@@ -198,15 +194,11 @@ func printSync(e env, r connector.Result) {
 }
 
 func connectorRemove(e env, cfg config.Config, name string) int {
-	s, err := OpenStores(e.ctx, cfg)
+	s, svc, err := openIngest(e.ctx, cfg, nil)
 	if err != nil {
 		return fail(e, err)
 	}
 	defer s.Close()
-	svc, err := ingestService(cfg, s, nil)
-	if err != nil {
-		return fail(e, err)
-	}
 	eng := &connector.Engine{Indexer: svc, Documents: s.SQL, State: s.SQL, Leases: s.SQL}
 	n, err := eng.Remove(e.ctx, cfg.Tenant, name)
 	if err != nil {

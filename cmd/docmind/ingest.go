@@ -52,15 +52,11 @@ func cmdIngest(e env, args []string) int {
 		return exitConfig
 	}
 	files, problems := collect(paths)
-	s, err := OpenStores(e.ctx, cfg)
+	s, svc, err := openIngest(e.ctx, cfg, nil)
 	if err != nil {
 		return fail(e, err)
 	}
 	defer s.Close()
-	svc, err := ingestService(cfg, s, nil)
-	if err != nil {
-		return fail(e, err)
-	}
 	kb, err := ingestKB(e, svc, s.SQL, cfg.Tenant, *kbName, *adopt)
 	if err != nil {
 		return fail(e, err)

@@ -44,15 +44,11 @@ func cmdReconcile(e env, args []string) int {
 		return exitConfig
 	}
 	log := newLogger(cfg, e.stderr)
-	s, err := OpenStores(e.ctx, cfg)
+	s, svc, err := openIngest(e.ctx, cfg, log)
 	if err != nil {
 		return fail(e, err)
 	}
 	defer s.Close()
-	svc, err := ingestService(cfg, s, log)
-	if err != nil {
-		return fail(e, err)
-	}
 	chk, err := newChecker(cfg, s, svc, log, true)
 	if err != nil {
 		return fail(e, err)

@@ -15,6 +15,21 @@ import (
 	"github.com/docmind/docmind/shared/wire"
 )
 
+// openIngest opens the stores and wires the ingestion service over them, for the commands that ingest or
+// repair (ingest, reconcile, connector): the caller closes the stores; on an error nothing stays open.
+func openIngest(ctx context.Context, cfg config.Config, log *slog.Logger) (*Stores, *ingest.Service, error) {
+	s, err := OpenStores(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := ingestService(cfg, s, log)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, svc, nil
+}
+
 // ingestService wires the ingestion stages over the opened stores.
 func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Service, error) {
 	emb, err := wire.Embedder(cfg)
