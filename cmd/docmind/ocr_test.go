@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -15,12 +16,20 @@ func TestOCREngineChoice(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	t.Setenv("PATH", t.TempDir())
 	for _, mode := range []string{"off", "auto"} {
-		if e, err := ocrEngine(config.Ingest{OCR: mode, OCRLangs: "auto"}, log); e != nil || err != nil {
+		if e, err := ocrEngine(config.Config{Ingest: config.Ingest{OCR: mode, OCRLangs: "auto"}}, log); e != nil || err != nil {
 			t.Errorf("%s without tesseract: %v, %v; want no engine and no error", mode, e, err)
 		}
 	}
-	_, err := ocrEngine(config.Ingest{OCR: "tesseract", OCRLangs: "auto"}, log)
+	_, err := ocrEngine(config.Config{Ingest: config.Ingest{OCR: "tesseract", OCRLangs: "auto"}}, log)
 	if err == nil || !strings.Contains(err.Error(), ocr.Install) {
 		t.Errorf("tesseract without tesseract: %v; want the install command", err)
+	}
+	// vision needs no tesseract: the model named by DOCMIND_OCR_MODEL, else the main model
+	for model, want := range map[string]string{"": "vision(main)", "reader": "vision(reader)"} {
+		cfg := config.Config{Ingest: config.Ingest{OCR: "vision", OCRModel: model}, Chat: config.Chat{Provider: "openai", BaseURL: "http://127.0.0.1:1/v1", MainModel: "main"}}
+		e, err := ocrEngine(cfg, log)
+		if err != nil || e == nil || e.(fmt.Stringer).String() != want {
+			t.Errorf("vision with DOCMIND_OCR_MODEL=%q: %v, %v; want %s", model, e, err, want)
+		}
 	}
 }

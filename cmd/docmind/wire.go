@@ -36,7 +36,7 @@ func ingestService(cfg config.Config, s *Stores, log *slog.Logger) (*ingest.Serv
 	if err != nil {
 		return nil, err
 	}
-	recognizer, err := ocrEngine(cfg.Ingest, log)
+	recognizer, err := ocrEngine(cfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -228,9 +228,9 @@ func TestOCRSettings(t *testing.T) {
 		t.Fatalf("overlay: %+v, %v", c.Ingest, err)
 	}
 	for _, tc := range []struct{ key, raw, want string }{
-		{"DOCMIND_OCR", "textract", `DOCMIND_OCR: "textract" is not available yet (issue 21); use auto, off or tesseract`},
-		{"DOCMIND_OCR", "vision", `DOCMIND_OCR: "vision" is not available yet (issue 21); use auto, off or tesseract`},
-		{"DOCMIND_OCR", "on", `DOCMIND_OCR: "on" is not one of auto, off, tesseract`},
+		{"DOCMIND_OCR", "textract", `DOCMIND_OCR: "textract" is not available yet (issue 21); use auto, off, tesseract or vision`},
+		{"DOCMIND_OCR", "vision", `DOCMIND_OCR: vision reads pages with the chat model: set DOCMIND_CHAT_PROVIDER=openai (with DOCMIND_CHAT_BASE_URL or DOCMIND_CHAT_API_KEY) and a model that takes images in DOCMIND_OCR_MODEL or DOCMIND_CHAT_MAIN_MODEL`},
+		{"DOCMIND_OCR", "on", `DOCMIND_OCR: "on" is not one of auto, off, tesseract, vision`},
 		{"DOCMIND_OCR_LANGS", "eng+", `DOCMIND_OCR_LANGS: "eng+" is not auto or Tesseract language names joined by + (eng+chi_sim)`},
 		{"DOCMIND_OCR_LANGS", "eng;rm -rf", `DOCMIND_OCR_LANGS: "eng;rm -rf" is not auto or Tesseract language names joined by + (eng+chi_sim)`},
 	} {
@@ -244,5 +244,10 @@ func TestOCRSettings(t *testing.T) {
 		if _, err := Load("", env(map[string]string{"DOCMIND_OCR": ok})); err != nil {
 			t.Errorf("DOCMIND_OCR=%s: %v", ok, err)
 		}
+	}
+	c, err = Load("", env(map[string]string{"DOCMIND_OCR": "vision", "DOCMIND_OCR_MODEL": "gpt-4o-mini", "DOCMIND_CHAT_PROVIDER": "openai",
+		"DOCMIND_CHAT_API_KEY": "k", "DOCMIND_CHAT_MAIN_MODEL": "m"}))
+	if err != nil || c.Ingest.OCR != "vision" || c.Ingest.OCRModel != "gpt-4o-mini" {
+		t.Errorf("vision with a chat model: %+v, %v", c.Ingest, err)
 	}
 }

@@ -23,6 +23,9 @@ type OCRPage struct {
 	Words      int
 	LowWords   int    // words below the engine's confidence floor (marked)
 	Langs      string // languages used, tesseract's names ("eng", "chi_sim+eng")
+	// Unscored: the engine gives no confidence (a vision model), so Confidence means nothing and the
+	// page is neither averaged nor reported as poorly read; LowWords are the words it marked unreadable.
+	Unscored bool
 }
 
 // LowConfidence is the mean word confidence under which a page is reported as poorly recognised:
@@ -36,6 +39,9 @@ type OCRReport struct {
 	LowPages   []int   `json:"low_pages,omitempty"` // pages whose confidence is below LowConfidence
 	LowWords   int     `json:"low_words,omitempty"` // words marked uncertain
 	Langs      string  `json:"langs,omitempty"`     // languages used
+	// Unscored counts recognised pages without a confidence (read by a vision model); Confidence is the
+	// mean over the others.
+	Unscored int `json:"unscored,omitempty"`
 }
 
 // Note is the one-line summary a document's status shows ("" when nothing is worth saying).
@@ -43,7 +49,20 @@ func (r *OCRReport) Note() string {
 	if r == nil || len(r.Pages) == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("OCR (%s) on %d page(s), mean confidence %.0f%%", r.Langs, len(r.Pages), r.Confidence)
+	scored := len(r.Pages) - r.Unscored
+	var s string
+	switch {
+	case scored == 0:
+		s = fmt.Sprintf("OCR (vision model) on %d page(s), no confidence measure", len(r.Pages))
+		if r.LowWords > 0 {
+			s += fmt.Sprintf("; %d word(s) marked unreadable: check the scan", r.LowWords)
+		}
+		return s
+	case r.Unscored > 0:
+		s = fmt.Sprintf("OCR (%s) on %d page(s), mean confidence %.0f%% over %d scored", r.Langs, len(r.Pages), r.Confidence, scored)
+	default:
+		s = fmt.Sprintf("OCR (%s) on %d page(s), mean confidence %.0f%%", r.Langs, len(r.Pages), r.Confidence)
+	}
 	if len(r.LowPages) > 0 {
 		s += fmt.Sprintf("; low confidence on page(s) %s: check the scan", joinInts(r.LowPages))
 	}
@@ -51,15 +70,19 @@ func (r *OCRReport) Note() string {
 }
 
 func (r *OCRReport) add(page int, p OCRPage) {
-	n := float64(len(r.Pages))
 	r.Pages = append(r.Pages, page)
-	r.Confidence = (r.Confidence*n + p.Confidence) / (n + 1)
 	r.LowWords += p.LowWords
-	if p.Words > 0 && p.Confidence < LowConfidence {
-		r.LowPages = append(r.LowPages, page)
-	}
 	if r.Langs == "" {
 		r.Langs = p.Langs
+	}
+	if p.Unscored {
+		r.Unscored++
+		return
+	}
+	n := float64(len(r.Pages) - 1 - r.Unscored) // scored pages before this one
+	r.Confidence = (r.Confidence*n + p.Confidence) / (n + 1)
+	if p.Words > 0 && p.Confidence < LowConfidence {
+		r.LowPages = append(r.LowPages, page)
 	}
 }
 

@@ -5,6 +5,7 @@ package llm
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"math"
@@ -25,6 +26,16 @@ type Message struct {
 	// answers.
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Images go with a user message to a model that reads images (the vision OCR engine's page
+	// images), sent after Content as base64 data URLs.
+	Images []Image `json:"-"`
+}
+
+// Image is one image sent to the model: its bytes and their media type (image/png, image/jpeg,
+// image/webp or image/gif, the types OpenAI-compatible APIs take).
+type Image struct {
+	MIME string
+	Data []byte
 }
 
 // Request is one completion.
@@ -122,6 +133,9 @@ func chatRequest(req Request) openai.ChatCompletionRequest {
 	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
 	for i, m := range req.Messages {
 		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		if len(m.Images) > 0 {
+			msgs[i].Content, msgs[i].MultiContent = "", imageParts(m)
+		}
 		for _, c := range m.ToolCalls {
 			msgs[i].ToolCalls = append(msgs[i].ToolCalls, openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
 				Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
@@ -134,6 +148,20 @@ func chatRequest(req Request) openai.ChatCompletionRequest {
 		temp = math.SmallestNonzeroFloat32
 	}
 	return openai.ChatCompletionRequest{Model: req.Model, Messages: msgs, Temperature: temp, MaxTokens: req.MaxTokens}
+}
+
+// imageParts is a message with images as go-openai's content parts: the text first, then each image
+// as a data URL at high detail (a page of small print is unreadable at low detail's 512 px).
+func imageParts(m Message) []openai.ChatMessagePart {
+	var parts []openai.ChatMessagePart
+	if m.Content != "" {
+		parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: m.Content})
+	}
+	for _, im := range m.Images {
+		parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{
+			URL: "data:" + im.MIME + ";base64," + base64.StdEncoding.EncodeToString(im.Data), Detail: openai.ImageURLDetailHigh}})
+	}
+	return parts
 }
 
 type callbackError struct{ err error }

@@ -66,6 +66,12 @@ func estimate(req Request, received string) Usage {
 		for _, c := range msg.ToolCalls {
 			u.PromptTokens += text.EstimateTokens(c.Arguments)
 		}
+		u.PromptTokens += len(msg.Images) * ImageTokens
 	}
 	return u
 }
+
+// ImageTokens is what one image counts for in an estimate: OpenAI bills a high-detail image as 85
+// tokens plus 170 per 512-pixel tile after scaling to fit 2048x2048 and then 768 px on the short side,
+// which for a portrait page is 6 tiles (1,105 tokens).
+const ImageTokens = 85 + 6*170

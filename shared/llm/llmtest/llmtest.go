@@ -13,11 +13,14 @@ import (
 	"time"
 )
 
-// Message is a recorded message.
+// Message is a recorded message. Content is a string, or an array of parts in the OpenAI form (text
+// and image_url): the text parts are joined into Content and the image URLs kept in Images.
 type Message struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
+	Role       string          `json:"role"`
+	Content    string          `json:"-"`
+	Images     []string        `json:"-"`
+	RawContent json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
 	ToolCalls  []struct {
 		ID       string `json:"id"`
 		Function struct {
@@ -25,6 +28,42 @@ type Message struct {
 			Arguments string `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls,omitempty"`
+}
+
+// decodeContent fills Content and Images from RawContent; a content of another shape is an error, as
+// the real API refuses it.
+func (m *Message) decodeContent() error {
+	raw := m.RawContent
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if raw[0] == '"' {
+		return json.Unmarshal(raw, &m.Content)
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL *struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		} `json:"image_url"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return fmt.Errorf("content is neither a string nor an array of parts: %w", err)
+	}
+	var text []string
+	for _, p := range parts {
+		switch {
+		case p.Type == "text":
+			text = append(text, p.Text)
+		case p.Type == "image_url" && p.ImageURL != nil && p.ImageURL.URL != "":
+			m.Images = append(m.Images, p.ImageURL.URL)
+		default:
+			return fmt.Errorf("a content part of type %q without its field", p.Type)
+		}
+	}
+	m.Content = strings.Join(text, "\n")
+	return nil
 }
 
 // Call is one recorded request.
@@ -145,9 +184,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var c Call
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&c); err != nil {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 32<<20)).Decode(&c); err != nil {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
+	}
+	for i := range c.Messages {
+		if err := c.Messages[i].decodeContent(); err != nil {
+			http.Error(w, `{"error":{"message":"bad content"}}`, http.StatusBadRequest)
+			return
+		}
 	}
 	c.Received = time.Now()
 	s.mu.Lock()
