@@ -36,8 +36,9 @@ type textLine struct {
 // pdfTable is a recovered table: rows of cells (the first row is the header), and the text of each
 // row as the page text has it (spaces removed), to find its lines there.
 type pdfTable struct {
-	rows [][]string
-	keys []string
+	rows        [][]string
+	keys        []string
+	top, bottom float64 // the first row's top and the last row's bottom
 }
 
 // findTables returns the tables among a page's text boxes, top to bottom.
@@ -59,6 +60,7 @@ func findTables(boxes []textBox) []pdfTable {
 				}
 			}
 			if t, ok := tableOf(run); ok {
+				t.top, t.bottom = run[0].top, run[len(run)-1].bottom
 				out = append(out, t)
 			}
 		}

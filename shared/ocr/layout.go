@@ -12,16 +12,19 @@ import (
 // word is one TSV row of level 5.
 type word struct {
 	page, block, par, line int
-	top, height            int
+	left, top              int
+	width, height          int
 	conf                   float64
 	text                   string
 }
 
 // Layout turns tesseract's TSV output into one markdown page per page of the image. Tesseract's
 // paragraphs become paragraphs; a paragraph of one or two lines set clearly larger than the page's
-// body text becomes a heading (# at twice the body height, ## at 1.6x, ### at 1.3x); words whose
-// confidence is below floor are marked [?word]; the page's confidence is the mean of its words'
-// confidences weighted by their length. A page with no words has an empty Markdown.
+// body text becomes a heading (# at twice the body height, ## at 1.6x, ### at 1.3x); a table (rows of
+// words aligned in columns, found from the word boxes as in digital PDFs) becomes a markdown table in
+// place of its words; words whose confidence is below floor are marked [?word]; the page's confidence
+// is the mean of its words' confidences weighted by their length. A page with no words has an empty
+// Markdown.
 func Layout(tsv []byte, floor float64) ([]extract.OCRPage, error) {
 	var words []word
 	pages := 0
@@ -53,7 +56,7 @@ func Layout(tsv []byte, floor float64) ([]extract.OCRPage, error) {
 		if text == "" {
 			continue
 		}
-		words = append(words, word{page: n[1], block: n[2], par: n[3], line: n[4], top: n[7], height: n[9], conf: conf, text: text})
+		words = append(words, word{page: n[1], block: n[2], par: n[3], line: n[4], left: n[6], top: n[7], width: n[8], height: n[9], conf: conf, text: text})
 	}
 	out := make([]extract.OCRPage, pages)
 	for p := 1; p <= pages; p++ {
@@ -100,10 +103,13 @@ func layoutPage(ws []word, floor float64) extract.OCRPage {
 		}
 	}
 	body := median(heights)
+	tables := pageTables(ws, floor)
+	placed := 0
 	var b strings.Builder
 	var confSum, weight float64
 	for _, p := range paras {
 		var text strings.Builder
+		first := -1 // the paragraph's first word outside a table
 		for li, l := range p.lines {
 			for wi, w := range l.words {
 				n := float64(len([]rune(w.text)))
@@ -115,7 +121,13 @@ func layoutPage(ws []word, floor float64) extract.OCRPage {
 					pg.LowWords++
 					t = "[?" + t + "]"
 				}
-				if (wi > 0 || li > 0) && !(cjkEnd(text.String()) && cjkStart(w.text)) {
+				if inTable(w, tables) {
+					continue // written as the table's cell
+				}
+				if first < 0 {
+					first = w.top
+				}
+				if (wi > 0 || li > 0) && text.Len() > 0 && !(cjkEnd(text.String()) && cjkStart(w.text)) {
 					text.WriteByte(' ')
 				}
 				text.WriteString(t)
@@ -125,11 +137,18 @@ func layoutPage(ws []word, floor float64) extract.OCRPage {
 		if s == "" {
 			continue
 		}
+		// a table goes before the first paragraph that starts below its top
+		for ; placed < len(tables) && -tables[placed].Top <= float64(first); placed++ {
+			b.WriteString(tables[placed].Markdown() + "\n\n")
+		}
 		if h := heading(p, body); h != "" && len([]rune(s)) <= 120 {
 			s = h + " " + s
 		}
 		b.WriteString(s)
 		b.WriteString("\n\n")
+	}
+	for ; placed < len(tables); placed++ {
+		b.WriteString(tables[placed].Markdown() + "\n\n")
 	}
 	pg.Markdown = strings.TrimSpace(b.String())
 	if weight > 0 {
@@ -140,6 +159,50 @@ func layoutPage(ws []word, floor float64) extract.OCRPage {
 
 // lineHeight is a line's typical word height: the median, so that one tall glyph (a bracket, a
 // descender-heavy word) does not make a body line look like a heading.
+// pageTables finds the tables among a page's words by their boxes (y negated: extract's boxes grow
+// upwards), with uncertain words marked as in the text. A ruled table's lines come back from
+// tesseract as words of bars and dashes; they are left out, as a digital PDF's ruling is.
+func pageTables(ws []word, floor float64) []extract.Table {
+	var boxes []extract.TextBox
+	for _, w := range ws {
+		if ruling(w.text) {
+			continue
+		}
+		t := w.text
+		if w.conf < floor {
+			t = "[?" + t + "]"
+		}
+		if !cjkEnd(t) {
+			t += " " // boxes join as they are (a PDF's keep their spaces); Chinese words join without
+		}
+		boxes = append(boxes, extract.TextBox{Text: t, Left: float64(w.left), Right: float64(w.left + w.width),
+			Top: -float64(w.top), Bottom: -float64(w.top + w.height)})
+	}
+	return extract.FindTables(boxes)
+}
+
+// inTable reports whether w's vertical centre falls within a table's rows: its words are the table's
+// cells (or ruling).
+func inTable(w word, tables []extract.Table) bool {
+	c := -(float64(w.top) + float64(w.height)/2)
+	for _, t := range tables {
+		if c <= t.Top && c >= t.Bottom {
+			return true
+		}
+	}
+	return false
+}
+
+// ruling reports whether a word is only the marks a table's ruling lines are read as: bars and
+// brackets (vertical lines), or a run of three or more rule characters (horizontal ones). A lone dash
+// stays: in a table it is a cell's value.
+func ruling(s string) bool {
+	if strings.Trim(s, "|[]") == "" {
+		return true
+	}
+	return len([]rune(s)) >= 3 && strings.Trim(s, "_-—–=") == ""
+}
+
 func lineHeight(l line) int {
 	hs := make([]int, len(l.words))
 	for i, w := range l.words {

@@ -1,6 +1,7 @@
 package ocr
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -47,5 +48,33 @@ func TestLayout(t *testing.T) {
 	}
 	if _, err := Layout([]byte("header\n5\t1\tx\n"), 60); err == nil {
 		t.Error("a malformed row was accepted")
+	}
+}
+
+// A table whose columns Tesseract put in separate blocks (as it does with psm 3) comes back as one
+// markdown table in its place between the paragraphs, rows from the word boxes, ruling bars dropped,
+// an uncertain cell still marked.
+func TestLayoutTable(t *testing.T) {
+	w := func(block, line, left, top int, conf, text string) string {
+		return strings.Join([]string{"5", "1", fmt.Sprint(block), "1", fmt.Sprint(line), "1", fmt.Sprint(left), fmt.Sprint(top), fmt.Sprint(20 * len(text)), "30", conf, text}, "\t")
+	}
+	pages, err := Layout(tsv(
+		"1\t1\t0\t0\t0\t0\t0\t0\t2000\t2000\t-1\t",
+		w(1, 1, 10, 10, "95", "Before."),
+		// column one, then column two, each its own block; a bar read from a ruling line
+		w(2, 1, 10, 100, "95", "Availability"), w(2, 2, 10, 150, "95", "99.9%"), w(2, 3, 10, 200, "95", "95.0%"),
+		w(3, 1, 400, 100, "95", "Refund"), w(3, 2, 400, 150, "95", "10%"), w(3, 3, 400, 200, "40", "50%"),
+		w(4, 1, 360, 150, "20", "|"),
+		w(5, 1, 10, 300, "95", "After."),
+	), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Before.\n\n| Availability | Refund |\n| --- | --- |\n| 99.9% | 10% |\n| 95.0% | [?50%] |\n\nAfter."
+	if pages[0].Markdown != want {
+		t.Fatalf("markdown\n%s\nwant\n%s", pages[0].Markdown, want)
+	}
+	if pages[0].Words != 9 || pages[0].LowWords != 2 {
+		t.Errorf("words %d, low %d: every word still counts", pages[0].Words, pages[0].LowWords)
 	}
 }
