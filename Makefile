@@ -7,7 +7,7 @@ FUNCTIONS := $(filter-out internal,$(notdir $(wildcard functions/*)))
 LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: migrate test-lambda deploy deploy-guided preflight smoke-stream invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
+.PHONY: migrate test-lambda deploy deploy-guided preflight smoke smoke-stream invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
 .PHONY: run install test test-integration test-browser screenshots lint build bench clean $(addprefix build-,$(FUNCTIONS))
 
 ## run: build the local binary and serve on 127.0.0.1:8080 (PORT=9090 or ADDR=host:port to change it)
@@ -119,6 +119,12 @@ invoke-askstep:
 	sam remote invoke AskStepFunction --config-env $(ENV) --event-file functions/askstep/testdata/understand.json
 invoke-canary:
 	sam remote invoke CanaryFunction --config-env $(ENV) --event-file functions/canary/testdata/schedule-input.json
+
+## smoke: after a deploy, docmind aws smoke against the stack: STACK=<name> [REGION=<r>], an API key of an
+## editor of the stack's tenant in DOCMIND_SMOKE_KEY; uploads, streams, deletes, checks consistency (docs/aws.md)
+smoke:
+	@test -n "$(STACK)" || { echo "usage: DOCMIND_SMOKE_KEY=<API key> make smoke STACK=<stack name> [REGION=<region>]"; exit 2; }
+	$(GO) run ./cmd/docmind aws smoke --stack $(STACK) $(if $(REGION),--region $(REGION))
 
 ## smoke-stream: STR-06 against a deployed chat URL: CHAT_URL=<ChatUrl output> KEY=<API key or JWT>
 smoke-stream:

@@ -21,8 +21,11 @@ import (
 
 // cmdAWS: docmind aws preflight --stack NAME [--region R] [--samconfig FILE] [--json]
 func cmdAWS(e env, args []string) int {
+	if len(args) > 0 && args[0] == "smoke" {
+		return cmdAWSSmoke(e, args[1:])
+	}
 	if len(args) == 0 || args[0] != "preflight" {
-		fmt.Fprintln(e.stderr, "usage: docmind aws preflight --stack NAME [--region R] [--samconfig FILE] [--json]")
+		fmt.Fprintln(e.stderr, "usage: docmind aws preflight --stack NAME [--region R] [--samconfig FILE] [--json]\n       docmind aws smoke --stack NAME [--region R] [--key-env VAR] [--json]")
 		return exitConfig
 	}
 	fs := flag.NewFlagSet("docmind aws preflight", flag.ContinueOnError)
