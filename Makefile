@@ -136,7 +136,8 @@ migrate:
 	$(GO) run ./cmd/docmind migrate
 
 ## test-lambda: the built bootstrap binaries under the Lambda Runtime Interface Emulator, against the
-## in-process S3, MySQL and Milvus servers (needs aws-lambda-rie on PATH; .ci/run installs it)
+## in-process S3, MySQL and Milvus servers, and make smoke's checks against them (TestRIESmoke; needs
+## aws-lambda-rie on PATH and moto_server; .ci/run installs both)
 test-lambda:
 	DOCMIND_TEST_RIE=1 $(GO) test -count=1 -v -run 'RIE' ./infra/ 2>&1 | tee /tmp/docmind-rie.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS|\s+\w+_test.go)' ; exit $${PIPESTATUS[0]}
 
