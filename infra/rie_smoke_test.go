@@ -89,7 +89,9 @@ func TestRIESmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	runner := &aslrun.Runner{Machine: machine, Sleep: func(context.Context, time.Duration) error { return nil },
-		Invoke: func(_ context.Context, _ string, in json.RawMessage) (json.RawMessage, error) { return stage.invoke(in) }}
+		Invoke: func(_ context.Context, _ string, in json.RawMessage) (json.RawMessage, error) {
+			return stage.invoke(in)
+		}}
 	var ingestions sync.WaitGroup
 	t.Cleanup(ingestions.Wait)
 	var pendingMu sync.Mutex
