@@ -67,6 +67,8 @@ func cmdAWS(e env, args []string) int {
 		// a custom endpoint (AWS_ENDPOINT_URL, e.g. an emulator) has no bucket subdomains
 		Buckets: s3.NewFromConfig(ac, func(o *s3.Options) { o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL") != "" }),
 		Region:  ac.Region, Stack: *stack, Planned: planned,
+		// the functions' own extra CA for tls=rds (docs/aws-runtime.md), when the stack uses one
+		MySQLCAFile: e.getenv("DOCMIND_MYSQL_CA_FILE"),
 	}
 	findings, err := c.Run(e.ctx)
 	if err != nil {
