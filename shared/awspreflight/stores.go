@@ -120,7 +120,7 @@ func (c *Checker) auroraTLS(ctx context.Context, st stack, secrets map[string]st
 		f.Fix = "Aurora MySQL always accepts TLS: the secret's host is not an Aurora or RDS endpoint; enable TLS on that server (and set require_secure_transport=ON)"
 	case strings.Contains(msg, "unknown authority"):
 		f.Status, f.Message = Fail, cfg.Addr+"'s certificate is not signed by the RDS certificate authorities the functions trust: "+msg
-		f.Fix = "connect to the Aurora cluster (or RDS Proxy) endpoint itself; for another server give the functions its CA in DOCMIND_MYSQL_CA_FILE (docs/aws-runtime.md)"
+		f.Fix = "straight to Aurora, the RDS CA bundle must be embedded: fetch it into shared/store/mysql/rdstls/rdsca/ (DEPLOY.md section 4, step 5), rebuild and deploy (preflight embeds it too); for another server give the functions its CA in DOCMIND_MYSQL_CA_FILE (docs/aws-runtime.md)"
 	case strings.Contains(msg, "certificate is valid for") || strings.Contains(msg, "cannot validate certificate for"):
 		f.Status, f.Message = Fail, cfg.Addr+"'s certificate names another host: "+msg
 		f.Fix = "use the endpoint name the certificate names (the cluster or proxy endpoint), not an IP address or a CNAME of your own"
