@@ -179,7 +179,7 @@ func TestRIESmoke(t *testing.T) {
 	if st == nil || st.First != "meta" || st.Last != "done" || st.Tokens < 3 || st.Sources == 0 {
 		t.Fatalf("stream %+v (%s), want meta, tokens and a cited done\n%s", st, got["stream"].Message, query.logs)
 	}
-	if got["stream"].Status != awssmoke.Fail || st.Groups != 1 || !strings.Contains(got["stream"].Message, "arrived at once") {
+	if got["stream"].Status != awssmoke.Fail || st.Groups >= 3 || !strings.Contains(got["stream"].Message, "arrived at once") {
 		t.Errorf("stream through aws-lambda-rie: %s %s; the emulator returns the body whole, so the check must say the frames arrived at once", got["stream"].Status, got["stream"].Message)
 	}
 	t.Log("not provable under aws-lambda-rie: frames one at a time (the emulator buffers the streamed body); see TestSmokeStreamMeasure")

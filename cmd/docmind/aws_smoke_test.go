@@ -68,9 +68,10 @@ func TestSmokeStreamMeasure(t *testing.T) {
 				t.Fatalf("stream %+v, want meta, at least %d tokens, done", st, tokens)
 			}
 			t.Logf("%s: %d frames, %d tokens, %d arrivals, spread %s, longest gap %s", tc.name, st.Frames, st.Tokens, st.Groups, st.Spread, st.MaxGap)
-			// 50 ms between tokens is five times the 10 ms that separates two arrivals
-			if tc.streamed && st.Groups < st.Tokens {
-				t.Errorf("served: %d tokens in %d arrivals, want one arrival per token", st.Tokens, st.Groups)
+			// 50 ms between tokens is five times the 10 ms that separates two arrivals; a loaded machine may
+			// still merge a few, so half the tokens' arrivals is the bar (and the check's own 3)
+			if tc.streamed && (st.Groups < 3 || 2*st.Groups < st.Tokens) {
+				t.Errorf("served: %d tokens in %d arrivals, want about one arrival per token", st.Tokens, st.Groups)
 			}
 			if !tc.streamed && st.Groups >= 3 {
 				t.Errorf("buffered: %d arrivals, want the answer at once (fewer than 3)", st.Groups)

@@ -228,8 +228,10 @@ func TestSmokePasses(t *testing.T) {
 		t.Errorf("Failed() on a passing run")
 	}
 	s := got["stream"].Stream
-	if s == nil || s.Tokens != 8 || s.Groups < 8 || s.First != "meta" || s.Last != "done" || s.Sources != 1 {
-		t.Errorf("stream stats %+v, want 8 tokens in at least 8 arrivals between meta and done", s)
+	// 100 ms between tokens against the 10 ms that separates arrivals: one arrival per token, unless a
+	// loaded machine merges some (half is the bar)
+	if s == nil || s.Tokens != 8 || s.Groups < 4 || s.First != "meta" || s.Last != "done" || s.Sources != 1 {
+		t.Errorf("stream stats %+v, want 8 tokens in at least 4 arrivals between meta and done", s)
 	}
 	if len(st.docs) != 0 {
 		t.Errorf("documents left after the smoke: %v", st.docs)
@@ -271,7 +273,7 @@ func TestSmokeFaults(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newStack(t)
-			st.gap = 30 * time.Millisecond
+			st.gap = 50 * time.Millisecond // 5x the arrival gap
 			if tc.fault != nil {
 				tc.fault(st)
 			}
@@ -309,7 +311,7 @@ func orMessage(f string) string {
 // dropped Content-Type would be refused as S3 refuses it (the front counts the refusals).
 func TestPresignedPutSendsTheSignedHeaders(t *testing.T) {
 	st := newStack(t)
-	st.gap = 30 * time.Millisecond
+	st.gap = 50 * time.Millisecond
 	if rs := st.smoke(testKey).Run(context.Background()); awssmoke.Failed(rs) {
 		t.Fatalf("%+v", rs)
 	}
