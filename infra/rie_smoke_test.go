@@ -35,6 +35,7 @@ import (
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/llm/llmtest"
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/milvus"
 	mysqlstore "github.com/docmind/docmind/shared/store/mysql"
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
@@ -186,6 +187,34 @@ func TestRIESmoke(t *testing.T) {
 	if n := front.Refused; n != 0 {
 		t.Errorf("the S3 front refused %d PUTs: the smoke did not send the signed headers", n)
 	}
+
+	// the consistency check fails on the real function's report of real drift: a vector whose document
+	// row does not exist (what an interrupted delete leaves)
+	vec, err := milvus.Open(ctx, milvus.Options{Addr: f.milvus.Addr(), Token: "root:Milvus", Collection: "docmind_chunks", Dim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vec.Close()
+	v := make([]float32, 64)
+	v[0] = 1
+	kbs, err := db.ListKBs(ctx, "default")
+	if err != nil || len(kbs) == 0 {
+		t.Fatalf("knowledge bases: %v %v", kbs, err)
+	}
+	if err := vec.Upsert(ctx, []rag.VectorRecord{{ID: "vec_orphan", Tenant: "default", KBID: kbs[0].ID, DocumentID: "doc_gone", ChunkID: "chk_gone", Vector: v}}); err != nil {
+		t.Fatal(err)
+	}
+	again := s.Run(ctx)
+	var cons awssmoke.Result
+	for _, r := range again {
+		if r.Check == "consistency" {
+			cons = r
+		}
+	}
+	if cons.Status != awssmoke.Fail || !strings.Contains(cons.Message, "vectors_without_rows 1") {
+		t.Errorf("consistency with an orphan vector: %s %s, want a failure naming vectors_without_rows 1", cons.Status, cons.Message)
+	}
+	t.Logf("with an orphan vector: %s %s", strings.ToUpper(string(cons.Status)), cons.Message)
 }
 
 // seedSmokeTenant migrates the database and returns it with an API key of an admin of tenant "default";
