@@ -126,7 +126,8 @@ smoke:
 	@test -n "$(STACK)" || { echo "usage: DOCMIND_SMOKE_KEY=<API key> make smoke STACK=<stack name> [REGION=<region>]"; exit 2; }
 	$(GO) run ./cmd/docmind aws smoke --stack $(STACK) $(if $(REGION),--region $(REGION))
 
-## smoke-stream: STR-06 against a deployed chat URL: CHAT_URL=<ChatUrl output> KEY=<API key or JWT>
+## smoke-stream: STR-06 against a chat URL alone (no stack outputs needed): CHAT_URL=<ChatUrl output>
+## KEY=<API key or JWT>; first byte against total time (make smoke times every frame instead)
 smoke-stream:
 	infra/smoke-stream.sh "$(CHAT_URL)" "$(KEY)"
 
