@@ -1,8 +1,8 @@
 // Package awssmoke is the smoke test a user runs against their own deployed stack (`docmind aws smoke`,
 // `make smoke`): it uploads a small document through the presigned path and waits for it to be ready,
-// asks a question about it through the chat URL and measures whether the Server-Sent Events arrive one
-// at a time, deletes the document and checks it is gone, and runs the consistency function expecting no
-// drift. It reads the stack's outputs through CloudFormation and invokes the consistency function through
+// asks a question over the smoke knowledge base (which now holds it) through the chat URL and measures
+// whether the Server-Sent Events arrive one at a time, deletes the document and checks it is gone, and
+// runs the consistency function expecting no drift. It reads the stack's outputs through CloudFormation and invokes the consistency function through
 // the SDK's Lambda client; every call to the application carries the caller's API key.
 //
 // Each check returns a Result that says what was seen and, when it fails, what to look at. The checks
