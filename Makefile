@@ -7,7 +7,7 @@ FUNCTIONS := $(filter-out internal,$(notdir $(wildcard functions/*)))
 LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: migrate test-lambda deploy deploy-guided preflight smoke-stream invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
+.PHONY: migrate test-lambda deploy deploy-guided preflight smoke smoke-stream invoke-query invoke-api invoke-rerank invoke-grade invoke-askstep invoke-canary
 .PHONY: run install test test-integration test-browser screenshots lint build bench clean $(addprefix build-,$(FUNCTIONS))
 
 ## run: build the local binary and serve on 127.0.0.1:8080 (PORT=9090 or ADDR=host:port to change it)
@@ -120,7 +120,14 @@ invoke-askstep:
 invoke-canary:
 	sam remote invoke CanaryFunction --config-env $(ENV) --event-file functions/canary/testdata/schedule-input.json
 
-## smoke-stream: STR-06 against a deployed chat URL: CHAT_URL=<ChatUrl output> KEY=<API key or JWT>
+## smoke: after a deploy, docmind aws smoke against the stack: STACK=<name> [REGION=<r>], an API key of an
+## editor of the stack's tenant in DOCMIND_SMOKE_KEY; uploads, streams, deletes, checks consistency (docs/aws.md)
+smoke:
+	@test -n "$(STACK)" || { echo "usage: DOCMIND_SMOKE_KEY=<API key> make smoke STACK=<stack name> [REGION=<region>]"; exit 2; }
+	$(GO) run ./cmd/docmind aws smoke --stack $(STACK) $(if $(REGION),--region $(REGION))
+
+## smoke-stream: STR-06 against a chat URL alone (no stack outputs needed): CHAT_URL=<ChatUrl output>
+## KEY=<API key or JWT>; first byte against total time (make smoke times every frame instead)
 smoke-stream:
 	infra/smoke-stream.sh "$(CHAT_URL)" "$(KEY)"
 
@@ -130,7 +137,8 @@ migrate:
 	$(GO) run ./cmd/docmind migrate
 
 ## test-lambda: the built bootstrap binaries under the Lambda Runtime Interface Emulator, against the
-## in-process S3, MySQL and Milvus servers (needs aws-lambda-rie on PATH; .ci/run installs it)
+## in-process S3, MySQL and Milvus servers, and make smoke's checks against them (TestRIESmoke; needs
+## aws-lambda-rie on PATH and moto_server; .ci/run installs both)
 test-lambda:
 	DOCMIND_TEST_RIE=1 $(GO) test -count=1 -v -run 'RIE' ./infra/ 2>&1 | tee /tmp/docmind-rie.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS|\s+\w+_test.go)' ; exit $${PIPESTATUS[0]}
 

@@ -21,8 +21,11 @@ import (
 
 // cmdAWS: docmind aws preflight --stack NAME [--region R] [--samconfig FILE] [--json]
 func cmdAWS(e env, args []string) int {
+	if len(args) > 0 && args[0] == "smoke" {
+		return cmdAWSSmoke(e, args[1:])
+	}
 	if len(args) == 0 || args[0] != "preflight" {
-		fmt.Fprintln(e.stderr, "usage: docmind aws preflight --stack NAME [--region R] [--samconfig FILE] [--json]")
+		fmt.Fprintln(e.stderr, "usage: docmind aws preflight --stack NAME [--region R] [--samconfig FILE] [--json]\n       docmind aws smoke --stack NAME [--region R] [--key-env VAR] [--json]")
 		return exitConfig
 	}
 	fs := flag.NewFlagSet("docmind aws preflight", flag.ContinueOnError)
@@ -64,6 +67,8 @@ func cmdAWS(e env, args []string) int {
 		// a custom endpoint (AWS_ENDPOINT_URL, e.g. an emulator) has no bucket subdomains
 		Buckets: s3.NewFromConfig(ac, func(o *s3.Options) { o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL") != "" }),
 		Region:  ac.Region, Stack: *stack, Planned: planned,
+		// the functions' own extra CA for tls=rds (docs/aws-runtime.md), when the stack uses one
+		MySQLCAFile: e.getenv("DOCMIND_MYSQL_CA_FILE"),
 	}
 	findings, err := c.Run(e.ctx)
 	if err != nil {

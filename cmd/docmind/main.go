@@ -63,6 +63,7 @@ Commands:
   config    print the effective configuration (secrets redacted); --vars lists every variable
   version   print the version
   aws       aws preflight --stack NAME [--region R]: check the account, secrets, VPC and bucket a stack needs (before or after a deploy)
+            aws smoke --stack NAME [--region R]: after a deploy, upload, stream, delete and check consistency (key in DOCMIND_SMOKE_KEY)
 
 Every command takes --data DIR (default ./data or DOCMIND_DATA_DIR), --config FILE (JSON, optional)
 and --json where it prints a result. Run "docmind <command> -h" for a command's flags.

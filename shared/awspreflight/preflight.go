@@ -3,8 +3,9 @@
 // the model APIs, and the documents bucket's notification to the ingest queue. It reads with the caller's
 // credentials through the SDK's clients and changes nothing; every finding names its fix.
 //
-// Not checked yet (issue 19): that the Milvus collection exists and is loaded, and that Aurora accepts
-// TLS; both need a connection from inside the VPC.
+// For a deployed stack it also connects to the stores as the functions do (stores.go): the Milvus
+// collection must exist with the stack's dimension and be loaded, and Aurora must accept tls=rds. Both
+// usually answer only inside the VPC, so from elsewhere they are warnings that say where to run from.
 package awspreflight
 
 import (
@@ -81,6 +82,9 @@ type Checker struct {
 	// Planned are the parameters of a stack not deployed yet (samconfig.toml's section for it); a
 	// deployed stack's own parameters win.
 	Planned map[string]string
+	// MySQLCAFile is a PEM file tls=rds trusts beside the embedded RDS bundle (DOCMIND_MYSQL_CA_FILE,
+	// as the functions read it).
+	MySQLCAFile string
 }
 
 // Required are the parameters without a default (template.yaml; infra TestTransformedTemplate holds the
@@ -119,9 +123,11 @@ func (c *Checker) Run(ctx context.Context) ([]Finding, error) {
 		return out, nil
 	}
 	out = append(out, c.concurrency(ctx, st))
-	out = append(out, c.secrets(ctx, st)...)
+	sf, values := c.secrets(ctx, st)
+	out = append(out, sf...)
 	out = append(out, c.network(ctx, st)...)
 	out = append(out, c.notification(ctx, st))
+	out = append(out, c.stores(ctx, st, values)...)
 	return out, nil
 }
 
@@ -231,9 +237,11 @@ var secretParams = []struct{ param, arnVar string }{
 	{"EmbedSecretArn", "DOCMIND_EMBED_API_KEY_SECRET_ARN"}, {"RerankSecretArn", "DOCMIND_RERANK_API_KEY_SECRET_ARN"},
 }
 
-// secrets reads each secret the stack names and decodes it as the functions will at cold start.
-func (c *Checker) secrets(ctx context.Context, st stack) []Finding {
+// secrets reads each secret the stack names and decodes it as the functions will at cold start; the
+// values that decoded come back by the variable the functions set from them (never printed).
+func (c *Checker) secrets(ctx context.Context, st stack) ([]Finding, map[string]string) {
 	var out []Finding
+	values := map[string]string{}
 	for _, sp := range secretParams {
 		arn := st.params[sp.param]
 		if arn == "" {
@@ -252,33 +260,40 @@ func (c *Checker) secrets(ctx context.Context, st stack) []Finding {
 		case res.SecretString == nil:
 			f.Status, f.Message, f.Fix = Fail, arn+" holds binary data", "store the value as a string (SecretString)"
 		default:
-			if derr := decode(sp.arnVar, *res.SecretString); derr != nil {
+			if v, derr := decode(sp.arnVar, *res.SecretString); derr != nil {
 				f.Status, f.Message = Fail, fmt.Sprintf("%s does not parse: %v", arn, derr)
 				f.Fix = "put the shape the functions read: DEPLOY.md sections 3-6"
 			} else {
 				f.Status, f.Message = OK, arn+" exists and parses"
+				values[v.name] = v.value
 			}
 		}
 		out = append(out, f)
 	}
-	return out
+	return out, values
 }
 
+// decoded is one secret's value under the variable the functions set from it.
+type decoded struct{ name, value string }
+
 // decode parses a secret with the functions' own binding (shared/awsrt), never printing the value.
-func decode(arnVar, secret string) error {
+func decode(arnVar, secret string) (decoded, error) {
 	for _, b := range awsrt.Bindings() {
 		if b.ARNVar != arnVar {
 			continue
 		}
-		_, err := awsrt.Env(context.Background(), func(k string) string {
+		env, err := awsrt.Env(context.Background(), func(k string) string {
 			if k == arnVar {
 				return "preflight"
 			}
 			return ""
 		}, staticSecret(secret), []awsrt.Binding{b})
-		return err
+		if err != nil {
+			return decoded{}, err
+		}
+		return decoded{b.Var, env(b.Var)}, nil
 	}
-	return fmt.Errorf("no binding for %s", arnVar)
+	return decoded{}, fmt.Errorf("no binding for %s", arnVar)
 }
 
 type staticSecret string

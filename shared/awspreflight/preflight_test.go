@@ -2,8 +2,10 @@ package awspreflight
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,8 +21,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/milvus-io/milvus/client/v2/milvusclient"
 
 	"github.com/docmind/docmind/shared/awspreflight/mototest"
+	"github.com/docmind/docmind/shared/store/milvus"
+	"github.com/docmind/docmind/shared/store/milvus/fakemilvus"
+	"github.com/docmind/docmind/shared/store/mysql/mysqltest"
+	"github.com/docmind/docmind/shared/store/storetest"
 )
 
 const testRegion = "us-east-1"
@@ -45,25 +52,67 @@ func lambdaSettings(t *testing.T, limit, unreserved int) string {
 }
 
 type fixture struct {
-	t      *testing.T
-	ctx    context.Context
-	cfg    aws.Config
-	moto   string
-	cfn    *cloudformation.Client
-	ec2    *ec2.Client
-	s3     *s3.Client
-	sm     *secretsmanager.Client
-	seq    int
-	lambda string
+	t *testing.T
+	// the stores a deployed stack's checks connect to: a Milvus with the collection loaded, and a MySQL
+	// server requiring TLS with a certificate from ca
+	milvus    *fakemilvus.Server
+	mysqlAddr string
+	ca        *storetest.CA
+	caFile    string
+	ctx       context.Context
+	cfg       aws.Config
+	moto      string
+	cfn       *cloudformation.Client
+	ec2       *ec2.Client
+	s3        *s3.Client
+	sm        *secretsmanager.Client
+	seq       int
+	lambda    string
 }
 
 func newFixture(t *testing.T) *fixture {
 	moto := mototest.Start(t)
 	cfg := aws.Config{Region: testRegion, Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""), BaseEndpoint: aws.String(moto)}
-	return &fixture{t: t, ctx: context.Background(), cfg: cfg, moto: moto,
+	f := &fixture{t: t, ctx: context.Background(), cfg: cfg, moto: moto,
 		cfn: cloudformation.NewFromConfig(cfg), ec2: ec2.NewFromConfig(cfg), sm: secretsmanager.NewFromConfig(cfg),
 		s3:     s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }),
 		lambda: lambdaSettings(t, 1000, 1000)}
+	f.milvus = f.milvusWith(true, true)
+	f.ca = storetest.NewCA(t)
+	f.caFile = f.ca.File(t)
+	f.mysqlAddr = f.tlsMySQL(f.ca, "localhost")
+	return f
+}
+
+// milvusWith starts a Milvus (token root:Milvus) with the functions' collection at dimension 64, created
+// and loaded as the ingest side leaves it, or missing, or released.
+func (f *fixture) milvusWith(create, loaded bool) *fakemilvus.Server {
+	srv := fakemilvus.StartWithToken(f.t, "root:Milvus")
+	if !create {
+		return srv
+	}
+	ix, err := milvus.Open(f.ctx, milvus.Options{Addr: srv.Addr(), Token: "root:Milvus", Collection: "docmind_chunks", Dim: 64})
+	f.must(err)
+	ix.Close()
+	if !loaded {
+		c, err := milvusclient.New(f.ctx, &milvusclient.ClientConfig{Address: srv.Addr(), APIKey: "root:Milvus"})
+		f.must(err)
+		defer c.Close(f.ctx)
+		f.must(c.ReleaseCollection(f.ctx, milvusclient.NewReleaseCollectionOption("docmind_chunks")))
+	}
+	return srv
+}
+
+// tlsMySQL starts a MySQL-protocol server that requires TLS, its certificate from ca for host.
+func (f *fixture) tlsMySQL(ca *storetest.CA, host string) string {
+	return mysqltest.TLSServer(f.t, &tls.Config{Certificates: []tls.Certificate{ca.Server(f.t, []string{host}, nil)}})
+}
+
+// auroraSecret is an RDS-managed secret for a server at addr, reached by host.
+func (f *fixture) auroraSecret(host, addr string) string {
+	f.seq++
+	_, port, _ := net.SplitHostPort(addr)
+	return f.secret(fmt.Sprintf("aurora-%d", f.seq), fmt.Sprintf(`{"username":"root","password":"","engine":"mysql","host":%q,"port":%s,"dbname":"docmind_seed"}`, host, port))
 }
 
 func (f *fixture) must(err error) {
@@ -137,7 +186,8 @@ func (f *fixture) endpoints(n network, services ...string) {
 	}
 }
 
-// healthyParams: a network with a NAT and secrets of the right shapes.
+// healthyParams: a network with a NAT, secrets of the right shapes, a Milvus with the collection loaded
+// and a MySQL server that requires TLS with a certificate for the secret's host.
 func (f *fixture) healthyParams() map[string]string {
 	f.seq++
 	n := f.network("nat")
@@ -145,9 +195,10 @@ func (f *fixture) healthyParams() map[string]string {
 		"DeployProfile":    "dev",
 		"SubnetIds":        strings.Join(n.subnets, ","),
 		"SecurityGroupIds": "sg-0123456789abcdef0",
-		"MySQLSecretArn":   f.secret(fmt.Sprintf("aurora-%d", f.seq), `{"username":"docmind","password":"pw","engine":"mysql","host":"aurora.cluster-x.us-east-1.rds.amazonaws.com","port":3306,"dbname":"docmind"}`),
-		"MilvusSecretArn":  f.secret(fmt.Sprintf("milvus-%d", f.seq), `{"token":"user:pw"}`),
-		"MilvusAddr":       "milvus.internal:19530",
+		"MySQLSecretArn":   f.auroraSecret("localhost", f.mysqlAddr),
+		"MilvusSecretArn":  f.secret(fmt.Sprintf("milvus-%d", f.seq), `{"token":"root:Milvus"}`),
+		"MilvusAddr":       f.milvus.Addr(),
+		"EmbeddingDim":     "64",
 		"RedisAddr":        "redis.internal:6379",
 	}
 }
@@ -192,7 +243,7 @@ func (f *fixture) deploy(stack string, params map[string]string, notify bool) {
 func (f *fixture) run(stack string, planned map[string]string) []Finding {
 	f.t.Helper()
 	lc := lambda.NewFromConfig(f.cfg, func(o *lambda.Options) { o.BaseEndpoint = aws.String(f.lambda) })
-	c := Checker{Stacks: f.cfn, Functions: lc, Secrets: f.sm, Network: f.ec2, Buckets: f.s3, Region: testRegion, Stack: stack, Planned: planned}
+	c := Checker{Stacks: f.cfn, Functions: lc, Secrets: f.sm, Network: f.ec2, Buckets: f.s3, Region: testRegion, Stack: stack, Planned: planned, MySQLCAFile: f.caFile}
 	out, err := c.Run(f.ctx)
 	if err != nil {
 		f.t.Fatal(err)
@@ -234,6 +285,11 @@ func TestPreflightFaults(t *testing.T) {
 		expect(t, got, Fail)
 		if len(got) < 6 {
 			t.Errorf("only %d findings: %+v", len(got), got)
+		}
+		for _, c := range []string{"milvus-collection", "aurora-tls"} {
+			if x := find(got, c); x.Status != OK {
+				t.Errorf("the healthy stack's %s: %+v", c, x)
+			}
 		}
 	})
 	t.Run("secret missing", func(t *testing.T) {
@@ -325,6 +381,70 @@ func TestPreflightFaults(t *testing.T) {
 			}
 		}
 	})
+	t.Run("milvus collection missing, not loaded, another dimension, token refused", func(t *testing.T) {
+		f.t = t
+		for _, c := range []struct {
+			name   string
+			params func(p map[string]string)
+			status Status
+			says   string
+		}{
+			{"missing", func(p map[string]string) { p["MilvusAddr"] = f.milvusWith(false, false).Addr() }, Fail, "does not exist"},
+			{"released", func(p map[string]string) { p["MilvusAddr"] = f.milvusWith(true, false).Addr() }, Fail, "not loaded"},
+			{"dimension", func(p map[string]string) { p["EmbeddingDim"] = "32" }, Fail, "EmbeddingDim"},
+			{"token", func(p map[string]string) {
+				p["MilvusSecretArn"] = f.secret("milvus-badtoken", `{"token":"root:wrong"}`)
+			}, Fail, "refused the secret's token"},
+			{"unreachable", func(p map[string]string) { p["MilvusAddr"] = closedAddr(t) }, Warn, "inside the VPC"},
+		} {
+			p := f.healthyParams()
+			c.params(p)
+			name := "milvus-" + c.name
+			f.deploy(name, p, true)
+			got := f.run(name, nil)
+			expect(t, got, c.status, "milvus-collection")
+			if x := find(got, "milvus-collection"); !strings.Contains(x.Message+" "+x.Fix, c.says) {
+				t.Errorf("%s: %+v does not say %q", c.name, x, c.says)
+			}
+		}
+	})
+	t.Run("aurora without TLS, an unknown CA, another host, unreachable", func(t *testing.T) {
+		f.t = t
+		plain, _ := mysqlAddrOf(mysqltest.Server(t))
+		for _, c := range []struct {
+			name   string
+			secret string
+			status Status
+			says   string
+		}{
+			{"plain", f.auroraSecret("127.0.0.1", plain), Fail, "does not accept TLS"},
+			{"unknown-ca", f.auroraSecret("localhost", f.tlsMySQL(storetest.NewCA(t), "localhost")), Fail, "not signed by the RDS certificate authorities"},
+			{"other-host", f.auroraSecret("localhost", f.tlsMySQL(f.ca, "db.example.internal")), Fail, "names another host"},
+			{"unreachable", f.auroraSecret("127.0.0.1", closedAddr(t)), Warn, "inside the VPC"},
+		} {
+			p := f.healthyParams()
+			p["MySQLSecretArn"] = c.secret
+			name := "aurora-" + c.name
+			f.deploy(name, p, true)
+			got := f.run(name, nil)
+			expect(t, got, c.status, "aurora-tls")
+			if x := find(got, "aurora-tls"); !strings.Contains(x.Message+" "+x.Fix, c.says) {
+				t.Errorf("%s: %+v does not say %q", c.name, x, c.says)
+			}
+		}
+	})
+	t.Run("the stores are checked through the RDS Proxy endpoint when the stack names one", func(t *testing.T) {
+		f.t = t
+		p := f.healthyParams()
+		p["MySQLSecretArn"] = f.auroraSecret("aurora.cluster-x.us-east-1.rds.amazonaws.com", f.mysqlAddr)
+		p["MySQLProxyEndpoint"] = "localhost"
+		f.deploy("proxied", p, true)
+		got := f.run("proxied", nil)
+		expect(t, got, Fail)
+		if x := find(got, "aurora-tls"); !strings.Contains(x.Message, "localhost:") {
+			t.Errorf("not checked through the proxy endpoint: %+v", x)
+		}
+	})
 	t.Run("dev in a new account", func(t *testing.T) {
 		f.t = t
 		saved := f.lambda
@@ -332,4 +452,32 @@ func TestPreflightFaults(t *testing.T) {
 		defer func() { f.lambda = saved }()
 		expect(t, f.run("devaccount", f.healthyParams()), Warn, "lambda-concurrency")
 	})
+}
+
+func find(fs []Finding, check string) Finding {
+	for _, f := range fs {
+		if f.Check == check {
+			return f
+		}
+	}
+	return Finding{}
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func mysqlAddrOf(dsn string) (string, error) {
+	i, j := strings.Index(dsn, "tcp("), strings.Index(dsn, ")/")
+	if i < 0 || j < i {
+		return "", fmt.Errorf("no address in %s", dsn)
+	}
+	return dsn[i+4 : j], nil
 }

@@ -322,6 +322,17 @@ func (ix *Index) checkDim(ctx context.Context) error {
 	return nil
 }
 
+// Check attaches now unless attached, without waiting for AttachEvery, and returns why the index cannot
+// be used: with Late, NotFound for a missing collection, Unavailable for one that is not loaded (or an
+// unreachable server), Invalid for another dimension; nil when it is usable. docmind aws preflight asks
+// it of a deployed stack's collection.
+func (ix *Index) Check(ctx context.Context) error {
+	if ix.attached.Load() {
+		return nil
+	}
+	return ix.attach(ctx)
+}
+
 // Close releases the connection, if one was made.
 func (ix *Index) Close() error {
 	ix.attachMu.Lock()
