@@ -89,6 +89,7 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/kbs/{kb}", l.deleteKB)
 	mux.HandleFunc("GET /api/kbs/{kb}/documents", l.listDocs)
 	mux.HandleFunc("POST /api/kbs/{kb}/documents", l.upload)
+	mux.HandleFunc("POST /api/kbs/{kb}/uploads", l.presignUpload)
 	mux.HandleFunc("GET /api/documents/{id}", l.getDoc)
 	mux.HandleFunc("GET /api/documents/{id}/chunks", l.chunks)
 	mux.HandleFunc("DELETE /api/documents/{id}", l.deleteDoc)
@@ -274,7 +275,7 @@ func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	out := kbList{KnowledgeBases: []kbView{}, Ingest: l.ing != nil}
+	out := kbList{KnowledgeBases: []kbView{}, Ingest: l.ing != nil, Upload: l.uploadMode()}
 	for _, kb := range roles.Readable(kbs) {
 		out.KnowledgeBases = append(out.KnowledgeBases, kbView{KnowledgeBase: kb, Role: roles.Of(kb.ID).String()})
 	}
@@ -287,6 +288,9 @@ func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
 type kbList struct {
 	KnowledgeBases []kbView `json:"knowledge_bases"`
 	Ingest         bool     `json:"ingest"`
+	// Upload says how the page sends a file: "direct" to POST /api/kbs/{kb}/documents, or "presigned"
+	// through POST /api/kbs/{kb}/uploads (AWS, where a direct upload is cut at 6 MB), and the largest.
+	Upload uploadMode `json:"upload"`
 }
 
 // createKB creates a knowledge base owned by the caller.
@@ -449,8 +453,8 @@ func (l *library) upload(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var cut errBodyRead
-		if errors.As(err, &cut) {
-			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "the upload ended before the file did (%v): nothing was stored; send it again", cut.err))
+		if errors.As(err, &cut) || (err != nil && r.Context().Err() != nil) { // the client is gone or the body cut
+			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "the upload ended before the file did: nothing was stored; send it again"))
 			return
 		}
 		if err != nil {

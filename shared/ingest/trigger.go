@@ -26,6 +26,7 @@ type SourceChange struct {
 	Key       string // decoded: inbox/<kb>/<path>
 	VersionID string
 	Sequencer string
+	Size      int64 // the object's size in bytes (a put's)
 }
 
 // Trigger turns drop-folder object events into ingestion: the AWS twin of Watcher. It is idempotent
@@ -42,6 +43,10 @@ type Trigger struct {
 	// Name derives the execution name from a label and the identifying parts (awsrt.ExecutionName).
 	Name     func(label string, parts ...string) string
 	LeaseTTL time.Duration // a removal's hold on the source (default 5 min)
+	// Users checks a presigned upload's uploader again when its object arrives (presigned.go).
+	Users UploaderRoles
+	// MaxUploadBytes refuses a larger presigned upload (default 64 MiB, the ingestion's file limit).
+	MaxUploadBytes int64
 }
 
 // Trigger actions.
@@ -87,6 +92,9 @@ func SplitInboxKey(key string) (kb, rel string, ok bool) {
 // ingestion holds the source (retry later), Unavailable for a dependency that is down.
 func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, error) {
 	const op = "ingest.Trigger"
+	if strings.HasPrefix(ch.Key, PresignedPrefix) {
+		return t.presigned(ctx, ch)
+	}
 	kbName, rel, ok := SplitInboxKey(ch.Key)
 	if !ok || (!ch.Removed && !extract.Supported(rel)) {
 		return TriggerResult{Action: ActionIgnored}, nil
