@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"path/filepath"
 
@@ -55,8 +56,8 @@ type uploads struct {
 	s *ingest.Service
 }
 
-func (u uploads) Upload(ctx context.Context, tenant, kbID, name string, data []byte) (rag.Document, error) {
-	return u.q.Upload(ctx, tenant, kbID, name, data)
+func (u uploads) Upload(ctx context.Context, tenant, kbID, name string, body io.Reader, admit func(context.Context) error) (rag.Document, error) {
+	return u.q.UploadStream(ctx, tenant, kbID, name, body, admit)
 }
 
 func (u uploads) Delete(ctx context.Context, tenant, id string) error {

@@ -18,6 +18,7 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
@@ -90,7 +91,8 @@ func open(ctx context.Context, getenv func(string) string, log *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	s := backends{Stores: hs, Blobs: blobs, S3: awsenv.S3Client(ac, cfg), Bucket: cfg.Blob.Bucket,
+	s3c := awsenv.S3Client(ac, cfg)
+	s := backends{Stores: hs, Blobs: blobs, S3: s3c, Presign: awss3.NewPresignClient(s3c), Bucket: cfg.Blob.Bucket,
 		Executions: awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: set.IngestStateMachine}}
 	if set.AnswerStateMachine != "" {
 		s.Asker = &askflow.Asker{Client: sfn.NewFromConfig(ac), StateMachineARN: set.AnswerStateMachine, Propagator: obs.Propagator()}
@@ -104,6 +106,7 @@ type backends struct {
 	httpfn.Stores
 	Blobs      store.Blobs
 	S3         ObjectPutter
+	Presign    PutPresigner // nil: no presigned uploads (POST /api/kbs/{kb}/uploads answers 404)
 	Bucket     string
 	Executions ingest.Executions
 	Asker      httpapi.Asker // nil: /api/ask runs the pipeline in this function
@@ -125,6 +128,9 @@ func newHandler(cfg config.Config, s backends, log *slog.Logger) (http.Handler, 
 	deps := httpapi.Deps{Version: version, Logger: log, Checks: httpfn.Checks(cfg, s.Stores), Library: s.SQL, MaxUploadBytes: cfg.Server.MaxBodyBytes,
 		Ingester: &uploads{svc: svc, s3: s.S3, bucket: s.Bucket, execs: s.Executions},
 		Chat:     chat, Asker: s.Asker, Conversations: s.SQL}
+	if s.Presign != nil {
+		deps.Presigner = &presigner{docs: s.SQL, s3: s.Presign, bucket: s.Bucket}
+	}
 	mode, err := httpfn.Identity(cfg, s.Stores, &deps, log)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -34,16 +35,27 @@ type uploads struct {
 	execs  ingest.Executions
 }
 
-// Upload creates the document (pending) in the knowledge base kbID, stores the bytes and starts its
-// ingestion. NotFound when the knowledge base is gone: the id is the one the uploader's role was checked
+// Upload reads the file, creates the document (pending) in the knowledge base kbID, stores the bytes and
+// starts its ingestion. The body is read whole: it is already in the function's memory (the event holds
+// it, at most API Gateway's 10 MB), and the SDK signs an in-memory body for a plain PutObject. Larger
+// files take the presigned path (POST /api/kbs/{kb}/uploads). NotFound when the knowledge base is gone: the id is the one the uploader's role was checked
 // on, never a name looked up again (a delete and re-create under the same name during the upload must
 // not receive the file). A failure after the document exists marks it failed with a message the user can
 // act on, and returns Unavailable.
-func (u *uploads) Upload(ctx context.Context, tenant, kbID, fileName string, data []byte) (rag.Document, error) {
+func (u *uploads) Upload(ctx context.Context, tenant, kbID, fileName string, body io.Reader, admit func(context.Context) error) (rag.Document, error) {
 	const op = "api.Upload"
 	name := ingest.CleanFileName(fileName)
 	if !extract.Supported(name) {
 		return rag.Document{}, rag.Errorf(op, rag.KindInvalid, "%s: this file type is not supported", name)
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return rag.Document{}, fmt.Errorf("read the upload: %w", err)
+	}
+	if admit != nil {
+		if err := admit(ctx); err != nil {
+			return rag.Document{}, err
+		}
 	}
 	doc := rag.Document{Tenant: tenant, KBID: kbID, SourceURI: "upload/" + rag.NewID("up"), FileName: name, Status: rag.StatusPending}
 	if err := u.svc.Runner.Stages.Records.CreateDocument(ctx, &doc); err != nil {

@@ -1,5 +1,6 @@
-// Command ingest is the Lambda that turns drop-folder uploads into ingestion. S3 sends ObjectCreated and
-// ObjectRemoved notifications for inbox/<kb>/... to an SQS queue; this function consumes it in batches
+// Command ingest is the Lambda that turns drop-folder uploads and presigned uploads into ingestion. S3
+// sends ObjectCreated and ObjectRemoved notifications for inbox/<kb>/..., and ObjectCreated for
+// uploads/<tenant>/<kb id>/<document id> (a presigned PUT, ingested as its requester's upload), to an SQS queue; this function consumes it in batches
 // and reports failed messages individually (ReportBatchItemFailures), so a poisoned message goes to the
 // dead-letter queue after the queue's maxReceiveCount and never blocks the others. Each accepted upload
 // starts one execution of the ingestion state machine; each removal deletes the document everywhere.
@@ -54,7 +55,7 @@ func (h *handler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 		for _, o := range objs {
 			res, err := h.trigger.Handle(ctx, ingest.SourceChange{Removed: o.Removed, Bucket: o.Bucket, Key: o.Key,
-				VersionID: o.VersionID, Sequencer: o.Sequencer})
+				VersionID: o.VersionID, Sequencer: o.Sequencer, Size: o.Size})
 			if err != nil {
 				return err
 			}
@@ -101,6 +102,7 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*h
 	}
 	svc := &ingest.Service{Runner: &ingest.Runner{Stages: &ingest.Stages{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}}, InboxTenant: cfg.Tenant, Leases: c.SQL}
 	t := &ingest.Trigger{Service: svc, Events: c.SQL, Leases: c.SQL, Tenant: cfg.Tenant, Name: awsrt.ExecutionName,
+		Users: c.SQL, MaxUploadBytes: cfg.Server.MaxBodyBytes,
 		Executions: awsenv.Executions{Client: sfn.NewFromConfig(ac), StateMachineARN: set.StateMachineARN}}
 	return &handler{trigger: t, log: log}, nil
 }

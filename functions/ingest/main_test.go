@@ -38,7 +38,7 @@ func load(t *testing.T, name string) events.SQSEvent {
 }
 
 // ING-03 and the poisoned record: keys with spaces, "+", "%", CJK and emoji reach the trigger exactly as
-// stored; the malformed message alone is reported for redelivery (and, after maxReceiveCount, the DLQ).
+// stored, with the object's size (a presigned upload over the limit is refused by it); the malformed message alone is reported for redelivery (and, after maxReceiveCount, the DLQ).
 func TestBatchDecodesKeysAndReportsThePoisonedRecord(t *testing.T) {
 	f := &fakeTrigger{}
 	h := &handler{trigger: f, log: slog.New(slog.DiscardHandler)}
@@ -50,10 +50,10 @@ func TestBatchDecodesKeysAndReportsThePoisonedRecord(t *testing.T) {
 		t.Fatalf("batch item failures %+v; want only msg-6", resp.BatchItemFailures)
 	}
 	want := []ingest.SourceChange{
-		{Bucket: "docmind-dev-documents", Key: "inbox/handbook/HR policy v2.md", VersionID: "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", Sequencer: "0055AED6DCD90281E5"},
-		{Bucket: "docmind-dev-documents", Key: "inbox/handbook/a+b=c.txt", VersionID: "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", Sequencer: "0055AED6DCD90281E6"},
-		{Bucket: "docmind-dev-documents", Key: "inbox/手册/员工 手册（2026）.md", VersionID: "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", Sequencer: "0055AED6DCD90281E7"},
-		{Bucket: "docmind-dev-documents", Key: "inbox/handbook/100% done 📄.md", VersionID: "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", Sequencer: "0055AED6DCD90281E8"},
+		{Bucket: "docmind-dev-documents", Key: "inbox/handbook/HR policy v2.md", VersionID: "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", Sequencer: "0055AED6DCD90281E5", Size: 1024},
+		{Bucket: "docmind-dev-documents", Key: "inbox/handbook/a+b=c.txt", VersionID: "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", Sequencer: "0055AED6DCD90281E6", Size: 1024},
+		{Bucket: "docmind-dev-documents", Key: "inbox/手册/员工 手册（2026）.md", VersionID: "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", Sequencer: "0055AED6DCD90281E7", Size: 1024},
+		{Bucket: "docmind-dev-documents", Key: "inbox/handbook/100% done 📄.md", VersionID: "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY", Sequencer: "0055AED6DCD90281E8", Size: 1024},
 		{Removed: true, Bucket: "docmind-dev-documents", Key: "inbox/handbook/HR policy v2.md", VersionID: "null", Sequencer: "0055AED6DCD90281F0"},
 	}
 	if len(f.got) != len(want) {

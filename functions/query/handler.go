@@ -43,7 +43,9 @@ func newHandler(cfg config.Config, c caps, s httpfn.Stores, off offload, tr *obs
 	}
 	deps := httpapi.Deps{Version: version, Logger: log, Checks: httpfn.Checks(cfg, s), Library: s.SQL, Chat: chat,
 		Conversations: s.SQL, ChatTimeout: c.StreamMax, MaxUploadBytes: cfg.Server.MaxBodyBytes,
-		MCP: mcp.Handler(mcp.Options{Version: version, Logger: log})}
+		// the page this function serves uploads through the management API's presigned URLs
+		PresignedUploads: true,
+		MCP:              mcp.Handler(mcp.Options{Version: version, Logger: log})}
 	// DOCMIND_AUTH=none was refused at start whatever the Function URL's AuthType (requireAuth)
 	if _, err := httpfn.Identity(cfg, s, &deps, log); err != nil {
 		return nil, err

@@ -38,8 +38,14 @@ type Deps struct {
 	// Tenant returns the caller's tenant. Until authentication exists the local server answers with its
 	// single configured tenant (and listens on loopback only).
 	Tenant func(*http.Request) (string, error)
-	// MaxUploadBytes bounds one uploaded file (default 64 MiB).
+	// MaxUploadBytes bounds one uploaded file (default 64 MiB), sent directly or through a presigned URL.
 	MaxUploadBytes int64
+	// Presigner, when set, serves POST /api/kbs/{kb}/uploads (a URL to send the file straight to storage),
+	// and GET /api/kbs tells the page to use it ("upload": {"mode": "presigned"}).
+	Presigner Presigner
+	// PresignedUploads tells the page to upload through presigned URLs although this server issues none:
+	// on AWS the query function serves the page, and the management API issues the URLs.
+	PresignedUploads bool
 	// Chat enables POST /api/chat (needs Library and Tenant); ChatTimeout bounds one stream (default
 	// 2 min): Lambda keeps streaming after the client leaves, so the server ends it.
 	Chat        Chatter

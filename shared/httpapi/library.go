@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -26,9 +27,12 @@ type Library interface {
 
 // Ingester accepts uploads and deletes documents and knowledge bases.
 type Ingester interface {
-	// Upload stores the file in the knowledge base kbID, the id the uploader's role was checked on, and
-	// queues its ingestion; NotFound when that knowledge base is gone (never another of the same name).
-	Upload(ctx context.Context, tenant, kbID, fileName string, data []byte) (rag.Document, error)
+	// Upload stores the file read from body in the knowledge base kbID, the id the uploader's role was
+	// checked on, and queues its ingestion; NotFound when that knowledge base is gone (never another of
+	// the same name). body is the request's file part, read as it arrives: an error from it (too large,
+	// the client gone) ends the upload with nothing kept and is returned wrapped. admit is called once the
+	// body is read and before the document exists (the role read afresh); its error is returned as is.
+	Upload(ctx context.Context, tenant, kbID, fileName string, body io.Reader, admit func(context.Context) error) (rag.Document, error)
 	Delete(ctx context.Context, tenant, docID string) error
 	// DeleteKB removes the knowledge base from every store (rows, vectors, keyword index, sources).
 	DeleteKB(ctx context.Context, tenant, kbID string) error
@@ -85,6 +89,7 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/kbs/{kb}", l.deleteKB)
 	mux.HandleFunc("GET /api/kbs/{kb}/documents", l.listDocs)
 	mux.HandleFunc("POST /api/kbs/{kb}/documents", l.upload)
+	mux.HandleFunc("POST /api/kbs/{kb}/uploads", l.presignUpload)
 	mux.HandleFunc("GET /api/documents/{id}", l.getDoc)
 	mux.HandleFunc("GET /api/documents/{id}/chunks", l.chunks)
 	mux.HandleFunc("DELETE /api/documents/{id}", l.deleteDoc)
@@ -270,7 +275,7 @@ func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	out := kbList{KnowledgeBases: []kbView{}, Ingest: l.ing != nil}
+	out := kbList{KnowledgeBases: []kbView{}, Ingest: l.ing != nil, Upload: l.uploadMode()}
 	for _, kb := range roles.Readable(kbs) {
 		out.KnowledgeBases = append(out.KnowledgeBases, kbView{KnowledgeBase: kb, Role: roles.Of(kb.ID).String()})
 	}
@@ -283,6 +288,9 @@ func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
 type kbList struct {
 	KnowledgeBases []kbView `json:"knowledge_bases"`
 	Ingest         bool     `json:"ingest"`
+	// Upload says how the page sends a file: "direct" to POST /api/kbs/{kb}/documents, or "presigned"
+	// through POST /api/kbs/{kb}/uploads (AWS, where a direct upload is cut at 6 MB), and the largest.
+	Upload uploadMode `json:"upload"`
 }
 
 // createKB creates a knowledge base owned by the caller.
@@ -423,30 +431,32 @@ func (l *library) upload(w http.ResponseWriter, r *http.Request) {
 			part.Close()
 			continue
 		}
-		data, err := io.ReadAll(io.LimitReader(part, l.maxBytes+1))
-		part.Close()
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) || int64(len(data)) > l.maxBytes {
-			l.tooLarge(w)
-			return
-		}
-		if err != nil {
-			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "reading the upload: %v", err))
-			return
-		}
-		if len(data) == 0 { // refused here, not failed later with a parser's message about an empty text
+		// the file goes to storage as it arrives, never whole into memory (issue #24): an empty file is
+		// refused before anything is stored, a larger one than the limit when its limit+1st byte arrives
+		body := bufio.NewReaderSize(part, 512)
+		if _, err := body.Peek(1); err == io.EOF { // refused here, not failed later with a parser's message about an empty text
+			part.Close()
 			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "the file %q is empty (0 bytes): there is nothing in it to add", part.FileName()))
 			return
 		}
-		// the role again, read afresh: sending a large file takes minutes, and a role revoked meanwhile
-		// must not let it in
-		if err := l.recheck(r.Context(), p, kb, rag.KBEditor); err != nil {
-			l.fail(w, r, err)
+		// the role again, read afresh once the file is in: sending a large file takes minutes, and a role
+		// revoked meanwhile must not let it in. By id: the knowledge base may have been deleted, and another
+		// created under its name, while the file was read; the one the role was checked on is the only one
+		// it may go to.
+		admit := func(ctx context.Context) error { return l.recheck(ctx, p, kb, rag.KBEditor) }
+		doc, err := l.ing.Upload(r.Context(), tenant, kb.ID, part.FileName(), &limitedBody{r: body, left: l.maxBytes, limit: l.maxBytes}, admit)
+		part.Close()
+		var mbe *http.MaxBytesError
+		var big errFileTooLarge
+		if errors.As(err, &mbe) || errors.As(err, &big) {
+			l.tooLarge(w)
 			return
 		}
-		// by id: the knowledge base may have been deleted, and another created under its name, while the
-		// file was read; the one the role was checked on is the only one it may go to
-		doc, err := l.ing.Upload(r.Context(), tenant, kb.ID, part.FileName(), data)
+		var cut errBodyRead
+		if errors.As(err, &cut) || (err != nil && r.Context().Err() != nil) { // the client is gone or the body cut
+			l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "the upload ended before the file did: nothing was stored; send it again"))
+			return
+		}
 		if err != nil {
 			l.fail(w, r, err)
 			return
@@ -455,6 +465,44 @@ func (l *library) upload(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusAccepted, viewDoc(doc))
 		return
 	}
+}
+
+// errFileTooLarge is limitedBody's error once the file passes the upload limit.
+type errFileTooLarge struct{ limit int64 }
+
+func (e errFileTooLarge) Error() string {
+	return fmt.Sprintf("the file is larger than the upload limit (%d bytes)", e.limit)
+}
+
+// errBodyRead is a failed read of the file part: the client went away, or the multipart body is cut.
+type errBodyRead struct{ err error }
+
+func (e errBodyRead) Error() string { return "reading the upload: " + e.err.Error() }
+func (e errBodyRead) Unwrap() error { return e.err }
+
+// limitedBody reads an uploaded file and fails with errFileTooLarge on its limit+1st byte, so that the
+// store it is streamed into discards it (io.LimitReader would end it quietly, truncated). Read errors
+// other than the end come back as errBodyRead, told apart from the store's own failures.
+type limitedBody struct {
+	r     io.Reader
+	left  int64 // bytes still allowed
+	limit int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.r.Read(p)
+	if int64(n) > b.left {
+		return 0, errFileTooLarge{limit: b.limit}
+	}
+	b.left -= int64(n)
+	var mbe *http.MaxBytesError
+	if err != nil && err != io.EOF && !errors.As(err, &mbe) {
+		err = errBodyRead{err}
+	}
+	return n, err
 }
 
 func (l *library) tooLarge(w http.ResponseWriter) {

@@ -25,8 +25,8 @@ import (
 // service for deletes.
 type queueIngester struct{ q *ingest.Queue }
 
-func (u queueIngester) Upload(ctx context.Context, tenant, kbID, name string, data []byte) (rag.Document, error) {
-	return u.q.Upload(ctx, tenant, kbID, name, data)
+func (u queueIngester) Upload(ctx context.Context, tenant, kbID, name string, body io.Reader, admit func(context.Context) error) (rag.Document, error) {
+	return u.q.UploadStream(ctx, tenant, kbID, name, body, admit)
 }
 func (u queueIngester) Delete(ctx context.Context, tenant, id string) error {
 	return u.q.Service.Delete(ctx, tenant, id)

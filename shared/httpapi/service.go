@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -232,7 +233,7 @@ func (s *Service) Ingest(ctx context.Context, p rag.Principal, kbKey, fileName s
 	case int64(len(data)) > l.maxBytes:
 		return rag.Document{}, rag.Errorf("httpapi", rag.KindInvalid, "the file is larger than the upload limit (%d bytes)", l.maxBytes)
 	}
-	doc, err := l.ing.Upload(ctx, p.Tenant, kb.ID, fileName, data)
+	doc, err := l.ing.Upload(ctx, p.Tenant, kb.ID, fileName, bytes.NewReader(data), nil)
 	if err != nil {
 		return rag.Document{}, err
 	}

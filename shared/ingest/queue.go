@@ -3,7 +3,10 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -73,9 +76,25 @@ func CleanFileName(name string) string {
 	return name
 }
 
-// Upload stores the source in the knowledge base kbID, creates the document (status pending) and queues
-// its ingestion. NotFound when the knowledge base is gone; Unavailable when the queue is full (the
-// document is then failed with that reason; its stored source can be re-processed).
+// Upload is UploadStream of bytes already in memory, with no admission check (the CLI and tests).
+func (q *Queue) Upload(ctx context.Context, tenant, kbID, fileName string, data []byte) (rag.Document, error) {
+	return q.UploadStream(ctx, tenant, kbID, fileName, bytes.NewReader(data), nil)
+}
+
+// UploadStream stores the source read from body in the knowledge base kbID, creates the document (status
+// pending) and queues its ingestion. NotFound when the knowledge base is gone; Unavailable when the queue
+// is full (the document is then failed with that reason; its stored source can be re-processed).
+//
+// The body is streamed to the blob store (fsblob writes a temporary file and renames it into place) with
+// its SHA-256 computed on the way, never held in memory: an upload in flight holds a copy buffer, not the
+// file (an upload used to be read whole first, 160-210 MB of resident memory per large upload, issue
+// #24). A body that fails (too large, the client gone, a read error) ends the upload with nothing kept:
+// the source is written before the document row exists, and removed again when admit or the row fails,
+// so an aborted upload leaves neither a stored source nor a pending row. The error is body's, wrapped.
+//
+// admit, when set, is called once the body is stored and before the document exists: the HTTP layer
+// reads the uploader's role afresh there (sending a large file takes minutes, and a role revoked
+// meanwhile must not let it in).
 //
 // The knowledge base is the id the caller checked the uploader's role on, carried to the document row,
 // the storage key and the queued job; never a name looked up again. An upload used to be checked by id
@@ -83,7 +102,7 @@ func CleanFileName(name string) string {
 // file was sent put it into the new one, whoever owned that (security review). The document row is
 // created only if the knowledge base still exists (sqldb checks it in the insert's transaction), and the
 // worker ingests by the document's own knowledge-base id.
-func (q *Queue) Upload(ctx context.Context, tenant, kbID, fileName string, data []byte) (rag.Document, error) {
+func (q *Queue) UploadStream(ctx context.Context, tenant, kbID, fileName string, body io.Reader, admit func(context.Context) error) (rag.Document, error) {
 	q.init()
 	const op = "ingest.Upload"
 	name := CleanFileName(fileName)
@@ -91,17 +110,30 @@ func (q *Queue) Upload(ctx context.Context, tenant, kbID, fileName string, data 
 		return rag.Document{}, rag.E(op, rag.KindInvalid, err)
 	}
 	st := q.Service.Runner.Stages
-	doc := rag.Document{Tenant: tenant, KBID: kbID, SourceURI: "upload/" + rag.NewID("up"), FileName: name, FileType: fileType(name), Status: rag.StatusPending}
+	doc := rag.Document{ID: rag.NewID("doc"), Tenant: tenant, KBID: kbID, SourceURI: "upload/" + rag.NewID("up"), FileName: name,
+		FileType: fileType(name), Status: rag.StatusPending}
+	key := sourceKey(tenant, doc.KBID, doc.ID, name)
+	h := sha256.New()
+	if _, err := st.Blobs.Put(ctx, key, io.TeeReader(body, h), ""); err != nil {
+		// the store removes its partial write; a store that may have kept one loses it here
+		st.Blobs.Delete(context.WithoutCancel(ctx), key)
+		return rag.Document{}, fmt.Errorf("store upload: %w", err)
+	}
+	doc.ContentHash = hex.EncodeToString(h.Sum(nil))
+	drop := func(err error) (rag.Document, error) {
+		st.Blobs.Delete(context.WithoutCancel(ctx), key)
+		return rag.Document{}, err
+	}
+	if admit != nil {
+		if err := admit(ctx); err != nil {
+			return drop(err)
+		}
+	}
 	if err := st.Records.CreateDocument(ctx, &doc); err != nil {
 		if rag.Is(err, rag.KindNotFound) {
 			err = rag.Errorf(op, rag.KindNotFound, "the knowledge base was deleted during the upload")
 		}
-		return rag.Document{}, err
-	}
-	if _, err := st.Blobs.Put(ctx, sourceKey(tenant, doc.KBID, doc.ID, name), bytes.NewReader(data), ""); err != nil {
-		doc.Status, doc.Error = rag.StatusFailed, "the upload could not be stored; upload it again"
-		st.Records.UpdateDocument(ctx, &doc)
-		return doc, fmt.Errorf("store upload: %w", err)
+		return drop(err)
 	}
 	select {
 	case q.jobs <- job{tenant, doc.ID}:

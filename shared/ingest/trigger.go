@@ -26,9 +26,11 @@ type SourceChange struct {
 	Key       string // decoded: inbox/<kb>/<path>
 	VersionID string
 	Sequencer string
+	Size      int64 // the object's size in bytes (a put's)
 }
 
-// Trigger turns drop-folder object events into ingestion: the AWS twin of Watcher. It is idempotent
+// Trigger turns drop-folder object events, and presigned uploads' objects (uploads/<tenant>/<kb id>/
+// <document id>, presigned.go), into ingestion: the AWS twin of Watcher. It is idempotent
 // under duplicate and reordered delivery (ING-01, ING-02): each event is first recorded against the
 // source's newest sequencer with a conditional SQL write, so a stale event is dropped; an accepted put
 // starts one execution whose name is derived from the object version, so a replay cannot start a
@@ -42,6 +44,10 @@ type Trigger struct {
 	// Name derives the execution name from a label and the identifying parts (awsrt.ExecutionName).
 	Name     func(label string, parts ...string) string
 	LeaseTTL time.Duration // a removal's hold on the source (default 5 min)
+	// Users checks a presigned upload's uploader again when its object arrives (presigned.go).
+	Users UploaderRoles
+	// MaxUploadBytes refuses a larger presigned upload (default 64 MiB, the ingestion's file limit).
+	MaxUploadBytes int64
 }
 
 // Trigger actions.
@@ -50,7 +56,7 @@ const (
 	ActionDuplicate = "duplicate" // the execution exists already: a replayed event
 	ActionStale     = "stale"     // a newer event for the source is recorded: dropped
 	ActionDeleted   = "deleted"   // the document was deleted everywhere
-	ActionIgnored   = "ignored"   // not a drop-folder document (hidden, unsupported, outside inbox/)
+	ActionIgnored   = "ignored"   // not a document to ingest (hidden, unsupported, outside inbox/ and the presigned uploads, a removal under uploads/)
 )
 
 // TriggerResult says what one event did.
@@ -83,10 +89,14 @@ func SplitInboxKey(key string) (kb, rel string, ok bool) {
 
 // Handle applies one event. Errors are classified: Invalid for an event that can never succeed (the
 // message belongs in the dead-letter queue), Permission for a put into a knowledge base a member created or owns
-// (OperatorKB: refused, audited, and dead-lettered after the queue's retries), Conflict while another
+// (OperatorKB: refused, audited, and dead-lettered after the queue's retries) and for a presigned upload
+// whose uploader may no longer edit its knowledge base (refused and audited alike), Conflict while another
 // ingestion holds the source (retry later), Unavailable for a dependency that is down.
 func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, error) {
 	const op = "ingest.Trigger"
+	if strings.HasPrefix(ch.Key, PresignedPrefix) {
+		return t.presigned(ctx, ch)
+	}
 	kbName, rel, ok := SplitInboxKey(ch.Key)
 	if !ok || (!ch.Removed && !extract.Supported(rel)) {
 		return TriggerResult{Action: ActionIgnored}, nil
