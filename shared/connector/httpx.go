@@ -113,3 +113,12 @@ func StatusError(op string, resp *http.Response) error {
 	}
 	return rag.E(op, kind, fmt.Errorf("%s %s: HTTP %d", resp.Request.Method, resp.Request.URL.Redacted(), resp.StatusCode))
 }
+
+// Transport is h as an http.RoundTripper, for official clients that take an *http.Client (the Google
+// Drive client, the oauth2 token sources): their requests go through the same hardened client, are
+// counted and wait out 429 Retry-After like the connector's own.
+func (h *HTTP) Transport() http.RoundTripper { return roundTripper{h} }
+
+type roundTripper struct{ h *HTTP }
+
+func (t roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return t.h.Do(r) }
