@@ -508,7 +508,7 @@ func graphError(op string, resp *http.Response) error {
 		} `json:"error"`
 	}
 	if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body) == nil && body.Error.Code != "" {
-		return rag.E(op, rag.KindOf(err), fmt.Errorf("%w (%s)", err, body.Error.Code))
+		return rag.E(op, rag.KindOf(err), fmt.Errorf("%s %s: HTTP %d (%s)", resp.Request.Method, resp.Request.URL.Redacted(), resp.StatusCode, body.Error.Code))
 	}
 	return err
 }
