@@ -122,3 +122,10 @@ func (h *HTTP) Transport() http.RoundTripper { return roundTripper{h} }
 type roundTripper struct{ h *HTTP }
 
 func (t roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return t.h.Do(r) }
+
+// Backoff waits d (recorded in Waits) for a source that signals a rate limit its own way (Drive's 403
+// userRateLimitExceeded), through the same Sleep as Do's waits.
+func (h *HTTP) Backoff(ctx context.Context, d time.Duration) error {
+	h.Waits = append(h.Waits, d)
+	return h.sleep(ctx, d)
+}

@@ -39,6 +39,7 @@ type fake struct {
 	files    map[string]*ffile
 	log      []string // change log: the file id changed at each position (the page token is an index)
 	limit    int
+	limit403 int // answer the next n Drive requests with 403 userRateLimitExceeded
 	now      time.Time
 	token    string
 	calls    map[string]int // token, start, changes, list, get, media, export
@@ -144,6 +145,11 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.limit--
 		w.Header().Set("Retry-After", "5")
 		driveErr(w, http.StatusTooManyRequests, "rateLimitExceeded", "Rate Limit Exceeded")
+		return
+	}
+	if f.limit403 > 0 {
+		f.limit403--
+		driveErr(w, http.StatusForbidden, "userRateLimitExceeded", "User Rate Limit Exceeded")
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+f.token {

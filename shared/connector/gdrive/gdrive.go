@@ -561,8 +561,22 @@ func (c *Connector) getJSON(ctx context.Context, u string, v any) error {
 	return nil
 }
 
-// get GETs u with the bearer token and returns the body of a 200.
+// get GETs u with the bearer token and returns the body of a 200. Drive also signals rate limits with
+// 403 userRateLimitExceeded or rateLimitExceeded, for which its documentation asks for exponential
+// backoff: 1 s, 2 s, 4 s, 8 s, then the error (Unavailable).
 func (c *Connector) get(ctx context.Context, u string) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		b, err := c.getOnce(ctx, u)
+		if !errors.Is(err, errRateLimited) || attempt >= 4 {
+			return b, err
+		}
+		if err := c.http.Backoff(ctx, time.Second<<attempt); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *Connector) getOnce(ctx context.Context, u string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, rag.E("gdrive.get", rag.KindInvalid, err)
@@ -606,12 +620,14 @@ func driveError(op string, resp *http.Response) error {
 		return err
 	}
 	reason := body.Error.Errors[0].Reason
-	kind := rag.KindOf(err)
 	if reason == "userRateLimitExceeded" || reason == "rateLimitExceeded" {
-		kind = rag.KindUnavailable
+		return rag.E(op, rag.KindUnavailable, fmt.Errorf("%s %s: HTTP %d (%s): %w", resp.Request.Method, resp.Request.URL.Redacted(), resp.StatusCode, reason, errRateLimited))
 	}
-	return rag.E(op, kind, fmt.Errorf("%s %s: HTTP %d (%s)", resp.Request.Method, resp.Request.URL.Redacted(), resp.StatusCode, reason))
+	return rag.E(op, rag.KindOf(err), fmt.Errorf("%s %s: HTTP %d (%s)", resp.Request.Method, resp.Request.URL.Redacted(), resp.StatusCode, reason))
 }
+
+// errRateLimited marks Drive's 403 rate-limit answers.
+var errRateLimited = errors.New("rate limited")
 
 // classify maps a transport error: Google's token endpoint refusing the service account is
 // Permission (its error code only), a rate limit outlasting connector.HTTP keeps its kind, anything

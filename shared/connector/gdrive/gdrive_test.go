@@ -166,6 +166,17 @@ func TestValidateCredentials(t *testing.T) {
 	if err := good.Validate(context.Background()); err != nil {
 		t.Fatalf("Validate = %v", err)
 	}
+	// Drive's 403 userRateLimitExceeded is backed off (1 s, 2 s), not taken for a refusal
+	f.limit403 = 2
+	limited, hc := newConnector(t, f, folderConfig(f, ""), pemKey)
+	if err := limited.Validate(context.Background()); err != nil || len(hc.Waits) != 2 || hc.Waits[0] != time.Second || hc.Waits[1] != 2*time.Second {
+		t.Fatalf("Validate through two 403 rate limits = %v after waits %v; want success after 1s and 2s", err, hc.Waits)
+	}
+	f.limit403 = 10
+	if err := limited.Validate(context.Background()); !rag.Is(err, rag.KindUnavailable) || len(hc.Waits)-2 != 4 {
+		t.Fatalf("Validate while Drive keeps limiting = %v after waits %v; want Unavailable after 4 more waits", err, hc.Waits)
+	}
+	f.limit403 = 0
 	notFolder, _ := newConnector(t, f, `{"folder_id":"DOC1","endpoint":"`+f.srv.URL+`/drive/v3"}`, pemKey)
 	if err := notFolder.Validate(context.Background()); !rag.Is(err, rag.KindInvalid) {
 		t.Fatalf("Validate with a document as the folder = %v; want Invalid", err)
