@@ -2,6 +2,7 @@ package gdrive
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +200,40 @@ func TestParseConfig(t *testing.T) {
 	if _, err := ParseConfig([]byte(`{"private_key":"x"}`)); !rag.Is(err, rag.KindInvalid) {
 		t.Fatalf("a key in the settings = %v; want Invalid (credentials do not belong there)", err)
 	}
+}
+
+// TestSyncFigures measures a folder of 100 files: the first sync, then an incremental one after 3
+// edits, 2 deletions and 1 addition (the figures in docs/connectors.md; times are for scale only).
+func TestSyncFigures(t *testing.T) {
+	key, pemKey := newKey(t)
+	f := newFake(t, &key.PublicKey)
+	f.put(rootFolder, "Handbook", folderMime, "root", "", "Ana Lima")
+	for i := range 100 {
+		f.put(fmt.Sprintf("F%03d", i), fmt.Sprintf("policy %03d.md", i), "text/markdown", rootFolder,
+			fmt.Sprintf("# Policy %03d\n\nRule %d says the tern%03d form is filed weekly.\n", i, i, i), "Ana Lima")
+	}
+	env := connectortest.New(t, "drive", "gdrive", `{}`)
+	c, _ := newConnector(t, f, `{"folder_id":"`+rootFolder+`","endpoint":"`+f.srv.URL+`/drive/v3"}`, pemKey)
+	start := time.Now()
+	res := env.Sync(t, c, connector.Options{})
+	first := time.Since(start)
+	// token + startPageToken + 1 folder-tree level + 1 files page (100 by 100) + 100 downloads
+	if res.Added != 100 || res.Calls != 104 {
+		t.Fatalf("first sync = %+v; want 100 added in 104 calls", res)
+	}
+	for _, id := range []string{"F010", "F020", "F030"} {
+		f.change(id, func(x *ffile) { x.data = "# Edited\n\nThe plover form replaces it.\n" })
+	}
+	f.change("F040", func(x *ffile) { x.trashed = true })
+	f.change("F050", func(x *ffile) { x.gone = true })
+	f.put("NEW", "policy new.md", "text/markdown", rootFolder, "# New\n\nThe avocet rule.\n", "Caro Diaz")
+	start = time.Now()
+	res2 := env.Sync(t, c, connector.Options{})
+	incr := time.Since(start)
+	// 1 folder-tree level + 1 change page + 4 downloads
+	if res2.Added != 1 || res2.Updated != 3 || res2.Deleted != 2 || res2.Calls != 6 {
+		t.Fatalf("incremental sync = %+v; want 1 added, 3 updated, 2 deleted in 6 calls", res2)
+	}
+	t.Logf("FIGURES gdrive: first sync 100 files: %d calls, %s; incremental (3 edited, 2 deleted, 1 added): %d calls, %s",
+		res.Calls, first.Round(time.Millisecond), res2.Calls, incr.Round(time.Millisecond))
 }

@@ -413,17 +413,31 @@ func (c *Connector) download(ctx context.Context, it driveItem) ([]byte, error) 
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = withoutQuery(ue.URL) // the download URL's query is its authorisation
+		}
 		return nil, classify("sharepoint.download", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, connector.StatusError("sharepoint.download", resp)
+		kind := rag.KindOf(connector.StatusError("sharepoint.download", resp))
+		return nil, rag.Errorf("sharepoint.download", kind, "GET %s: HTTP %d", withoutQuery(resp.Request.URL.String()), resp.StatusCode)
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, rag.E("sharepoint.download", rag.KindUnavailable, fmt.Errorf("read %s: %w", it.Name, err))
 	}
 	return b, nil
+}
+
+// withoutQuery drops a URL's query: a pre-authenticated download URL's query carries its token, which
+// must not reach an error, a log or connector_items.
+func withoutQuery(u string) string {
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		return u[:i] + "?[redacted]"
+	}
+	return u
 }
 
 // item turns a driveItem into an item with its metadata.

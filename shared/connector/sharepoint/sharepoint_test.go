@@ -2,6 +2,7 @@ package sharepoint
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ func TestSyncAgainstFake(t *testing.T) {
 	// token + 429 + drive + 4 delta pages (11 items by 3: root, 3 folders, 7 files) + 5 downloads
 	if res.Calls != 12 || f.calls["token"] != 1 || f.calls["delta"] != 4 || len(hc.Waits) != 1 || hc.Waits[0] != 3*time.Second {
 		t.Fatalf("first sync calls %d (%v), waits %v; want 12 calls, one token, 4 delta pages, one 3s wait", res.Calls, f.calls, hc.Waits)
+	}
+	if strings.Contains(res.Failed[0].Error, "tempauth") || !strings.Contains(res.Failed[0].Error, "HTTP 500") {
+		t.Fatalf("the failed download's error %q must say HTTP 500 without the download URL's token", res.Failed[0].Error)
 	}
 	if f.authOnDL != 0 {
 		t.Fatalf("%d downloads carried the bearer token to the pre-authenticated URL", f.authOnDL)
@@ -180,4 +184,40 @@ func TestParseConfig(t *testing.T) {
 	if _, err := ParseConfig([]byte(`{"drive_id":"d","client_secret":"x"}`)); !rag.Is(err, rag.KindInvalid) {
 		t.Fatalf("a secret in the settings = %v; want Invalid (credentials do not belong there)", err)
 	}
+}
+
+// TestSyncFigures measures a library of 100 files: the first sync, then an incremental one after 3
+// edits, 2 deletions and 1 addition (the figures in docs/connectors.md; times are for scale only).
+func TestSyncFigures(t *testing.T) {
+	f := newFake(t)
+	f.pageSize = 200 // Graph's delta pages hold about 200 items
+	f.folder("F-POL", "Policies", "root")
+	for i := range 100 {
+		id := fmt.Sprintf("I-%03d", i)
+		f.put(id, fmt.Sprintf("Policy %03d.md", i), "F-POL", fmt.Sprintf("# Policy %03d\n\nRule %d says the tern%03d form is filed weekly.\n", i, i, i), "Megan Bowen")
+	}
+	env := connectortest.New(t, "docs", "sharepoint", `{}`)
+	c, _ := newConnector(t, f, siteConfig(f, ""), goodCreds)
+	start := time.Now()
+	res := env.Sync(t, c, connector.Options{})
+	first := time.Since(start)
+	// token + drive + 1 delta page (102 items) + 100 downloads
+	if res.Added != 100 || res.Calls != 103 {
+		t.Fatalf("first sync = %+v; want 100 added in 103 calls", res)
+	}
+	for _, id := range []string{"I-010", "I-020", "I-030"} {
+		f.put(id, "Policy "+id[2:]+".md", "F-POL", "# Edited\n\nThe plover form replaces it.\n", "Adele Vance")
+	}
+	f.remove("I-040")
+	f.remove("I-050")
+	f.put("I-NEW", "Policy new.md", "F-POL", "# New\n\nThe avocet rule.\n", "Adele Vance")
+	start = time.Now()
+	res2 := env.Sync(t, c, connector.Options{})
+	incr := time.Since(start)
+	// 1 delta page + 4 downloads
+	if res2.Added != 1 || res2.Updated != 3 || res2.Deleted != 2 || res2.Calls != 5 {
+		t.Fatalf("incremental sync = %+v; want 1 added, 3 updated, 2 deleted in 5 calls", res2)
+	}
+	t.Logf("FIGURES sharepoint: first sync 100 files: %d calls, %s; incremental (3 edited, 2 deleted, 1 added): %d calls, %s",
+		res.Calls, first.Round(time.Millisecond), res2.Calls, incr.Round(time.Millisecond))
 }
