@@ -44,6 +44,25 @@ type fake struct {
 	token    string
 	calls    map[string]int // token, start, changes, list, get, media, export
 	subjects []string       // the JWT sub claims seen (domain-wide delegation)
+	// shared is a shared drive's id: every file is in it (no owners, a driveId), and the list and
+	// changes calls must carry the shared-drive parameters Google documents for it
+	shared string
+}
+
+// sharedParams checks the shared-drive parameters of a call: driveId and supportsAllDrives always,
+// includeItemsFromAllDrives when items are listed, corpora=drive for files.list.
+func (f *fake) sharedParams(q map[string][]string, items, list bool) bool {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	if f.shared == "" {
+		return get("driveId") == ""
+	}
+	return get("driveId") == f.shared && get("supportsAllDrives") == "true" &&
+		(!items || get("includeItemsFromAllDrives") == "true") && (!list || get("corpora") == "drive")
 }
 
 type ffile struct {
@@ -113,6 +132,10 @@ func (f *fake) fileJSON(x *ffile) map[string]any {
 		"version":           strconv.Itoa(x.version),
 		"owners":            []any{map[string]any{"kind": "drive#user", "displayName": x.owner, "emailAddress": strings.ToLower(strings.Fields(x.owner + " x")[0]) + "@acme.example"}},
 		"lastModifyingUser": map[string]any{"kind": "drive#user", "displayName": x.editor}}
+	if f.shared != "" {
+		delete(m, "owners")
+		m["driveId"] = f.shared
+	}
 	switch {
 	case x.mime == docMime:
 		m["webViewLink"] = "https://docs.google.com/document/d/" + x.id + "/edit?usp=drivesdk"
@@ -161,6 +184,9 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimPrefix(r.URL.Path, "/drive/v3/")
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	switch {
+	case (p == "changes/startPageToken" && !f.sharedParams(q, false, false)) || (p == "changes" && !f.sharedParams(q, true, false)) ||
+		(p == "files" && !f.sharedParams(q, true, true)):
+		driveErr(w, 400, "invalid", "Invalid Value")
 	case p == "changes/startPageToken":
 		f.calls["start"]++
 		json.NewEncoder(w).Encode(map[string]any{"kind": "drive#startPageToken", "startPageToken": strconv.Itoa(len(f.log) + 1)})

@@ -459,7 +459,7 @@ func (c *Connector) Fetch(ctx context.Context, id string, prev connector.Known) 
 	f, ok := c.listed[id]
 	if !ok {
 		// a failed item retried outside the listing that named it
-		err := c.getJSON(ctx, c.url("files/"+url.PathEscape(id), c.driveParams(url.Values{"fields": {fileFields}, "supportsAllDrives": {"true"}}, false)), &f)
+		err := c.getJSON(ctx, c.url("files/"+url.PathEscape(id), url.Values{"fields": {fileFields}, "supportsAllDrives": {"true"}}), &f)
 		if rag.Is(err, rag.KindNotFound) {
 			return connector.Item{Calls: calls()}, fmt.Errorf("%w: file %s: %v", connector.ErrGone, id, err)
 		}

@@ -137,6 +137,34 @@ func TestSyncAgainstFake(t *testing.T) {
 	}
 }
 
+func TestSharedDrive(t *testing.T) {
+	key, pemKey := newKey(t)
+	f := newFake(t, &key.PublicKey)
+	f.shared = "0ABcDeFgHiJkLUk9PVA"
+	f.put("DOC1", "Leave Policy", docMime, f.shared, "# Leave\n\nTwenty days of heron leave.\n", "Ana Lima")
+	f.put("RUN", "runbook.md", "text/markdown", f.shared, "# Runbook\n\nRestart the queue.\n", "Ben Ode")
+	env := connectortest.New(t, "drive", "gdrive", `{}`)
+	c, _ := newConnector(t, f, `{"drive_id":"`+f.shared+`","endpoint":"`+f.srv.URL+`/drive/v3"}`, pemKey)
+	if err := c.Validate(context.Background()); err != nil {
+		t.Fatalf("Validate on a shared drive = %v", err)
+	}
+	res := env.Sync(t, c, connector.Options{})
+	if res.Added != 2 || len(res.Failed) != 0 {
+		t.Fatalf("first sync of a shared drive = %+v; want 2 added", res)
+	}
+	f.put("DOC1", "Leave Policy", docMime, f.shared, "# Leave\n\nTwenty-five days of lantern leave.\n", "Caro Diaz")
+	f.change("RUN", func(x *ffile) { x.trashed = true })
+	res = env.Sync(t, c, connector.Options{})
+	if res.Updated != 1 || res.Deleted != 1 || len(res.Failed) != 0 {
+		t.Fatalf("incremental sync of a shared drive = %+v; want 1 updated, 1 deleted", res)
+	}
+	docs := env.Docs(t)
+	meta, _ := env.DB.GetDocumentMetadata(context.Background(), connectortest.Tenant, docs["Leave Policy.md"].ID)
+	if meta["author"] != "Caro Diaz" || meta["drive_id"] != f.shared {
+		t.Errorf("metadata of a shared drive's Doc = %v; want the last modifying user as author (no owners) and the drive id", meta)
+	}
+}
+
 func TestDryRunWritesNothing(t *testing.T) {
 	key, pemKey := newKey(t)
 	f := newFake(t, &key.PublicKey)
