@@ -106,10 +106,11 @@ func (f *fake) remove(id string) {
 	it.deleted, it.seq = true, f.seq
 }
 
+// path is an item's parentReference.path: percent-encoded, as Graph documents it.
 func (f *fake) path(it *fitem) string {
 	var parts []string
 	for p := f.items[it.parent]; p != nil && p.id != "root"; p = f.items[p.parent] {
-		parts = append([]string{p.name}, parts...)
+		parts = append([]string{url.PathEscape(p.name)}, parts...)
 	}
 	return "/drive/root:" + strings.TrimSuffix("/"+strings.Join(parts, "/"), "/")
 }

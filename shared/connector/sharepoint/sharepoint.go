@@ -343,16 +343,13 @@ func (c *Connector) inScope(it driveItem, folder bool) bool {
 	if c.cfg.Folder == "" {
 		return true
 	}
-	p := strings.TrimPrefix(it.Parent.Path, "/drive/root:")
-	if i := strings.Index(it.Parent.Path, "/root:"); i >= 0 {
-		p = it.Parent.Path[i+len("/root:"):]
-	}
-	full := strings.Trim(p+"/"+it.Name, "/")
-	want := c.cfg.Folder
+	// SharePoint paths are case-insensitive
+	full := strings.ToLower(strings.Trim(folderPath(it.Parent.Path)+"/"+it.Name, "/"))
+	want := strings.ToLower(c.cfg.Folder)
 	if folder && (full == want || strings.HasPrefix(want, full+"/")) {
 		return true // the folder itself or one of its ancestors
 	}
-	return strings.HasPrefix(strings.ToLower(full), strings.ToLower(want)+"/")
+	return strings.HasPrefix(full, want+"/")
 }
 
 // Fetch downloads one file. An unchanged cTag and name answer NotModified without a download; an item
@@ -431,6 +428,18 @@ func (c *Connector) download(ctx context.Context, it driveItem) ([]byte, error) 
 	return b, nil
 }
 
+// folderPath turns a parentReference.path ("/drive/root:/Team%20Policies" or
+// "/drives/{id}/root:/...", percent-encoded) into the folder's path in the drive ("/Team Policies").
+func folderPath(p string) string {
+	if i := strings.Index(p, "/root:"); i >= 0 {
+		p = p[i+len("/root:"):]
+	}
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	return p
+}
+
 // withoutQuery drops a URL's query: a pre-authenticated download URL's query carries its token, which
 // must not reach an error, a log or connector_items.
 func withoutQuery(u string) string {
@@ -457,11 +466,8 @@ func (c *Connector) item(it driveItem) connector.Item {
 	if it.File != nil {
 		out.Metadata["mime_type"] = it.File.MimeType
 	}
-	if p := it.Parent.Path; p != "" {
-		if i := strings.Index(p, "/root:"); i >= 0 {
-			p = p[i+len("/root:"):]
-		}
-		out.Metadata["path"] = strings.TrimPrefix(p+"/"+it.Name, "/")
+	if it.Parent.Path != "" {
+		out.Metadata["path"] = strings.TrimPrefix(folderPath(it.Parent.Path)+"/"+it.Name, "/")
 	}
 	if it.WebURL != "" {
 		out.Metadata["url"] = it.WebURL

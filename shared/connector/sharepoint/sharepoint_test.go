@@ -33,7 +33,7 @@ var goodCreds = connector.Credentials{"tenant_id": tenantID, "client_id": client
 
 func TestSyncAgainstFake(t *testing.T) {
 	f := newFake(t)
-	f.folder("F-POL", "Policies", "root")
+	f.folder("F-POL", "Team Policies", "root")
 	f.folder("F-HR", "HR", "F-POL")
 	f.folder("F-ARC", "Archive", "root")
 	f.put("I-LEAVE", "Leave.md", "F-POL", "# Leave\n\nStaff take twenty days of heron leave a year.\n", "Megan Bowen")
@@ -45,7 +45,7 @@ func TestSyncAgainstFake(t *testing.T) {
 	f.put("I-OLD", "Old.md", "F-ARC", "# Old\n\nOutside the synced folder.\n", "Alex Wilber") // outside the folder
 	f.items["I-BRK"].failDownloads = 1
 	env := connectortest.New(t, "docs", "sharepoint", `{}`)
-	c, hc := newConnector(t, f, siteConfig(f, "Policies"), goodCreds)
+	c, hc := newConnector(t, f, siteConfig(f, "team policies"), goodCreds)
 	f.limit = 1 // the first Graph request is throttled
 
 	start := time.Now()
@@ -70,8 +70,8 @@ func TestSyncAgainstFake(t *testing.T) {
 	}
 	meta, _ := env.DB.GetDocumentMetadata(context.Background(), connectortest.Tenant, docs["Leave.md"].ID)
 	if meta["source"] != "sharepoint" || meta["author"] != "Megan Bowen" || meta["modified_by"] != "Megan Bowen" ||
-		meta["path"] != "Policies/Leave.md" || meta["mime_type"] != "text/markdown" || meta["modified"] != "2026-06-01T08:00:00Z" ||
-		meta["url"] != "https://contoso.sharepoint.com/sites/eng/Shared%20Documents/Policies/Leave.md" {
+		meta["path"] != "Team Policies/Leave.md" || meta["mime_type"] != "text/markdown" || meta["modified"] != "2026-06-01T08:00:00Z" ||
+		meta["url"] != "https://contoso.sharepoint.com/sites/eng/Shared%20Documents/Team%20Policies/Leave.md" {
 		t.Errorf("Leave.md's metadata = %v", meta)
 	}
 
