@@ -132,6 +132,9 @@ func (f *fake) fileJSON(x *ffile) map[string]any {
 		"version":           strconv.Itoa(x.version),
 		"owners":            []any{map[string]any{"kind": "drive#user", "displayName": x.owner, "emailAddress": strings.ToLower(strings.Fields(x.owner + " x")[0]) + "@acme.example"}},
 		"lastModifyingUser": map[string]any{"kind": "drive#user", "displayName": x.editor}}
+	owner, _ := m["owners"].([]any)[0].(map[string]any)
+	m["permissions"] = []any{map[string]any{"kind": "drive#permission", "type": "user", "role": "owner", "emailAddress": owner["emailAddress"]},
+		map[string]any{"kind": "drive#permission", "type": "domain", "role": "reader", "domain": "acme.example"}}
 	if f.shared != "" {
 		delete(m, "owners")
 		m["driveId"] = f.shared

@@ -168,6 +168,12 @@ type file struct {
 	DriveID           string   `json:"driveId"`
 	Owners            []person `json:"owners"`
 	LastModifyingUser *person  `json:"lastModifyingUser"`
+	// Permissions are returned to callers who may see them (not always on shared drives).
+	Permissions []struct {
+		Type   string `json:"type"` // user, group, domain, anyone
+		Email  string `json:"emailAddress"`
+		Domain string `json:"domain"`
+	} `json:"permissions"`
 }
 
 type person struct {
@@ -177,7 +183,7 @@ type person struct {
 
 const (
 	fileFields = "id,name,mimeType,trashed,parents,createdTime,modifiedTime,version,md5Checksum,size,webViewLink,driveId," +
-		"owners(displayName,emailAddress),lastModifyingUser(displayName,emailAddress)"
+		"owners(displayName,emailAddress),lastModifyingUser(displayName,emailAddress),permissions(type,emailAddress,domain,role)"
 	folderMime = "application/vnd.google-apps.folder"
 )
 
@@ -530,8 +536,21 @@ func (c *Connector) item(f file) connector.Item {
 		it.Modified = t.UTC()
 		it.Metadata["modified"] = it.Modified.Format(time.RFC3339)
 	}
-	for _, p := range f.Owners {
-		it.Permissions = append(it.Permissions, "user:"+p.EmailAddress)
+	// who may read it, as Drive names them: user:/group: an address, domain: a domain, anyone
+	for _, p := range f.Permissions {
+		switch p.Type {
+		case "user", "group":
+			it.Permissions = append(it.Permissions, p.Type+":"+p.Email)
+		case "domain":
+			it.Permissions = append(it.Permissions, "domain:"+p.Domain)
+		case "anyone":
+			it.Permissions = append(it.Permissions, "anyone")
+		}
+	}
+	if len(it.Permissions) == 0 {
+		for _, p := range f.Owners {
+			it.Permissions = append(it.Permissions, "user:"+p.EmailAddress)
+		}
 	}
 	for k, v := range it.Metadata {
 		if v == "" {

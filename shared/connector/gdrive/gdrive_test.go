@@ -79,6 +79,16 @@ func TestSyncAgainstFake(t *testing.T) {
 	if meta, _ := env.DB.GetDocumentMetadata(context.Background(), connectortest.Tenant, docs["notes.md"].ID); meta["folder"] != "Teams" || meta["modified_by"] != "Ben Ode" {
 		t.Errorf("notes.md's metadata = %v; want folder Teams, modified_by", meta)
 	}
+	items, _ := env.DB.ListConnectorItems(context.Background(), connectortest.Tenant, env.Name)
+	perms := ""
+	for _, it := range items {
+		if it.ID == "DOC1" {
+			perms = it.Metadata
+		}
+	}
+	if !strings.Contains(perms, `"permissions":["user:ana@acme.example","domain:acme.example"]`) {
+		t.Errorf("DOC1's recorded item = %s; want the owner and the domain as permissions", perms)
+	}
 
 	// edit the doc, add a file, trash one, delete one for good, move the sheet out of the tree, add a
 	// subfolder with a file, star keep.md (a metadata change); broken.md downloads now
