@@ -239,6 +239,21 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	case p == drive+"/root/delta":
 		f.calls["delta"]++
 		f.delta(w, r)
+	case strings.HasPrefix(p, drive+"/items/") && strings.HasSuffix(p, "/permissions"):
+		f.calls["permissions"]++
+		it := f.items[strings.TrimSuffix(strings.TrimPrefix(p, drive+"/items/"), "/permissions")]
+		if it == nil || !f.alive(it) {
+			graphErr(w, http.StatusNotFound, "itemNotFound", "The resource could not be found.")
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"value": []any{
+			map[string]any{"id": "aTowIy5mfG1lbWJlcnNoaXB8", "roles": []string{"owner"},
+				"grantedToV2": map[string]any{"user": map[string]any{"id": "48d31887-5fad-4d73-a9f5-3c356e68a038", "displayName": it.author, "email": "megan@contoso.com"}}},
+			map[string]any{"id": "c3RlZ3JvdXA", "roles": []string{"read"},
+				"grantedToV2": map[string]any{"siteGroup": map[string]any{"id": "4", "displayName": "Engineering Members", "loginName": "Engineering Members"}}},
+			map[string]any{"id": "bGluaw", "roles": []string{"read"}, "link": map[string]any{"scope": "organization", "type": "view", "webUrl": "https://contoso.sharepoint.com/:w:/s/eng/x"},
+				"grantedToIdentitiesV2": []any{}},
+		}})
 	case strings.HasPrefix(p, drive+"/items/") && strings.HasSuffix(p, "/content"):
 		f.calls["content"]++
 		it := f.items[strings.TrimSuffix(strings.TrimPrefix(p, drive+"/items/"), "/content")]

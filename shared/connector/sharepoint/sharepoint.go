@@ -53,6 +53,9 @@ type Config struct {
 	GraphURL string `json:"graph_url,omitempty"`
 	// LoginURL is the identity platform's base (default https://login.microsoftonline.com).
 	LoginURL string `json:"login_url,omitempty"`
+	// Permissions reads who may read each new or changed file (GET /items/{id}/permissions: one more
+	// request per file) and records it with the item.
+	Permissions bool `json:"permissions,omitempty"`
 	connector.CredentialRef
 }
 
@@ -390,7 +393,83 @@ func (c *Connector) Fetch(ctx context.Context, id string, prev connector.Known) 
 		return item, err
 	}
 	item.Data = data
+	if c.cfg.Permissions {
+		item.Permissions = c.permissions(ctx, it.ID)
+		item.Calls = c.http.Calls - before
+	}
 	return item, nil
+}
+
+// permissions lists who may read a file, as Graph names them: user:/group: an address (or id),
+// sitegroup: a SharePoint group's name, organization or anyone for sharing links. A file whose
+// permissions cannot be read is indexed all the same (docmind grants by knowledge base; they are
+// recorded, not enforced), with none recorded.
+func (c *Connector) permissions(ctx context.Context, id string) []string {
+	var res struct {
+		Value []struct {
+			GrantedTo  identityRef   `json:"grantedToV2"`
+			Identities []identityRef `json:"grantedToIdentitiesV2"`
+			Link       *struct {
+				Scope string `json:"scope"`
+			} `json:"link"`
+		} `json:"value"`
+	}
+	if err := c.getJSON(ctx, c.cfg.GraphURL+"/drives/"+url.PathEscape(c.driveID)+"/items/"+url.PathEscape(id)+"/permissions", &res); err != nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range res.Value {
+		for _, r := range append([]identityRef{p.GrantedTo}, p.Identities...) {
+			add(r.principal())
+		}
+		if p.Link != nil {
+			switch p.Link.Scope {
+			case "anonymous":
+				add("anyone")
+			case "organization":
+				add("organization")
+			}
+		}
+	}
+	return out
+}
+
+// identityRef is a Graph sharePointIdentitySet (grantedToV2).
+type identityRef struct {
+	User      *graphIdentity `json:"user"`
+	Group     *graphIdentity `json:"group"`
+	SiteGroup *graphIdentity `json:"siteGroup"`
+}
+
+type graphIdentity struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"displayName"`
+	Email       string `json:"email"`
+}
+
+func (r identityRef) principal() string {
+	pick := func(g *graphIdentity) string {
+		if g.Email != "" {
+			return g.Email
+		}
+		return g.ID
+	}
+	switch {
+	case r.User != nil:
+		return "user:" + pick(r.User)
+	case r.Group != nil:
+		return "group:" + pick(r.Group)
+	case r.SiteGroup != nil:
+		return "sitegroup:" + r.SiteGroup.DisplayName
+	}
+	return ""
 }
 
 // download reads a file's bytes: from its pre-authenticated download URL without the bearer token (it

@@ -155,6 +155,22 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 }
 
+func TestPermissions(t *testing.T) {
+	f := newFake(t)
+	f.folder("F-POL", "Policies", "root")
+	f.put("I-LEAVE", "Leave.md", "F-POL", "# Leave\n\nTwenty days.\n", "Megan Bowen")
+	env := connectortest.New(t, "docs", "sharepoint", `{}`)
+	c, _ := newConnector(t, f, `{"site_id":"`+siteID+`","permissions":true,"graph_url":"`+f.srv.URL+`/v1.0","login_url":"`+f.srv.URL+`"}`, goodCreds)
+	res := env.Sync(t, c, connector.Options{})
+	if res.Added != 1 || f.calls["permissions"] != 1 {
+		t.Fatalf("sync with permissions = %+v (%v); want 1 added and one permissions request", res, f.calls)
+	}
+	items, _ := env.DB.ListConnectorItems(context.Background(), connectortest.Tenant, env.Name)
+	if len(items) != 1 || !strings.Contains(items[0].Metadata, `"permissions":["user:megan@contoso.com","sitegroup:Engineering Members","organization"]`) {
+		t.Fatalf("recorded items = %+v; want the owner, the site group and the organization link", items)
+	}
+}
+
 func TestValidateCredentials(t *testing.T) {
 	f := newFake(t)
 	bad, _ := newConnector(t, f, siteConfig(f, ""), connector.Credentials{"tenant_id": tenantID, "client_id": clientID, "client_secret": "wrong-secret"})
