@@ -13,9 +13,9 @@
 // Requests authenticate as a service account: its JSON key (from the connector's credentials) signs
 // a JWT that golang.org/x/oauth2/google exchanges for a bearer token at the key's token_uri, cached
 // until it expires; "impersonate" sets the JWT's subject for domain-wide delegation. Drive is spoken
-// as plain REST through connector.HTTP, not with google.golang.org/api/drive/v3: that client requires
-// otelgrpc v0.61 or later, whose removed interceptors the etcd server in docmind's embedded Milvus test
-// server still calls, and only four read calls are used.
+// as plain REST through connector.HTTP, not with google.golang.org/api/drive/v3: the versions tried
+// raise otelgrpc to v0.61, whose removed interceptors the etcd server pulled in by the Milvus client
+// still calls (the build breaks), and only four read calls are used.
 package gdrive
 
 import (
