@@ -35,6 +35,7 @@ type fake struct {
 	token    string
 	calls    map[string]int // by kind: token, drive, delta, item, content, download
 	authOnDL int            // downloads that carried an Authorization header (must stay 0)
+	noDLURL  bool           // list files without @microsoft.graph.downloadUrl (as $select does)
 }
 
 type fitem struct {
@@ -165,6 +166,9 @@ func (f *fake) itemJSON(it *fitem) map[string]any {
 		m["file"] = map[string]any{"mimeType": mime, "hashes": map[string]any{"quickXorHash": base64.StdEncoding.EncodeToString([]byte(it.id))}}
 		m["size"] = len(it.data)
 		m["@microsoft.graph.downloadUrl"] = f.srv.URL + "/download/" + it.id + "?tempauth=v1.eyJhdWQiOiIwMDAwMDAwMy0w"
+		if f.noDLURL {
+			delete(m, "@microsoft.graph.downloadUrl")
+		}
 	}
 	m["parentReference"] = map[string]any{"driveId": driveID, "driveType": "documentLibrary", "id": it.parent, "path": f.path(it)}
 	return m
@@ -261,7 +265,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 			graphErr(w, http.StatusNotFound, "itemNotFound", "The resource could not be found.")
 			return
 		}
-		http.Redirect(w, r, f.itemJSON(it)["@microsoft.graph.downloadUrl"].(string), http.StatusFound)
+		http.Redirect(w, r, f.srv.URL+"/download/"+it.id+"?tempauth=v1.eyJhdWQiOiIwMDAwMDAwMy0w", http.StatusFound)
 	case strings.HasPrefix(p, drive+"/items/"):
 		f.calls["item"]++
 		it := f.items[strings.TrimPrefix(p, drive+"/items/")]

@@ -155,6 +155,24 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 }
 
+// A listing without download URLs: the bytes come from /items/{id}/content, which answers 302 to the
+// pre-authenticated URL.
+func TestDownloadThroughContent(t *testing.T) {
+	f := newFake(t)
+	f.noDLURL = true
+	f.folder("F-POL", "Policies", "root")
+	f.put("I-LEAVE", "Leave.md", "F-POL", "# Leave\n\nTwenty days of heron leave.\n", "Megan Bowen")
+	env := connectortest.New(t, "docs", "sharepoint", `{}`)
+	c, _ := newConnector(t, f, siteConfig(f, ""), goodCreds)
+	res := env.Sync(t, c, connector.Options{})
+	if res.Added != 1 || f.calls["content"] != 1 || f.calls["download"] != 1 {
+		t.Fatalf("sync = %+v (%v); want 1 added through /content and its redirect", res, f.calls)
+	}
+	if !strings.Contains(env.Text(t, env.Docs(t)["Leave.md"].ID), "heron") {
+		t.Fatal("the file's text is not indexed")
+	}
+}
+
 func TestPermissions(t *testing.T) {
 	f := newFake(t)
 	f.folder("F-POL", "Policies", "root")
