@@ -302,10 +302,7 @@ func (f *fake) changes(w http.ResponseWriter, q map[string][]string) {
 	i := pos
 	for ; i <= len(f.log) && len(out) < size; i++ {
 		id := f.log[i-1]
-		if slicesIndex(f.log[i:], id) >= 0 {
-			continue // a later change of the same file carries its latest state
-		}
-		x := f.files[id]
+		x := f.files[id] // every change of a file carries its current state, so a file may repeat
 		ch := map[string]any{"kind": "drive#change", "changeType": "file", "fileId": id, "time": f.now.Format(time.RFC3339), "removed": x.gone}
 		if !x.gone {
 			ch["file"] = f.fileJSON(x)
@@ -319,15 +316,6 @@ func (f *fake) changes(w http.ResponseWriter, q map[string][]string) {
 		page["newStartPageToken"] = strconv.Itoa(len(f.log) + 1)
 	}
 	json.NewEncoder(w).Encode(page)
-}
-
-func slicesIndex(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 var (

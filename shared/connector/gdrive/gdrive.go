@@ -251,51 +251,26 @@ func (c *Connector) Changes(ctx context.Context, cursor string, known []connecto
 		json.Unmarshal([]byte(k.State), &st)
 		knownIDs[k.ID] = st
 	}
-	seen := map[string]bool{}
-	gone := map[string]bool{} // folders trashed or removed in this feed
+	type change struct {
+		ChangeType string `json:"changeType"`
+		Removed    bool   `json:"removed"`
+		FileID     string `json:"fileId"`
+		File       *file  `json:"file"`
+	}
+	var feed []change
 	token := cursor
 	for token != "" {
 		var page struct {
-			NextPageToken     string `json:"nextPageToken"`
-			NewStartPageToken string `json:"newStartPageToken"`
-			Changes           []struct {
-				ChangeType string `json:"changeType"`
-				Removed    bool   `json:"removed"`
-				FileID     string `json:"fileId"`
-				File       *file  `json:"file"`
-			} `json:"changes"`
+			NextPageToken     string   `json:"nextPageToken"`
+			NewStartPageToken string   `json:"newStartPageToken"`
+			Changes           []change `json:"changes"`
 		}
 		q := c.driveParams(url.Values{"pageToken": {token}, "pageSize": {strconv.Itoa(c.cfg.PageSize)}, "includeRemoved": {"true"},
 			"spaces": {"drive"}, "fields": {"nextPageToken,newStartPageToken,changes(changeType,removed,fileId,file(" + fileFields + "))"}}, false)
 		if err := c.getJSON(ctx, c.url("changes", q), &page); err != nil {
 			return out, err
 		}
-		for _, ch := range page.Changes {
-			if ch.ChangeType == "drive" || ch.FileID == "" || seen[ch.FileID] {
-				continue
-			}
-			_, isKnown := knownIDs[ch.FileID]
-			switch f := ch.File; {
-			case ch.Removed || f == nil || f.Trashed:
-				if f != nil && f.MimeType == folderMime || f == nil {
-					gone[ch.FileID] = true
-				}
-				if isKnown {
-					out.Changes = append(out.Changes, connector.Change{ID: ch.FileID, Deleted: true})
-					seen[ch.FileID] = true
-				}
-			case f.MimeType == folderMime:
-			case !c.inScope(*f, tree) || !indexable(*f):
-				if isKnown { // moved out of the folder, or no longer a type docmind reads
-					out.Changes = append(out.Changes, connector.Change{ID: ch.FileID, Deleted: true})
-					seen[ch.FileID] = true
-				}
-			default:
-				c.listed[f.ID] = *f
-				out.Changes = append(out.Changes, connector.Change{ID: f.ID})
-				seen[f.ID] = true
-			}
-		}
+		feed = append(feed, page.Changes...)
 		switch {
 		case page.NextPageToken != "":
 			token = page.NextPageToken
@@ -303,6 +278,39 @@ func (c *Connector) Changes(ctx context.Context, cursor string, known []connecto
 			token, out.Cursor = "", page.NewStartPageToken
 		default:
 			return out, rag.Errorf("gdrive.Changes", rag.KindUnavailable, "a changes page without nextPageToken or newStartPageToken")
+		}
+	}
+	// a file may change more than once in the feed: its last change is its state
+	last := make(map[string]int, len(feed))
+	for i, ch := range feed {
+		last[ch.FileID] = i
+	}
+	seen := map[string]bool{}
+	gone := map[string]bool{} // folders trashed or removed in this feed
+	for i, ch := range feed {
+		if ch.ChangeType == "drive" || ch.FileID == "" || last[ch.FileID] != i {
+			continue
+		}
+		_, isKnown := knownIDs[ch.FileID]
+		switch f := ch.File; {
+		case ch.Removed || f == nil || f.Trashed:
+			if f == nil || f.MimeType == folderMime {
+				gone[ch.FileID] = true
+			}
+			if isKnown {
+				out.Changes = append(out.Changes, connector.Change{ID: ch.FileID, Deleted: true})
+				seen[ch.FileID] = true
+			}
+		case f.MimeType == folderMime:
+		case !c.inScope(*f, tree) || !indexable(*f):
+			if isKnown { // moved out of the folder, or no longer a type docmind reads
+				out.Changes = append(out.Changes, connector.Change{ID: ch.FileID, Deleted: true})
+				seen[ch.FileID] = true
+			}
+		default:
+			c.listed[f.ID] = *f
+			out.Changes = append(out.Changes, connector.Change{ID: f.ID})
+			seen[f.ID] = true
 		}
 	}
 	// a file under a folder that was trashed, removed or moved out of the tree: the feed names the

@@ -163,10 +163,13 @@ func TestSharedDrive(t *testing.T) {
 		t.Fatalf("first sync of a shared drive = %+v; want 2 added", res)
 	}
 	f.put("DOC1", "Leave Policy", docMime, f.shared, "# Leave\n\nTwenty-five days of lantern leave.\n", "Caro Diaz")
+	// runbook.md is edited, then trashed: the feed names it twice (each with its current state) and it
+	// is deleted once
+	f.put("RUN", "runbook.md", "text/markdown", f.shared, "# Runbook\n\nRestart the queue twice.\n", "Ben Ode")
 	f.change("RUN", func(x *ffile) { x.trashed = true })
 	res = env.Sync(t, c, connector.Options{})
-	if res.Updated != 1 || res.Deleted != 1 || len(res.Failed) != 0 {
-		t.Fatalf("incremental sync of a shared drive = %+v; want 1 updated, 1 deleted", res)
+	if res.Updated != 1 || res.Deleted != 1 || res.Listed != 2 || len(res.Failed) != 0 {
+		t.Fatalf("incremental sync of a shared drive = %+v; want 2 listed: 1 updated, 1 deleted", res)
 	}
 	docs := env.Docs(t)
 	meta, _ := env.DB.GetDocumentMetadata(context.Background(), connectortest.Tenant, docs["Leave Policy.md"].ID)

@@ -173,6 +173,29 @@ func TestDownloadThroughContent(t *testing.T) {
 	}
 }
 
+// Graph may name an item more than once in one delta feed; the last occurrence wins.
+func TestDeltaRepeatsAnItem(t *testing.T) {
+	c := &Connector{cfg: Config{}}
+	file := func(name string, deleted bool) driveItem {
+		it := driveItem{ID: "I-1", Name: name, CTag: name}
+		it.File = &struct {
+			MimeType string `json:"mimeType"`
+		}{"text/markdown"}
+		if deleted {
+			it.Deleted, it.File = &struct{}{}, nil
+		}
+		return it
+	}
+	got := c.changes([]driveItem{file("a.md", false), file("b.md", false)}, nil)
+	if len(got) != 1 || got[0].Deleted || c.listed["I-1"].Name != "b.md" {
+		t.Fatalf("changes of an item listed twice = %+v (%+v); want one change with the last name", got, c.listed)
+	}
+	got = c.changes([]driveItem{file("a.md", false), file("", true)}, []connector.Known{{ID: "I-1"}})
+	if len(got) != 1 || !got[0].Deleted {
+		t.Fatalf("changes of an item changed then deleted = %+v; want one deletion", got)
+	}
+}
+
 func TestPermissions(t *testing.T) {
 	f := newFake(t)
 	f.folder("F-POL", "Policies", "root")
