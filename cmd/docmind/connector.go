@@ -13,6 +13,8 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
 	"github.com/docmind/docmind/shared/connector/confluence"
+	"github.com/docmind/docmind/shared/connector/gdrive"
+	"github.com/docmind/docmind/shared/connector/sharepoint"
 	"github.com/docmind/docmind/shared/connector/web"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/netx"
@@ -22,6 +24,8 @@ import (
 
 const connectorUsage = `usage: docmind connector add NAME --kb KB --type web|confluence|sharepoint|gdrive [--url URL] [--config FILE] [--no-validate]
        (confluence: --config {"space":"KEY","credentials_file":"..."} --url https://SITE.atlassian.net/wiki, or DOCMIND_CONNECTOR_<NAME>_EMAIL/_TOKEN)
+       (sharepoint: --config {"site_id":"...","folder":"..."}, credentials tenant_id, client_id, client_secret)
+       (gdrive: --config {"folder_id":"...","credentials_file":"<service account key>.json"})
        docmind connector list [--json]
        docmind connector sync NAME [--dry-run] [--json]
        docmind connector remove NAME
@@ -252,6 +256,26 @@ func connectorSource(ctx context.Context, cfg config.Config, c rag.Connector, ge
 			return nil, err
 		}
 		return confluence.New(cc, creds, connectorHTTP(cfg)), nil
+	case "sharepoint":
+		sc, err := sharepoint.ParseConfig([]byte(c.Config))
+		if err != nil {
+			return nil, err
+		}
+		creds, err := connector.LoadCredentials(ctx, c.Name, sc.CredentialRef, sharepoint.CredentialKeys, getenv, secrets)
+		if err != nil {
+			return nil, err
+		}
+		return sharepoint.New(sc, creds, connectorHTTP(cfg)), nil
+	case "gdrive":
+		gc, err := gdrive.ParseConfig([]byte(c.Config))
+		if err != nil {
+			return nil, err
+		}
+		creds, err := connector.LoadCredentials(ctx, c.Name, gc.CredentialRef, gdrive.CredentialKeys, getenv, secrets)
+		if err != nil {
+			return nil, err
+		}
+		return gdrive.New(gc, creds, connectorHTTP(cfg)), nil
 	}
 	if !slices.Contains(rag.ConnectorTypes, c.Type) {
 		return nil, rag.Errorf("docmind", rag.KindInvalid, "connector type %q is not one of %s", c.Type, strings.Join(rag.ConnectorTypes, ", "))

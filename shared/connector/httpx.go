@@ -113,3 +113,19 @@ func StatusError(op string, resp *http.Response) error {
 	}
 	return rag.E(op, kind, fmt.Errorf("%s %s: HTTP %d", resp.Request.Method, resp.Request.URL.Redacted(), resp.StatusCode))
 }
+
+// Transport is h as an http.RoundTripper, for official clients that take an *http.Client (the Google
+// Drive client, the oauth2 token sources): their requests go through the same hardened client, are
+// counted and wait out 429 Retry-After like the connector's own.
+func (h *HTTP) Transport() http.RoundTripper { return roundTripper{h} }
+
+type roundTripper struct{ h *HTTP }
+
+func (t roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return t.h.Do(r) }
+
+// Backoff waits d (recorded in Waits) for a source that signals a rate limit its own way (Drive's 403
+// userRateLimitExceeded), through the same Sleep as Do's waits.
+func (h *HTTP) Backoff(ctx context.Context, d time.Duration) error {
+	h.Waits = append(h.Waits, d)
+	return h.sleep(ctx, d)
+}
