@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 
 	"github.com/docmind/docmind/shared/config"
@@ -12,8 +13,11 @@ import (
 // installed (said once in the log: images and scanned PDFs are then refused with the install command,
 // and everything else works); tesseract fails the start when it or a language is missing.
 func ocrEngine(cfg config.Ingest, log *slog.Logger) (extract.OCR, error) {
-	if cfg.OCR == "off" {
+	switch cfg.OCR {
+	case "off":
 		return nil, nil
+	case "textract":
+		return nil, fmt.Errorf("DOCMIND_OCR=textract: Amazon Textract reads documents in the AWS ingestion workflow only (its jobs are waited for by the state machine); on one machine use auto or tesseract")
 	}
 	t, err := ocr.New(cfg.OCRLangs)
 	if err != nil {

@@ -23,4 +23,9 @@ func TestOCREngineChoice(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), ocr.Install) {
 		t.Errorf("tesseract without tesseract: %v; want the install command", err)
 	}
+	// Textract's jobs are waited for by the AWS state machine: one machine refuses it, saying what to use
+	_, err = ocrEngine(config.Ingest{OCR: "textract", OCRLangs: "auto"}, log)
+	if err == nil || !strings.Contains(err.Error(), "AWS ingestion workflow only") || !strings.Contains(err.Error(), "use auto or tesseract") {
+		t.Errorf("textract on one machine: %v", err)
+	}
 }

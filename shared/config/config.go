@@ -217,16 +217,17 @@ type Ingest struct {
 	// budget; a file whose estimate exceeds it fails instead of growing the process.
 	ExtractMemory int64 `json:"extract_memory" env:"DOCMIND_EXTRACT_MEMORY" doc:"bytes of memory the extractions running at once may need together (at least 32 MiB); a file that alone needs more fails"`
 	// OCR chooses how images and scanned PDF pages are read: auto uses Tesseract when it is installed
-	// (and refuses such files with the install command when not), tesseract requires it, off refuses
-	// them. textract and vision are reserved for the engines of issue 21 not built yet.
-	OCR string `json:"ocr" env:"DOCMIND_OCR" doc:"auto, off or tesseract: how images and scanned PDF pages are recognised"`
+	// (and refuses such files with the install command when not) and Amazon Textract on AWS, tesseract
+	// requires Tesseract, textract Amazon Textract (the AWS ingestion workflow only), off refuses them.
+	// vision is reserved for the engine of issue 21 not built yet.
+	OCR string `json:"ocr" env:"DOCMIND_OCR" doc:"auto, off, tesseract or textract (AWS only): how images and scanned PDF pages are recognised"`
 	// OCRLangs is Tesseract's language set ("eng", "chi_sim", "eng+chi_sim") or auto (English or
 	// Chinese, detected per document).
 	OCRLangs string `json:"ocr_langs" env:"DOCMIND_OCR_LANGS" doc:"OCR languages: auto (detect English or Chinese) or Tesseract names joined by + (eng+chi_sim)"`
 }
 
 // OCRModes lists the accepted DOCMIND_OCR values.
-var OCRModes = []string{"auto", "off", "tesseract"}
+var OCRModes = []string{"auto", "off", "tesseract", "textract"}
 
 // MinExtractMemory is the smallest extraction memory budget: below it not even a small PDF fits (the
 // PDF engine needs about 24 MiB per parse however small the file).
@@ -450,8 +451,8 @@ func (c Config) Validate() error {
 		add("DOCMIND_EXTRACT_MEMORY: must be at least %d bytes (32 MiB), got %d", int64(MinExtractMemory), c.Ingest.ExtractMemory)
 	}
 	switch c.Ingest.OCR {
-	case "textract", "vision":
-		add("DOCMIND_OCR: %q is not available yet (issue 21); use auto, off or tesseract", c.Ingest.OCR)
+	case "vision":
+		add("DOCMIND_OCR: %q is not available yet (issue 21); use auto, off, tesseract or textract", c.Ingest.OCR)
 	default:
 		oneOf("DOCMIND_OCR", c.Ingest.OCR, OCRModes...)
 	}

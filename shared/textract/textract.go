@@ -79,23 +79,19 @@ var ThrottleCodes = []string{"ThrottlingException", "ProvisionedThroughputExceed
 // features are what every analysis asks for: tables and layout (headings, paragraphs, lists).
 var features = []types.FeatureType{types.FeatureTypeTables, types.FeatureTypeLayout}
 
-// Document is a stored source: its blob key in the documents bucket.
-type Document struct {
-	Key string
-}
-
-func (c *Client) s3(d Document) *types.S3Object {
-	return &types.S3Object{Bucket: aws.String(c.Bucket), Name: aws.String(c.Prefix + d.Key)}
+// s3 names a stored source (its blob key) in the documents bucket.
+func (c *Client) s3(key string) *types.S3Object {
+	return &types.S3Object{Bucket: aws.String(c.Bucket), Name: aws.String(c.Prefix + key)}
 }
 
 // Analyze reads a single-page image (PNG, JPEG, single-page TIFF) synchronously: bytes when given
-// (at most 10 MB, Textract's limit for them), the stored object otherwise.
-func (c *Client) Analyze(ctx context.Context, d Document, data []byte, maxPages int) (extract.Result, error) {
+// (at most 10 MB, Textract's limit for them), the stored object (its blob key) otherwise.
+func (c *Client) Analyze(ctx context.Context, key string, data []byte, maxPages int) (extract.Result, error) {
 	doc := &types.Document{}
 	if data != nil {
 		doc.Bytes = data
 	} else {
-		doc.S3Object = c.s3(d)
+		doc.S3Object = c.s3(key)
 	}
 	out, err := c.API.AnalyzeDocument(ctx, &awstextract.AnalyzeDocumentInput{Document: doc, FeatureTypes: features})
 	if err != nil {
@@ -118,10 +114,10 @@ func Token(documentID string, content []byte) string {
 	return hex.EncodeToString(h.Sum(nil))[:64]
 }
 
-// Start starts the analysis of a stored PDF or TIFF and returns the job id.
-func (c *Client) Start(ctx context.Context, d Document, token string) (string, error) {
+// Start starts the analysis of a stored PDF or TIFF (its blob key) and returns the job id.
+func (c *Client) Start(ctx context.Context, key, token string) (string, error) {
 	out, err := c.API.StartDocumentAnalysis(ctx, &awstextract.StartDocumentAnalysisInput{
-		DocumentLocation: &types.DocumentLocation{S3Object: c.s3(d)}, FeatureTypes: features,
+		DocumentLocation: &types.DocumentLocation{S3Object: c.s3(key)}, FeatureTypes: features,
 		ClientRequestToken: aws.String(token), JobTag: aws.String("docmind")})
 	if err != nil {
 		return "", classify("textract.StartDocumentAnalysis", err)

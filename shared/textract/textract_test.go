@@ -52,12 +52,12 @@ func TestMultiPageJobAcrossThreeResultPages(t *testing.T) {
 	c := client(t, srv, 3)
 	ctx := context.Background()
 	tok := textract.Token("doc-1", []byte("%PDF-1.7 ..."))
-	id, err := c.Start(ctx, textract.Document{Key: "sources/t1/kb/doc-1/agreement.pdf"}, tok)
+	id, err := c.Start(ctx, "sources/t1/kb/doc-1/agreement.pdf", tok)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// a retried Start (a lost response) gets the same job: the token is the document's content
-	if again, err := c.Start(ctx, textract.Document{Key: "sources/t1/kb/doc-1/agreement.pdf"}, tok); err != nil || again != id {
+	if again, err := c.Start(ctx, "sources/t1/kb/doc-1/agreement.pdf", tok); err != nil || again != id {
 		t.Fatalf("second Start: %q, %v; want the job %q", again, err, id)
 	}
 	var statuses []string
@@ -156,7 +156,7 @@ func TestMergedHeaderCells(t *testing.T) {
 		{"below 95.0%", "50%", "3 months"},
 	}, 2, "Table 1: credits", textracttest.Merge{Row: 1, Col: 2, RowSpan: 1, ColSpan: 2}, textracttest.Merge{Row: 1, Col: 1, RowSpan: 2, ColSpan: 1})
 	srv.Analyze = func(map[string]any) ([]textracttest.Block, int) { return b.Blocks, 1 }
-	res, err := client(t, srv, 2).Analyze(context.Background(), textract.Document{Key: "k"}, []byte("\x89PNG..."), 10)
+	res, err := client(t, srv, 2).Analyze(context.Background(), "k", []byte("\x89PNG..."), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestMergedBodyCellRepeated(t *testing.T) {
 	b.Page(1)
 	b.Table([][]string{{"Plan", "Region", "Price"}, {"Basic", "EU", "10"}, {"", "US", "12"}}, 1, "", textracttest.Merge{Row: 2, Col: 1, RowSpan: 2, ColSpan: 1})
 	srv.Analyze = func(map[string]any) ([]textracttest.Block, int) { return b.Blocks, 1 }
-	res, err := client(t, srv, 2).Analyze(context.Background(), textract.Document{Key: "k"}, nil, 10)
+	res, err := client(t, srv, 2).Analyze(context.Background(), "k", nil, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestThrottlingRetriedThenSucceeds(t *testing.T) {
 	b.Line("Invoice 42", 99)
 	srv.Analyze = func(map[string]any) ([]textracttest.Block, int) { return b.Blocks, 1 }
 	srv.Throttle = []string{"ThrottlingException", "ProvisionedThroughputExceededException", "LimitExceededException"}
-	res, err := client(t, srv, 8).Analyze(context.Background(), textract.Document{Key: "k"}, nil, 10)
+	res, err := client(t, srv, 8).Analyze(context.Background(), "k", nil, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestThrottlingRetriedThenSucceeds(t *testing.T) {
 	}
 
 	srv.Throttle = []string{"ThrottlingException", "ThrottlingException", "ThrottlingException", "ThrottlingException"}
-	_, err = client(t, srv, 3).Analyze(context.Background(), textract.Document{Key: "k"}, nil, 10)
+	_, err = client(t, srv, 3).Analyze(context.Background(), "k", nil, 10)
 	if !rag.Is(err, rag.KindUnavailable) || !strings.Contains(err.Error(), "ThrottlingException") {
 		t.Errorf("throttled past the attempts: %v; want Unavailable naming ThrottlingException", err)
 	}
@@ -234,7 +234,7 @@ func TestFailedJob(t *testing.T) {
 		return &textracttest.Job{Status: "FAILED", Message: "UNSUPPORTED_DOCUMENT: the document is encrypted"}
 	}
 	c := client(t, srv, 2)
-	id, err := c.Start(context.Background(), textract.Document{Key: "k.pdf"}, "tok")
+	id, err := c.Start(context.Background(), "k.pdf", "tok")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestErrorsClassified(t *testing.T) {
 	} {
 		srv := textracttest.New(t)
 		srv.Throttle = []string{c.code, c.code, c.code}
-		_, err := client(t, srv, 1).Start(context.Background(), textract.Document{Key: "k.pdf"}, "tok")
+		_, err := client(t, srv, 1).Start(context.Background(), "k.pdf", "tok")
 		if !rag.Is(err, c.kind) {
 			t.Errorf("%s: %v (%v); want %v", c.code, err, rag.KindOf(err), c.kind)
 		}
@@ -273,13 +273,13 @@ func TestMalformedResponses(t *testing.T) {
 	srv := textracttest.New(t)
 	srv.Analyze = func(map[string]any) ([]textracttest.Block, int) { return nil, 1 }
 	srv.Malformed = `{"Blocks": [{"Id": 7`
-	_, err := client(t, srv, 1).Analyze(context.Background(), textract.Document{Key: "k"}, nil, 10)
+	_, err := client(t, srv, 1).Analyze(context.Background(), "k", nil, 10)
 	if !rag.Is(err, rag.KindUnavailable) || !strings.Contains(err.Error(), "could not be read") {
 		t.Errorf("truncated JSON: %v; want Unavailable saying the response could not be read", err)
 	}
 
 	srv.Malformed = ""
-	_, err = client(t, srv, 1).Analyze(context.Background(), textract.Document{Key: "k"}, nil, 10)
+	_, err = client(t, srv, 1).Analyze(context.Background(), "k", nil, 10)
 	if !rag.Is(err, rag.KindTerminal) || !strings.Contains(err.Error(), "no blocks") {
 		t.Errorf("no blocks: %v; want Terminal", err)
 	}
@@ -298,7 +298,7 @@ func TestMalformedResponses(t *testing.T) {
 			{Id: "m", BlockType: "MERGED_CELL", Page: 1, RowIndex: 1, ColumnIndex: 1, RowSpan: 2000000000, ColumnSpan: 2000000000},
 		}, 1
 	}
-	res, err := client(t, srv, 1).Analyze(context.Background(), textract.Document{Key: "k"}, nil, 10)
+	res, err := client(t, srv, 1).Analyze(context.Background(), "k", nil, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestPageLimit(t *testing.T) {
 		return &textracttest.Job{Status: "SUCCEEDED", Results: textracttest.Split(b.Blocks, 3), Pages: 3}
 	}
 	c := client(t, srv, 1)
-	id, _ := c.Start(context.Background(), textract.Document{Key: "k.pdf"}, "tok")
+	id, _ := c.Start(context.Background(), "k.pdf", "tok")
 	_, err := c.Collect(context.Background(), id, 2)
 	if !rag.Is(err, rag.KindTerminal) || !strings.Contains(err.Error(), "3 pages, the limit is 2") {
 		t.Errorf("%v", err)

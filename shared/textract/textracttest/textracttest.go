@@ -67,7 +67,8 @@ type Server struct {
 	Analyze func(body map[string]any) ([]Block, int)
 	// NewJob makes the job a StartDocumentAnalysis starts (nil: a job with no results).
 	NewJob func(body map[string]any) *Job
-	// Throttle fails the next requests with these error codes (HTTP 400), one each, in order.
+	// Throttle fails the next requests with these error codes (HTTP 400), one each, in order: the
+	// throttling ones, or any other error the service returns.
 	Throttle []string
 	// Malformed makes every response body this text instead of the real one.
 	Malformed string
@@ -135,7 +136,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if len(s.Throttle) > 0 {
 		code := s.Throttle[0]
 		s.Throttle = s.Throttle[1:]
-		writeErr(w, 400, code, "Rate exceeded")
+		msg := "Rate exceeded"
+		if !strings.Contains(code, "Throttl") && !strings.Contains(code, "Exceeded") {
+			msg = "injected by the test"
+		}
+		writeErr(w, 400, code, msg)
 		return
 	}
 	var out any
