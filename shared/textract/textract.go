@@ -10,8 +10,6 @@ package textract
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -104,15 +102,6 @@ func (c *Client) Analyze(ctx context.Context, key string, data []byte, maxPages 
 	return result(out.Blocks, pages, maxPages)
 }
 
-// Token is StartDocumentAnalysis' idempotency token for one document's content: a task retried after
-// a lost response gets the same job back instead of paying for a second one.
-func Token(documentID string, content []byte) string {
-	h := sha256.New()
-	h.Write([]byte(documentID))
-	h.Write([]byte{0})
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))[:64]
-}
 
 // Start starts the analysis of a stored PDF or TIFF (its blob key) and returns the job id.
 func (c *Client) Start(ctx context.Context, key, token string) (string, error) {
@@ -229,8 +218,10 @@ func classify(op string, err error) error {
 	case "ThrottlingException", "ProvisionedThroughputExceededException", "LimitExceededException",
 		"InternalServerError", "ServiceUnavailable", "ServiceQuotaExceededException":
 		return rag.E(op, rag.KindUnavailable, err)
-	case "BadDocumentException", "UnsupportedDocumentException", "DocumentTooLargeException", "InvalidJobIdException":
-		return rag.E(op, rag.KindTerminal, fmt.Errorf("Textract cannot read the document: %s", ae.ErrorMessage()))
+	case "BadDocumentException", "UnsupportedDocumentException", "DocumentTooLargeException":
+		return rag.E(op, rag.KindTerminal, fmt.Errorf("Textract cannot read the document (%s): %s", ae.ErrorCode(), ae.ErrorMessage()))
+	case "InvalidJobIdException":
+		return rag.E(op, rag.KindTerminal, fmt.Errorf("Textract does not know the job (InvalidJobIdException): it expired or was never started"))
 	case "AccessDeniedException", "InvalidS3ObjectException", "InvalidKMSKeyException":
 		return rag.E(op, rag.KindPermission, fmt.Errorf("Textract cannot read the stored source (check the function's role and the bucket): %s: %s", ae.ErrorCode(), ae.ErrorMessage()))
 	case "InvalidParameterException", "ValidationException", "IdempotentParameterMismatchException":
