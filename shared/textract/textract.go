@@ -102,7 +102,6 @@ func (c *Client) Analyze(ctx context.Context, key string, data []byte, maxPages 
 	return result(out.Blocks, pages, maxPages)
 }
 
-
 // Start starts the analysis of a stored PDF or TIFF (its blob key) and returns the job id.
 func (c *Client) Start(ctx context.Context, key, token string) (string, error) {
 	out, err := c.API.StartDocumentAnalysis(ctx, &awstextract.StartDocumentAnalysisInput{
