@@ -327,3 +327,29 @@ func TestPageLimit(t *testing.T) {
 		t.Errorf("%d result pages read; the first one's DocumentMetadata already says too many", n)
 	}
 }
+
+// Blocks without LAYOUT (a response to TABLES alone): each LINE a paragraph, the table where its first
+// line stood, not also as loose lines; Chinese words joined without spaces.
+func TestLinesWithoutLayout(t *testing.T) {
+	b := &textracttest.Builder{}
+	b.Page(1)
+	b.Line("服务 协议", 99)
+	var blocks []textracttest.Block
+	b.Table([][]string{{"月可用性", "返还比例"}, {"低于 95.0%", "50%"}}, 1, "")
+	b.Line("Paid within 30 days.", 99)
+	for _, bl := range b.Blocks {
+		if !strings.HasPrefix(bl.BlockType, "LAYOUT_") {
+			blocks = append(blocks, bl)
+		}
+	}
+	srv := textracttest.New(t)
+	srv.Analyze = func(map[string]any) ([]textracttest.Block, int) { return blocks, 1 }
+	res, err := client(t, srv, 1).Analyze(context.Background(), "k", nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "\n<!-- page 1 -->\n\n服务协议\n\n| 月可用性 | 返还比例 |\n| --- | --- |\n| 低于 95.0% | 50% |\n\nPaid within 30 days.\n"
+	if res.Markdown != want {
+		t.Errorf("markdown:\n%q\nwant:\n%q", res.Markdown, want)
+	}
+}
