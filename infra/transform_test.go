@@ -53,10 +53,12 @@ var noPhysicalName = []string{
 // keyed by their sorted actions; managed policies (which SAM adds on its own) by ARN.
 var starAllowed = map[string]string{
 	"logs:CreateLogDelivery,logs:DeleteLogDelivery,logs:DescribeLogGroups,logs:DescribeResourcePolicies,logs:GetLogDelivery,logs:ListLogDeliveries,logs:PutResourcePolicy,logs:UpdateLogDelivery": "a state machine's CloudWatch Logs delivery: these actions accept no resource narrower than * (Step Functions developer guide, logging to CloudWatch Logs)",
-	"textract:AnalyzeDocument,textract:GetDocumentAnalysis,textract:StartDocumentAnalysis": "the extract function's Amazon Textract calls: Textract's actions support no resource-level permissions (Service Authorization Reference), so * is the only resource; the documents it reads are bounded by the role's s3:GetObject on sources/<tenant>/*",
 	"arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole":     "SAM adds it to every function role: logs:CreateLogGroup/CreateLogStream/PutLogEvents; each function writes only its own log group, which the stack creates with a retention",
 	"arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole": "SAM adds it with VpcConfig: the ENI actions (ec2:CreateNetworkInterface, Describe/DeleteNetworkInterface, Assign/UnassignPrivateIpAddresses) support no resource-level permissions",
 	"arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess":                       "SAM adds it with Tracing Active (functions and state machines): xray:PutTraceSegments/PutTelemetryRecords/GetSampling* support no resource-level permissions",
+
+	// issue 21: scans and images on AWS
+	"textract:AnalyzeDocument,textract:GetDocumentAnalysis,textract:StartDocumentAnalysis": "the extract function's Amazon Textract calls: Textract's actions support no resource-level permissions (Service Authorization Reference), so * is the only resource; the documents it reads are bounded by the role's s3:GetObject on sources/<tenant>/*",
 }
 
 type envSet struct {
