@@ -353,3 +353,25 @@ func TestLinesWithoutLayout(t *testing.T) {
 		t.Errorf("markdown:\n%q\nwant:\n%q", res.Markdown, want)
 	}
 }
+
+// PARTIAL_SUCCESS keeps the pages Textract read; a status check asks for one block and no more pages.
+func TestPartialSuccessAndCheapStatus(t *testing.T) {
+	srv := textracttest.New(t)
+	b := threePages()
+	srv.NewJob = func(map[string]any) *textracttest.Job {
+		return &textracttest.Job{Status: "PARTIAL_SUCCESS", Message: "page 3 could not be read", Results: textracttest.Split(b.Blocks, 2), Pages: 3}
+	}
+	c := client(t, srv, 1)
+	id, _ := c.Start(context.Background(), "k.pdf", "tok")
+	st, _, err := c.Status(context.Background(), id)
+	if err != nil || st != textract.PartialSuccess {
+		t.Fatalf("status %q, %v", st, err)
+	}
+	if call := srv.Calls()[1]; call.Body["MaxResults"] != 1.0 || call.Body["NextToken"] != nil {
+		t.Errorf("status check sent %v; want MaxResults 1 and no token", call.Body)
+	}
+	res, err := c.Collect(context.Background(), id, 10)
+	if err != nil || res.Pages != 3 || !strings.Contains(res.Markdown, "| below 95.0% | 50% |") {
+		t.Fatalf("partial result: %d pages, %v\n%s", res.Pages, err, res.Markdown)
+	}
+}
