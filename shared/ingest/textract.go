@@ -118,8 +118,12 @@ func (s *Stages) stageResult(ctx context.Context, in ExtractIn, res extract.Resu
 	const op = "ingest.Extract"
 	md, hidden := extract.Clean(res.Markdown)
 	res.Markdown, res.Hidden = md, res.Hidden+hidden
-	if s.Limits.MaxOutputBytes > 0 && len(md) > s.Limits.MaxOutputBytes {
-		return ExtractOut{}, rag.Errorf(op, rag.KindTerminal, "the document produced more than %d bytes of text", s.Limits.MaxOutputBytes)
+	limit := s.Limits.MaxOutputBytes
+	if limit <= 0 {
+		limit = 32 << 20 // extract.Limits' default
+	}
+	if len(md) > limit {
+		return ExtractOut{}, rag.Errorf(op, rag.KindTerminal, "the document produced more than %d bytes of text", limit)
 	}
 	if !hasText(md) {
 		return ExtractOut{}, rag.Errorf(op, rag.KindTerminal, "Textract found no text in this %s", res.Format)

@@ -236,3 +236,35 @@ func TestWorkflowTextractFailures(t *testing.T) {
 		})
 	}
 }
+
+// Textract's text is untrusted like any document's: hidden characters are stripped and counted, and
+// the output limit holds as for a local extraction.
+func TestWorkflowTextractTextCleanedAndBounded(t *testing.T) {
+	w := newWorkflowEnv(t)
+	srv := withTextract(t, w)
+	srv.Analyze = func(map[string]any) ([]textracttest.Block, int) {
+		b := &textracttest.Builder{}
+		b.Page(1)
+		b.Layout("LAYOUT_TEXT", 99, "Refunds\u200b are paid\u202e within 30 days.")
+		return b.Blocks, 1
+	}
+	png := []byte("\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", 64))
+	w.handle(t, w.bucket.put("inbox/finance/refunds.png", png))
+	d, _ := w.doc(t, "finance", "inbox/finance/refunds.png")
+	rows, _ := w.sql.ListChunks(context.Background(), tenant, d.ID)
+	if d.Status != rag.StatusReady || len(rows) == 0 {
+		t.Fatalf("document %s (%s), %d rows", d.Status, d.Error, len(rows))
+	}
+	for _, r := range rows {
+		if strings.ContainsAny(r.Content, "\u200b\u202e") {
+			t.Errorf("hidden characters kept: %q", r.Content)
+		}
+	}
+
+	w.wf.Stages.Limits.MaxOutputBytes = 40
+	w.handle(t, w.bucket.put("inbox/finance/refunds2.png", append(png, 1)))
+	d, _ = w.doc(t, "finance", "inbox/finance/refunds2.png")
+	if d.Status != rag.StatusFailed || !strings.Contains(d.Error, "more than 40 bytes of text") {
+		t.Errorf("over the output limit: %s, %q", d.Status, d.Error)
+	}
+}
