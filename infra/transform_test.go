@@ -56,6 +56,9 @@ var starAllowed = map[string]string{
 	"arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole":     "SAM adds it to every function role: logs:CreateLogGroup/CreateLogStream/PutLogEvents; each function writes only its own log group, which the stack creates with a retention",
 	"arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole": "SAM adds it with VpcConfig: the ENI actions (ec2:CreateNetworkInterface, Describe/DeleteNetworkInterface, Assign/UnassignPrivateIpAddresses) support no resource-level permissions",
 	"arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess":                       "SAM adds it with Tracing Active (functions and state machines): xray:PutTraceSegments/PutTelemetryRecords/GetSampling* support no resource-level permissions",
+
+	// issue 21: scans and images on AWS
+	"textract:AnalyzeDocument,textract:GetDocumentAnalysis,textract:StartDocumentAnalysis": "the extract function's Amazon Textract calls: Textract's actions support no resource-level permissions (Service Authorization Reference), so * is the only resource; the documents it reads are bounded by the role's s3:GetObject on sources/<tenant>/*",
 }
 
 type envSet struct {

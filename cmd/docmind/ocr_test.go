@@ -32,4 +32,9 @@ func TestOCREngineChoice(t *testing.T) {
 			t.Errorf("vision with DOCMIND_OCR_MODEL=%q: %v, %v; want %s", model, e, err, want)
 		}
 	}
+	// Textract's jobs are waited for by the AWS state machine: one machine refuses it, saying what to use
+	_, err = ocrEngine(config.Config{Ingest: config.Ingest{OCR: "textract", OCRLangs: "auto"}}, log)
+	if err == nil || !strings.Contains(err.Error(), "AWS ingestion workflow only") || !strings.Contains(err.Error(), "use auto, tesseract or vision") {
+		t.Errorf("textract on one machine: %v", err)
+	}
 }

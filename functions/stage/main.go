@@ -6,11 +6,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
@@ -18,12 +22,37 @@ import (
 	"github.com/docmind/docmind/functions/internal/ingestenv"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
 	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/llm"
+	"github.com/docmind/docmind/shared/ocr"
+	"github.com/docmind/docmind/shared/textract"
 )
 
 var version = "dev"
 
 func main() { lambdamain.Run("stage", version, run) }
+
+// ocrEngine is Amazon Textract for DOCMIND_OCR auto or textract: a Lambda has no Tesseract binary, so
+// on AWS auto means Textract (the extract function's role may call it); off and tesseract give none,
+// and images and scans then fail with a message saying OCR is off.
+func ocrEngine(cfg config.Config, ac aws.Config, log *slog.Logger) ingest.Textract {
+	switch cfg.Ingest.OCR {
+	case "auto", "textract":
+		return textract.New(ac, textract.Options{Bucket: cfg.Blob.Bucket})
+	case "tesseract":
+		log.Warn("DOCMIND_OCR=tesseract: a Lambda has no Tesseract; images and scans will be refused (use textract)")
+	}
+	return nil
+}
+
+// visionOCR reads images and scanned pages with the chat model (DOCMIND_OCR=vision) inside the
+// Extract task, within the extract function's timeout: each page is bounded by the engine, but a long
+// scan is better sent to Textract.
+func visionOCR(cfg config.Config) *ocr.Vision {
+	model := llm.NewOpenAI(cfg.Chat.BaseURL, cfg.Chat.APIKey, &http.Client{Timeout: 5 * time.Minute})
+	return ocr.NewVision(model, cmp.Or(cfg.Ingest.OCRModel, cfg.Chat.MainModel))
+}
 
 func run(ctx context.Context, log *slog.Logger) error {
 	w, err := wire(ctx, os.Getenv, log)
@@ -53,6 +82,10 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*i
 		return nil, err
 	}
 	st := ingestenv.Stages(cfg, ingestenv.Stores{Records: c.SQL, Vectors: c.Vectors, Blobs: c.Blobs}, emb, log)
+	st.Textract = ocrEngine(cfg, ac, log)
+	if cfg.Ingest.OCR == "vision" {
+		st.Limits.OCR = visionOCR(cfg)
+	}
 	w := &ingest.Workflow{Stages: st, Leases: c.SQL, Events: c.SQL, Objects: awsenv.Objects{S3: awsenv.S3Client(ac, cfg)},
 		BatchSize: max(cfg.Embeddings.BatchSize, 1) * 16}
 	// Commit and MarkFailed start a follow-up execution for a version uploaded while this one ran

@@ -8,11 +8,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/docmind/docmind/functions/internal/lambdatest"
 	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/deptest"
 	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/textract"
 )
 
 func TestDeps(t *testing.T) { deptest.Check(t, "github.com/docmind/docmind/functions/stage") }
@@ -44,5 +47,35 @@ func TestEnvelopeShape(t *testing.T) {
 	var env ingest.Envelope
 	if err := json.Unmarshal([]byte(`{"stage":"Verify","input":{"tenant":"t"}}`), &env); err != nil || env.Stage != "Verify" || string(env.Input) != `{"tenant":"t"}` {
 		t.Fatalf("%+v %v", env, err)
+	}
+}
+
+// On AWS, auto and textract read scans with Amazon Textract against the documents bucket; off and
+// tesseract (no binary on Lambda) give no engine.
+func TestOCREngine(t *testing.T) {
+	for mode, want := range map[string]bool{"auto": true, "textract": true, "off": false, "tesseract": false, "vision": false} {
+		var cfg config.Config
+		cfg.Ingest.OCR, cfg.Blob.Bucket = mode, "docs-bucket"
+		got := ocrEngine(cfg, aws.Config{Region: "eu-west-1"}, slog.New(slog.DiscardHandler))
+		if (got != nil) != want {
+			t.Errorf("DOCMIND_OCR=%s: engine %v, want one: %v", mode, got, want)
+		}
+		if c, ok := got.(*textract.Client); ok && c.Bucket != "docs-bucket" {
+			t.Errorf("Textract reads from bucket %q", c.Bucket)
+		}
+	}
+}
+
+// DOCMIND_OCR=vision reads scans with the chat model inside the Extract task: the model named by
+// DOCMIND_OCR_MODEL, else the main model.
+func TestVisionOCR(t *testing.T) {
+	var cfg config.Config
+	cfg.Ingest.OCR, cfg.Chat.MainModel = "vision", "main"
+	if v := visionOCR(cfg); v.String() != "vision(main)" {
+		t.Errorf("engine %s", v)
+	}
+	cfg.Ingest.OCRModel = "reader"
+	if v := visionOCR(cfg); v.String() != "vision(reader)" {
+		t.Errorf("engine %s", v)
 	}
 }

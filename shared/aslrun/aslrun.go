@@ -1,6 +1,7 @@
 // Package aslrun executes an Amazon States Language definition in process, so a test runs the ASL file
 // that is deployed (not a copy of its logic) against the Go handlers its Tasks invoke. It implements the
-// subset docmind's state machines use: Task, Map (inline), Choice, Pass, Succeed and Fail states;
+// subset docmind's state machines use: Task, Map (inline), Choice, Pass, Wait (Seconds or
+// SecondsPath), Succeed and Fail states;
 // InputPath, Parameters, ItemSelector, ItemsPath, ResultSelector, ResultPath and OutputPath; Retry
 // (IntervalSeconds, MaxAttempts, BackoffRate, MaxDelaySeconds, JitterStrategy) and Catch; the context
 // object's $$.Execution.Input, $$.Execution.Name, $$.Map.Item.Value and $$.Map.Item.Index. Anything
@@ -65,6 +66,9 @@ type State struct {
 	ItemProcessor  *Machine `json:"ItemProcessor,omitempty"`
 	Iterator       *Machine `json:"Iterator,omitempty"`
 	MaxConcurrency int      `json:"MaxConcurrency,omitempty"`
+	// Wait: a fixed delay or one read from the input (Timestamp is not supported)
+	Seconds     *float64 `json:"Seconds,omitempty"`
+	SecondsPath string   `json:"SecondsPath,omitempty"`
 	// Fail
 	Error string `json:"Error,omitempty"`
 	Cause string `json:"Cause,omitempty"`
@@ -134,6 +138,16 @@ func (m *Machine) check(where string) error {
 	}
 	for name, s := range m.States {
 		switch s.Type {
+		case "Wait":
+			if (s.Seconds == nil) == (s.SecondsPath == "") {
+				return fmt.Errorf("asl %s: wait %s needs exactly one of Seconds and SecondsPath", where, name)
+			}
+			if s.SecondsPath != "" {
+				if _, err := parsePath(s.SecondsPath); err != nil {
+					return fmt.Errorf("asl %s: state %s: %w", where, name, err)
+				}
+			}
+			fallthrough
 		case "Task", "Pass", "Map":
 			if s.End == (s.Next != "") {
 				return fmt.Errorf("asl %s: state %s needs exactly one of Next and End", where, name)
@@ -251,6 +265,7 @@ type Trace struct {
 	MaxStateBytes int               // the largest state input, output or task payload, in bytes
 	Largest       string            // which state produced it
 	Errors        map[string]string // last error name per state
+	Waits         []time.Duration   // every Wait state's delay, in order
 }
 
 func (t *Trace) enter(name string) {
@@ -349,6 +364,38 @@ func (r *Runner) step(ctx context.Context, name string, s *State, raw any, ec *e
 		}
 		out, err := io(s, raw, nil, false)
 		return s.Default, out, err
+	case "Wait":
+		in, err := inputOf(s, raw)
+		if err != nil {
+			return "", nil, err
+		}
+		var secs float64
+		if s.Seconds != nil {
+			secs = *s.Seconds
+		} else {
+			v, err := evalPath(s.SecondsPath, in, ec)
+			f, ok := v.(float64)
+			if err != nil || !ok || f < 0 {
+				return "", nil, &Error{Name: "States.Runtime", Cause: fmt.Sprintf("wait %s: SecondsPath %s is not a non-negative number", name, s.SecondsPath)}
+			}
+			secs = f
+		}
+		d := time.Duration(secs * float64(time.Second))
+		ec.trace.mu.Lock()
+		ec.trace.Waits = append(ec.trace.Waits, d)
+		ec.trace.mu.Unlock()
+		sleep := r.Sleep
+		if sleep == nil {
+			sleep = realSleep
+		}
+		if err := sleep(ctx, d); err != nil {
+			return "", nil, &Error{Name: "States.Timeout", Cause: err.Error()}
+		}
+		out, err := io(s, raw, nil, false)
+		if s.End {
+			return "", out, err
+		}
+		return s.Next, out, err
 	case "Pass":
 		in, err := inputOf(s, raw)
 		if err != nil {

@@ -139,3 +139,58 @@ func TestParseRefusesWhatItCannotRun(t *testing.T) {
 		}
 	}
 }
+
+// A poll loop: Wait (fixed or from the input) -> Task -> Choice, bounded by a counter the task keeps.
+func TestWaitPollLoop(t *testing.T) {
+	def := `{"StartAt":"W","States":{
+	  "W":{"Type":"Wait","SecondsPath":"$.job.wait","Next":"Check"},
+	  "Check":{"Type":"Task","Resource":"fn","Parameters":{"job.$":"$.job"},"ResultPath":"$.job","Next":"Done?"},
+	  "Done?":{"Type":"Choice","Choices":[
+	     {"Variable":"$.job.status","StringEquals":"DONE","Next":"Fixed"},
+	     {"And":[{"Variable":"$.job.status","StringEquals":"RUNNING"},{"Variable":"$.job.polls","NumericLessThan":5}],"Next":"W"}],
+	   "Default":"TooLong"},
+	  "Fixed":{"Type":"Wait","Seconds":1.5,"End":true},
+	  "TooLong":{"Type":"Fail","Error":"TimedOut","Cause":"still running"}}}`
+	check := func(doneAt int) Invoker {
+		return func(ctx context.Context, res string, in json.RawMessage) (json.RawMessage, error) {
+			var p struct {
+				Job struct{ Polls, Wait int } `json:"job"`
+			}
+			json.Unmarshal(in, &p)
+			n := p.Job.Polls + 1
+			st := "RUNNING"
+			if n == doneAt {
+				st = "DONE"
+			}
+			return json.Marshal(map[string]any{"status": st, "polls": n, "wait": p.Job.Wait * 2})
+		}
+	}
+	_, tr, err := run(t, def, check(3), `{"job":{"polls":0,"wait":5}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 1500 * time.Millisecond}
+	if len(tr.Waits) != len(want) {
+		t.Fatalf("waits %v, want %v", tr.Waits, want)
+	}
+	for i := range want {
+		if tr.Waits[i] != want[i] {
+			t.Fatalf("waits %v, want %v", tr.Waits, want)
+		}
+	}
+	_, tr, err = run(t, def, check(99), `{"job":{"polls":0,"wait":1}}`)
+	var e *Error
+	if !errors.As(err, &e) || e.Name != "TimedOut" || len(tr.Waits) != 5 {
+		t.Fatalf("bounded loop: %v after %d waits; want TimedOut after 5", err, len(tr.Waits))
+	}
+	_, _, err = run(t, def, check(1), `{"job":{"polls":0,"wait":"soon"}}`)
+	if !errors.As(err, &e) || e.Name != "States.Runtime" {
+		t.Fatalf("a SecondsPath that is not a number: %v", err)
+	}
+	if _, err := Parse([]byte(`{"StartAt":"W","States":{"W":{"Type":"Wait","End":true}}}`)); err == nil {
+		t.Fatal("a Wait with neither Seconds nor SecondsPath parsed")
+	}
+	if _, err := Parse([]byte(`{"StartAt":"W","States":{"W":{"Type":"Wait","Timestamp":"2026-01-01T00:00:00Z","End":true}}}`)); err == nil {
+		t.Fatal("an unsupported Timestamp wait parsed")
+	}
+}

@@ -217,9 +217,10 @@ type Ingest struct {
 	// budget; a file whose estimate exceeds it fails instead of growing the process.
 	ExtractMemory int64 `json:"extract_memory" env:"DOCMIND_EXTRACT_MEMORY" doc:"bytes of memory the extractions running at once may need together (at least 32 MiB); a file that alone needs more fails"`
 	// OCR chooses how images and scanned PDF pages are read: auto uses Tesseract when it is installed
-	// (and refuses such files with the install command when not), tesseract requires it, vision sends
-	// each page image to the chat model (OCRModel), off refuses them.
-	OCR string `json:"ocr" env:"DOCMIND_OCR" doc:"auto, off, tesseract or vision (pages sent to the chat model as images): how images and scanned PDF pages are recognised"`
+	// (and refuses such files with the install command when not) and Amazon Textract on AWS, tesseract
+	// requires Tesseract, textract Amazon Textract (the AWS ingestion workflow only), vision sends each
+	// page image to the chat model (OCRModel), off refuses them.
+	OCR string `json:"ocr" env:"DOCMIND_OCR" doc:"auto, off, tesseract, textract (AWS only) or vision (pages sent to the chat model as images): how images and scanned PDF pages are recognised"`
 	// OCRModel is the model DOCMIND_OCR=vision reads pages with: one that takes image input.
 	OCRModel string `json:"ocr_model" env:"DOCMIND_OCR_MODEL" doc:"the model that reads page images for DOCMIND_OCR=vision (empty: DOCMIND_CHAT_MAIN_MODEL); it must take image input"`
 	// OCRLangs is Tesseract's language set ("eng", "chi_sim", "eng+chi_sim") or auto (English or
@@ -228,7 +229,7 @@ type Ingest struct {
 }
 
 // OCRModes lists the accepted DOCMIND_OCR values.
-var OCRModes = []string{"auto", "off", "tesseract", "vision"}
+var OCRModes = []string{"auto", "off", "tesseract", "textract", "vision"}
 
 // MinExtractMemory is the smallest extraction memory budget: below it not even a small PDF fits (the
 // PDF engine needs about 24 MiB per parse however small the file).
@@ -452,8 +453,6 @@ func (c Config) Validate() error {
 		add("DOCMIND_EXTRACT_MEMORY: must be at least %d bytes (32 MiB), got %d", int64(MinExtractMemory), c.Ingest.ExtractMemory)
 	}
 	switch c.Ingest.OCR {
-	case "textract":
-		add("DOCMIND_OCR: %q is not available yet (issue 21); use auto, off, tesseract or vision", c.Ingest.OCR)
 	case "vision":
 		if c.Chat.Provider != "openai" {
 			add("DOCMIND_OCR: vision reads pages with the chat model: set DOCMIND_CHAT_PROVIDER=openai (with DOCMIND_CHAT_BASE_URL or DOCMIND_CHAT_API_KEY) and a model that takes images in DOCMIND_OCR_MODEL or DOCMIND_CHAT_MAIN_MODEL")

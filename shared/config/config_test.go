@@ -228,9 +228,8 @@ func TestOCRSettings(t *testing.T) {
 		t.Fatalf("overlay: %+v, %v", c.Ingest, err)
 	}
 	for _, tc := range []struct{ key, raw, want string }{
-		{"DOCMIND_OCR", "textract", `DOCMIND_OCR: "textract" is not available yet (issue 21); use auto, off, tesseract or vision`},
 		{"DOCMIND_OCR", "vision", `DOCMIND_OCR: vision reads pages with the chat model: set DOCMIND_CHAT_PROVIDER=openai (with DOCMIND_CHAT_BASE_URL or DOCMIND_CHAT_API_KEY) and a model that takes images in DOCMIND_OCR_MODEL or DOCMIND_CHAT_MAIN_MODEL`},
-		{"DOCMIND_OCR", "on", `DOCMIND_OCR: "on" is not one of auto, off, tesseract, vision`},
+		{"DOCMIND_OCR", "on", `DOCMIND_OCR: "on" is not one of auto, off, tesseract, textract, vision`},
 		{"DOCMIND_OCR_LANGS", "eng+", `DOCMIND_OCR_LANGS: "eng+" is not auto or Tesseract language names joined by + (eng+chi_sim)`},
 		{"DOCMIND_OCR_LANGS", "eng;rm -rf", `DOCMIND_OCR_LANGS: "eng;rm -rf" is not auto or Tesseract language names joined by + (eng+chi_sim)`},
 	} {
@@ -240,7 +239,7 @@ func TestOCRSettings(t *testing.T) {
 			t.Errorf("%s=%s: got %v, want the one problem %q", tc.key, tc.raw, err, tc.want)
 		}
 	}
-	for _, ok := range []string{"off", "auto"} {
+	for _, ok := range []string{"off", "auto", "textract"} {
 		if _, err := Load("", env(map[string]string{"DOCMIND_OCR": ok})); err != nil {
 			t.Errorf("DOCMIND_OCR=%s: %v", ok, err)
 		}

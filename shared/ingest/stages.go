@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,6 +68,10 @@ type Stages struct {
 	Keyword KeywordIndex
 	// Parse converts a source to markdown; nil means extract.Extract (tests substitute hostile parsers).
 	Parse func(ctx context.Context, name string, data []byte, l extract.Limits) (extract.Result, error)
+	// Textract, when set (on AWS), reads the images and scanned PDFs that need OCR instead of
+	// Limits.OCR: Extract returns a pending job (ExtractOut.Textract) for a PDF or TIFF, which the state
+	// machine waits for with TextractStatus and reads with TextractCollect.
+	Textract Textract
 }
 
 // Doc names the document a stage works on.
@@ -110,6 +115,9 @@ type ExtractOut struct {
 	BudgetWaitMS int64 `json:"budget_wait_ms,omitempty"`
 	// OCR reports the pages recognised by OCR and how confidently (nil: none was).
 	OCR *extract.OCRReport `json:"ocr,omitempty"`
+	// Textract is the job reading the document while it runs: no markdown is staged yet (nil: the
+	// markdown is staged).
+	Textract *TextractJob `json:"textract,omitempty"`
 }
 
 // ChunkOut points at the chunk rows.
@@ -196,13 +204,23 @@ func (s *Stages) Extract(ctx context.Context, in ExtractIn) (ExtractOut, error) 
 		return ExtractOut{}, fmt.Errorf("read source: %w", err)
 	}
 	out, md, err := s.parseSource(ctx, in, data)
+	if s.Textract != nil && errors.Is(err, errTextract) {
+		return s.startTextract(ctx, in, data)
+	}
 	if err != nil {
 		return ExtractOut{}, err
 	}
-	if _, err := s.staging().Put(ctx, out.MarkdownKey, bytes.NewReader([]byte(md)), "text/markdown"); err != nil {
-		return ExtractOut{}, fmt.Errorf("stage markdown: %w", err)
+	if err := s.stageMarkdown(ctx, out, md); err != nil {
+		return ExtractOut{}, err
 	}
 	return out, nil
+}
+
+func (s *Stages) stageMarkdown(ctx context.Context, out ExtractOut, md string) error {
+	if _, err := s.staging().Put(ctx, out.MarkdownKey, bytes.NewReader([]byte(md)), "text/markdown"); err != nil {
+		return fmt.Errorf("stage markdown: %w", err)
+	}
+	return nil
 }
 
 // parseSource converts a source's bytes to markdown without staging it.
@@ -214,6 +232,9 @@ func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (Ex
 	if int64(len(data)) > lim.MaxFileBytes {
 		return ExtractOut{}, "", rag.Errorf("ingest.Extract", rag.KindTerminal, "%s is larger than %d bytes", in.FileName, lim.MaxFileBytes)
 	}
+	if s.Textract != nil {
+		lim.OCR = deferOCR{}
+	}
 	parse := s.Parse
 	if parse == nil {
 		parse = extract.Extract
@@ -222,6 +243,12 @@ func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (Ex
 	if err != nil {
 		return ExtractOut{}, "", err
 	}
+	out, md := s.extracted(ctx, in, res)
+	return out, md, nil
+}
+
+// extracted is the stage's output for an extraction, logged; and its markdown.
+func (s *Stages) extracted(ctx context.Context, in ExtractIn, res extract.Result) (ExtractOut, string) {
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
 		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS, OCR: res.OCR}
 	if res.OCR != nil && s.Log != nil {
@@ -234,7 +261,7 @@ func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (Ex
 	if res.Hidden > 0 && s.Log != nil {
 		s.Log.Warn("hidden text stripped", "document", in.DocumentID, "file", in.FileName, "hidden", res.Hidden)
 	}
-	return out, res.Markdown, nil
+	return out, res.Markdown
 }
 
 // chunkID derives a chunk's id from the document, level, content hash and occurrence, so the same text
@@ -249,6 +276,9 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 	const op = "ingest.Chunk"
 	if err := in.validate(op); err != nil {
 		return ChunkOut{}, err
+	}
+	if in.Textract != nil {
+		return ChunkOut{}, rag.Errorf(op, rag.KindInternal, "the document's Textract job %s has not been collected", in.Textract.JobID)
 	}
 	md, err := s.readStaged(ctx, in.MarkdownKey, 64<<20)
 	if err != nil {

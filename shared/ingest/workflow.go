@@ -665,6 +665,9 @@ func (w *Workflow) handlers() map[string]stageFunc {
 		"Verify":       stage(s.Verify),
 		"Commit":       stage(w.Commit),
 		"MarkFailed":   stage(w.MarkFailed),
+		// the Textract wait loop (ExtractFunction): one status check per round, then the results
+		"TextractStatus":  stage(s.TextractStatus),
+		"TextractCollect": stage(s.TextractCollect),
 	}
 }
 

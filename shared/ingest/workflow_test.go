@@ -110,6 +110,9 @@ type wfEnv struct {
 	delays []time.Duration
 }
 
+// extractStages run on the large-memory extraction function, which alone may call Textract.
+var extractStages = map[string]bool{"Extract": true, "TextractStatus": true, "TextractCollect": true}
+
 func newWorkflowEnv(t *testing.T) *wfEnv { return newWorkflowEnvOn(t, nil) }
 
 // newWorkflowEnvOn runs the workflow over db (nil: the embedded SQLite of newEnv).
@@ -141,7 +144,7 @@ func newWorkflowEnvOn(t *testing.T, db *sqldb.DB) *wfEnv {
 			if err := json.Unmarshal(input, &env); err != nil {
 				return nil, err
 			}
-			if (env.Stage == "Extract") != (resource == "${ExtractFunctionArn}") {
+			if extractStages[env.Stage] != (resource == "${ExtractFunctionArn}") {
 				t.Errorf("stage %s invoked on %s: extraction runs on the large-memory function only", env.Stage, resource)
 			}
 			out, err := w.wf.Dispatch(ctx, env)
