@@ -7,15 +7,18 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"net/http"
+	"path"
 )
 
 // The web page at / (DESIGN.md section 8): static files embedded in the binary, served with a strict
 // Content-Security-Policy (scripts and styles from this origin only, no inline code, no framing, no
 // remote images, fetches to this origin only), so that even markup slipped past the page's text-only
-// rendering could neither run nor send anything elsewhere.
+// rendering could neither run nor send anything elsewhere. The script is a set of ES modules (app.js
+// imports the others by relative path), each served at /<name>.js; the browser loads them as they are.
 //
-//go:embed web/index.html web/app.js web/app.css
+//go:embed web/index.html web/*.js web/app.css
 var webFS embed.FS
 
 const webCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
@@ -29,11 +32,19 @@ type webFile struct {
 
 func webFiles() []webFile {
 	files := []webFile{{pattern: "GET /favicon.ico", contentType: "image/x-icon", body: favicon()}}
-	for pattern, f := range map[string][2]string{
+	served := map[string][2]string{
 		"GET /{$}":     {"web/index.html", "text/html; charset=utf-8"},
-		"GET /app.js":  {"web/app.js", "text/javascript; charset=utf-8"},
 		"GET /app.css": {"web/app.css", "text/css; charset=utf-8"},
-	} {
+	}
+	modules, err := fs.Glob(webFS, "web/*.js")
+	if err != nil {
+		panic(err) // a constant, valid pattern
+	}
+	for _, m := range modules {
+		// text/javascript: browsers refuse a module script served with any other (non-JavaScript) type
+		served["GET /"+path.Base(m)] = [2]string{m, "text/javascript; charset=utf-8"}
+	}
+	for pattern, f := range served {
 		body, err := webFS.ReadFile(f[0])
 		if err != nil {
 			panic(err) // embedded at build time: cannot happen

@@ -1,7 +1,10 @@
-// node --test shared/httpapi/web/app_test.mjs (run by .ci/run): the page's pure functions (the DOM code runs only in a browser).
+// node --test shared/httpapi/web/app_test.mjs (run by .ci/run): the page's pure functions, imported from the
+// modules that hold them (the DOM code runs only in a browser); importing app.js checks every module links.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseSSE, citationParts, timelineLine } from "./app.js";
+import "./app.js";
+import { parseSSE, timelineLine } from "./chat.js";
+import { citationParts } from "./markdown.js";
 
 test("parseSSE keeps partial events for the next chunk and skips damaged ones", () => {
   let r = parseSSE('event: meta\ndata: {"protocol":1}\n\nevent: token\ndata: {"text":"Hel');
@@ -27,7 +30,10 @@ test("timelineLine describes the pipeline's events", () => {
   assert.equal(timelineLine("token", { text: "x" }), null);
 });
 
-import { parseMarkdown, parseInline, plainText, safeHref, dayLabel, groupConversations, confidenceReason, stageSummary, chunkTree, isBusy } from "./app.js";
+import { parseMarkdown, parseInline, plainText, safeHref } from "./markdown.js";
+import { dayLabel, groupConversations } from "./conversations.js";
+import { confidenceReason } from "./chat.js";
+import { stageSummary, chunkTree, isBusy } from "./kbs.js";
 
 test("safeHref keeps only absolute http and https links", () => {
   assert.equal(safeHref("https://example.com/a?b=1"), "https://example.com/a?b=1");
@@ -89,7 +95,7 @@ test("confidenceReason, stageSummary, chunkTree, isBusy", () => {
   assert.equal(isBusy({ status: "processing" }) && isBusy({ status: "pending" }) && !isBusy({ status: "ready" }), true);
 });
 
-import { findClaim, claimNeedle, liveLink } from "./app.js";
+import { findClaim, claimNeedle, liveLink } from "./markdown.js";
 
 test("stageSummary lists stages in pipeline order, not the alphabetical order JSON from a Go map has", () => {
   assert.equal(stageSummary({ chunk: 3, embed: 40, extract: 12, index: 5 }), "extract 12 ms · chunk 3 ms · embed 40 ms · index 5 ms");
