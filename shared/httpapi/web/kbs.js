@@ -70,16 +70,35 @@ export async function loadKBs() {
 export function renderKBList() {
   const ul = $("kb-list");
   ul.textContent = "";
-  const all = { name: "", description: "" };
+  // "All knowledge bases" counts them all, when the server counted each (an older one sends no count)
+  const counted = state.kbs.every(k => typeof k.documents === "number");
+  const all = { name: "", description: "", documents: counted ? state.kbs.reduce((n, k) => n + k.documents, 0) : undefined };
   for (const kb of [all, ...state.kbs]) {
     const li = el("li", kb.name === $("kb").value ? "current" : "");
-    const choose = button(kb.name || "All knowledge bases", () => chooseKB(kb.name));
+    const choose = button("", () => chooseKB(kb.name));
+    choose.append(el("span", "kbname", kb.name || "All knowledge bases"));
+    if (typeof kb.documents === "number") choose.append(el("span", "kbcount", documentCount(kb.documents)));
+    // the description is the creator's text: shown as text, cut to one line, whole in the tooltip
+    if (kb.description) { choose.append(el("span", "kbdesc", kb.description)); choose.title = kb.description; }
     choose.setAttribute("aria-pressed", String(kb.name === $("kb").value));
-    if (kb.description) choose.title = kb.description;
     li.append(choose);
     if (kb.name && state.ingest) li.append(button("✕", () => deleteKB(kb), "del", `Delete knowledge base ${kb.name}`));
     ul.append(li);
   }
+}
+
+// documentCount says how many documents a knowledge base holds: "1 document", "12 documents".
+export const documentCount = (n) => `${n} document${n === 1 ? "" : "s"}`;
+
+// recount keeps the knowledge base list's counts up to date with the document lists just loaded
+// (uploads and deletes change them between two GET /api/kbs), re-rendering it when one changed.
+function recount(lists) {
+  let changed = false;
+  for (const { kb, n } of lists) {
+    const k = state.kbs.find(x => x.name === kb);
+    if (k && typeof k.documents === "number" && k.documents !== n) { k.documents = n; changed = true; }
+  }
+  if (changed) renderKBList();
 }
 
 // chooseKB scopes the next questions (the open conversation goes on, searching the knowledge base chosen
@@ -152,6 +171,7 @@ export async function loadDocuments() {
   let docs = [];
   try {
     const lists = await Promise.all(kbs.map(kb => api(`/api/kbs/${encodeURIComponent(kb.name)}/documents`).then(r => r.documents.map(d => ({ ...d, kb: kb.name })))));
+    recount(kbs.map((kb, i) => ({ kb: kb.name, n: lists[i].length })));
     docs = lists.flat();
     for (const d of docs) state.docNames.set(d.id, d.file_name);
     // an action's message stays until the next action; only the empty-list hint follows the list
