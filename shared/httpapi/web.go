@@ -9,7 +9,9 @@ import (
 	"image/png"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
+	"strings"
 )
 
 // The web page at / (DESIGN.md section 8): static files embedded in the binary, served with a strict
@@ -54,12 +56,26 @@ func webFiles() []webFile {
 	return files
 }
 
-func serveWeb(mux *http.ServeMux) {
+// webCSPFor is the page's policy with uploadOrigin (presigned uploads' storage) added to connect-src, so
+// that the page may PUT a file there. Anything but a bare http(s) origin (a path, a wildcard, a quote or
+// a ';' that would start another directive) is not added: the policy stays the strict one.
+func webCSPFor(uploadOrigin string) string {
+	u, err := url.Parse(uploadOrigin)
+	if uploadOrigin == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
+		strings.ContainsAny(uploadOrigin, " ;,'\"*") {
+		return webCSP
+	}
+	return strings.Replace(webCSP, "connect-src 'self';", "connect-src 'self' "+u.Scheme+"://"+u.Host+";", 1)
+}
+
+func serveWeb(mux *http.ServeMux, uploadOrigin string) {
+	csp := webCSPFor(uploadOrigin)
 	for _, f := range webFiles() {
 		mux.HandleFunc(f.pattern, func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
 			h.Set("Content-Type", f.contentType)
-			h.Set("Content-Security-Policy", webCSP)
+			h.Set("Content-Security-Policy", csp)
 			h.Set("X-Content-Type-Options", "nosniff")
 			h.Set("Referrer-Policy", "no-referrer")
 			h.Set("X-Frame-Options", "DENY")

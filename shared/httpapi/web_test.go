@@ -16,7 +16,7 @@ import (
 // logging a failed request on every visit.
 func TestFaviconIsServed(t *testing.T) {
 	mux := http.NewServeMux()
-	serveWeb(mux)
+	serveWeb(mux, "")
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/favicon.ico", nil))
 	body, _ := io.ReadAll(rec.Body)
@@ -85,7 +85,7 @@ func TestWebFilesUseNoHTMLSinksAndNoOtherOrigin(t *testing.T) {
 // page, and no module is served that nothing imports (a file left behind by a split).
 func TestWebModulesAreServedAndLinked(t *testing.T) {
 	mux := http.NewServeMux()
-	serveWeb(mux)
+	serveWeb(mux, "")
 	get := func(p string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
@@ -130,5 +130,33 @@ func TestWebModulesAreServedAndLinked(t *testing.T) {
 	}
 	if rec := get("/app_test.mjs"); rec.Code == http.StatusOK {
 		t.Error("the node test file is served")
+	}
+}
+
+// Presigned uploads go to the storage's origin, which the page's policy must let it connect to; only a
+// bare http(s) origin is added, to connect-src alone, and anything else leaves the strict policy.
+func TestWebCSPAddsOnlyTheUploadOrigin(t *testing.T) {
+	want := strings.Replace(webCSP, "connect-src 'self';", "connect-src 'self' https://docmind-uploads.s3.eu-west-1.amazonaws.com;", 1)
+	for _, o := range []string{"https://docmind-uploads.s3.eu-west-1.amazonaws.com", "https://docmind-uploads.s3.eu-west-1.amazonaws.com/"} {
+		if got := webCSPFor(o); got != want {
+			t.Errorf("%q: %s", o, got)
+		}
+	}
+	for _, bad := range []string{"", "ftp://x.example", "https://x.example/path", "https://*.amazonaws.com", "https://x.example; script-src *",
+		"https://x.example 'unsafe-inline'", "//x.example", "https://user@x.example", "https://x.example/?q=1", "javascript:alert(1)"} {
+		if got := webCSPFor(bad); got != webCSP {
+			t.Errorf("%q changed the policy: %s", bad, got)
+		}
+	}
+	// served: the page and its modules carry it, and script-src stays 'self'
+	mux := http.NewServeMux()
+	serveWeb(mux, "http://127.0.0.1:9000")
+	for _, p := range []string{"/", "/app.js", "/uploads.js"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+		csp := rec.Header().Get("Content-Security-Policy")
+		if !strings.Contains(csp, "connect-src 'self' http://127.0.0.1:9000;") || !strings.Contains(csp, "script-src 'self';") {
+			t.Errorf("%s: %s", p, csp)
+		}
 	}
 }

@@ -4,6 +4,7 @@
 import { readChunk, request, errorMessage } from "./api.js";
 import { loadConversations, loadMemories } from "./conversations.js";
 import { $, el, button, state, announce } from "./dom.js";
+import { stageSummary } from "./kbs.js";
 import { safeHref, plainText, findClaim, renderMarkdown } from "./markdown.js";
 
 // parseSSE turns buffered text into complete events and the unparsed rest.
@@ -186,13 +187,23 @@ export function finishTurn(turn, d) {
   renderMarkdown(turn.box, d.answer ?? turn.text, turn.sources.length, turn);
   const steps = turn.steps.children.length;
   const secs = d.stage_ms && d.stage_ms.total ? ` · ${(d.stage_ms.total / 1000).toFixed(1)} s` : "";
-  // a reopened stopped answer reads as it did when it was stopped
-  turn.summary.textContent = d.stopped ? "Stopped" : `${steps} step${steps === 1 ? "" : "s"} · path ${d.short_circuit || d.path || turn.path || "?"}${secs}`;
+  // a reopened stopped answer reads as it did when it was stopped; a cached one says when it was first
+  // answered, its steps being those of that first answer
+  turn.summary.textContent = d.stopped ? "Stopped" : d.from_cache && d.cached ? cachedLine(d.cached)
+    : `${steps} step${steps === 1 ? "" : "s"} · path ${d.short_circuit || d.path || turn.path || "?"}${secs}`;
+  if (d.from_cache && d.cached && !d.stopped) {
+    const first = stageSummary(d.cached.stage_ms);
+    if (first) turn.steps.append(el("li", "", `first answer's steps: ${first}`));
+  }
   turn.timeline.open = false;
-  const band = d.confidence && d.confidence.band;
+  // an abstention is its own state: the documents do not say, which is not a LOW answer, so neither the
+  // confidence badge nor the low-confidence warning streamed before done
+  const abstained = Boolean(d.abstained) && !d.stopped;
+  if (abstained) for (const w of turn.root.querySelectorAll(":scope > .warn")) w.remove();
+  const band = !abstained && d.confidence && d.confidence.band;
   // a stopped answer (stored by the server with what was sent before the stop) has no confidence
-  const label = d.stopped ? "stopped" : band ? `${band} confidence ${Number(d.confidence.score).toFixed(2)}` : (d.short_circuit || d.path || "answer");
-  const badge = el("span", `badge ${(!d.stopped && band) || "none"}`, label);
+  const label = d.stopped ? "stopped" : abstained ? "the documents do not say" : band ? `${band} confidence ${Number(d.confidence.score).toFixed(2)}` : (d.short_circuit || d.path || "answer");
+  const badge = el("span", `badge ${abstained ? "abstained" : (!d.stopped && band) || "none"}`, label);
   badge.setAttribute("role", "note");
   turn.meta.append(badge);
   const reason = band ? confidenceReason(d.confidence) + (turn.grade && turn.grade.reason ? `; evidence: ${turn.grade.reason}` : "") : "";
@@ -208,19 +219,28 @@ export function finishTurn(turn, d) {
     turn.meta.append(copy);
   }
   markClaims(turn, d.claims);
-  renderSources(turn);
+  renderSources(turn, { searched: abstained, flags: d.injection_flags });
   // the streamed text is not announced token by token; its end is
-  if (!turn.replayed) announce(`Answer ready${band ? `, ${band} confidence` : ""}, ${turn.sources.length} sources.`);
+  if (!turn.replayed) {
+    announce(abstained ? `The documents do not say; ${turn.sources.length} sources searched.`
+      : `Answer ready${band ? `, ${band} confidence` : ""}, ${turn.sources.length} sources.`);
+  }
   if ((d.recommendations || []).length) {
     turn.root.append(el("div", "related", "Related: " + d.recommendations.map(x => x.file_name).join(", ")));
   }
   if (d.conversation_id) state.conversation = d.conversation_id;
 }
 
-export function renderSources(turn) {
+// renderSources lists the answer's sources: searched and not cited for an abstention; a source the
+// server flagged as carrying instructions (injection_flags) is marked as such, with why, and was not
+// obeyed (docs/answers.md).
+export function renderSources(turn, { searched = false, flags = [] } = {}) {
   if (!turn.sources.length) return;
-  const det = el("details", "sources");
-  det.append(el("summary", "", `${turn.sources.length} source${turn.sources.length === 1 ? "" : "s"}`));
+  const det = el("details", searched ? "sources searched" : "sources");
+  const n = turn.sources.length;
+  det.append(el("summary", "", searched ? `${n} source${n === 1 ? "" : "s"} searched, none cited` : `${n} source${n === 1 ? "" : "s"}`));
+  const flagged = new Map();
+  for (const f of Array.isArray(flags) ? flags : []) if (f && Number.isInteger(f.source)) flagged.set(f.source, f);
   const ol = el("ol");
   for (const s of turn.sources) {
     const li = el("li");
@@ -238,12 +258,38 @@ export function renderSources(turn) {
     }
     const path = [s.chapter, s.page ? `page ${s.page}` : ""].filter(Boolean).join(" · ");
     if (path) li.append(el("span", "path", ` › ${path}`));
+    const f = flagged.get(s.n);
+    if (f) {
+      li.classList.add("flagged");
+      li.append(el("span", "flag", `contains instructions, ignored: ${injectionReason(f.reason)}`));
+    }
     li.append(el("span", "snippet", plainText(s.snippet || "")));
     ol.append(li);
   }
   det.append(ol);
   turn.sourcesBox = det;
   turn.root.append(det);
+}
+
+// INJECTION_REASONS says in words what each injection_flags reason found in a passage (docs/answers.md).
+const INJECTION_REASONS = {
+  "ignore-instructions": "it tells the assistant to ignore its instructions",
+  "system-prompt": "it poses as a system or assistant message",
+  "role-play": "it tells the assistant to play another role",
+  "reply-instruction": "it dictates what the reply must say",
+  exfiltration: "it tries to send the conversation or links elsewhere",
+  "hidden-text": "it hides characters inside words",
+};
+
+// injectionReason is a flag's reason in words; an unknown one is shown as the server sent it (as text).
+export const injectionReason = (r) => INJECTION_REASONS[r] || `flagged as ${String(r || "an instruction")}`;
+
+// cachedLine is a cached answer's one-line timeline: when the answer was first given, and to what
+// question (the server's cached.answered_at, UTC, shown in the reader's time zone).
+export function cachedLine(c) {
+  const at = new Date(c.answered_at);
+  const when = Number.isNaN(at.getTime()) ? "earlier" : at.toLocaleString("en", { dateStyle: "medium", timeStyle: "short" });
+  return `from cache: first answered ${when}${c.question ? ` for “${c.question}”` : ""}`;
 }
 
 // showSource opens the turn's sources, scrolls to source n and highlights it (the last one clicked).

@@ -26,6 +26,7 @@ export const state = {
   docsTimer: 0,
   me: null,
   ingest: true, // whether this server takes uploads, deletes and reprocessing (GET /api/kbs says)
+  upload: { mode: "direct" }, // how uploads are sent (GET /api/kbs "upload": direct or presigned, max_bytes)
   docNames: new Map(), // document id -> file name, for the retrieval test's keyword and vector hits
 };
 

@@ -2,6 +2,7 @@
 
 import { api, postJSON } from "./api.js";
 import { $, el, button, state, confirmDialog } from "./dom.js";
+import { parseMarkdown, renderMarkdown } from "./markdown.js";
 import { settleUploads } from "./uploads.js";
 
 // STAGE_ORDER is the order stages run in: ingestion's (extract, with the waits it includes, then chunk,
@@ -51,8 +52,11 @@ export const isBusy = (d) => d.status === "pending" || d.status === "processing"
 // ---- knowledge bases
 
 export async function loadKBs() {
-  const { knowledge_bases, ingest } = await api("/api/kbs");
+  const { knowledge_bases, ingest, upload } = await api("/api/kbs");
   state.kbs = knowledge_bases;
+  // how files are sent: "direct" (multipart to this server) or "presigned" (to the storage, with a URL
+  // this server signs); an older server says nothing, and takes them directly
+  state.upload = upload && typeof upload === "object" ? upload : { mode: "direct" };
   setIngest(ingest !== false); // an older server without the field ingests
   const sel = $("kb");
   const chosen = sel.value;
@@ -201,6 +205,7 @@ export function renderDocuments(docs, showKB) {
     if (d.error) status.append(el("span", "sub error", d.error));
     const stages = stageSummary(d.stage_ms);
     if (stages) status.append(el("span", "sub", stages));
+    if (d.ocr_note) status.append(ocrNote(d.ocr_note));
     const actions = el("td");
     actions.append(button("Chunks", () => showChunks(d), "", `Chunks of ${d.file_name}`));
     if (state.ingest) {
@@ -229,9 +234,11 @@ export function renderDocuments(docs, showKB) {
 export async function showChunks(d) {
   const box = $("chunks");
   box.textContent = "";
-  let chunks;
+  let chunks, doc;
   try {
-    ({ chunks } = await api(`/api/documents/${encodeURIComponent(d.id)}/chunks`));
+    // the document itself for its metadata (an older server without GET /api/documents/{id}: none)
+    [{ chunks }, doc] = await Promise.all([api(`/api/documents/${encodeURIComponent(d.id)}/chunks`),
+      api(`/api/documents/${encodeURIComponent(d.id)}`).catch(() => null)]);
   } catch (err) {
     box.append(el("p", "error", err.message));
     return;
@@ -243,11 +250,62 @@ export async function showChunks(d) {
   const h = el("h3", "", `${d.file_name}: ${children} chunk${children === 1 ? "" : "s"} in ${sections} section${sections === 1 ? "" : "s"}`);
   h.tabIndex = -1;
   box.append(h, button("Close", () => { box.textContent = ""; }, "link"));
+  const meta = metadataEntries(doc && doc.metadata);
+  if (meta.length) {
+    const dl = el("dl", "docmeta");
+    dl.setAttribute("aria-label", `Metadata of ${d.file_name}`);
+    for (const [k, v] of meta) dl.append(el("dt", "", k), el("dd", "", v));
+    box.append(dl);
+  }
+  const note = (doc && doc.ocr_note) || d.ocr_note;
+  if (note) { const p = el("p", "chunk-note"); p.append(ocrNote(note)); box.append(p); }
+  const low = new Set(ocrNoteParts(note).flatMap(p => p.pages || []));
   for (const { chunk: c, depth } of chunkTree(chunks)) {
-    const div = el("div", `chunk ${depth ? "child" : "parent"}`);
-    div.append(el("div", "path", `#${c.chunk_index} ${c.level}${c.chapter ? ` · ${c.chapter}` : ""}${c.page ? ` · page ${c.page}` : ""} · ${c.token_count} tokens`));
-    div.append(el("pre", "", c.content));
+    const poor = c.page && low.has(c.page);
+    const div = el("div", `chunk ${depth ? "child" : "parent"}${poor ? " ocr-low" : ""}`);
+    div.append(el("div", "path", `#${c.chunk_index} ${c.level}${c.chapter ? ` · ${c.chapter}` : ""}${c.page ? ` · page ${c.page}` : ""} · ${c.token_count} tokens${poor ? " · low OCR confidence" : ""}`));
+    if (isTableChunk(c)) {
+      // a table reads as a table, through the same text-only renderer as answers (links to other
+      // sites shown as text, no images, no HTML)
+      const t = el("div", "chunk-md");
+      renderMarkdown(t, c.content, 0, null);
+      div.append(t);
+    } else {
+      div.append(el("pre", "", c.content));
+    }
     box.append(div);
   }
   h.focus();
+}
+
+// isTableChunk says a chunk is rendered as a table: the chunker typed it "table", or its text holds a
+// markdown table (a parent section around one).
+export const isTableChunk = (c) => c.content_type === "table" || parseMarkdown(c.content || "").some(b => b.type === "table");
+
+// metadataEntries turns a document's metadata object into [key, value as text] pairs, by key: a list is
+// joined with ", ", anything else that is not text is written as JSON; never markup.
+export function metadataEntries(m) {
+  if (!m || typeof m !== "object" || Array.isArray(m)) return [];
+  const text = (v) => (typeof v === "string" ? v : Array.isArray(v) ? v.map(text).join(", ") : JSON.stringify(v));
+  return Object.keys(m).sort().map(k => [k, text(m[k])]);
+}
+
+// ocrNoteParts splits a document's OCR note ("OCR (eng) on 2 page(s), mean confidence 74%; low confidence
+// on page(s) 2, 5: check the scan") into its parts, the low-confidence one with its page numbers.
+export function ocrNoteParts(note) {
+  if (!note) return [];
+  return String(note).split(/;\s*/).filter(Boolean).map((text) => {
+    const m = /low confidence on page\(s\)\s*([\d,\s]+)/i.exec(text);
+    return m ? { text, low: true, pages: m[1].split(/[,\s]+/).filter(Boolean).map(Number) } : { text, low: false };
+  });
+}
+
+// ocrNote shows an OCR note, its low-confidence pages highlighted.
+function ocrNote(note) {
+  const span = el("span", "sub ocr");
+  ocrNoteParts(note).forEach((p, i) => {
+    if (i) span.append(document.createTextNode("; "));
+    span.append(p.low ? el("strong", "ocr-low", p.text) : document.createTextNode(p.text));
+  });
+  return span;
 }

@@ -1,6 +1,7 @@
 // Uploads: several files, dropped or chosen, each with its own progress.
 
-import { authHeaders } from "./api.js";
+import { authHeaders, postJSON } from "./api.js";
+import { safeHref } from "./markdown.js";
 import { $, el, state } from "./dom.js";
 import { isBusy, loadDocuments } from "./kbs.js";
 import { showView } from "./shell.js";
@@ -71,42 +72,106 @@ export function uploadOne(kb, file) {
   li.append(el("span", "", `${file.name} → ${kb}`), bar, st);
   li.dataset.kb = kb;
   $("uploads").append(li);
-  // a failed upload keeps its message, not a progress bar that looks finished
-  const failed = (msg) => { bar.remove(); st.textContent = `failed: ${msg}`; st.className = "error"; };
+  const line = {
+    progress: (e) => { if (e.lengthComputable) bar.value = Math.round(100 * e.loaded / e.total); },
+    // a failed upload keeps its message, not a progress bar that looks finished
+    failed: (msg) => { bar.remove(); st.textContent = `failed: ${msg}`; st.className = "error"; },
+    // the server keeps a file name's last path part only (RFC 7578): say so when that changed it
+    uploaded: (id, stored = file.name) => {
+      bar.value = 100;
+      st.textContent = stored === file.name ? "uploaded; processing" : `uploaded as “${stored}”; processing`;
+      li.dataset.doc = id;
+      li.classList.add("uploaded");
+      // a renamed file's line stays a while longer, so that the new name can be read
+      setTimeout(() => li.remove(), stored === file.name ? 4000 : 15000);
+    },
+  };
   if (file.size === 0) {
-    failed("the file is empty (0 bytes): there is nothing in it to add");
+    line.failed("the file is empty (0 bytes): there is nothing in it to add");
     return Promise.resolve();
   }
+  const up = state.upload || {};
+  if (up.max_bytes > 0 && file.size > up.max_bytes) {
+    line.failed(`the file is ${megabytes(file.size)}; this server takes files up to ${megabytes(up.max_bytes)}`);
+    return Promise.resolve();
+  }
+  return up.mode === "presigned" ? uploadPresigned(kb, file, line) : uploadDirect(kb, file, line);
+}
+
+// megabytes writes a size for a person: "60 KB", "12.3 MB", "1024 MB".
+export const megabytes = (n) => (n < 1e6 ? `${Math.ceil(n / 1e3)} KB` : `${(n / 1e6).toFixed(n < 1e7 ? 1 : 0)} MB`);
+
+// uploadDirect posts the file to the server as multipart (docmind serve, and any server that says
+// "direct" or nothing about uploads).
+function uploadDirect(kb, file, line) {
   return new Promise((resolve) => {
     const send = (retried) => {
       const xhr = new XMLHttpRequest();
       xhr.open("POST", `/api/kbs/${encodeURIComponent(kb)}/documents`);
       for (const [k, v] of Object.entries(authHeaders())) xhr.setRequestHeader(k, v);
-      xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = Math.round(100 * e.loaded / e.total); };
+      xhr.upload.onprogress = line.progress;
       xhr.onload = async () => {
         if (xhr.status === 401 && !retried && (await signIn("sign in to upload"))) { send(true); return; }
         if (xhr.status >= 200 && xhr.status < 300) {
-          bar.value = 100;
-          // the server keeps a file name's last path part only (RFC 7578): say so when that changed it
           let stored = file.name, id = "";
           try { ({ file_name: stored = file.name, id = "" } = JSON.parse(xhr.responseText)); } catch { /* not JSON */ }
-          st.textContent = stored === file.name ? "uploaded; processing" : `uploaded as “${stored}”; processing`;
-          li.dataset.doc = id;
-          li.classList.add("uploaded");
-          // a renamed file's line stays a while longer, so that the new name can be read
-          setTimeout(() => li.remove(), stored === file.name ? 4000 : 15000);
+          line.uploaded(id, stored);
         } else {
           let msg = `HTTP ${xhr.status}`;
           try { msg = JSON.parse(xhr.responseText).error.message; } catch { /* not JSON */ }
-          failed(msg);
+          line.failed(msg);
         }
         resolve();
       };
-      xhr.onerror = () => { failed("the server cannot be reached"); resolve(); };
+      xhr.onerror = () => { line.failed("the server cannot be reached"); resolve(); };
       const form = new FormData();
       form.append("file", file, file.name);
       xhr.send(form);
     };
     send(false);
   });
+}
+
+// uploadPresigned asks the server for an upload URL (POST /api/kbs/{kb}/uploads, which checks the role
+// and the size and names the document to be), then PUTs the file there itself, with exactly the headers
+// the server signed and no others: not the API key (the URL is the credential, and it goes to the
+// storage, not to docmind), not a Content-Type of the browser's choosing (the body is sent untyped).
+// The document then shows in the table as any other, its status followed by the table's refresh.
+async function uploadPresigned(kb, file, line) {
+  let grant;
+  try {
+    grant = await postJSON(`/api/kbs/${encodeURIComponent(kb)}/uploads`,
+      { file_name: file.name, size: file.size, content_type: file.type || "application/octet-stream" });
+  } catch (err) {
+    line.failed(err.message);
+    return;
+  }
+  if (!grant || !grant.url || !safeHref(grant.url)) {
+    line.failed("the server gave no upload address");
+    return;
+  }
+  if (grant.max_bytes > 0 && file.size > grant.max_bytes) {
+    line.failed(`the file is ${megabytes(file.size)}; this knowledge base takes files up to ${megabytes(grant.max_bytes)}`);
+    return;
+  }
+  await new Promise((resolve) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open(grant.method || "PUT", grant.url);
+    for (const [k, v] of Object.entries(grant.headers || {})) xhr.setRequestHeader(k, String(v));
+    xhr.upload.onprogress = line.progress;
+    xhr.onload = () => {
+      if (xhr.status >= 200 && xhr.status < 300) line.uploaded(grant.document_id || "");
+      else line.failed(`the storage refused the file (HTTP ${xhr.status}${storageMessage(xhr.responseText)})`);
+      resolve();
+    };
+    // a network failure, or a storage whose CORS rules do not admit this page
+    xhr.onerror = () => { line.failed("the upload could not reach the storage"); resolve(); };
+    xhr.send(file.slice(0, file.size)); // a Blob without a type: no Content-Type but the signed one
+  });
+}
+
+// storageMessage is the <Message> of an S3 error body (XML), as text: ": Request has expired".
+export function storageMessage(body) {
+  const m = /<Message>([^<]{1,300})<\/Message>/.exec(String(body || ""));
+  return m ? `: ${m[1]}` : "";
 }
