@@ -1189,6 +1189,73 @@ test("the document list shows an OCR note with its poor pages highlighted; the c
   assert.deepEqual(p.errors, []);
 });
 
+test("a reopened conversation shows an abstention, a flagged source and a cached answer as they were streamed", async (t) => {
+  const p = await page(t);
+  const now = new Date().toISOString();
+  const abstain = "The documents do not say: none of the retrieved passages mentions “CEO”.";
+  const cachedAnswer = "Full-time employees get 20 days of annual leave [1].";
+  const trace = (events) => events.map(([event, data]) => ({ event, data }));
+  await p.route("**/api/conversations", (route) => route.fulfill({ json: { conversations: [{ id: "conv_replay", title: "Replayed states", created_at: now, updated_at: now }] } }));
+  await p.route("**/api/conversations/conv_replay/messages", (route) => route.fulfill({ json: {
+    conversation: { id: "conv_replay", kb_ids: [] },
+    messages: [
+      { role: "user", content: "Who is the CEO?" },
+      { role: "assistant", content: abstain, trace: trace([["start", { sources: leaveSources }], ["confidence_warning", { band: "LOW", message: "Low confidence." }],
+        ["done", { answer: abstain, sources: leaveSources, abstained: true, confidence: { score: 0.2, band: "LOW" }, injection_flags: [{ source: 2, document: "notes.md", reason: "system-prompt" }] }]]) },
+      { role: "user", content: "How many days of annual leave?" },
+      { role: "assistant", content: cachedAnswer, trace: trace([["start", { sources: leaveSources.slice(0, 1) }], ["confidence_warning", { band: "MEDIUM", message: "Medium confidence." }],
+        ["done", { answer: cachedAnswer, sources: leaveSources.slice(0, 1), from_cache: true, confidence: { score: 0.7, band: "MEDIUM" },
+          cached: { question: "How many days of annual leave?", answered_at: "2026-11-30T15:47:39Z", stage_ms: { retrieval: 4 } } }]]) },
+    ] } }));
+  await p.reload();
+  await p.locator("#conversations button[title=\"Replayed states\"]").click();
+  const turns = p.locator(".turn");
+  await turns.nth(1).locator(".meta .badge").first().waitFor();
+  const [a, c] = [turns.nth(0), turns.nth(1)];
+  assert.equal(await a.locator(".meta .badge").first().textContent(), "the documents do not say");
+  assert.equal(await a.locator(".warn").count(), 0);
+  assert.equal(await a.locator(".sources summary").textContent(), "2 sources searched, none cited");
+  assert.equal(await a.locator(".sources li.flagged .flag").textContent(), "contains instructions, ignored: it poses as a system or assistant message");
+  assert.equal(await c.locator(".meta .badge").first().textContent(), "MEDIUM confidence 0.70");
+  assert.equal(await c.locator(".warn").textContent(), "Medium confidence.");
+  assert.match(await c.locator(".timeline summary").textContent(), /^from cache: first answered .+ for “How many days of annual leave\?”$/);
+  assert.deepEqual(p.errors, []);
+});
+
+test("the new states keep 4.5:1 contrast in both themes: the abstention badge, a flagged source, an OCR note and its poor pages' chunks", async (t) => {
+  for (const colorScheme of ["light", "dark"]) {
+    const p = await page(t, { colorScheme });
+    const answer = "The documents do not say: none of the retrieved passages mentions “CEO”.";
+    await cannedChat(p, [["start", { sources: leaveSources }], ["done", { answer, sources: leaveSources, abstained: true,
+      confidence: { score: 0.2, band: "LOW" }, injection_flags: [{ source: 2, document: "notes.md", reason: "ignore-instructions" }] }]]);
+    const turn = await askAndWait(p, "Who is the CEO?");
+    await turn.locator(".sources summary").click();
+    await turn.locator(".sources .flag").waitFor();
+    let r = await p.evaluate(contrastInPage);
+    assert.deepEqual(r.bad, [], `${colorScheme} abstention and flag`);
+    console.log(`# contrast ${colorScheme} abstention, flag: ${r.checked} text elements, min ${r.min.ratio.toFixed(2)}:1 (${r.min.what})`);
+    const note = "OCR (eng) on 2 page(s), mean confidence 64%; low confidence on page(s) 1: check the scan";
+    await p.route("**/api/kbs/demo/documents", async (route) => {
+      const j = await (await route.fetch()).json();
+      for (const d of j.documents) d.ocr_note = note;
+      return route.fulfill({ json: j });
+    });
+    await p.route("**/api/documents/*/chunks", async (route) => {
+      const j = await (await route.fetch()).json();
+      for (const c of j.chunks) c.page = 1;
+      return route.fulfill({ json: j });
+    });
+    await p.click("#tab-kb");
+    await p.locator("#documents .ocr-low").first().waitFor();
+    await p.locator("#documents tbody tr").first().getByRole("button", { name: /^Chunks of / }).click();
+    await p.locator("#chunks .chunk.ocr-low").first().waitFor();
+    r = await p.evaluate(contrastInPage);
+    assert.deepEqual(r.bad, [], `${colorScheme} OCR note and chunks`);
+    console.log(`# contrast ${colorScheme} OCR note, chunks: ${r.checked} text elements, min ${r.min.ratio.toFixed(2)}:1 (${r.min.what})`);
+    assert.deepEqual(p.errors, []);
+  }
+});
+
 // doublePage opens the page served by the presigned-upload double (presign_double.mjs), with the real
 // server's policy and an API key in the tab (it must reach the API, never the storage).
 async function doublePage(t, opts) {
