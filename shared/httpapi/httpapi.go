@@ -46,6 +46,10 @@ type Deps struct {
 	// PresignedUploads tells the page to upload through presigned URLs although this server issues none:
 	// on AWS the query function serves the page, and the management API issues the URLs.
 	PresignedUploads bool
+	// UploadOrigin is where presigned uploads go (the upload bucket's https://bucket.s3.region.amazonaws.com,
+	// named by whoever answers POST /api/kbs/{kb}/uploads): the page's Content-Security-Policy lets it
+	// send the file there and nowhere else; "" (no presigned uploads): same origin only.
+	UploadOrigin string
 	// Chat enables POST /api/chat (needs Library and Tenant); ChatTimeout bounds one stream (default
 	// 2 min): Lambda keeps streaming after the client leaves, so the server ends it.
 	Chat        Chatter
@@ -124,7 +128,7 @@ func New(d Deps) http.Handler {
 		(&library{lib: d.Library, ing: d.Ingester, maxBytes: d.MaxUploadBytes, h: h}).routes(mux)
 	}
 	if d.Chat != nil && d.Library != nil && identified {
-		serveWeb(mux) // the page needs the knowledge-base and chat endpoints
+		serveWeb(mux, d.UploadOrigin) // the page needs the knowledge-base and chat endpoints
 	}
 	if identified {
 		mux.HandleFunc("GET /api/me", h.me)

@@ -98,8 +98,8 @@ func TestWebPage(t *testing.T) {
 			strings.Contains(csp, "unsafe-inline") || len(body) < 100 {
 			t.Fatalf("%s: %d %v", path, resp.StatusCode, resp.Header)
 		}
-		if path == "/" && (!strings.Contains(string(body), `src="/app.js"`) || strings.Contains(string(body), "<script>")) {
-			t.Fatal("the page must load its script from /app.js, with no inline script")
+		if path == "/" && (!strings.Contains(string(body), `<script type="module" src="/app.js">`) || strings.Contains(string(body), "<script>")) {
+			t.Fatal("the page must load its script from /app.js as a module, with no inline script")
 		}
 		if path == "/app.js" && strings.Contains(string(body), "innerHTML") {
 			t.Fatal("app.js must not write innerHTML")

@@ -257,6 +257,9 @@ func (e errTooLarge) Error() string {
 type kbView struct {
 	rag.KnowledgeBase
 	Role string `json:"role"`
+	// Desc and Documents are always present in GET /api/kbs (kbsummary.go): the page lists both.
+	Desc      string `json:"description"`
+	Documents int    `json:"documents"`
 }
 
 // listKBs lists the knowledge bases the caller may read.
@@ -278,6 +281,10 @@ func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
 	out := kbList{KnowledgeBases: []kbView{}, Ingest: l.ing != nil, Upload: l.uploadMode()}
 	for _, kb := range roles.Readable(kbs) {
 		out.KnowledgeBases = append(out.KnowledgeBases, kbView{KnowledgeBase: kb, Role: roles.Of(kb.ID).String()})
+	}
+	if err := l.countDocuments(r.Context(), p.Tenant, out.KnowledgeBases); err != nil {
+		l.fail(w, r, err)
+		return
 	}
 	WriteJSON(w, http.StatusOK, out)
 }
@@ -308,7 +315,7 @@ func (l *library) createKB(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	kb := rag.KnowledgeBase{Tenant: tenant, Name: in.Name, Description: in.Description}
+	kb := rag.KnowledgeBase{Tenant: tenant, Name: in.Name, Description: kbDescription(in.Description)}
 	if err := l.create(r.Context(), p, &kb); err != nil {
 		if rag.Is(err, rag.KindConflict) {
 			err = rag.Errorf("httpapi", rag.KindConflict, "a knowledge base named %q exists", in.Name)
@@ -317,7 +324,7 @@ func (l *library) createKB(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l.h.audit(r.Context(), p, "kb.create", kb.ID, kb.Name)
-	WriteJSON(w, http.StatusCreated, kbView{KnowledgeBase: kb, Role: rag.KBOwner.String()})
+	WriteJSON(w, http.StatusCreated, kbView{KnowledgeBase: kb, Role: rag.KBOwner.String(), Desc: kb.Description})
 }
 
 // ownedCreator creates a member's knowledge base with its owner and creator in one transaction (sqldb.DB).

@@ -7,15 +7,20 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"net/http"
+	"net/url"
+	"path"
+	"strings"
 )
 
 // The web page at / (DESIGN.md section 8): static files embedded in the binary, served with a strict
 // Content-Security-Policy (scripts and styles from this origin only, no inline code, no framing, no
 // remote images, fetches to this origin only), so that even markup slipped past the page's text-only
-// rendering could neither run nor send anything elsewhere.
+// rendering could neither run nor send anything elsewhere. The script is a set of ES modules (app.js
+// imports the others by relative path), each served at /<name>.js; the browser loads them as they are.
 //
-//go:embed web/index.html web/app.js web/app.css
+//go:embed web/index.html web/*.js web/app.css
 var webFS embed.FS
 
 const webCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
@@ -29,11 +34,19 @@ type webFile struct {
 
 func webFiles() []webFile {
 	files := []webFile{{pattern: "GET /favicon.ico", contentType: "image/x-icon", body: favicon()}}
-	for pattern, f := range map[string][2]string{
+	served := map[string][2]string{
 		"GET /{$}":     {"web/index.html", "text/html; charset=utf-8"},
-		"GET /app.js":  {"web/app.js", "text/javascript; charset=utf-8"},
 		"GET /app.css": {"web/app.css", "text/css; charset=utf-8"},
-	} {
+	}
+	modules, err := fs.Glob(webFS, "web/*.js")
+	if err != nil {
+		panic(err) // a constant, valid pattern
+	}
+	for _, m := range modules {
+		// text/javascript: browsers refuse a module script served with any other (non-JavaScript) type
+		served["GET /"+path.Base(m)] = [2]string{m, "text/javascript; charset=utf-8"}
+	}
+	for pattern, f := range served {
 		body, err := webFS.ReadFile(f[0])
 		if err != nil {
 			panic(err) // embedded at build time: cannot happen
@@ -43,12 +56,26 @@ func webFiles() []webFile {
 	return files
 }
 
-func serveWeb(mux *http.ServeMux) {
+// webCSPFor is the page's policy with uploadOrigin (presigned uploads' storage) added to connect-src, so
+// that the page may PUT a file there. Anything but a bare http(s) origin (a path, a wildcard, a quote or
+// a ';' that would start another directive) is not added: the policy stays the strict one.
+func webCSPFor(uploadOrigin string) string {
+	u, err := url.Parse(uploadOrigin)
+	if uploadOrigin == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
+		strings.ContainsAny(uploadOrigin, " ;,'\"*") {
+		return webCSP
+	}
+	return strings.Replace(webCSP, "connect-src 'self';", "connect-src 'self' "+u.Scheme+"://"+u.Host+";", 1)
+}
+
+func serveWeb(mux *http.ServeMux, uploadOrigin string) {
+	csp := webCSPFor(uploadOrigin)
 	for _, f := range webFiles() {
 		mux.HandleFunc(f.pattern, func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
 			h.Set("Content-Type", f.contentType)
-			h.Set("Content-Security-Policy", webCSP)
+			h.Set("Content-Security-Policy", csp)
 			h.Set("X-Content-Type-Options", "nosniff")
 			h.Set("Referrer-Policy", "no-referrer")
 			h.Set("X-Frame-Options", "DENY")

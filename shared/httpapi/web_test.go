@@ -16,7 +16,7 @@ import (
 // logging a failed request on every visit.
 func TestFaviconIsServed(t *testing.T) {
 	mux := http.NewServeMux()
-	serveWeb(mux)
+	serveWeb(mux, "")
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/favicon.ico", nil))
 	body, _ := io.ReadAll(rec.Body)
@@ -73,9 +73,90 @@ func TestWebFilesUseNoHTMLSinksAndNoOtherOrigin(t *testing.T) {
 			t.Errorf("%s has inline script or style, which the CSP refuses", f.pattern)
 		}
 	}
-	for _, p := range []string{"GET /{$}", "GET /app.js", "GET /app.css", "GET /favicon.ico"} {
+	for _, p := range []string{"GET /{$}", "GET /app.js", "GET /chat.js", "GET /markdown.js", "GET /app.css", "GET /favicon.ico"} {
 		if !seen[p] {
 			t.Errorf("%s is not served", p)
+		}
+	}
+}
+
+// The page's script is ES modules: every module another imports (by a relative path) is served, as
+// JavaScript (a module served with another type does not run) and under the same CSP and caching as the
+// page, and no module is served that nothing imports (a file left behind by a split).
+func TestWebModulesAreServedAndLinked(t *testing.T) {
+	mux := http.NewServeMux()
+	serveWeb(mux, "")
+	get := func(p string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+		return rec
+	}
+	importRe := regexp.MustCompile(`(?m)^import (?:[^"]*? from )?"([^"]+)";`)
+	want := map[string]bool{"/app.js": true} // index.html loads app.js
+	seen := map[string]bool{}
+	queue := []string{"/app.js"}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		rec := get(p)
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/javascript; charset=utf-8" {
+			t.Fatalf("GET %s = %d %q", p, rec.Code, rec.Header().Get("Content-Type"))
+		}
+		if rec.Header().Get("Content-Security-Policy") != webCSP || rec.Header().Get("Cache-Control") != "no-cache" ||
+			rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("GET %s headers: %v", p, rec.Header())
+		}
+		for _, m := range importRe.FindAllStringSubmatch(rec.Body.String(), -1) {
+			if !strings.HasPrefix(m[1], "./") || !strings.HasSuffix(m[1], ".js") {
+				t.Fatalf("%s imports %q: only sibling modules (./name.js) are served", p, m[1])
+			}
+			dep := "/" + strings.TrimPrefix(m[1], "./")
+			want[dep] = true
+			queue = append(queue, dep)
+		}
+	}
+	if len(seen) < 8 {
+		t.Fatalf("app.js reaches %d modules; the page is split by concern into more", len(seen))
+	}
+	for _, f := range webFiles() {
+		p := strings.TrimPrefix(f.pattern, "GET ")
+		if strings.HasSuffix(p, ".js") && !want[p] {
+			t.Errorf("%s is served but no module imports it", p)
+		}
+	}
+	if rec := get("/app_test.mjs"); rec.Code == http.StatusOK {
+		t.Error("the node test file is served")
+	}
+}
+
+// Presigned uploads go to the storage's origin, which the page's policy must let it connect to; only a
+// bare http(s) origin is added, to connect-src alone, and anything else leaves the strict policy.
+func TestWebCSPAddsOnlyTheUploadOrigin(t *testing.T) {
+	want := strings.Replace(webCSP, "connect-src 'self';", "connect-src 'self' https://docmind-uploads.s3.eu-west-1.amazonaws.com;", 1)
+	for _, o := range []string{"https://docmind-uploads.s3.eu-west-1.amazonaws.com", "https://docmind-uploads.s3.eu-west-1.amazonaws.com/"} {
+		if got := webCSPFor(o); got != want {
+			t.Errorf("%q: %s", o, got)
+		}
+	}
+	for _, bad := range []string{"", "ftp://x.example", "https://x.example/path", "https://*.amazonaws.com", "https://x.example; script-src *",
+		"https://x.example 'unsafe-inline'", "//x.example", "https://user@x.example", "https://x.example/?q=1", "javascript:alert(1)"} {
+		if got := webCSPFor(bad); got != webCSP {
+			t.Errorf("%q changed the policy: %s", bad, got)
+		}
+	}
+	// served: the page and its modules carry it, and script-src stays 'self'
+	mux := http.NewServeMux()
+	serveWeb(mux, "http://127.0.0.1:9000")
+	for _, p := range []string{"/", "/app.js", "/uploads.js"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+		csp := rec.Header().Get("Content-Security-Policy")
+		if !strings.Contains(csp, "connect-src 'self' http://127.0.0.1:9000;") || !strings.Contains(csp, "script-src 'self';") {
+			t.Errorf("%s: %s", p, csp)
 		}
 	}
 }

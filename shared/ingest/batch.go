@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -220,14 +221,16 @@ func (s *Service) embedGroups(ctx context.Context, ready <-chan *batchItem) erro
 	type span struct {
 		lo   int
 		vecs [][]float32
+		took time.Duration // the Embed call's own time
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
 	var spans []span
-	start := time.Now()
 	embed := func(lo int, texts []string) {
+		start := time.Now()
 		vecs, err := emb.Embed(ctx, texts)
+		took := time.Since(start)
 		if err == nil && len(vecs) != len(texts) {
 			err = rag.Errorf("ingest.IngestBatch", rag.KindInternal, "embedder returned %d vectors for %d texts", len(vecs), len(texts))
 		}
@@ -239,7 +242,7 @@ func (s *Service) embedGroups(ctx context.Context, ready <-chan *batchItem) erro
 			}
 			return
 		}
-		spans = append(spans, span{lo, vecs})
+		spans = append(spans, span{lo, vecs, took})
 	}
 	// texts[sent:] are not sent yet; a group's slice of texts is never written again once sent (append
 	// writes past it or copies), so the calls read it while more texts arrive
@@ -264,17 +267,39 @@ func (s *Service) embedGroups(ctx context.Context, ready <-chan *batchItem) erro
 		return first
 	}
 	vecs := make([][]float32, len(texts))
-	for _, sp := range spans {
+	calls := make([]embedCall, len(spans))
+	for i, sp := range spans {
 		copy(vecs[sp.lo:], sp.vecs)
+		calls[i] = embedCall{lo: sp.lo, n: len(sp.vecs), took: sp.took}
 	}
-	ms := time.Since(start).Milliseconds()
 	for i, it := range items {
 		for j := range it.recs {
 			it.recs[j].Vector = vecs[offsets[i]+j]
 		}
-		it.stageMS["embed"] = ms // the batch's embedding, shared by its documents
+		it.stageMS["embed"] = embedShare(offsets[i], len(it.texts), calls)
 	}
 	return nil
+}
+
+// embedCall is one Embed call of a batch: it carried texts [lo, lo+n) and took took.
+type embedCall struct {
+	lo, n int
+	took  time.Duration
+}
+
+// embedShare is one document's embedding time in milliseconds: of each Embed call that carried some of
+// its texts [lo, lo+n), the part in proportion to how many of the call's texts were its own. A group
+// is cut across documents, so a document's texts share calls with others; the batch's whole embedding
+// time shown as each document's own made every document of a batch look as slow as all of them.
+func embedShare(lo, n int, calls []embedCall) int64 {
+	var share float64
+	for _, c := range calls {
+		overlap := min(lo+n, c.lo+c.n) - max(lo, c.lo)
+		if overlap > 0 && c.n > 0 {
+			share += float64(c.took) * float64(overlap) / float64(c.n)
+		}
+	}
+	return int64(math.Round(share / float64(time.Millisecond)))
 }
 
 // errSlowPath sends a source to Ingest: not an error of the source, only not a batch case.

@@ -1,7 +1,10 @@
-// node --test shared/httpapi/web/app_test.mjs (run by .ci/run): the page's pure functions (the DOM code runs only in a browser).
+// node --test shared/httpapi/web/app_test.mjs (run by .ci/run): the page's pure functions, imported from the
+// modules that hold them (the DOM code runs only in a browser); importing app.js checks every module links.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseSSE, citationParts, timelineLine } from "./app.js";
+import "./app.js";
+import { parseSSE, timelineLine } from "./chat.js";
+import { citationParts } from "./markdown.js";
 
 test("parseSSE keeps partial events for the next chunk and skips damaged ones", () => {
   let r = parseSSE('event: meta\ndata: {"protocol":1}\n\nevent: token\ndata: {"text":"Hel');
@@ -27,7 +30,10 @@ test("timelineLine describes the pipeline's events", () => {
   assert.equal(timelineLine("token", { text: "x" }), null);
 });
 
-import { parseMarkdown, parseInline, plainText, safeHref, dayLabel, groupConversations, confidenceReason, stageSummary, chunkTree, isBusy } from "./app.js";
+import { parseMarkdown, parseInline, plainText, safeHref } from "./markdown.js";
+import { dayLabel, groupConversations } from "./conversations.js";
+import { confidenceReason } from "./chat.js";
+import { stageSummary, chunkTree, isBusy } from "./kbs.js";
 
 test("safeHref keeps only absolute http and https links", () => {
   assert.equal(safeHref("https://example.com/a?b=1"), "https://example.com/a?b=1");
@@ -89,7 +95,7 @@ test("confidenceReason, stageSummary, chunkTree, isBusy", () => {
   assert.equal(isBusy({ status: "processing" }) && isBusy({ status: "pending" }) && !isBusy({ status: "ready" }), true);
 });
 
-import { findClaim, claimNeedle, liveLink } from "./app.js";
+import { findClaim, claimNeedle, liveLink } from "./markdown.js";
 
 test("stageSummary lists stages in pipeline order, not the alphabetical order JSON from a Go map has", () => {
   assert.equal(stageSummary({ chunk: 3, embed: 40, extract: 12, index: 5 }), "extract 12 ms · chunk 3 ms · embed 40 ms · index 5 ms");
@@ -157,4 +163,49 @@ test("full-width citations 【n】 and ［n］ are links and leave claims, as on
   assert.equal(claimNeedle("Managers get 40 days ［2］."), "Managersget40days");
   const segments = ["全职员工每年享有20天带薪年假", "。"];
   assert.notEqual(findClaim(segments, "全职员工每年享有20天带薪年假【1】。"), null);
+});
+
+import { ocrNoteParts, metadataEntries, isTableChunk, documentCount } from "./kbs.js";
+import { cachedLine, injectionReason } from "./chat.js";
+
+test("ocrNoteParts finds the low-confidence pages of an OCR note", () => {
+  assert.deepEqual(ocrNoteParts("OCR (eng) on 3 page(s), mean confidence 74%; low confidence on page(s) 2, 3: check the scan"), [
+    { text: "OCR (eng) on 3 page(s), mean confidence 74%", low: false },
+    { text: "low confidence on page(s) 2, 3: check the scan", low: true, pages: [2, 3] },
+  ]);
+  assert.deepEqual(ocrNoteParts("OCR (chi_sim) on 1 page(s), mean confidence 91%"), [{ text: "OCR (chi_sim) on 1 page(s), mean confidence 91%", low: false }]);
+  assert.deepEqual(ocrNoteParts(""), []);
+});
+
+test("metadataEntries shows every value as text, keys in order", () => {
+  assert.deepEqual(metadataEntries({ year: 2025, author: "Jane", tags: ["a", "b"], draft: false, nested: { x: 1 } }),
+    [["author", "Jane"], ["draft", "false"], ["nested", '{"x":1}'], ["tags", "a, b"], ["year", "2025"]]);
+  assert.deepEqual(metadataEntries(null), []);
+  assert.deepEqual(metadataEntries(["not", "an", "object"]), []);
+});
+
+test("isTableChunk: a table chunk or a section holding a markdown table", () => {
+  assert.ok(isTableChunk({ content_type: "table", content: "a" }));
+  assert.ok(isTableChunk({ content_type: "general", content: "# T\n\n| a | b |\n| --- | --- |\n| 1 | 2 |" }));
+  assert.ok(!isTableChunk({ content_type: "general", content: "a | b without a rule" }));
+});
+
+test("a cached answer's line, a flag's reason, a count", () => {
+  assert.match(cachedLine({ question: "How many days?", answered_at: "2026-12-01T15:47:39Z" }), /^from cache: first answered Dec 1, 2026, \d{1,2}:\d\d [AP]M for “How many days\?”$/);
+  assert.equal(cachedLine({ answered_at: "not a time" }), "from cache: first answered earlier");
+  assert.equal(injectionReason("hidden-text"), "it hides characters inside words");
+  assert.equal(injectionReason("<b>new</b>"), "flagged as <b>new</b>");
+  assert.equal(documentCount(1), "1 document");
+  assert.equal(documentCount(0), "0 documents");
+});
+
+import { storageMessage, megabytes } from "./uploads.js";
+
+test("an S3 refusal's message and sizes in words", () => {
+  assert.equal(storageMessage('<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>'), ": Request has expired");
+  assert.equal(storageMessage("not xml"), "");
+  assert.equal(storageMessage(undefined), "");
+  assert.equal(megabytes(60_000), "60 KB");
+  assert.equal(megabytes(12_345_678), "12 MB");
+  assert.equal(megabytes(2_500_000), "2.5 MB");
 });

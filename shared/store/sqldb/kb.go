@@ -61,6 +61,9 @@ func (s *DB) prepareKB(op string, kb *rag.KnowledgeBase, creator string) error {
 	if err := ValidateKBName(kb.Name); err != nil {
 		return err
 	}
+	if err := ValidateKBDescription(kb.Description); err != nil {
+		return err
+	}
 	kb.CreatedAt, kb.Version = fromMS(ms(s.now())), 0
 	return nil
 }
