@@ -36,6 +36,9 @@ type OCRReport struct {
 	LowPages   []int   `json:"low_pages,omitempty"` // pages whose confidence is below LowConfidence
 	LowWords   int     `json:"low_words,omitempty"` // words marked uncertain
 	Langs      string  `json:"langs,omitempty"`     // languages used
+	// Unread are pages the engine reported it could not read (Textract's PARTIAL_SUCCESS warnings):
+	// they are in the document, empty.
+	Unread []int `json:"unread_pages,omitempty"`
 }
 
 // Note is the one-line summary a document's status shows ("" when nothing is worth saying).
@@ -46,6 +49,9 @@ func (r *OCRReport) Note() string {
 	s := fmt.Sprintf("OCR (%s) on %d page(s), mean confidence %.0f%%", r.Langs, len(r.Pages), r.Confidence)
 	if len(r.LowPages) > 0 {
 		s += fmt.Sprintf("; low confidence on page(s) %s: check the scan", joinInts(r.LowPages))
+	}
+	if len(r.Unread) > 0 {
+		s += fmt.Sprintf("; page(s) %s could not be read", joinInts(r.Unread))
 	}
 	return s
 }
