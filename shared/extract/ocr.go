@@ -42,6 +42,9 @@ type OCRReport struct {
 	// Unscored counts recognised pages without a confidence (read by a vision model); Confidence is the
 	// mean over the others.
 	Unscored int `json:"unscored,omitempty"`
+	// Unread are pages the engine reported it could not read (Textract's PARTIAL_SUCCESS warnings):
+	// they are in the document, empty.
+	Unread []int `json:"unread_pages,omitempty"`
 }
 
 // Note is the one-line summary a document's status shows ("" when nothing is worth saying).
@@ -65,6 +68,9 @@ func (r *OCRReport) Note() string {
 	}
 	if len(r.LowPages) > 0 {
 		s += fmt.Sprintf("; low confidence on page(s) %s: check the scan", joinInts(r.LowPages))
+	}
+	if len(r.Unread) > 0 {
+		s += fmt.Sprintf("; page(s) %s could not be read", joinInts(r.Unread))
 	}
 	return s
 }

@@ -99,6 +99,10 @@ type ExtractIn struct {
 	Doc
 	SourceKey string `json:"source_key"`
 	FileName  string `json:"file_name"`
+	// Run names the execution extracting the source (Prepare sets the workflow's execution name; ""
+	// in process): a Textract job is started once per run, so a retried task reuses it and a new run
+	// (a re-upload after a failed job) starts afresh.
+	Run string `json:"run,omitempty"`
 }
 
 // ExtractOut points at the extracted markdown.

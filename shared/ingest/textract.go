@@ -59,12 +59,16 @@ func (deferOCR) Recognize(context.Context, []byte, string) ([]extract.OCRPage, e
 	return nil, rag.E("ingest.Extract", rag.KindTerminal, errTextract)
 }
 
-// jobToken is StartDocumentAnalysis' ClientRequestToken for one document's content: an Extract task
-// retried after a lost response gets the same job back instead of paying for a second one.
-func jobToken(documentID string, content []byte) string {
+// jobToken is StartDocumentAnalysis' ClientRequestToken for one document's content in one run: an
+// Extract task retried after a lost response gets the same job back instead of paying for a second
+// one, while a later run of the same content (after a job that failed) starts a new job rather than
+// getting the failed one again.
+func jobToken(documentID, run string, content []byte) string {
 	h := sha256.New()
-	h.Write([]byte(documentID))
-	h.Write([]byte{0})
+	for _, s := range []string{documentID, run} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
 	h.Write(content)
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -93,7 +97,7 @@ func (s *Stages) startTextract(ctx context.Context, in ExtractIn, data []byte) (
 		res.Format = "image"
 		return s.stageResult(ctx, in, res)
 	case ".pdf", ".tif", ".tiff":
-		id, err := s.Textract.Start(ctx, in.SourceKey, jobToken(in.DocumentID, data))
+		id, err := s.Textract.Start(ctx, in.SourceKey, jobToken(in.DocumentID, in.Run, data))
 		if err != nil {
 			return ExtractOut{}, err
 		}

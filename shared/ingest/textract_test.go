@@ -268,3 +268,32 @@ func TestWorkflowTextractTextCleanedAndBounded(t *testing.T) {
 		t.Errorf("over the output limit: %s, %q", d.Status, d.Error)
 	}
 }
+
+// The job token is per run: a task retried within one execution gets its job back (textract's own
+// test), while uploading the same scan again after a failed job starts a new job instead of being
+// handed the failed one.
+func TestWorkflowTextractNewRunNewJob(t *testing.T) {
+	w := newWorkflowEnv(t)
+	srv := withTextract(t, w)
+	jobs := 0
+	var tokens []string
+	srv.NewJob = func(body map[string]any) *textracttest.Job {
+		jobs++
+		tok, _ := body["ClientRequestToken"].(string)
+		tokens = append(tokens, tok)
+		if jobs == 1 {
+			return &textracttest.Job{Status: "FAILED", Message: "INTERNAL_ERROR"}
+		}
+		return &textracttest.Job{Status: "SUCCEEDED", Results: textracttest.Split(agreement(), 2), Pages: 3}
+	}
+	tiff := []byte("II*\x00" + strings.Repeat("\x00", 64))
+	w.handle(t, w.bucket.put("inbox/scans/contract.tiff", tiff))
+	if d, _ := w.doc(t, "scans", "inbox/scans/contract.tiff"); d.Status != rag.StatusFailed {
+		t.Fatalf("first run: %s, want failed", d.Status)
+	}
+	w.handle(t, w.bucket.put("inbox/scans/contract.tiff", tiff))
+	d, _ := w.doc(t, "scans", "inbox/scans/contract.tiff")
+	if d.Status != rag.StatusReady || len(tokens) != 2 || tokens[0] == tokens[1] || len(tokens[0]) != 64 {
+		t.Fatalf("second run: %s (%s); tokens %q", d.Status, d.Error, tokens)
+	}
+}

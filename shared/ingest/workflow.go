@@ -177,7 +177,7 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 	if err := st.Records.UpdateDocument(ctx, &doc); err != nil {
 		return PrepareOut{}, err
 	}
-	return PrepareOut{Extract: ExtractIn{Doc: j.Doc, SourceKey: key, FileName: j.FileName}, ContentHash: hash}, nil
+	return PrepareOut{Extract: ExtractIn{Doc: j.Doc, SourceKey: key, FileName: j.FileName, Run: j.Holder}, ContentHash: hash}, nil
 }
 
 // recordVersion stores j's version and sequencer on a document whose content already is j's (an

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -145,11 +146,13 @@ const maxResultPages = 10000
 
 // Collect reads a finished job's blocks, page after page through NextToken, and turns them into
 // markdown. A job that did not succeed is Terminal with Textract's message; PARTIAL_SUCCESS keeps the
-// pages read (Textract's warnings name the others, which come out empty).
+// pages read, and the pages its warnings name are listed in the report (OCRReport.Unread), so the
+// document's status says which pages came out empty.
 func (c *Client) Collect(ctx context.Context, jobID string, maxPages int) (extract.Result, error) {
 	const op = "textract.GetDocumentAnalysis"
 	var blocks []types.Block
 	pages := 0
+	unread := map[int]bool{} // pages a PARTIAL_SUCCESS job's warnings name
 	var token *string
 	for i := 0; ; i++ {
 		if i == maxResultPages {
@@ -173,6 +176,11 @@ func (c *Client) Collect(ctx context.Context, jobID string, maxPages int) (extra
 			}
 		}
 		blocks = append(blocks, out.Blocks...)
+		for _, w := range out.Warnings {
+			for _, p := range w.Pages {
+				unread[int(p)] = true
+			}
+		}
 		if aws.ToString(out.NextToken) == "" {
 			break
 		}
@@ -181,7 +189,17 @@ func (c *Client) Collect(ctx context.Context, jobID string, maxPages int) (extra
 		}
 		token = out.NextToken
 	}
-	return result(blocks, pages, maxPages)
+	res, err := result(blocks, pages, maxPages)
+	if err != nil {
+		return res, err
+	}
+	for p := range unread {
+		if p >= 1 && p <= res.Pages {
+			res.OCR.Unread = append(res.OCR.Unread, p)
+		}
+	}
+	slices.Sort(res.OCR.Unread)
+	return res, nil
 }
 
 // result is the markdown of blocks as an extraction result.

@@ -354,12 +354,14 @@ func TestLinesWithoutLayout(t *testing.T) {
 	}
 }
 
-// PARTIAL_SUCCESS keeps the pages Textract read; a status check asks for one block and no more pages.
+// PARTIAL_SUCCESS keeps the pages Textract read and says which it could not; a status check asks for
+// one block and no more pages.
 func TestPartialSuccessAndCheapStatus(t *testing.T) {
 	srv := textracttest.New(t)
 	b := threePages()
 	srv.NewJob = func(map[string]any) *textracttest.Job {
-		return &textracttest.Job{Status: "PARTIAL_SUCCESS", Message: "page 3 could not be read", Results: textracttest.Split(b.Blocks, 2), Pages: 3}
+		return &textracttest.Job{Status: "PARTIAL_SUCCESS", Results: textracttest.Split(b.Blocks, 2), Pages: 3,
+			Warnings: []map[string]any{{"ErrorCode": "INTERNAL_ERROR", "Pages": []int{3}}}}
 	}
 	c := client(t, srv, 1)
 	id, _ := c.Start(context.Background(), "k.pdf", "tok")
@@ -373,5 +375,8 @@ func TestPartialSuccessAndCheapStatus(t *testing.T) {
 	res, err := c.Collect(context.Background(), id, 10)
 	if err != nil || res.Pages != 3 || !strings.Contains(res.Markdown, "| below 95.0% | 50% |") {
 		t.Fatalf("partial result: %d pages, %v\n%s", res.Pages, err, res.Markdown)
+	}
+	if note := res.OCR.Note(); !strings.HasSuffix(note, "; page(s) 3 could not be read") {
+		t.Errorf("note %q: the pages Textract's warnings name must be said", note)
 	}
 }

@@ -50,7 +50,10 @@ type Job struct {
 	// Results are the response pages a GetDocumentAnalysis caller pages through with NextToken.
 	Results [][]Block
 	Pages   int // DocumentMetadata.Pages
-	polls   int
+	// Warnings are sent with every result page ({"ErrorCode": ..., "Pages": [...]}, as the API
+	// reference's Warning), as a PARTIAL_SUCCESS job's are.
+	Warnings []map[string]any
+	polls    int
 }
 
 // Call is one request the fake received.
@@ -198,6 +201,9 @@ func (j *Job) get(body map[string]any) map[string]any {
 	out := map[string]any{"JobStatus": j.Status, "DocumentMetadata": map[string]any{"Pages": j.Pages}}
 	if j.Message != "" {
 		out["StatusMessage"] = j.Message
+	}
+	if len(j.Warnings) > 0 {
+		out["Warnings"] = j.Warnings
 	}
 	if j.Status == "FAILED" || len(j.Results) == 0 {
 		return out
