@@ -27,6 +27,7 @@ import (
 	"github.com/docmind/docmind/functions/internal/httpfn"
 	"github.com/docmind/docmind/functions/internal/ingestenv"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
+	"github.com/docmind/docmind/functions/internal/presign"
 	"github.com/docmind/docmind/functions/internal/stores"
 	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/config"
@@ -106,7 +107,7 @@ type backends struct {
 	httpfn.Stores
 	Blobs      store.Blobs
 	S3         ObjectPutter
-	Presign    PutPresigner // nil: no presigned uploads (POST /api/kbs/{kb}/uploads answers 404)
+	Presign    presign.PutPresigner // nil: no presigned uploads (POST /api/kbs/{kb}/uploads answers 404)
 	Bucket     string
 	Executions ingest.Executions
 	Asker      httpapi.Asker // nil: /api/ask runs the pipeline in this function
@@ -129,7 +130,7 @@ func newHandler(cfg config.Config, s backends, log *slog.Logger) (http.Handler, 
 		Ingester: &uploads{svc: svc, s3: s.S3, bucket: s.Bucket, execs: s.Executions},
 		Chat:     chat, Asker: s.Asker, Conversations: s.SQL}
 	if s.Presign != nil {
-		deps.Presigner = &presigner{docs: s.SQL, s3: s.Presign, bucket: s.Bucket}
+		deps.Presigner = &presign.S3{Docs: s.SQL, S3: s.Presign, Bucket: s.Bucket}
 	}
 	mode, err := httpfn.Identity(cfg, s.Stores, &deps, log)
 	if err != nil {

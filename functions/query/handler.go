@@ -18,7 +18,7 @@ import (
 // differences: no loopback guard (the Function URL is public or behind CloudFront), the caller's token in
 // X-Docmind-Authorization behind CloudFront OAC, the stream caps, tracing, and rerank and grade through
 // their functions when off names them.
-func newHandler(cfg config.Config, c caps, s httpfn.Stores, off offload, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
+func newHandler(cfg config.Config, c caps, s httpfn.Stores, off offload, up uploads, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
 	chain, err := wire.Retriever(cfg, s.Keyword, s.Vectors, s.SQL)
 	if err != nil {
 		return nil, err
@@ -43,9 +43,9 @@ func newHandler(cfg config.Config, c caps, s httpfn.Stores, off offload, tr *obs
 	}
 	deps := httpapi.Deps{Version: version, Logger: log, Checks: httpfn.Checks(cfg, s), Library: s.SQL, Chat: chat,
 		Conversations: s.SQL, ChatTimeout: c.StreamMax, MaxUploadBytes: cfg.Server.MaxBodyBytes,
-		// the page this function serves uploads through the management API's presigned URLs
-		PresignedUploads: true,
-		MCP:              mcp.Handler(mcp.Options{Version: version, Logger: log})}
+		// the page this function serves uploads files straight to S3 through URLs it signs
+		Presigner: up.Presigner, UploadOrigin: up.Origin,
+		MCP: mcp.Handler(mcp.Options{Version: version, Logger: log})}
 	// DOCMIND_AUTH=none was refused at start whatever the Function URL's AuthType (requireAuth)
 	if _, err := httpfn.Identity(cfg, s, &deps, log); err != nil {
 		return nil, err

@@ -9,16 +9,20 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambdaurl"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
 	"github.com/docmind/docmind/functions/internal/httpfn"
 	"github.com/docmind/docmind/functions/internal/lambdamain"
+	"github.com/docmind/docmind/functions/internal/presign"
 	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/lambdafn"
 	"github.com/docmind/docmind/shared/obs"
 	"github.com/docmind/docmind/shared/rank"
@@ -46,8 +50,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 }
 
 // open reads the configuration (secrets resolved once), checks the caps and the authentication mode
-// before any store is opened, then opens the stores this function reads: no S3 (uploads belong to the
-// api function), no embedded store, and Milvus through the official client's adapter (openVectors).
+// before any store is opened, then opens the stores this function reads (S3 only to sign the page's
+// presigned uploads), no embedded store, and Milvus through the official client's adapter (openVectors).
 func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log *slog.Logger) (http.Handler, error) {
 	cfg, env, err := awsenv.LoadEnv(ctx, getenv)
 	if err != nil {
@@ -72,11 +76,42 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 		s.Close()
 		return nil, err
 	}
-	h, err := newHandler(cfg, c, s, off, tr, log)
+	up, err := presigned(ctx, cfg, s.SQL)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	h, err := newHandler(cfg, c, s, off, up, tr, log)
 	if err != nil {
 		s.Close()
 	}
 	return h, err
+}
+
+// uploads is how the page this function serves sends files: presigned PUTs to the documents bucket
+// (POST /api/kbs/{kb}/uploads), and the bucket's origin for the page's Content-Security-Policy. A zero
+// value issues none (tests without S3).
+type uploads struct {
+	Presigner httpapi.Presigner
+	Origin    string
+}
+
+// presigned signs the page's uploads with this function's role (s3:PutObject on presigned upload keys
+// only): presigning is local, no call is made at start or per URL.
+func presigned(ctx context.Context, cfg config.Config, docs presign.DocumentCreator) (uploads, error) {
+	if cfg.Blob.Bucket == "" {
+		return uploads{}, nil
+	}
+	ac, err := awsenv.AWSConfig(ctx)
+	if err != nil {
+		return uploads{}, err
+	}
+	pc := awss3.NewPresignClient(awsenv.S3Client(ac, cfg))
+	origin, err := presign.Origin(ctx, pc, cfg.Blob.Bucket)
+	if err != nil {
+		return uploads{}, fmt.Errorf("presigned uploads: %w", err)
+	}
+	return uploads{Presigner: &presign.S3{Docs: docs, S3: pc, Bucket: cfg.Blob.Bucket}, Origin: origin}, nil
 }
 
 // offload holds the retrieval steps done by other functions; a nil one runs in process.

@@ -68,7 +68,7 @@ func newOffloadFixture(t *testing.T, mode string, c caps, off offload, reply llm
 		t.Fatal(err)
 	}
 	log := slog.New(tr.LogHandler(slog.NewJSONHandler(f.log, nil)))
-	h, err := newHandler(cfg, c, httpfn.Stores{SQL: lib.DB, Keyword: lib.Keyword, Vectors: lib.Vectors, KV: memkv.New(nil, 0)}, off, tr, log)
+	h, err := newHandler(cfg, c, httpfn.Stores{SQL: lib.DB, Keyword: lib.Keyword, Vectors: lib.Vectors, KV: memkv.New(nil, 0)}, off, uploads{}, tr, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,9 +43,6 @@ type Deps struct {
 	// Presigner, when set, serves POST /api/kbs/{kb}/uploads (a URL to send the file straight to storage),
 	// and GET /api/kbs tells the page to use it ("upload": {"mode": "presigned"}).
 	Presigner Presigner
-	// PresignedUploads tells the page to upload through presigned URLs although this server issues none:
-	// on AWS the query function serves the page, and the management API issues the URLs.
-	PresignedUploads bool
 	// UploadOrigin is where presigned uploads go (the upload bucket's https://bucket.s3.region.amazonaws.com,
 	// named by whoever answers POST /api/kbs/{kb}/uploads): the page's Content-Security-Policy lets it
 	// send the file there and nowhere else; "" (no presigned uploads): same origin only.

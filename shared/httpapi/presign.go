@@ -47,7 +47,7 @@ type uploadMode struct {
 }
 
 func (l *library) uploadMode() uploadMode {
-	if l.h.d.Presigner != nil || l.h.d.PresignedUploads {
+	if l.h.d.Presigner != nil {
 		return uploadMode{Mode: "presigned", MaxBytes: l.maxBytes}
 	}
 	return uploadMode{Mode: "direct", MaxBytes: l.maxBytes}

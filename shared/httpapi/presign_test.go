@@ -211,11 +211,4 @@ func TestKBListUploadMode(t *testing.T) {
 			}
 		})
 	}
-	db := migratedDB(t)
-	h := New(Deps{Library: db, Logger: slog.New(slog.DiscardHandler), PresignedUploads: true, Tenant: func(*http.Request) (string, error) { return "acme", nil }})
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/kbs", nil))
-	if !strings.Contains(rec.Body.String(), `"upload":{"mode":"presigned","max_bytes":67108864}`) {
-		t.Errorf("a page server without a presigner but PresignedUploads: %s", rec.Body)
-	}
 }

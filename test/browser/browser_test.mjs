@@ -1277,6 +1277,10 @@ async function doublePage(t, opts) {
 
 test("presigned uploads: the page asks for a URL, PUTs each file to the storage with exactly the signed headers and its progress, and follows the documents to ready", async (t) => {
   const { p, st } = await doublePage(t, { mode: "presigned" });
+  // served as the AWS query function serves it: "ingest": false (no deletes or reprocessing here), yet
+  // the drop zone is offered, since the files go to storage through URLs this server signs
+  assert.equal(await p.locator("#drop").isVisible(), true, "the drop zone is shown");
+  assert.equal(await p.locator("#ingest-off").isVisible(), false, "no 'does not take uploads' hint");
   const files = [
     { name: "s3-travel.md", text: "# Travel\n\nEconomy class for flights under six hours.\n" },
     { name: "s3-差旅.md", text: "# 差旅\n\n一线城市每晚不超过 600 元。\n" },

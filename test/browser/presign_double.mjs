@@ -2,7 +2,9 @@
 // then PUTs the file to S3 itself). It serves the page's own files (shared/httpapi/web) with the real
 // server's Content-Security-Policy, plus the storage's origin in connect-src as web.go adds it, and
 // implements the contract the page relies on:
-//   GET /api/kbs -> {"knowledge_bases": [...], "ingest": true, "upload": {"mode", "max_bytes"}}
+//   GET /api/kbs -> {"knowledge_bases": [...], "ingest": bool, "upload": {"mode", "max_bytes"}}; in
+//   presigned mode "ingest" is false, as the AWS query function that serves the page says (it deletes and
+//   reprocesses nothing itself, yet signs the uploads)
 //   POST /api/kbs/{kb}/uploads {"file_name","size","content_type"}
 //     -> {"document_id","url","method":"PUT","headers":{...},"expires_at","max_bytes"}
 //   PUT <url> on a second origin (the storage), which checks the signed headers exactly, answers CORS
@@ -66,7 +68,7 @@ export async function startDouble({ csp, mode = "presigned", maxBytes = 64 << 20
     if (req.method === "GET" && p === "/api/conversations") return json(res, 200, { conversations: [] });
     if (req.method === "GET" && p === "/api/memories") return json(res, 200, { memories: [] });
     if (req.method === "GET" && p === "/api/kbs") {
-      const out = { knowledge_bases: [{ id: "kb_s3", tenant: "local", name: kb, description: "", documents: st.docs.length, role: "owner", version: 0 }], ingest: true };
+      const out = { knowledge_bases: [{ id: "kb_s3", tenant: "local", name: kb, description: "", documents: st.docs.length, role: "owner", version: 0 }], ingest: st.mode !== "presigned" };
       if (st.mode !== "absent") out.upload = { mode: st.mode, max_bytes: st.maxBytes };
       return json(res, 200, out);
     }

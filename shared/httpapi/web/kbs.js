@@ -152,19 +152,24 @@ export const NOTHING_SHARED = "Nothing is shared with you yet: ask the owner of 
 // emptyDocsMessage is what an empty document list says: with no knowledge base to drop files into, the
 // drop hint would send the reader nowhere; a signed-in member sees only what is shared with them.
 export function emptyDocsMessage() {
-  if (state.kbs.length) return state.ingest ? EMPTY_DOCS : EMPTY_DOCS_NO_INGEST;
+  if (state.kbs.length) return canUpload() ? EMPTY_DOCS : EMPTY_DOCS_NO_INGEST;
   const me = state.me;
   return me && me.auth !== "none" && me.role !== "admin" ? NOTHING_SHARED : NO_KBS;
 }
+
+// canUpload: this server takes files, directly or through presigned URLs it signs.
+export const canUpload = () => state.ingest || (state.upload && state.upload.mode === "presigned");
 
 // setIngest shows or hides what only a server that ingests can do: the drop zone, document delete and
 // reprocess, knowledge base delete. The AWS query function serves this page without them; the
 // management API and the drop folder add and remove documents there.
 export function setIngest(on) {
   state.ingest = on;
-  $("drop").hidden = !on;
-  $("uploads").hidden = !on;
-  $("ingest-off").hidden = on;
+  // the AWS query function takes no uploads itself but signs presigned ones: the file goes to storage
+  const up = canUpload();
+  $("drop").hidden = !up;
+  $("uploads").hidden = !up;
+  $("ingest-off").hidden = on || up;
 }
 
 export async function loadDocuments() {

@@ -3,7 +3,7 @@
 import { authHeaders, postJSON } from "./api.js";
 import { safeHref } from "./markdown.js";
 import { $, el, state } from "./dom.js";
-import { isBusy, loadDocuments } from "./kbs.js";
+import { canUpload, isBusy, loadDocuments } from "./kbs.js";
 import { showView } from "./shell.js";
 import { signIn } from "./signin.js";
 
@@ -35,13 +35,13 @@ export function dropElsewhere(e) {
   const files = [...(e.dataTransfer ? e.dataTransfer.files : [])];
   if (!files.length || $("drop").contains(e.target)) return;
   showView("kb");
-  if (!state.ingest) { $("docs-msg").textContent = NO_UPLOADS; return; }
+  if (!canUpload()) { $("docs-msg").textContent = NO_UPLOADS; return; }
   uploadFiles(files);
 }
 
 export async function uploadFiles(files) {
   if (!files.length) return;
-  if (!state.ingest) { $("docs-msg").textContent = NO_UPLOADS; return; }
+  if (!canUpload()) { $("docs-msg").textContent = NO_UPLOADS; return; }
   let kb = $("kb").value;
   if (!kb) {
     if (!state.kbs.length) { $("docs-msg").textContent = "Create a knowledge base first."; return; }

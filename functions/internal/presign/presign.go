@@ -1,9 +1,13 @@
-package main
+// Package presign issues the presigned S3 uploads of POST /api/kbs/{kb}/uploads on AWS, for both
+// functions that answer it: the api function (management API) and the query function, which serves the
+// page.
+package presign
 
 import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,46 +35,46 @@ type DocumentCreator interface {
 // copied from a log is soon worthless.
 const presignExpiry = 15 * time.Minute
 
-// presigner is httpapi.Presigner on AWS: an S3 presigned PUT, signed by the SDK's presign client with
+// S3 is httpapi.Presigner on AWS: an S3 presigned PUT, signed by the SDK's presign client with
 // the function's own credentials (its role may s3:PutObject on uploads/<tenant>/* only), for the key
 // uploads/<tenant>/<kb id>/<document id>, with the declared Content-Length and Content-Type signed: S3
 // refuses a PUT of another size or type (SignatureDoesNotMatch). The bucket notifies the ingest queue of
 // the object, and the ingest function's trigger ingests it as the requester's upload (ingest.Trigger).
-type presigner struct {
-	docs    DocumentCreator
-	s3      PutPresigner
-	bucket  string
-	expires time.Duration
-	now     func() time.Time
+type S3 struct {
+	Docs    DocumentCreator
+	S3      PutPresigner
+	Bucket  string
+	Expires time.Duration    // 0: 15 minutes
+	Now     func() time.Time // nil: time.Now
 }
 
 // PresignUpload implements httpapi.Presigner.
-func (p *presigner) PresignUpload(ctx context.Context, req httpapi.PresignRequest) (httpapi.PresignedUpload, error) {
-	const op = "api.PresignUpload"
+func (p *S3) PresignUpload(ctx context.Context, req httpapi.PresignRequest) (httpapi.PresignedUpload, error) {
+	const op = "presign.PresignUpload"
 	doc, err := ingest.PresignedDocument(req.Tenant, req.KBID, req.UserID, req.FileName)
 	if err != nil {
 		return httpapi.PresignedUpload{}, err
 	}
-	expires := p.expires
+	expires := p.Expires
 	if expires <= 0 {
 		expires = presignExpiry
 	}
 	now := time.Now
-	if p.now != nil {
-		now = p.now
+	if p.Now != nil {
+		now = p.Now
 	}
-	if err := p.docs.CreateDocument(ctx, &doc); err != nil {
+	if err := p.Docs.CreateDocument(ctx, &doc); err != nil {
 		if rag.Is(err, rag.KindNotFound) {
 			err = rag.Errorf(op, rag.KindNotFound, "the knowledge base was deleted")
 		}
 		return httpapi.PresignedUpload{}, err
 	}
 	signedAt := now()
-	out, err := p.s3.PresignPutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(p.bucket), Key: aws.String(ingest.PresignedKey(req.Tenant, req.KBID, doc.ID)),
+	out, err := p.S3.PresignPutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(ingest.PresignedKey(req.Tenant, req.KBID, doc.ID)),
 		ContentLength: aws.Int64(req.Size), ContentType: aws.String(req.ContentType)}, awss3.WithPresignExpires(expires))
 	if err != nil {
 		doc.Status, doc.Error = rag.StatusFailed, "no upload URL could be made; upload the file again"
-		_ = p.docs.UpdateDocument(context.WithoutCancel(ctx), &doc)
+		_ = p.Docs.UpdateDocument(context.WithoutCancel(ctx), &doc)
 		return httpapi.PresignedUpload{}, rag.E(op, rag.KindUnavailable, fmt.Errorf("presign the upload: %w", err))
 	}
 	headers := map[string]string{}
@@ -83,4 +87,19 @@ func (p *presigner) PresignUpload(ctx context.Context, req httpapi.PresignReques
 	}
 	return httpapi.PresignedUpload{DocumentID: doc.ID, URL: out.URL, Method: out.Method, Headers: headers,
 		ExpiresAt: signedAt.Add(expires).UTC().Truncate(time.Second)}, nil
+}
+
+// Origin is where the presigned PUTs go (scheme and host, as https://bucket.s3.region.amazonaws.com or
+// an endpoint override's), for the page's Content-Security-Policy: the URL of a key that is never used,
+// signed locally (presigning makes no call).
+func Origin(ctx context.Context, s3 PutPresigner, bucket string) (string, error) {
+	out, err := s3.PresignPutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("uploads/origin")})
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(out.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", fmt.Errorf("the presigned URL %q has no http(s) origin", out.URL)
+	}
+	return u.Scheme + "://" + u.Host, nil
 }
