@@ -21,6 +21,7 @@ import (
 	"github.com/docmind/docmind/shared/answer/calibrate"
 	"github.com/docmind/docmind/shared/answer/claims"
 	"github.com/docmind/docmind/shared/answer/lang"
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/rank"
 )
 
@@ -128,6 +129,11 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 	if numberMissing {
 		c.Score = math.Min(c.Score, 0.84) // a claim citing a passage that lacks its number is never HIGH
 	}
+	if quotesCode(checked) {
+		// code or a run of identifiers is quoted, not explained: whether it answers is for the reader
+		c.Score = math.Min(c.Score, 0.84)
+		c.Reason += "; the answer quotes code, not prose"
+	}
 	c.Score = math.Round(c.Score*1000) / 1000
 	c.Band = Band(c.Score)
 	return c, checked
@@ -217,4 +223,14 @@ func Score(answer string, nSources int, g rank.Grade, rerankKnown bool) Confiden
 	c.Score = math.Round(c.Score*1000) / 1000
 	c.Band = Band(c.Score)
 	return c
+}
+
+// quotesCode reports whether a cited sentence is source code or a run of identifiers (reader.CodeLine).
+func quotesCode(checked []Claim) bool {
+	for _, cl := range checked {
+		if reader.CodeLine(lang.CiteRe.ReplaceAllString(cl.Sentence, "")) {
+			return true
+		}
+	}
+	return false
 }

@@ -103,6 +103,9 @@ type Reading struct {
 	Table  bool       // the first quoted line is a table row or cell
 	Cover  float64    // idf-weighted share of the question's terms the quoted lines hold
 	Top    bool       // the first quoted line comes from source [1]
+	// Code says a quoted line is source code or a run of identifiers (only for a question about code:
+	// CodeQuestion); such an answer is never HIGH
+	Code bool
 }
 
 // unit is one quotable line: a sentence, a clause, or a table row.
@@ -120,6 +123,8 @@ type unit struct {
 	// faq is the terms of the heading above the line when that heading is a question: an FAQ's
 	// answer lines ("- 理赔申请书") share no word with the question their heading asks.
 	faq []string
+	// code marks a line of source code or a run of identifiers outside a fence (CodeLine)
+	code bool
 }
 
 // tableRow is one data row of a markdown table with its header.
@@ -169,6 +174,11 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		}
 		units = append(units, us...)
 	}
+	if !CodeQuestion(query) {
+		// a prose question is never answered with code (CodeLine): the threshold a design document
+		// explains, not the constant its example declares
+		units = slices.DeleteFunc(units, func(u unit) bool { return u.code })
+	}
 	idf := x.idf(qterms, units)
 	var total float64
 	for _, t := range qterms {
@@ -193,6 +203,7 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	covered := map[string]bool{}
 	for _, u := range picked {
 		r.Held = r.Held || u.holds
+		r.Code = r.Code || u.code
 		for t := range u.matched {
 			covered[t] = true
 		}
@@ -287,8 +298,11 @@ func (x Extractive) pick(cands []unit, asked lang.Asked) []unit {
 		if c.score < best.score/2 || perSource[c.src] >= x.PerSource {
 			continue
 		}
-		if best.row != nil && best.row.col >= 0 && c.row != nil {
-			continue // one cell answers; other rows of the table are not the answer
+		if best.row != nil {
+			// The row the question names is the answer: other rows are not (tied ones were listed
+			// above), nor prose around the table. "服务月可用性不低于 99.9%。" was quoted beside the
+			// "低于 95.0%: 50%" row it introduces, and read first, for "低于95%时返还多少".
+			continue
 		}
 		adds := false
 		for t := range c.matched {
@@ -501,7 +515,7 @@ func maps(m map[string]bool) map[string]bool {
 func (x Extractive) units(src int, body string, qterms []string) []unit {
 	var out []unit
 	lines := joinWrapped(strings.Split(body, "\n"))
-	inCode := false
+	inCode := opensInCode(lines)
 	section, firstOfSection := 0, len(out)
 	var faq []string
 	first := firstProse(lines)
@@ -543,7 +557,7 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			continue // a title or a table's header row as plain text ("月可用性 返还比例"): nothing to quote
 		}
 		pieces := splitClauses(line, x.MaxSentRunes)
-		if len(out) == 0 && i == first && startsMidSentence(line) && len(pieces) > 0 {
+		if len(out) == 0 && i == first && startsMidSentence(line) && len(pieces) > 0 && !CodeLine(line) {
 			pieces = pieces[1:] // a window cut into the passage: its first fragment is half a sentence
 		}
 		for _, s := range pieces {
@@ -551,7 +565,8 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			if n := utf8.RuneCountInString(s); n < 6 && !(faq != nil && n >= 2) {
 				continue // too short to say anything, but for an item of an FAQ's answer list ("理赔申请书")
 			}
-			u := unit{src: src, pos: len(out), show: lang.Truncate(s, 2*x.MaxSentRunes), terms: text.Analyze(s), section: section}
+			u := unit{src: src, pos: len(out), show: lang.Truncate(s, 2*x.MaxSentRunes), terms: text.Analyze(s), section: section,
+				code: CodeLine(line) || CodeLine(s)}
 			if len(out)-firstOfSection < faqLines {
 				u.faq = faq
 			}
@@ -656,7 +671,9 @@ func joinWrapped(lines []string) []string {
 		}
 		if n := len(out); n > 0 && !inCode && !structural(l) && !strings.HasPrefix(t, "```") {
 			prev := strings.TrimSpace(out[n-1])
-			if prev != "" && !strings.HasPrefix(prev, "#") && !strings.HasPrefix(prev, "|") && !strings.HasPrefix(prev, "```") && !endsSentence(prev) {
+			// a line of code is a line: joined, it would be quoted as half a sentence or carry prose
+			if prev != "" && !strings.HasPrefix(prev, "#") && !strings.HasPrefix(prev, "|") && !strings.HasPrefix(prev, "```") && !endsSentence(prev) &&
+				!CodeLine(prev) && !CodeLine(t) {
 				sep := " "
 				if r, _ := utf8.DecodeLastRuneInString(prev); text.IsCJK(r) {
 					sep = ""
