@@ -39,6 +39,8 @@ type Source struct {
 	Cited      bool    `json:"cited"`
 	// Served lists the sub-questions this source answers (decomposed questions only).
 	Served []string `json:"served,omitempty"`
+	// Part says where the passage lies in its document, on the SELECTED_DOC reading only.
+	Part *Part `json:"part,omitempty"`
 }
 
 // SnippetRunes bounds a source's snippet.

@@ -68,6 +68,8 @@ type RetrievalEvent struct {
 	Profile  rank.Profile     `json:"profile"`
 	StageMS  map[string]int64 `json:"stage_ms"`
 	Vector   int              `json:"vector"`
+	// Read is set on the SELECTED_DOC reading: what was read instead of searched.
+	Read *ReadStats `json:"read,omitempty"`
 }
 
 // RerankEvent is the sources in rank order, and whether a real reranker scored them.

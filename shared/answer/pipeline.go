@@ -83,6 +83,11 @@ type Pipeline struct {
 	// means the calibration shipped in the binary (calibration.json), an empty map none (the
 	// uncalibrated formula).
 	Calibration Calibrations
+	// Documents reads a selected document's passages in order for a summary question (the SELECTED_DOC
+	// reading, read.go); nil: such a question is retrieved within the selection like any other.
+	// ReadTokens is the reading's token budget (default ReadTokens, at most half of ContextTokens).
+	Documents  Documents
+	ReadTokens int
 	// RecentTurns is how many of the newest history messages the prompt keeps verbatim (default 6);
 	// older ones become a short summary by the small model.
 	RecentTurns int

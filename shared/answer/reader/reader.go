@@ -59,7 +59,7 @@ func offlineFor(query string) offlineTexts {
 // WithoutNotice returns answer without the offline notice it opens with (either language): the notice
 // is not a claim about the documents, nor part of what the answer says.
 func WithoutNotice(answer string) string {
-	for _, n := range [...]string{OfflineNotice, OfflineNoticeZH} {
+	for _, n := range [...]string{OfflineNotice, OfflineNoticeZH, OfflineSummaryNotice, OfflineSummaryNoticeZH} {
 		if strings.Contains(answer, n) {
 			return strings.Replace(answer, n, "", 1)
 		}
