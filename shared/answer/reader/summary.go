@@ -75,13 +75,19 @@ func (x Extractive) Summarise(query string, ev []rank.Evidence, labels []string)
 			lines = append(lines, u.show)
 		}
 		if len(lines) == 0 {
+			// a passage that is a table: its columns say what it lists (its rows answer questions)
+			if h := tableHeader(body); h != "" {
+				lines = append(lines, h)
+			}
+		}
+		if len(lines) == 0 {
 			continue
 		}
-		label := labels[i]
-		if label == "" {
-			label = e.FileName
+		if label := lang.OneLine(labels[i]); label != "" {
+			fmt.Fprintf(&b, "\n%s (%s)\n", label, e.FileName)
+		} else {
+			fmt.Fprintf(&b, "\n%s\n", e.FileName)
 		}
-		fmt.Fprintf(&b, "\n%s (%s)\n", lang.OneLine(label), e.FileName)
 		for _, l := range lines {
 			fmt.Fprintf(&b, "- %s [%d]\n", l, i+1)
 			quoted++
@@ -92,4 +98,23 @@ func (x Extractive) Summarise(query string, ev []rank.Evidence, labels []string)
 	}
 	out, _ := inject.Sanitise(strings.TrimRight(b.String(), "\n"), ev, flags)
 	return out
+}
+
+// tableHeader is a passage's first markdown table's header cells, "月可用性 / 返还比例", or "".
+func tableHeader(body string) string {
+	for _, l := range strings.Split(body, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "|") {
+			var cells []string
+			for _, c := range splitRow(l) {
+				if c != "" {
+					cells = append(cells, c)
+				}
+			}
+			if len(cells) < 2 {
+				return ""
+			}
+			return strings.Join(cells, " / ")
+		}
+	}
+	return ""
 }
