@@ -296,6 +296,11 @@ func TestPaths(t *testing.T) {
 		if !third.FromCache || len(calls) != 0 || third.Answer != cited {
 			t.Fatalf("third ask: from_cache %v, calls %v", third.FromCache, calls)
 		}
+		// the replay's timeline names the turn it comes from: the second ask's stored message
+		if c := eventData(events, "cached"); c == nil || c["message_id"] != second.MessageID || second.MessageID == "" ||
+			c["conversation_id"] != second.ConversationID || third.Cached == nil || third.Cached.MessageID != second.MessageID {
+			t.Fatalf("cached event %v, second ask stored as %s/%s", c, second.ConversationID, second.MessageID)
+		}
 		golden(t, "cache_hit", events)
 	})
 	t.Run("DECOMPOSED", func(t *testing.T) {

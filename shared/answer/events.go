@@ -15,6 +15,7 @@ const (
 	EventUnderstanding     = "understanding"
 	EventRouting           = "routing"
 	EventAgentStep         = "agent_step"
+	EventCached            = "cached" // payload: CacheOrigin, first on a replay from the semantic cache
 	EventRetrieval         = "retrieval"
 	EventGrader            = "grader" // payload: rank.Grade
 	EventRerank            = "rerank"

@@ -44,6 +44,10 @@ type Request struct {
 	SummaryUpto time.Time   `json:"summary_upto,omitzero"`
 	// User is the asker (long-term memory is per user; empty: no memory).
 	User string `json:"user,omitempty"`
+	// ConversationID and MessageID say where the edge will store this answer (empty: it will not): the
+	// semantic cache keeps them as the turn a replay comes from (CacheOrigin).
+	ConversationID string `json:"conversation_id,omitempty"`
+	MessageID      string `json:"message_id,omitempty"`
 }
 
 // Pipeline answers on the standard path with the extractive answerer.

@@ -443,7 +443,7 @@ func (p *Pipeline) cache(ctx context.Context, st *State) {
 	if st.CacheKey == "" {
 		return
 	}
-	if err := p.Cache.Record(ctx, st.CacheKey, st.Question, st.Vector, st.Done); err != nil {
+	if err := p.Cache.Record(ctx, st.CacheKey, st.Question, st.Vector, st.Done, TurnOf(st.Request)); err != nil {
 		st.degrade("cache")
 	}
 }
@@ -565,6 +565,12 @@ func (p *Pipeline) Replay(ctx context.Context, st *State, done *Done, emit Emit)
 	}
 	if done.Recommendations == nil {
 		done.Recommendations = []Recommendation{}
+	}
+	if done.FromCache && done.Cached != nil {
+		// the replay's timeline: one step, from the cache, naming the turn it comes from
+		if err := emit(EventCached, done.Cached); err != nil {
+			return nil, err
+		}
 	}
 	if err := emit(EventStart, ReplayStartEvent{Sources: done.Sources, Path: done.Path, ShortCircuit: done.ShortCircuit,
 		FromCache: done.FromCache}); err != nil {
