@@ -256,3 +256,35 @@ func TestReadingWithModel(t *testing.T) {
 		t.Errorf("the streamed tokens and done's answer differ:\n%q\n%q", tokens.String(), done.Answer)
 	}
 }
+
+// BenchmarkReading measures the SELECTED_DOC reading of a 200-section document (listing its chunks
+// from memory, the even sample, the compression, the offline summary and its checks) against the
+// standard path's answer stage over eight retrieved passages, in the same run: what a summary question
+// costs beside a specific one, less the SQL read (one indexed query by document).
+func BenchmarkReading(b *testing.B) {
+	docs := &fakeDocuments{chunks: map[string][]rag.Chunk{"doc_h": longDocument("doc_h", "kb_1", 200)}, names: map[string]string{"doc_h": "handbook.md"}}
+	req := Request{Tenant: "acme", DocumentIDs: []string{"doc_h"}, Question: "Summarise this document"}
+	cal := ShippedCalibrations()
+	b.Run("standard", func(b *testing.B) {
+		ev := benchEvidence()
+		g := rank.Grade{Tier: rank.TierHigh, Coverage: 0.8}
+		for b.Loop() {
+			Assess(benchQ, Extractive{}.Compose(benchQ, ev), "extractive", ev, g, false, cal)
+		}
+	})
+	b.Run("reading", func(b *testing.B) {
+		p := &Pipeline{Documents: docs}
+		for b.Loop() {
+			st := p.newState(req)
+			st.Reading = true
+			res, err := p.read(context.Background(), st)
+			if err != nil {
+				b.Fatal(err)
+			}
+			st.Result = res
+			answer := p.Answerer.Summarise(st.Question, res.Evidence, st.partLabels())
+			c, claims := Assess(st.Question, answer, "extractive", res.Evidence, res.Grade, false, cal)
+			readingConfidence(c, claims)
+		}
+	})
+}

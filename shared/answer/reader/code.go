@@ -27,6 +27,9 @@ var codeOperators = map[string]bool{"=": true, "==": true, ":=": true, "+=": tru
 // (snake_case, camelCase, dotted.names, calls(), operators) as plain words. A sentence naming one
 // identifier ("Set `max_retries` to 3 in the config file.") is prose; Chinese text is prose.
 func CodeLine(line string) bool {
+	if !mayBeCode(line) {
+		return false
+	}
 	s := strings.TrimSpace(line)
 	s = strings.TrimSpace(strings.TrimLeft(s, "-*+>"))
 	if s == "" {
@@ -84,9 +87,9 @@ func identifier(tok string) bool {
 	if i := strings.IndexByte(tok, '_'); i > 0 && i < len(tok)-1 && strings.IndexFunc(tok, unicode.IsLetter) >= 0 {
 		return true
 	}
-	if parts := strings.Split(tok, "."); len(parts) > 1 {
+	if strings.IndexByte(tok, '.') > 0 {
 		ok := true
-		for _, p := range parts {
+		for p := range strings.SplitSeq(tok, ".") {
 			r, _ := utf8.DecodeRuneInString(p)
 			ok = ok && len(p) >= 2 && unicode.IsLetter(r) && strings.ToUpper(p) != p
 		}
@@ -173,3 +176,23 @@ func opensInCode(lines []string) bool {
 	}
 	return code > 0 && code >= prose
 }
+
+// mayBeCode is CodeLine's one pass over the bytes: a line without a character code needs (_ = ( ) { }
+// ; & | < > / # $), a dotted name (a.b) or a lowerCamel hump cannot be code, and most prose lines stop
+// here without a token split.
+func mayBeCode(line string) bool {
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case strings.IndexByte("_=(){};&|<>/#$", c) >= 0:
+			return true
+		case c == '.' && i > 0 && i+1 < len(line) && asciiLetter(line[i-1]) && asciiLetter(line[i+1]):
+			return true
+		case c >= 'A' && c <= 'Z' && i > 0 && line[i-1] >= 'a' && line[i-1] <= 'z':
+			return true
+		}
+	}
+	return false
+}
+
+func asciiLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
