@@ -184,7 +184,7 @@ func mayBeCode(line string) bool {
 	for i := 0; i < len(line); i++ {
 		c := line[i]
 		switch {
-		case strings.IndexByte("_=(){};&|<>/#$", c) >= 0:
+		case codeByte[c]:
 			return true
 		case c == '.' && i > 0 && i+1 < len(line) && asciiLetter(line[i-1]) && asciiLetter(line[i+1]):
 			return true
@@ -194,5 +194,13 @@ func mayBeCode(line string) bool {
 	}
 	return false
 }
+
+// codeByte marks the characters mayBeCode looks for.
+var codeByte = func() (t [256]bool) {
+	for _, c := range []byte("_=(){};&|<>/#$") {
+		t[c] = true
+	}
+	return t
+}()
 
 func asciiLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }

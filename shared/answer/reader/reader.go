@@ -557,7 +557,8 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			continue // a title or a table's header row as plain text ("月可用性 返还比例"): nothing to quote
 		}
 		pieces := splitClauses(line, x.MaxSentRunes)
-		if len(out) == 0 && i == first && startsMidSentence(line) && len(pieces) > 0 && !CodeLine(line) {
+		lineCode := CodeLine(line)
+		if len(out) == 0 && i == first && startsMidSentence(line) && len(pieces) > 0 && !lineCode {
 			pieces = pieces[1:] // a window cut into the passage: its first fragment is half a sentence
 		}
 		for _, s := range pieces {
@@ -566,7 +567,7 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 				continue // too short to say anything, but for an item of an FAQ's answer list ("理赔申请书")
 			}
 			u := unit{src: src, pos: len(out), show: lang.Truncate(s, 2*x.MaxSentRunes), terms: text.Analyze(s), section: section,
-				code: CodeLine(line) || CodeLine(s)}
+				code: lineCode || CodeLine(s)}
 			if len(out)-firstOfSection < faqLines {
 				u.faq = faq
 			}
