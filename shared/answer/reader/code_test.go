@@ -91,6 +91,20 @@ func TestReaderNeverQuotesCodeForProse(t *testing.T) {
 	}
 }
 
+// A question about the code itself may quote a fenced block's line (marked code, so never HIGH); the
+// same block is never quoted for a prose question.
+func TestReaderFencedCodeOnlyForCodeQuestions(t *testing.T) {
+	const doc = "## Circuit breaker\n\n```go\n// breaker settings\nconst breakerThreshold = 5\nconst breakerCooldown = 30 * time.Second\n```\n\nThe breaker opens after five consecutive failed calls to the rerank service."
+	r := Extractive{}.Read("What is breakerThreshold set to?", []rank.Evidence{ev("design.md", doc, 1)})
+	if got := quotedLines(r.Answer); len(got) == 0 || got[0] != "const breakerThreshold = 5 [1]" || !r.Code {
+		t.Errorf("a code question: want the declaration, marked code:\n%s", r.Answer)
+	}
+	r = Extractive{}.Read("How many failed calls open the circuit breaker?", []rank.Evidence{ev("design.md", doc, 1)})
+	if strings.Contains(r.Answer, "const ") || r.Code || !strings.Contains(r.Answer, "five consecutive failed calls") {
+		t.Errorf("a prose question: want the sentence, no code:\n%s", r.Answer)
+	}
+}
+
 func TestOpensInCode(t *testing.T) {
 	if !opensInCode(strings.Split(design, "\n")) {
 		t.Error("a window cut inside a code block is not recognised")

@@ -160,12 +160,13 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	for _, f := range flags {
 		flagged[f.Source-1] = true
 	}
+	codeAsked := CodeQuestion(query)
 	for i, e := range ev[:min(len(ev), x.SourcesToRead)] {
 		body := e.Text
 		if strings.TrimSpace(body) == "" {
 			body = e.ChildText
 		}
-		us := x.units(i, body, qterms)
+		us := x.units(i, body, qterms, codeAsked)
 		if flagged[i] {
 			// a passage that instructs the assistant: its instructing sentences, and any that repeat
 			// what it asks to be said, are never quoted (SEC-03); the rest of it still may be
@@ -174,7 +175,7 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		}
 		units = append(units, us...)
 	}
-	if !CodeQuestion(query) {
+	if !codeAsked {
 		// a prose question is never answered with code (CodeLine): the threshold a design document
 		// explains, not the constant its example declares
 		units = slices.DeleteFunc(units, func(u unit) bool { return u.code })
@@ -511,8 +512,9 @@ func maps(m map[string]bool) map[string]bool {
 }
 
 // units splits one source into quotable lines: table rows (those with a cell matching the question)
-// and the sentences and clauses of the prose.
-func (x Extractive) units(src int, body string, qterms []string) []unit {
+// and the sentences and clauses of the prose; with code asked about (CodeQuestion), the lines of fenced
+// code blocks too, each one line marked code.
+func (x Extractive) units(src int, body string, qterms []string, codeAsked bool) []unit {
 	var out []unit
 	lines := joinWrapped(strings.Split(body, "\n"))
 	inCode := opensInCode(lines)
@@ -530,6 +532,10 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			if h := strings.TrimSpace(strings.TrimLeft(line, "#")); strings.HasSuffix(h, "?") || strings.HasSuffix(h, "？") {
 				faq = text.Analyze(h)
 			}
+			continue
+		case inCode && codeAsked && line != "" && !strings.HasPrefix(line, "//") && !strings.HasPrefix(line, "#"):
+			out = append(out, unit{src: src, pos: len(out), show: lang.Truncate(line, 2*x.MaxSentRunes), terms: text.Analyze(line),
+				section: section, code: true})
 			continue
 		case inCode, line == "":
 			continue
