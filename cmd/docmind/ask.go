@@ -240,7 +240,13 @@ func timeline(out, log io.Writer, name string, data json.RawMessage) {
 		fmt.Fprintf(log, "· routing: %s (%s)\n", str("path"), str("reason"))
 	case "agent_step":
 		fmt.Fprintf(log, "· agent round %v: %v new passages\n", d["round"], d["new_evidence"])
+	case "cached":
+		fmt.Fprintf(log, "· from cache: first answered %s for %q (%s)\n", str("answered_at"), str("question"), str("band"))
 	case "retrieval":
+		if r, ok := d["read"].(map[string]any); ok {
+			fmt.Fprintf(log, "· read in order: %v of %v passages, %v of %v tokens\n", r["sampled"], r["passages"], r["tokens"], r["budget_tokens"])
+			break
+		}
 		fmt.Fprintf(log, "· retrieval: %v keyword, %v vector hits -> %v passages\n", d["keyword"], d["vector"], d["evidence"])
 	case "grader":
 		fmt.Fprintf(log, "· grader: %s (%s)\n", str("tier"), str("reason"))
@@ -256,6 +262,9 @@ func timeline(out, log io.Writer, name string, data json.RawMessage) {
 			where := s.FileName
 			if s.Chapter != "" {
 				where += " > " + s.Chapter
+			}
+			if s.Part != nil {
+				where += fmt.Sprintf(" (part %d of %d)", s.Part.Index, s.Part.Of)
 			}
 			mark := " "
 			if s.Cited {

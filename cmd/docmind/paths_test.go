@@ -296,6 +296,11 @@ func TestPaths(t *testing.T) {
 		if !third.FromCache || len(calls) != 0 || third.Answer != cited {
 			t.Fatalf("third ask: from_cache %v, calls %v", third.FromCache, calls)
 		}
+		// the replay's timeline names the turn it comes from: the second ask's stored message
+		if c := eventData(events, "cached"); c == nil || c["message_id"] != second.MessageID || second.MessageID == "" ||
+			c["conversation_id"] != second.ConversationID || third.Cached == nil || third.Cached.MessageID != second.MessageID {
+			t.Fatalf("cached event %v, second ask stored as %s/%s", c, second.ConversationID, second.MessageID)
+		}
 		golden(t, "cache_hit", events)
 	})
 	t.Run("DECOMPOSED", func(t *testing.T) {
@@ -332,6 +337,29 @@ func TestPaths(t *testing.T) {
 			}
 		}
 		golden(t, "selected_doc", events)
+	})
+	t.Run("SELECTED_DOC read", func(t *testing.T) {
+		// issue #20 item 6: a summary question over a selected document reads it in order instead of
+		// searching it, and the answer says which part of the document each cited passage comes from
+		var handbook string
+		for _, d := range docs.Documents {
+			if d.FileName == "employee-handbook.docx" {
+				handbook = d.ID
+			}
+		}
+		events, done, calls := ask(map[string]any{"question": "Summarise this document", "documents": []string{handbook}})
+		routing := eventData(events, "routing")
+		read, _ := eventData(events, "retrieval")["read"].(map[string]any)
+		if done.Path != "SELECTED_DOC" || routing["reason"] != "SELECTED_DOC_READ" || read == nil || read["sampled"].(float64) < 1 ||
+			!slices.Equal(calls, []string{"understanding", "answer"}) || !strings.Contains(done.Answer, "Where the cited passages come from:") {
+			t.Fatalf("done %+v, routing %v, read %v, calls %v", done, routing, read, calls)
+		}
+		for i, s := range done.Sources {
+			if s.DocumentID != handbook || s.Part == nil || i > 0 && s.Part.Index <= done.Sources[i-1].Part.Index {
+				t.Fatalf("source %d is not the handbook's next part: %+v", i, s)
+			}
+		}
+		golden(t, "selected_doc_read", events)
 	})
 	t.Run("AGENTIC", func(t *testing.T) {
 		events, done, calls := ask(q("Tell me everything a new full-time employee should know about their annual leave and how to change an insurance beneficiary."))

@@ -21,6 +21,7 @@ import (
 	"github.com/docmind/docmind/shared/answer/calibrate"
 	"github.com/docmind/docmind/shared/answer/claims"
 	"github.com/docmind/docmind/shared/answer/lang"
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/rank"
 )
 
@@ -38,6 +39,8 @@ type Source struct {
 	Cited      bool    `json:"cited"`
 	// Served lists the sub-questions this source answers (decomposed questions only).
 	Served []string `json:"served,omitempty"`
+	// Part says where the passage lies in its document, on the SELECTED_DOC reading only.
+	Part *Part `json:"part,omitempty"`
 }
 
 // SnippetRunes bounds a source's snippet.
@@ -128,6 +131,11 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 	if numberMissing {
 		c.Score = math.Min(c.Score, 0.84) // a claim citing a passage that lacks its number is never HIGH
 	}
+	if quotesCode(checked) {
+		// code or a run of identifiers is quoted, not explained: whether it answers is for the reader
+		c.Score = math.Min(c.Score, 0.84)
+		c.Reason += "; the answer quotes code, not prose"
+	}
 	c.Score = math.Round(c.Score*1000) / 1000
 	c.Band = Band(c.Score)
 	return c, checked
@@ -217,4 +225,14 @@ func Score(answer string, nSources int, g rank.Grade, rerankKnown bool) Confiden
 	c.Score = math.Round(c.Score*1000) / 1000
 	c.Band = Band(c.Score)
 	return c
+}
+
+// quotesCode reports whether a cited sentence is source code or a run of identifiers (reader.CodeLine).
+func quotesCode(checked []Claim) bool {
+	for _, cl := range checked {
+		if reader.CodeLine(lang.CiteRe.ReplaceAllString(cl.Sentence, "")) {
+			return true
+		}
+	}
+	return false
 }

@@ -41,6 +41,21 @@ type cacheEntry struct {
 	At       int64     `json:"at"` // unix nanoseconds
 	// StageMS is the first answer's timeline, replayed as the origin's (Done.StageMS is the replay's own).
 	StageMS map[string]int64 `json:"stage_ms,omitempty"`
+	// Turn is where the first answer was stored: the asker, the conversation and the message.
+	Turn Turn `json:"turn,omitzero"`
+}
+
+// Turn is where an answer was first given: its asker, and the conversation and message it was stored
+// as (empty when it was not stored, as for docmind ask).
+type Turn struct {
+	User           string `json:"user,omitempty"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	MessageID      string `json:"message_id,omitempty"`
+}
+
+// TurnOf is where req's answer will be stored.
+func TurnOf(req Request) Turn {
+	return Turn{User: req.User, ConversationID: req.ConversationID, MessageID: req.MessageID}
 }
 
 func (c *SemanticCache) defaults() (float64, time.Duration, int) {
@@ -126,20 +141,33 @@ func (c *SemanticCache) Lookup(ctx context.Context, req Request, q, generation s
 	if best == nil {
 		return nil, vecs[0], key, nil
 	}
-	best.Done.Cached = &CacheOrigin{Question: best.Question, AnsweredAt: time.Unix(0, best.At).UTC(), StageMS: best.StageMS}
+	best.Done.Cached = &CacheOrigin{Question: best.Question, AnsweredAt: time.Unix(0, best.At).UTC(), StageMS: best.StageMS,
+		Path: best.Done.Path, Band: best.Done.Confidence.Band, Abstained: best.Done.Abstained}
+	if t := best.Turn; t.MessageID != "" && t.User != "" && t.User == req.User {
+		// the asker's own earlier turn is named, so that it can be opened; another user's turn is theirs:
+		// its question is the shared answer's, where it was asked is not
+		best.Done.Cached.ConversationID, best.Done.Cached.MessageID = t.ConversationID, t.MessageID
+	}
 	return &best.Done, vecs[0], key, nil
 }
 
-// CacheOrigin says which earlier turn a cached answer replays: the question it answered, when, and
-// that turn's steps with their milliseconds (the replay itself has one step, the cache lookup).
+// CacheOrigin says which earlier turn a cached answer replays: the question it answered, when, that
+// turn's steps with their milliseconds (the replay itself has one step, the cache lookup), its path,
+// confidence band and abstention, and, when the asker asked it, the conversation and message it is
+// stored as. It is done's cached field and the payload of the cached event, the replay's timeline.
 type CacheOrigin struct {
-	Question   string           `json:"question"`
-	AnsweredAt time.Time        `json:"answered_at"`
-	StageMS    map[string]int64 `json:"stage_ms"`
+	Question       string           `json:"question"`
+	AnsweredAt     time.Time        `json:"answered_at"`
+	StageMS        map[string]int64 `json:"stage_ms"`
+	Path           string           `json:"path,omitempty"`
+	Band           string           `json:"band,omitempty"`
+	Abstained      bool             `json:"abstained,omitempty"`
+	ConversationID string           `json:"conversation_id,omitempty"`
+	MessageID      string           `json:"message_id,omitempty"`
 }
 
 // Record counts the question in its scope and stores the answer when it qualifies.
-func (c *SemanticCache) Record(ctx context.Context, key, q string, vec []float32, d *Done) error {
+func (c *SemanticCache) Record(ctx context.Context, key, q string, vec []float32, d *Done, turn Turn) error {
 	_, ttl, maxN := c.defaults()
 	if key == "" || vec == nil {
 		return nil
@@ -154,7 +182,7 @@ func (c *SemanticCache) Record(ctx context.Context, key, q string, vec []float32
 	}
 	stored := *d
 	stored.ConversationID, stored.MessageID, stored.StageMS = "", "", nil
-	b, err := json.Marshal(cacheEntry{Question: q, Vector: vec, Done: stored, At: time.Now().UnixNano(), StageMS: d.StageMS})
+	b, err := json.Marshal(cacheEntry{Question: q, Vector: vec, Done: stored, At: time.Now().UnixNano(), StageMS: d.StageMS, Turn: turn})
 	if err != nil {
 		return err
 	}
@@ -219,12 +247,22 @@ func cacheable(d *Done) bool {
 	// Grounded: every cited sentence is supported and no citation points nowhere. A calibrated band says
 	// how often answers like this are right, not whether this one is grounded, and the replay carries
 	// the same band; the uncalibrated score still stands for grounding and keeps its gate.
+	if d.Abstained {
+		// "the documents do not say" holds until a knowledge base changes (its version is in the key),
+		// and is replayed as an abstention, citing nothing
+		return d.Answerer == "extractive" && onlyOffline(d)
+	}
 	if len(d.Claims) == 0 || d.Confidence.Supported < 1 || d.Confidence.Invalid > 0 {
 		return false
 	}
 	if !d.Confidence.Calibrated && d.Confidence.Band != BandHigh && d.Confidence.Band != BandMedium {
 		return false
 	}
+	return onlyOffline(d)
+}
+
+// onlyOffline reports whether nothing failed but the model's absence (the configured offline state).
+func onlyOffline(d *Done) bool {
 	for _, c := range d.Degraded {
 		if c != "llm" {
 			return false

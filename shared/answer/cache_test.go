@@ -2,6 +2,7 @@ package answer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,8 +69,8 @@ func TestSemanticCache(t *testing.T) {
 	}
 	// the second answer was MEDIUM with a warning: the replay keeps the warning, the claims, and says
 	// which turn it replays
-	if seq := strings.Join(names, " "); !strings.HasPrefix(seq, "start token") || !strings.HasSuffix(seq, "token confidence_warning") || second.Confidence.Band != BandMedium {
-		t.Fatalf("a cache hit of a %s answer streams start token* confidence_warning (and the edge done): %q", second.Confidence.Band, seq)
+	if seq := strings.Join(names, " "); !strings.HasPrefix(seq, "cached start token") || !strings.HasSuffix(seq, "token confidence_warning") || second.Confidence.Band != BandMedium {
+		t.Fatalf("a cache hit of a %s answer streams cached start token* confidence_warning (and the edge done): %q", second.Confidence.Band, seq)
 	}
 	if third.Cached == nil || third.Cached.Question != q || third.Cached.AnsweredAt.IsZero() || third.Cached.StageMS["retrieval"] < 0 || len(third.Cached.StageMS) < 2 ||
 		len(third.Claims) != len(second.Claims) || len(third.Claims) == 0 || len(third.StageMS) != 1 {
@@ -172,7 +173,7 @@ func TestCacheEvictsAndSurvivesDamage(t *testing.T) {
 		}
 		key = k
 		for range 2 {
-			if err := c.Record(ctx, k, q, vec, d); err != nil {
+			if err := c.Record(ctx, k, q, vec, d, Turn{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -271,5 +272,54 @@ func TestCacheIsolationPairs(t *testing.T) {
 	if crossScope != 0 || warmHits != 0 || sameScope < n*9/10 {
 		t.Fatalf("cross-scope hits %d, other-generation hits %d, same-scope hits %d/%d (the paraphrases must hit at home for the test to mean anything)",
 			crossScope, warmHits, sameScope, n)
+	}
+}
+
+// Issue #20 item 5: a replay is the first answer's band, warning, claims and abstention, with a short
+// timeline (the cached event, then the answer) naming the turn it comes from: the asker's own
+// conversation and message, never another user's.
+func TestCacheReplaysTurn(t *testing.T) {
+	r := &countingRetriever{fakeRetriever: fakeRetriever{res: &retrieve.Result{
+		Evidence: []rank.Evidence{ev("handbook.docx", "Full-time employees receive 20 days of paid annual leave per year.", 0.9)},
+		Grade:    rank.Grade{Tier: rank.TierLow, TopScore: 0.2}}}}
+	p := &Pipeline{Retriever: r, Cache: &SemanticCache{KV: memkv.New(nil, 1000), Embedder: embed.NewOffline(256), Catalog: &versionedCatalog{version: 1}}}
+	const q = "Who is the CEO of Globex Industries?"
+	ask := func(user, conv, msg string) (*Done, *eventRecorder) {
+		t.Helper()
+		var rec eventRecorder
+		d, err := p.Run(context.Background(), Request{Tenant: "acme", User: user, KBIDs: []string{"kb_1"}, Question: q,
+			ConversationID: conv, MessageID: msg}, rec.emit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, &rec
+	}
+	ask("alice", "conv_1", "msg_1")
+	second, _ := ask("alice", "conv_2", "msg_2")
+	if !second.Abstained || second.FromCache {
+		t.Fatalf("the question must abstain, uncached, to test its replay: %+v", second)
+	}
+	third, rec := ask("alice", "conv_3", "msg_3")
+	if !third.FromCache || r.calls != 2 || !third.Abstained || third.Answer != second.Answer || third.Confidence != second.Confidence || len(third.Claims) != 0 {
+		t.Fatalf("the abstention is not replayed as it was given: %+v", third)
+	}
+	var origin CacheOrigin
+	if len(rec.events[EventCached]) != 1 || json.Unmarshal(rec.events[EventCached][0], &origin) != nil {
+		t.Fatalf("no cached event: %v", rec.events)
+	}
+	if origin.MessageID != "msg_2" || origin.ConversationID != "conv_2" || !origin.Abstained || origin.Band != second.Confidence.Band ||
+		origin.Question != q || origin.AnsweredAt.IsZero() || origin.StageMS["generation"] < 0 || third.Cached.MessageID != "msg_2" {
+		t.Fatalf("the cached event does not name the turn it replays: %+v", origin)
+	}
+	var warn ConfidenceWarningEvent
+	if ws := rec.events[EventConfidenceWarning]; len(ws) != 1 || json.Unmarshal(ws[0], &warn) != nil || warn.Band != second.Confidence.Band {
+		t.Fatalf("the warning is not replayed: %v", rec.events)
+	}
+	// another user gets the shared answer and its question, not where alice keeps it
+	other, rec := ask("bob", "conv_9", "msg_9")
+	origin = CacheOrigin{}
+	_ = json.Unmarshal(rec.events[EventCached][0], &origin)
+	if !other.FromCache || origin.MessageID != "" || origin.ConversationID != "" || other.Cached.MessageID != "" || origin.Question != q {
+		t.Fatalf("another user's replay names alice's turn: %+v", origin)
 	}
 }

@@ -15,6 +15,7 @@ const (
 	EventUnderstanding     = "understanding"
 	EventRouting           = "routing"
 	EventAgentStep         = "agent_step"
+	EventCached            = "cached" // payload: CacheOrigin, first on a replay from the semantic cache
 	EventRetrieval         = "retrieval"
 	EventGrader            = "grader" // payload: rank.Grade
 	EventRerank            = "rerank"
@@ -68,6 +69,8 @@ type RetrievalEvent struct {
 	Profile  rank.Profile     `json:"profile"`
 	StageMS  map[string]int64 `json:"stage_ms"`
 	Vector   int              `json:"vector"`
+	// Read is set on the SELECTED_DOC reading: what was read instead of searched.
+	Read *ReadStats `json:"read,omitempty"`
 }
 
 // RerankEvent is the sources in rank order, and whether a real reranker scored them.

@@ -44,6 +44,10 @@ type Request struct {
 	SummaryUpto time.Time   `json:"summary_upto,omitzero"`
 	// User is the asker (long-term memory is per user; empty: no memory).
 	User string `json:"user,omitempty"`
+	// ConversationID and MessageID say where the edge will store this answer (empty: it will not): the
+	// semantic cache keeps them as the turn a replay comes from (CacheOrigin).
+	ConversationID string `json:"conversation_id,omitempty"`
+	MessageID      string `json:"message_id,omitempty"`
 }
 
 // Pipeline answers on the standard path with the extractive answerer.
@@ -83,6 +87,11 @@ type Pipeline struct {
 	// means the calibration shipped in the binary (calibration.json), an empty map none (the
 	// uncalibrated formula).
 	Calibration Calibrations
+	// Documents reads a selected document's passages in order for a summary question (the SELECTED_DOC
+	// reading, read.go); nil: such a question is retrieved within the selection like any other.
+	// ReadTokens is the reading's token budget (default ReadTokens, at most half of ContextTokens).
+	Documents  Documents
+	ReadTokens int
 	// RecentTurns is how many of the newest history messages the prompt keeps verbatim (default 6);
 	// older ones become a short summary by the small model.
 	RecentTurns int

@@ -81,8 +81,8 @@ func Neutralise(s string) (string, int) {
 }
 
 type passage struct {
-	N                   int
-	Title, Text, Serves string
+	N                         int
+	Title, Text, Serves, Part string
 }
 
 // Prompt is an assembled prompt and what went into it.
@@ -109,6 +109,9 @@ type PromptInput struct {
 	// Served, for a decomposed question, maps a passage's chunk id to the sub-questions it serves; the
 	// prompt then says so beside each passage and asks for every part to be answered.
 	Served map[string][]string
+	// Parts, on the SELECTED_DOC reading, maps a passage's chunk id to where it lies in its document:
+	// the prompt says so beside each passage and asks for a summary that names the parts it cites.
+	Parts map[string]string
 }
 
 // BuildPrompt assembles the prompt under one token ceiling, spent in the order of DESIGN.md step 12:
@@ -121,7 +124,7 @@ func BuildPrompt(in PromptInput) (Prompt, error) {
 	}
 	p := Prompt{Mode: in.Mode}
 	var sys strings.Builder
-	if err := prompts.ExecuteTemplate(&sys, "system.tmpl", map[string]any{"Mode": in.Mode, "Decomposed": in.Served != nil}); err != nil {
+	if err := prompts.ExecuteTemplate(&sys, "system.tmpl", map[string]any{"Mode": in.Mode, "Decomposed": in.Served != nil, "Reading": in.Parts != nil}); err != nil {
 		return p, fmt.Errorf("answer: system prompt: %w", err)
 	}
 	budget := ceiling - text.EstimateTokens(sys.String()) - text.EstimateTokens(in.Question) - 64
@@ -145,7 +148,7 @@ func BuildPrompt(in PromptInput) (Prompt, error) {
 		p.Flagged += n + m
 		serves, k := Neutralise(strings.Join(in.Served[e.ChunkID], "; "))
 		p.Flagged += k
-		ps = append(ps, passage{N: i + 1, Title: title, Text: body, Serves: serves})
+		ps = append(ps, passage{N: i + 1, Title: title, Text: body, Serves: serves, Part: in.Parts[e.ChunkID]})
 	}
 	p.Used = len(ps)
 	var memory []string

@@ -40,6 +40,12 @@ type State struct {
 	// chain's), with web results appended; Served maps a chunk to the sub-questions it answers.
 	Result *retrieve.Result    `json:"result,omitempty"`
 	Served map[string][]string `json:"served,omitempty"`
+	// Reading says the selected documents are read in order instead of searched (a summary question
+	// on SELECTED_DOC, see read.go); Parts maps each passage read to where it lies in its document,
+	// and Read is what the reading took (in the retrieval event).
+	Reading bool            `json:"reading,omitempty"`
+	Parts   map[string]Part `json:"parts,omitempty"`
+	Read    *ReadStats      `json:"read,omitempty"`
 	// AgentUsage is the AGENTIC loop's model usage, added to the answer's.
 	AgentUsage llm.Usage `json:"agent_usage"`
 	// Prompt is the model's prompt (empty without a model).
@@ -126,6 +132,10 @@ func (p *Pipeline) route(st *State) {
 	u, done := st.Understanding, st.Done
 	route := RoutingEvent{Path: PathStandard, Reason: "RULES_DEFAULT", Detail: "one question, no selected document"}
 	switch {
+	case p.reads(st):
+		route = RoutingEvent{Path: PathSelectedDoc, Reason: "SELECTED_DOC_READ", Documents: st.Request.DocumentIDs,
+			Detail: "a summary of the selected documents: their passages are read in order, sampled evenly over beginning, middle and end within the token budget"}
+		st.Reading = true
 	case st.selected():
 		route = RoutingEvent{Path: PathSelectedDoc, Reason: "SELECTED_DOC", Documents: st.Request.DocumentIDs,
 			Detail: "retrieval is limited to the documents the user selected"}
@@ -144,7 +154,7 @@ func (p *Pipeline) route(st *State) {
 // hyde searches a fuzzy question on the standard path with a hypothetical answer as well; the routing
 // event says whether one was made.
 func (p *Pipeline) hyde(ctx context.Context, st *State) {
-	if st.decomposed() || st.agentic() || st.Understanding.Specificity != "fuzzy" || p.Understander == nil || p.Understander.LLM == nil {
+	if st.decomposed() || st.agentic() || st.Reading || st.Understanding.Specificity != "fuzzy" || p.Understander == nil || p.Understander.LLM == nil {
 		return
 	}
 	t := time.Now()
@@ -172,6 +182,8 @@ func (p *Pipeline) retrieve(ctx context.Context, st *State, emit Emit) error {
 	}
 	var err error
 	switch {
+	case st.Reading:
+		st.Result, err = p.read(ctx, st)
 	case st.decomposed():
 		st.Result, st.Served, err = retrieveDecomposed(ctx, p.Retriever, st.Understanding.SubQueries, st.filter(), decomposedK)
 	case !st.agentic() || len(st.Result.Evidence) == 0:
@@ -251,7 +263,7 @@ func (p *Pipeline) composePrompt(ctx context.Context, st *State) error {
 		mode = ModeLow
 	}
 	prompt, err := BuildPrompt(PromptInput{Question: st.promptQuestion(), Evidence: res.Evidence, Mode: mode,
-		Ceiling: p.ContextTokens, Memory: memories, Summary: summary, History: recent, Served: st.Served})
+		Ceiling: p.ContextTokens, Memory: memories, Summary: summary, History: recent, Served: st.Served, Parts: st.partsByChunk()})
 	if err != nil {
 		return rag.E(op, rag.KindInternal, err)
 	}
@@ -265,6 +277,9 @@ func (st *State) sources() {
 	st.Done.Sources = Sources(st.Result.Evidence)
 	for i := range st.Done.Sources {
 		st.Done.Sources[i].Served = st.Served[st.Done.Sources[i].ChunkID]
+		if part, ok := st.Parts[st.Done.Sources[i].ChunkID]; ok {
+			st.Done.Sources[i].Part = &part
+		}
 	}
 }
 
@@ -280,7 +295,7 @@ func (p *Pipeline) announce(st *State, emit Emit) error {
 		v    any
 	}{
 		{EventRetrieval, RetrievalEvent{Keyword: len(res.Keyword), Vector: len(res.Vector), Fused: len(res.Fused),
-			Evidence: len(res.Evidence), StageMS: res.StageMS, Degraded: res.Degraded, Profile: res.Profile}},
+			Evidence: len(res.Evidence), StageMS: res.StageMS, Degraded: res.Degraded, Profile: res.Profile, Read: st.Read}},
 		{EventGrader, res.Grade},
 		{EventRerank, RerankEvent{RerankerScored: p.RerankKnown, Top: top}},
 		{EventStart, StartEvent{Sources: done.Sources, Path: done.Path}},
@@ -309,6 +324,10 @@ func (p *Pipeline) generate(ctx context.Context, st *State, emit Emit) error {
 		done.Degraded = append([]string{"llm"}, done.Degraded...)
 	}
 	done.InjectionFlags = inject.Passages(st.Result.Evidence)
+	if st.Reading && !generated {
+		defer st.timed("generation", t)
+		return p.summarise(st, ts)
+	}
 	if generated {
 		done.Answerer = "llm"
 		// the tokens are out; done's answer, the one stored, cached and rendered last, is the clean one
@@ -326,6 +345,11 @@ func (p *Pipeline) generate(ctx context.Context, st *State, emit Emit) error {
 			return err
 		}
 		done.Answer = ts.text.String()
+	}
+	if st.Reading {
+		if err := p.citeParts(st, ts); err != nil {
+			return err
+		}
 	}
 	st.timed("generation", t)
 	return nil
@@ -375,6 +399,9 @@ func (p *Pipeline) verify(st *State, emit Emit) error {
 		cal = shippedCalibrations()
 	}
 	done.Confidence, done.Claims = Assess(st.Question, done.Answer, done.Answerer, res.Evidence, res.Grade, p.RerankKnown, cal)
+	if st.Reading {
+		done.Confidence = readingConfidence(done.Confidence, done.Claims)
+	}
 	done.Recommendations = Recommend(done.Sources, res.Reranked, 3)
 	if done.Confidence.Band == BandHigh {
 		return nil
@@ -385,6 +412,9 @@ func (p *Pipeline) verify(st *State, emit Emit) error {
 
 // warning is the confidence warning's text for a score below HIGH.
 func warning(c Confidence) string {
+	if strings.HasPrefix(c.Reason, readingReason) {
+		return readingWarning
+	}
 	if c.Calibrated {
 		// the score is an estimate of being right: say it as one
 		return fmt.Sprintf("About %.0f%% of answers like this one are right: check the cited sources before relying on it.", 100*c.Score)
@@ -413,7 +443,7 @@ func (p *Pipeline) cache(ctx context.Context, st *State) {
 	if st.CacheKey == "" {
 		return
 	}
-	if err := p.Cache.Record(ctx, st.CacheKey, st.Question, st.Vector, st.Done); err != nil {
+	if err := p.Cache.Record(ctx, st.CacheKey, st.Question, st.Vector, st.Done, TurnOf(st.Request)); err != nil {
 		st.degrade("cache")
 	}
 }
@@ -535,6 +565,12 @@ func (p *Pipeline) Replay(ctx context.Context, st *State, done *Done, emit Emit)
 	}
 	if done.Recommendations == nil {
 		done.Recommendations = []Recommendation{}
+	}
+	if done.FromCache && done.Cached != nil {
+		// the replay's timeline: one step, from the cache, naming the turn it comes from
+		if err := emit(EventCached, done.Cached); err != nil {
+			return nil, err
+		}
 	}
 	if err := emit(EventStart, ReplayStartEvent{Sources: done.Sources, Path: done.Path, ShortCircuit: done.ShortCircuit,
 		FromCache: done.FromCache}); err != nil {

@@ -21,13 +21,17 @@ func TestChatCachedAnswerKeepsWarning(t *testing.T) {
 	const q = `{"question":"How many days of annual leave?","kbs":["handbook"]}`
 	var turns []answer.Done
 	var warned []bool
+	var cached []string // the cached event's data, per ask ("" without one)
 	for range 3 {
 		events := readSSE(t, f.post(t, q))
-		warn := false
+		warn, c := false, ""
 		for _, e := range events {
 			warn = warn || e.name == "confidence_warning"
+			if e.name == answer.EventCached {
+				c = string(e.data)
+			}
 		}
-		turns, warned = append(turns, doneOf(t, events)), append(warned, warn)
+		turns, warned, cached = append(turns, doneOf(t, events)), append(warned, warn), append(cached, c)
 	}
 	first, third := turns[1], turns[2]
 	if turns[0].FromCache || first.FromCache || !third.FromCache {
@@ -43,6 +47,12 @@ func TestChatCachedAnswerKeepsWarning(t *testing.T) {
 	if third.Cached == nil || !strings.Contains(third.Cached.Question, "annual leave") || third.Cached.AnsweredAt.IsZero() || len(third.Cached.StageMS) < 2 {
 		b, _ := json.Marshal(third.Cached)
 		t.Fatalf("cached origin %s: the replay must say which turn it comes from, with that turn's timeline", b)
+	}
+	// the replay's timeline opens with the cached event, done's cached object (issue #20 item 5); this
+	// fixture stores no conversation, so no message is named (TestPaths/CACHE checks the stored ids)
+	want, _ := json.Marshal(third.Cached)
+	if cached[0] != "" || cached[1] != "" || cached[2] != string(want) || first.MessageID != "" || strings.Contains(cached[2], "message_id") {
+		t.Fatalf("cached events %q, want the third to be %s", cached, want)
 	}
 	if _, ok := third.StageMS["cache"]; !ok || len(third.StageMS) != 1 {
 		t.Fatalf("the replay's own timeline is the cache step: %v", third.StageMS)

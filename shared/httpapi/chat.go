@@ -82,6 +82,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
+	req.ConversationID, req.MessageID = conv.conversationID(), conv.messageID() // the cache names the turn it replays
 	ctx, cancel := context.WithTimeout(r.Context(), l.h.d.ChatTimeout)
 	defer cancel()
 	if id := conv.conversationID(); id != "" {

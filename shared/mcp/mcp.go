@@ -273,6 +273,7 @@ var stepMessage = map[string]string{
 	answer.EventUnderstanding:     "understanding the question",
 	answer.EventRouting:           "choosing a path",
 	answer.EventAgentStep:         "agent step",
+	answer.EventCached:            "replaying an earlier answer from the cache",
 	answer.EventRetrieval:         "retrieving passages",
 	answer.EventGrader:            "grading the passages",
 	answer.EventRerank:            "reranking",

@@ -77,6 +77,9 @@ func Retriever(cfg config.Config, kw retrieve.Keyword, vec retrieve.Vectors, chu
 func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog, kv store.KV) *answer.Pipeline {
 	p := &answer.Pipeline{Retriever: r, RerankKnown: r.Reranker != nil, Catalog: catalog,
 		Guard: answer.Guard{Phrases: answer.ParsePhrases(cfg.Chat.EmergencyPhrases), Answer: cfg.Chat.EmergencyAnswer}}
+	if d, ok := r.Chunks.(answer.Documents); ok { // the SQL record: summaries read selected documents in order
+		p.Documents = d
+	}
 	if cfg.Chat.WebSearchAPIKey != "" {
 		p.Web = &answer.WebSearch{URL: cfg.Chat.WebSearchURL, APIKey: cfg.Chat.WebSearchAPIKey, Client: netx.NewClient(netx.Options{})}
 	}

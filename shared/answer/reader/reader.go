@@ -59,7 +59,7 @@ func offlineFor(query string) offlineTexts {
 // WithoutNotice returns answer without the offline notice it opens with (either language): the notice
 // is not a claim about the documents, nor part of what the answer says.
 func WithoutNotice(answer string) string {
-	for _, n := range [...]string{OfflineNotice, OfflineNoticeZH} {
+	for _, n := range [...]string{OfflineNotice, OfflineNoticeZH, OfflineSummaryNotice, OfflineSummaryNoticeZH} {
 		if strings.Contains(answer, n) {
 			return strings.Replace(answer, n, "", 1)
 		}
@@ -103,6 +103,9 @@ type Reading struct {
 	Table  bool       // the first quoted line is a table row or cell
 	Cover  float64    // idf-weighted share of the question's terms the quoted lines hold
 	Top    bool       // the first quoted line comes from source [1]
+	// Code says a quoted line is source code or a run of identifiers (only for a question about code:
+	// CodeQuestion); such an answer is never HIGH
+	Code bool
 }
 
 // unit is one quotable line: a sentence, a clause, or a table row.
@@ -120,6 +123,8 @@ type unit struct {
 	// faq is the terms of the heading above the line when that heading is a question: an FAQ's
 	// answer lines ("- 理赔申请书") share no word with the question their heading asks.
 	faq []string
+	// code marks a line of source code or a run of identifiers outside a fence (CodeLine)
+	code bool
 }
 
 // tableRow is one data row of a markdown table with its header.
@@ -155,12 +160,13 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	for _, f := range flags {
 		flagged[f.Source-1] = true
 	}
+	codeAsked := CodeQuestion(query)
 	for i, e := range ev[:min(len(ev), x.SourcesToRead)] {
 		body := e.Text
 		if strings.TrimSpace(body) == "" {
 			body = e.ChildText
 		}
-		us := x.units(i, body, qterms)
+		us := x.units(i, body, qterms, codeAsked)
 		if flagged[i] {
 			// a passage that instructs the assistant: its instructing sentences, and any that repeat
 			// what it asks to be said, are never quoted (SEC-03); the rest of it still may be
@@ -168,6 +174,11 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 			us = slices.DeleteFunc(us, func(u unit) bool { return unsafe(u.show) })
 		}
 		units = append(units, us...)
+	}
+	if !codeAsked {
+		// a prose question is never answered with code (CodeLine): the threshold a design document
+		// explains, not the constant its example declares
+		units = slices.DeleteFunc(units, func(u unit) bool { return u.code })
 	}
 	idf := x.idf(qterms, units)
 	var total float64
@@ -193,6 +204,7 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 	covered := map[string]bool{}
 	for _, u := range picked {
 		r.Held = r.Held || u.holds
+		r.Code = r.Code || u.code
 		for t := range u.matched {
 			covered[t] = true
 		}
@@ -287,8 +299,11 @@ func (x Extractive) pick(cands []unit, asked lang.Asked) []unit {
 		if c.score < best.score/2 || perSource[c.src] >= x.PerSource {
 			continue
 		}
-		if best.row != nil && best.row.col >= 0 && c.row != nil {
-			continue // one cell answers; other rows of the table are not the answer
+		if best.row != nil {
+			// The row the question names is the answer: other rows are not (tied ones were listed
+			// above), nor prose around the table. "服务月可用性不低于 99.9%。" was quoted beside the
+			// "低于 95.0%: 50%" row it introduces, and read first, for "低于95%时返还多少".
+			continue
 		}
 		adds := false
 		for t := range c.matched {
@@ -497,11 +512,12 @@ func maps(m map[string]bool) map[string]bool {
 }
 
 // units splits one source into quotable lines: table rows (those with a cell matching the question)
-// and the sentences and clauses of the prose.
-func (x Extractive) units(src int, body string, qterms []string) []unit {
+// and the sentences and clauses of the prose; with code asked about (CodeQuestion), the lines of fenced
+// code blocks too, each one line marked code.
+func (x Extractive) units(src int, body string, qterms []string, codeAsked bool) []unit {
 	var out []unit
 	lines := joinWrapped(strings.Split(body, "\n"))
-	inCode := false
+	inCode := opensInCode(lines)
 	section, firstOfSection := 0, len(out)
 	var faq []string
 	first := firstProse(lines)
@@ -516,6 +532,10 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			if h := strings.TrimSpace(strings.TrimLeft(line, "#")); strings.HasSuffix(h, "?") || strings.HasSuffix(h, "？") {
 				faq = text.Analyze(h)
 			}
+			continue
+		case inCode && codeAsked && line != "" && !strings.HasPrefix(line, "//") && !strings.HasPrefix(line, "#"):
+			out = append(out, unit{src: src, pos: len(out), show: lang.Truncate(line, 2*x.MaxSentRunes), terms: text.Analyze(line),
+				section: section, code: true})
 			continue
 		case inCode, line == "":
 			continue
@@ -543,7 +563,8 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			continue // a title or a table's header row as plain text ("月可用性 返还比例"): nothing to quote
 		}
 		pieces := splitClauses(line, x.MaxSentRunes)
-		if len(out) == 0 && i == first && startsMidSentence(line) && len(pieces) > 0 {
+		lineCode := CodeLine(line)
+		if len(out) == 0 && i == first && startsMidSentence(line) && len(pieces) > 0 && !lineCode {
 			pieces = pieces[1:] // a window cut into the passage: its first fragment is half a sentence
 		}
 		for _, s := range pieces {
@@ -551,7 +572,8 @@ func (x Extractive) units(src int, body string, qterms []string) []unit {
 			if n := utf8.RuneCountInString(s); n < 6 && !(faq != nil && n >= 2) {
 				continue // too short to say anything, but for an item of an FAQ's answer list ("理赔申请书")
 			}
-			u := unit{src: src, pos: len(out), show: lang.Truncate(s, 2*x.MaxSentRunes), terms: text.Analyze(s), section: section}
+			u := unit{src: src, pos: len(out), show: lang.Truncate(s, 2*x.MaxSentRunes), terms: text.Analyze(s), section: section,
+				code: lineCode || CodeLine(s)}
 			if len(out)-firstOfSection < faqLines {
 				u.faq = faq
 			}
@@ -656,7 +678,9 @@ func joinWrapped(lines []string) []string {
 		}
 		if n := len(out); n > 0 && !inCode && !structural(l) && !strings.HasPrefix(t, "```") {
 			prev := strings.TrimSpace(out[n-1])
-			if prev != "" && !strings.HasPrefix(prev, "#") && !strings.HasPrefix(prev, "|") && !strings.HasPrefix(prev, "```") && !endsSentence(prev) {
+			// a line of code is a line: joined, it would be quoted as half a sentence or carry prose
+			if prev != "" && !strings.HasPrefix(prev, "#") && !strings.HasPrefix(prev, "|") && !strings.HasPrefix(prev, "```") && !endsSentence(prev) &&
+				!CodeLine(prev) && !CodeLine(t) {
 				sep := " "
 				if r, _ := utf8.DecodeLastRuneInString(prev); text.IsCJK(r) {
 					sep = ""
