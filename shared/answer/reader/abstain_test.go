@@ -44,6 +44,10 @@ func TestAbstains(t *testing.T) {
 		{"How many days of parental leave?", handbook, rank.Grade{Tier: rank.TierLow}, ""},
 		{"Who is the CEO?", nil, rank.Grade{NoEvidence: true}, NoEvidenceAnswer},
 		{"公司的CEO是谁？", nil, rank.Grade{NoEvidence: true}, NoEvidenceAnswerZH},
+		// a name spelt with an accent in the passage, an abbreviation spelt out (SQuAD's false abstentions)
+		{"What album did Beyonce release in 2013?", []rank.Evidence{ev("b.md", "Beyoncé released her fifth album in 2013.", 0.8)}, ambiguous, ""},
+		{"Which TV network broadcast the game?", []rank.Evidence{ev("s.md", "CBS broadcast the game on television.", 0.8)}, ambiguous, ""},
+		{"Which TV network broadcast the game?", []rank.Evidence{ev("s.md", "CBS broadcast the game.", 0.8)}, ambiguous, "mentions “TV”"},
 	} {
 		got, ok := Abstains(c.q, c.ev, c.grade)
 		if ok != (c.want != "") || !strings.Contains(got, c.want) {
@@ -52,5 +56,30 @@ func TestAbstains(t *testing.T) {
 		if strings.Contains(got, "[1]") {
 			t.Errorf("%s: an abstention cites: %q", c.q, got)
 		}
+	}
+}
+
+// The rule's two thresholds: a HIGH grade at HighCover overrides a missing name, and a coverage below
+// LowCover abstains whatever the names.
+func TestRuleAbstain(t *testing.T) {
+	for _, c := range []struct {
+		r    Rule
+		s    Signals
+		want bool
+	}{
+		{DefaultRule, Signals{NoEvidence: true}, true},
+		{DefaultRule, Signals{Coverage: 0.1}, false},
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0.1}, true},
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0.3}, false},
+		{DefaultRule, Signals{Missing: "CEO", High: true, Coverage: 0.8}, false},
+		{Rule{HighCover: 0.9}, Signals{Missing: "CEO", High: true, Coverage: 0.8}, true},
+		{DefaultRule, Signals{Missing: "CEO", Coverage: 0.9}, true},
+	} {
+		if got := c.r.Abstain(c.s); got != c.want {
+			t.Errorf("%+v on %+v: %v, want %v", c.r, c.s, got, c.want)
+		}
+	}
+	if got := AbstainText("公司的CEO是谁？", Signals{Missing: "CEO"}); got != "文档中没有提到CEO：检索到的段落都不包含它，因此不作回答。" {
+		t.Errorf("AbstainText zh = %q", got)
 	}
 }
