@@ -40,12 +40,13 @@ func cmdEval(e env, args []string) int {
 	out := fs.String("out", "", "answer variant: write one JSON line per question (id, answer, band, confidence, correct, claims_supported) to this file")
 	calibrate := fs.Bool("calibrate", false, "answer variant: fit the confidence calibration per answerer on these datasets and write it to --calibration")
 	unanswerable := fs.Bool("unanswerable", false, "answer variant: also ask every question without its judged-relevant documents, and tune the abstain rule on ten folds (held-out abstain and false-abstain rates); several datasets separated by commas")
+	sample := fs.Int("sample", 0, "answer variant: ask at most this many questions per dataset, evenly spaced (0: all)")
 	calFile := fs.String("calibration", filepath.Join("shared", "answer", "calibrate", "calibration.json"), "where --calibrate writes the calibration (embedded in the next build)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
 	}
 	if *dataset == "" {
-		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|ranked|rerank|full|all|stages|answer] [--json] [--out FILE] [--calibrate [--calibration FILE]] [--unanswerable]")
+		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|ranked|rerank|full|all|stages|answer] [--json] [--out FILE] [--calibrate [--calibration FILE]] [--unanswerable] [--sample N]")
 		return exitConfig
 	}
 	variants := evalVariants
@@ -64,8 +65,8 @@ func cmdEval(e env, args []string) int {
 		}
 		variants = []string{*variant}
 	}
-	if (*calibrate || *unanswerable || *out != "") && variants[0] != "answer" {
-		fmt.Fprintln(e.stderr, "docmind: --calibrate, --unanswerable and --out need --variant answer")
+	if (*calibrate || *unanswerable || *out != "" || *sample != 0) && variants[0] != "answer" {
+		fmt.Fprintln(e.stderr, "docmind: --calibrate, --unanswerable, --sample and --out need --variant answer")
 		return exitConfig
 	}
 	cfg, ok := c.load(e, nil)
@@ -84,10 +85,10 @@ func cmdEval(e env, args []string) int {
 			fmt.Fprintln(e.stderr, "docmind: --unanswerable and --calibrate are separate runs (calibrate first, rebuild, then measure abstaining)")
 			return exitConfig
 		}
-		return evalUnanswerable(e, c, cfg, dirs, *split, *out)
+		return evalUnanswerable(e, c, cfg, dirs, *split, *out, *sample)
 	}
 	if variants[0] == "answer" {
-		return evalAnswers(e, c, cfg, dirs, *split, *out, *calibrate, *calFile)
+		return evalAnswers(e, c, cfg, dirs, *split, *out, *calibrate, *calFile, *sample)
 	}
 	ds, r, closeStores, err := openEval(e, c, cfg, *dataset, *split)
 	if err != nil {
@@ -165,7 +166,7 @@ func openEval(e env, c common, cfg config.Config, dir, split string) (*eval.Data
 // each dataset is reported with cross-fitted confidences (ten folds by question order: each answer's
 // confidence comes from a calibration fitted on the other nine, so the figures are not measured on
 // the data that fitted them).
-func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFile string, calibrate bool, calFile string) int {
+func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFile string, calibrate bool, calFile string, sample int) int {
 	var results []eval.AnswerResult
 	for _, dir := range dirs {
 		ds, r, closeStores, err := openEval(e, c, cfg, dir, split)
@@ -180,7 +181,7 @@ func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFi
 		if calibrate {
 			cal = answer.Calibrations{} // uncalibrated: the features are what is fitted
 		}
-		results = append(results, eval.RunAnswers(e.ctx, ds, r.answerer(cal), eval.AnswerOptions{}))
+		results = append(results, eval.RunAnswers(e.ctx, ds, r.answerer(cal), eval.AnswerOptions{Sample: sample}))
 		closeStores()
 	}
 	if calibrate {

@@ -50,7 +50,7 @@ type abstainReport struct {
 	Written abstainFigures `json:"no_abstaining"`
 }
 
-func evalUnanswerable(e env, c common, cfg config.Config, dirs []string, split, outFile string) int {
+func evalUnanswerable(e env, c common, cfg config.Config, dirs []string, split, outFile string, sample int) int {
 	var asked, without []eval.AnswerResult
 	for _, dir := range dirs {
 		ds, r, closeStores, err := openEval(e, c, cfg, dir, split)
@@ -61,8 +61,8 @@ func evalUnanswerable(e env, c common, cfg config.Config, dirs []string, split, 
 			closeStores()
 			return fail(e, rag.Errorf("eval", rag.KindInvalid, "%s has no answers.jsonl: the answer variant needs gold answers", dir))
 		}
-		asked = append(asked, eval.RunAnswers(e.ctx, ds, r.answerer(nil), eval.AnswerOptions{}))
-		without = append(without, eval.RunAnswers(e.ctx, ds, r.answerer(nil), eval.AnswerOptions{Unanswerable: true}))
+		asked = append(asked, eval.RunAnswers(e.ctx, ds, r.answerer(nil), eval.AnswerOptions{Sample: sample}))
+		without = append(without, eval.RunAnswers(e.ctx, ds, r.answerer(nil), eval.AnswerOptions{Unanswerable: true, Sample: sample}))
 		closeStores()
 	}
 	reports, tuned := tuneAbstain(asked, without)

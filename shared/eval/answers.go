@@ -53,6 +53,9 @@ type AnswerOptions struct {
 	Unanswerable bool
 	// Rule decides abstention for outcomes that carry Signals (reader.DefaultRule when zero).
 	Rule reader.Rule
+	// Sample, when positive, asks at most that many questions, evenly spaced over the dataset (every
+	// k-th question with gold answers), for iterating on a shared machine.
+	Sample int
 }
 
 // AnswerQuery is one question's answer metrics.
@@ -150,9 +153,22 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer, opt AnswerOptions)
 	var lat []float64
 	var all []AnswerQuery
 	answerers := map[string]int{}
+	step, seen := 1, 0
+	if opt.Sample > 0 {
+		n := 0
+		for _, q := range ds.Queries {
+			if len(ds.Answers[q.ID]) > 0 {
+				n++
+			}
+		}
+		step = max(1, (n+opt.Sample-1)/opt.Sample)
+	}
 	for _, q := range ds.Queries {
 		gold := ds.Answers[q.ID]
 		if len(gold) == 0 || ctx.Err() != nil {
+			continue
+		}
+		if seen++; (seen-1)%step != 0 {
 			continue
 		}
 		res.Queries++

@@ -124,3 +124,21 @@ func TestRunAnswersRuleAndUnanswerable(t *testing.T) {
 		t.Fatalf("unanswerable: abstain rate %v false %v without %v", u.AbstainRate, u.FalseAbstainRate, without)
 	}
 }
+
+// Sample asks evenly spaced questions: every k-th of those with gold answers.
+func TestRunAnswersSample(t *testing.T) {
+	ds := &Dataset{Name: "mini", Qrels: map[string]map[string]int{}, Answers: map[string][]string{}}
+	for i := range 10 {
+		id := string(rune('a' + i))
+		ds.Queries = append(ds.Queries, Query{ID: id, Text: id})
+		ds.Answers[id] = []string{"x"}
+	}
+	var asked []string
+	r := RunAnswers(context.Background(), ds, func(_ context.Context, q Question) (Outcome, error) {
+		asked = append(asked, q.ID)
+		return Outcome{Text: "x", Answerer: "extractive"}, nil
+	}, AnswerOptions{Sample: 4})
+	if strings.Join(asked, "") != "adgj" || r.Queries != 4 || r.AnswerRecall != 1 {
+		t.Fatalf("asked %v, queries %d", asked, r.Queries)
+	}
+}
