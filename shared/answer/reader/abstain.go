@@ -85,17 +85,25 @@ func latinWord(w string) bool {
 // MissingKey returns the first of the question's names (KeyTerms) of which no passage holds a single
 // word, in its text, child text, chapter or file name; "" when every name is somewhere. A name is
 // missing only whole: "Livesey Hal" is found by "Livesey", however the passage spells the rest. Words
-// are compared without accents ("Beyonce" finds "Beyoncé"), and a few abbreviations also count as
-// their spelt-out words ("TV" is found by "television").
+// are compared without accents ("Beyonce" finds "Beyoncé"), a few abbreviations also count as their
+// spelt-out words ("TV" is found by "television"), and a name word of five letters or more is found
+// by a passage word one typo away ("Merceds", "Sigimund", "Univeristy") or one it begins
+// ("Russian", "Frenchman"): SQuAD's questions misspell names the passages hold, and each such
+// abstention withheld a right answer.
 func MissingKey(q string, ev []rank.Evidence) string {
 	keys := KeyTerms(q)
 	if len(keys) == 0 {
 		return ""
 	}
 	held := map[string]bool{}
+	words := map[string]bool{}
 	for _, e := range ev {
-		for _, t := range text.Analyze(foldAccents(e.Text + "\n" + e.ChildText + "\n" + e.Chapter + "\n" + e.FileName)) {
+		all := foldAccents(e.Text + "\n" + e.ChildText + "\n" + e.Chapter + "\n" + e.FileName)
+		for _, t := range text.Analyze(all) {
 			held[t] = true
+		}
+		for _, w := range strings.FieldsFunc(strings.ToLower(all), notLetterOrDigit) {
+			words[w] = true
 		}
 	}
 	for _, k := range keys {
@@ -104,11 +112,57 @@ func MissingKey(q string, ev []rank.Evidence) string {
 		for _, t := range text.Analyze(foldAccents(name + " " + spelt[strings.ToUpper(name)])) {
 			found = found || held[t]
 		}
+		for _, w := range k {
+			found = found || nearWord(strings.ToLower(foldAccents(w)), words)
+		}
 		if !found {
 			return name
 		}
 	}
 	return ""
+}
+
+func notLetterOrDigit(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+
+// nearWord reports whether a passage word is one edit (insertion, deletion, substitution or swap of
+// neighbours) from w, or w begins it or it begins w with five letters or more in common; only for
+// words of five letters or more, where such a neighbour is rarely another name.
+func nearWord(w string, words map[string]bool) bool {
+	if len([]rune(w)) < 5 {
+		return false
+	}
+	for v := range words {
+		if len([]rune(v)) >= 5 && (oneEdit(w, v) || strings.HasPrefix(v, w) || strings.HasPrefix(w, v)) {
+			return true
+		}
+	}
+	return false
+}
+
+// oneEdit reports whether a and b differ by at most one insertion, deletion, substitution or swap of
+// adjacent letters.
+func oneEdit(a, b string) bool {
+	x, y := []rune(a), []rune(b)
+	if len(x) > len(y) {
+		x, y = y, x
+	}
+	if len(y)-len(x) > 1 {
+		return false
+	}
+	i := 0
+	for i < len(x) && x[i] == y[i] {
+		i++
+	}
+	if i == len(x) {
+		return true
+	}
+	if len(x) == len(y) {
+		if string(x[i+1:]) == string(y[i+1:]) {
+			return true // substitution
+		}
+		return i+1 < len(x) && x[i] == y[i+1] && x[i+1] == y[i] && string(x[i+2:]) == string(y[i+2:]) // swap
+	}
+	return string(x[i:]) == string(y[i+1:]) // insertion
 }
 
 // spelt are abbreviations a question writes that passages spell out (SQuAD: "TV" in questions about

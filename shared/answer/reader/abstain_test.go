@@ -48,6 +48,13 @@ func TestAbstains(t *testing.T) {
 		{"What album did Beyonce release in 2013?", []rank.Evidence{ev("b.md", "Beyoncé released her fifth album in 2013.", 0.8)}, ambiguous, ""},
 		{"Which TV network broadcast the game?", []rank.Evidence{ev("s.md", "CBS broadcast the game on television.", 0.8)}, ambiguous, ""},
 		{"Which TV network broadcast the game?", []rank.Evidence{ev("s.md", "CBS broadcast the game.", 0.8)}, ambiguous, "mentions “TV”"},
+		// a misspelt name, a name the passage holds in another form
+		{"One of the sites, Merceds-Benz Superdome, is located where?", []rank.Evidence{ev("s.md", "The Mercedes-Benz Superdome is in New Orleans.", 0.8)}, ambiguous, ""},
+		{"Which University of Chicago guide states the Univeristy workload?", []rank.Evidence{ev("s.md", "The university of Chicago guide.", 0.8)}, ambiguous, ""},
+		{"Trotsky thought what was needed for a true Russian revolution?", []rank.Evidence{ev("s.md", "Trotsky wrote about Russia and its revolution.", 0.8)}, ambiguous, ""},
+		// short names are never matched loosely: "CEO" is not "CFO"
+		{"Who is the CEO?", []rank.Evidence{ev("s.md", "The CFO reports to the board.", 0.8)}, ambiguous, "mentions “CEO”"},
+		{"Who founded Acme Widgets?", []rank.Evidence{ev("s.md", "Example Corp was founded in 1990.", 0.8)}, ambiguous, "mentions “Acme Widgets”"},
 	} {
 		got, ok := Abstains(c.q, c.ev, c.grade)
 		if ok != (c.want != "") || !strings.Contains(got, c.want) {
@@ -81,5 +88,17 @@ func TestRuleAbstain(t *testing.T) {
 	}
 	if got := AbstainText("公司的CEO是谁？", Signals{Missing: "CEO"}); got != "文档中没有提到CEO：检索到的段落都不包含它，因此不作回答。" {
 		t.Errorf("AbstainText zh = %q", got)
+	}
+}
+
+func TestOneEdit(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{{"merceds", "mercedes", true}, {"univeristy", "university", true}, {"sigimund", "sigismund", true}, {"moncalm", "montcalm", true},
+		{"celeron", "celoron", true}, {"example", "example", true}, {"london", "boston", false}, {"paris", "prague", false}, {"ab", "abcd", false}} {
+		if got := oneEdit(c.a, c.b); got != c.want {
+			t.Errorf("oneEdit(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
 	}
 }
