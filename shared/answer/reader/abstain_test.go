@@ -40,8 +40,10 @@ func TestAbstains(t *testing.T) {
 		{"Who is the CEO of Example Corp?", handbook, rank.Grade{Tier: rank.TierHigh, Coverage: 0.9}, ""},
 		{"公司的CEO是谁？", handbook, ambiguous, "文档中没有提到CEO"},
 		{"How many days of annual leave at Example Corp?", handbook, ambiguous, ""},
-		// no name: the reader decides what to quote
-		{"How many days of parental leave?", handbook, rank.Grade{Tier: rank.TierLow}, ""},
+		// no name: the reader decides what to quote, unless the passages barely touch the question
+		{"How many days of parental leave?", handbook, rank.Grade{Tier: rank.TierLow, Coverage: 0.5}, ""},
+		{"How many days of parental leave?", handbook, rank.Grade{Tier: rank.TierLow, Coverage: 0.2}, AbstainUnrelated},
+		{"育儿假有多少天？", handbook, rank.Grade{Tier: rank.TierLow, Coverage: 0.2}, AbstainUnrelatedZH},
 		{"Who is the CEO?", nil, rank.Grade{NoEvidence: true}, NoEvidenceAnswer},
 		{"公司的CEO是谁？", nil, rank.Grade{NoEvidence: true}, NoEvidenceAnswerZH},
 		// a name spelt with an accent in the passage, an abbreviation spelt out (SQuAD's false abstentions)
@@ -75,10 +77,15 @@ func TestRuleAbstain(t *testing.T) {
 		want bool
 	}{
 		{DefaultRule, Signals{NoEvidence: true}, true},
-		{DefaultRule, Signals{Coverage: 0.1}, false},
+		{Rule{HighCover: 0.75}, Signals{Coverage: 0.1}, false},
 		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0.1}, true},
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0, Low: true}, true},
+		// coverage not measured (no salient term), or a HIGH grade: low coverage does not abstain
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0}, false},
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0.1, High: true}, false},
 		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0.3}, false},
 		{DefaultRule, Signals{Missing: "CEO", High: true, Coverage: 0.8}, false},
+		{DefaultRule, Signals{Missing: "CEO", High: true, Coverage: 0.75}, true},
 		{Rule{HighCover: 0.9}, Signals{Missing: "CEO", High: true, Coverage: 0.8}, true},
 		{DefaultRule, Signals{Missing: "CEO", Coverage: 0.9}, true},
 	} {
