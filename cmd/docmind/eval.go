@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/docmind/docmind/shared/answer"
+	"github.com/docmind/docmind/shared/answer/reader"
 	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/eval"
@@ -37,12 +39,14 @@ func cmdEval(e env, args []string) int {
 	k := fs.Int("k", 10, "cut-off reported first (Recall@100 is always computed)")
 	out := fs.String("out", "", "answer variant: write one JSON line per question (id, answer, band, confidence, correct, claims_supported) to this file")
 	calibrate := fs.Bool("calibrate", false, "answer variant: fit the confidence calibration per answerer on these datasets and write it to --calibration")
+	unanswerable := fs.Bool("unanswerable", false, "answer variant: also ask every question without its judged-relevant documents, and tune the abstain rule on ten folds (held-out abstain and false-abstain rates); several datasets separated by commas")
+	sample := fs.Int("sample", 0, "answer variant: ask at most this many questions per dataset, evenly spaced (0: all)")
 	calFile := fs.String("calibration", filepath.Join("shared", "answer", "calibrate", "calibration.json"), "where --calibrate writes the calibration (embedded in the next build)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
 	}
 	if *dataset == "" {
-		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|ranked|rerank|full|all|stages|answer] [--json] [--out FILE] [--calibrate [--calibration FILE]]")
+		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|ranked|rerank|full|all|stages|answer] [--json] [--out FILE] [--calibrate [--calibration FILE]] [--unanswerable] [--sample N]")
 		return exitConfig
 	}
 	variants := evalVariants
@@ -61,8 +65,8 @@ func cmdEval(e env, args []string) int {
 		}
 		variants = []string{*variant}
 	}
-	if (*calibrate || *out != "") && variants[0] != "answer" {
-		fmt.Fprintln(e.stderr, "docmind: --calibrate and --out need --variant answer")
+	if (*calibrate || *unanswerable || *out != "" || *sample != 0) && variants[0] != "answer" {
+		fmt.Fprintln(e.stderr, "docmind: --calibrate, --unanswerable, --sample and --out need --variant answer")
 		return exitConfig
 	}
 	cfg, ok := c.load(e, nil)
@@ -70,14 +74,21 @@ func cmdEval(e env, args []string) int {
 		return exitConfig
 	}
 	dirs := []string{*dataset}
-	if *calibrate {
+	if *calibrate || *unanswerable {
 		dirs = strings.Split(*dataset, ",")
 	} else if strings.Contains(*dataset, ",") {
-		fmt.Fprintln(e.stderr, "docmind: several datasets only with --calibrate")
+		fmt.Fprintln(e.stderr, "docmind: several datasets only with --calibrate or --unanswerable")
 		return exitConfig
 	}
+	if *unanswerable {
+		if *calibrate {
+			fmt.Fprintln(e.stderr, "docmind: --unanswerable and --calibrate are separate runs (calibrate first, rebuild, then measure abstaining)")
+			return exitConfig
+		}
+		return evalUnanswerable(e, c, cfg, dirs, *split, *out, *sample)
+	}
 	if variants[0] == "answer" {
-		return evalAnswers(e, c, cfg, dirs, *split, *out, *calibrate, *calFile)
+		return evalAnswers(e, c, cfg, dirs, *split, *out, *calibrate, *calFile, *sample)
 	}
 	ds, r, closeStores, err := openEval(e, c, cfg, *dataset, *split)
 	if err != nil {
@@ -155,7 +166,7 @@ func openEval(e env, c common, cfg config.Config, dir, split string) (*eval.Data
 // each dataset is reported with cross-fitted confidences (ten folds by question order: each answer's
 // confidence comes from a calibration fitted on the other nine, so the figures are not measured on
 // the data that fitted them).
-func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFile string, calibrate bool, calFile string) int {
+func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFile string, calibrate bool, calFile string, sample int) int {
 	var results []eval.AnswerResult
 	for _, dir := range dirs {
 		ds, r, closeStores, err := openEval(e, c, cfg, dir, split)
@@ -170,7 +181,7 @@ func evalAnswers(e env, c common, cfg config.Config, dirs []string, split, outFi
 		if calibrate {
 			cal = answer.Calibrations{} // uncalibrated: the features are what is fitted
 		}
-		results = append(results, eval.RunAnswers(e.ctx, ds, r.answerer(cal)))
+		results = append(results, eval.RunAnswers(e.ctx, ds, r.answerer(cal), eval.AnswerOptions{Sample: sample}))
 		closeStores()
 	}
 	if calibrate {
@@ -259,7 +270,7 @@ func samplesByAnswerer(results []eval.AnswerResult, keep func(i int) bool) map[s
 	out := map[string][]answer.Sample{}
 	for _, res := range results {
 		for i, q := range res.All {
-			if q.Error != "" || len(q.Features) == 0 || !keep(i) {
+			if q.Error != "" || q.Abstained || len(q.Features) == 0 || !keep(i) {
 				continue
 			}
 			key := answer.CalibrationKey(q.Answerer, q.Features)
@@ -355,7 +366,7 @@ func crossFit(results []eval.AnswerResult, who string, written answer.Calibratio
 		res := &results[ri]
 		for i := range res.All {
 			q := &res.All[i]
-			if q.Error != "" || len(q.Features) == 0 {
+			if q.Error != "" || q.Abstained || len(q.Features) == 0 {
 				continue
 			}
 			c := folds[i%crossFolds][answer.CalibrationKey(q.Answerer, q.Features)]
@@ -380,16 +391,20 @@ func writeAnswerLines(path string, results []eval.AnswerResult) error {
 	for _, res := range results {
 		for _, q := range res.All {
 			line := struct {
-				Dataset         string  `json:"dataset"`
-				ID              string  `json:"id"`
-				Answer          string  `json:"answer"`
-				Band            string  `json:"band"`
-				Confidence      float64 `json:"confidence"`
-				Correct         bool    `json:"correct"`
-				ClaimsSupported float64 `json:"claims_supported"`
-				Abstained       bool    `json:"abstained,omitempty"`
-				Error           string  `json:"error,omitempty"`
-			}{res.Dataset, q.ID, q.Answer, q.Band, q.Confidence, q.Correct, q.ClaimsSupported, q.Abstained, q.Error}
+				Dataset         string          `json:"dataset"`
+				ID              string          `json:"id"`
+				Answer          string          `json:"answer"`
+				Band            string          `json:"band"`
+				Confidence      float64         `json:"confidence"`
+				Correct         bool            `json:"correct"`
+				ClaimsSupported float64         `json:"claims_supported"`
+				Unanswerable    bool            `json:"unanswerable,omitempty"`
+				Abstained       bool            `json:"abstained,omitempty"`
+				Withheld        bool            `json:"withheld_right,omitempty"` // abstained, but the answer written anyway held the gold answer
+				Signals         *reader.Signals `json:"abstain_signals,omitempty"`
+				Features        []float64       `json:"features,omitempty"`
+				Error           string          `json:"error,omitempty"`
+			}{res.Dataset, q.ID, q.Answer, q.Band, q.Confidence, q.Correct, q.ClaimsSupported, res.Unanswerable, q.Abstained, q.Abstained && q.ComposedRight, q.Signals, q.Features, q.Error}
 			if err := enc.Encode(line); err != nil {
 				f.Close()
 				return err
@@ -444,7 +459,9 @@ type evalRetriever struct {
 	kb     rag.KnowledgeBase
 	s      *Stores
 	bm     *bm25.Index
-	beirID map[string]string // document id -> corpus id
+	beirID map[string]string   // document id -> corpus id
+	docIDs map[string][]string // corpus id -> document ids (the unanswerable mode leaves them out)
+	all    []string            // every document id, sorted
 	embed  interface {
 		Embed(ctx context.Context, texts []string) ([][]float32, error)
 	}
@@ -456,13 +473,15 @@ type evalRetriever struct {
 }
 
 func newEvalRetriever(ctx context.Context, tenant string, kb rag.KnowledgeBase, s *Stores, p bm25.Params) (*evalRetriever, error) {
-	r := &evalRetriever{tenant: tenant, kb: kb, s: s, bm: bm25.New(p), beirID: map[string]string{}}
+	r := &evalRetriever{tenant: tenant, kb: kb, s: s, bm: bm25.New(p), beirID: map[string]string{}, docIDs: map[string][]string{}}
 	docs, err := s.SQL.ListDocuments(ctx, tenant, kb.ID, rag.StatusReady)
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range docs {
 		r.beirID[d.ID] = strings.TrimPrefix(d.SourceURI, "beir:")
+		r.docIDs[r.beirID[d.ID]] = append(r.docIDs[r.beirID[d.ID]], d.ID)
+		r.all = append(r.all, d.ID)
 		chunks, err := s.SQL.ListChunks(ctx, tenant, d.ID)
 		if err != nil {
 			return nil, err
@@ -481,6 +500,7 @@ func newEvalRetriever(ctx context.Context, tenant string, kb rag.KnowledgeBase, 
 		}
 		r.bm.Add(add...)
 	}
+	slices.Sort(r.all)
 	return r, nil
 }
 
@@ -571,17 +591,31 @@ func (r *evalRetriever) retriever(variant string) eval.Retriever {
 
 // answerer runs the whole question pipeline (the configured model, or the offline extractive answerer)
 // over the evaluation corpus, without the semantic cache or memory, and maps cited sources to corpus ids.
-// cal nil is the shipped calibration.
+// cal nil is the shipped calibration. The extractive answer is written even where the abstain rule
+// would decline, with the rule's signals in the outcome: the run applies the rule (eval.ApplyRule),
+// so that the same answers measure any rule and what abstaining withheld. A question's Without
+// documents are left out of retrieval by the same restriction a metadata filter uses.
 func (r *evalRetriever) answerer(cal answer.Calibrations) eval.Answerer {
 	p := wire.Chat(r.cfg, r.chain, r.stores.SQL, nil)
 	p.Calibration = cal
-	return func(ctx context.Context, q string) (eval.Outcome, error) {
-		done, err := p.Run(ctx, answer.Request{Tenant: r.tenant, KBIDs: []string{r.kb.ID}, Question: q}, func(string, any) error { return nil })
+	var signals *reader.Signals
+	p.Abstains = func(q string, ev []rank.Evidence, g rank.Grade) (string, bool) {
+		s := reader.AbstainSignals(q, ev, g)
+		signals = &s
+		return "", false
+	}
+	return func(ctx context.Context, q eval.Question) (eval.Outcome, error) {
+		req := answer.Request{Tenant: r.tenant, KBIDs: []string{r.kb.ID}, Question: q.Text}
+		if len(q.Without) > 0 {
+			req.Restrict = r.without(q.Without)
+		}
+		signals = nil
+		done, err := p.Run(ctx, req, func(string, any) error { return nil })
 		if err != nil {
 			return eval.Outcome{}, err
 		}
 		out := eval.Outcome{Text: done.Answer, Band: done.Confidence.Band, Invalid: done.Confidence.Invalid, Answerer: done.Answerer, Abstained: done.Abstained,
-			Confidence: done.Confidence.Score, ClaimsSupported: done.Confidence.Supported}
+			Confidence: done.Confidence.Score, ClaimsSupported: done.Confidence.Supported, Signals: signals}
 		if done.Confidence.Features != nil {
 			out.Features = done.Confidence.Features.Vector()
 		}
@@ -592,4 +626,21 @@ func (r *evalRetriever) answerer(cal answer.Calibrations) eval.Answerer {
 		}
 		return out, nil
 	}
+}
+
+// without is every document of the corpus but those of the corpus ids given.
+func (r *evalRetriever) without(ids []string) []string {
+	drop := map[string]bool{}
+	for _, id := range ids {
+		for _, d := range r.docIDs[id] {
+			drop[d] = true
+		}
+	}
+	out := make([]string, 0, len(r.all))
+	for _, d := range r.all {
+		if !drop[d] {
+			out = append(out, d)
+		}
+	}
+	return out
 }

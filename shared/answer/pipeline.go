@@ -54,6 +54,9 @@ type Request struct {
 type Pipeline struct {
 	Retriever Retriever
 	Answerer  Extractive
+	// Abstains decides whether the extractive answer abstains (nil: reader.Abstains); evaluation sets it
+	// to record the rule's signals and answer anyway, so that rules can be compared on the same answers.
+	Abstains func(question string, ev []rank.Evidence, g rank.Grade) (string, bool)
 	// RerankKnown says a real reranker scores the evidence (its top score is a calibrated signal).
 	RerankKnown bool
 	// MaxQuestionRunes bounds the question (default 2000).

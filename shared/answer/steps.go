@@ -336,7 +336,11 @@ func (p *Pipeline) generate(ctx context.Context, st *State, emit Emit) error {
 		done.Answerer = "extractive"
 		// the reader quotes no instruction and cleans its own answer (reader.Extractive.Read); when the
 		// documents do not answer the question it says so and cites nothing
-		text, abstained := reader.Abstains(st.Question, st.Result.Evidence, st.Result.Grade)
+		abstains := reader.Abstains
+		if p.Abstains != nil {
+			abstains = p.Abstains
+		}
+		text, abstained := abstains(st.Question, st.Result.Evidence, st.Result.Grade)
 		if !abstained {
 			text = p.Answerer.Compose(st.Question, st.Result.Evidence)
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/docmind/docmind/shared/answer/reader"
 )
 
 // Outcome is one answered question as the answer metrics see it.
@@ -26,10 +28,35 @@ type Outcome struct {
 	ClaimsSupported float64
 	// Features are the confidence's inputs (answer.Features.Vector), kept for fitting a calibration.
 	Features []float64
+	// Signals, when set, are the abstain rule's inputs for an answer written without abstaining: the
+	// run decides abstention itself with AnswerOptions.Rule (ApplyRule), so that rules can be compared
+	// on the same answers. Nil: Abstained is the answerer's own decision.
+	Signals *reader.Signals
+}
+
+// Question is one question as the answerer is asked it.
+type Question struct {
+	ID   string
+	Text string
+	// Without are the corpus ids of documents retrieval must leave out (the unanswerable mode: the
+	// question's judged-relevant documents).
+	Without []string
 }
 
 // Answerer answers one question through the whole pipeline.
-type Answerer func(ctx context.Context, question string) (Outcome, error)
+type Answerer func(ctx context.Context, q Question) (Outcome, error)
+
+// AnswerOptions shape an answer run.
+type AnswerOptions struct {
+	// Unanswerable asks every question without its judged-relevant documents (Question.Without): the
+	// right outcome is to abstain, and AbstainRate is the share that did.
+	Unanswerable bool
+	// Rule decides abstention for outcomes that carry Signals (reader.DefaultRule when zero).
+	Rule reader.Rule
+	// Sample, when positive, asks at most that many questions, evenly spaced over the dataset (every
+	// k-th question with gold answers), for iterating on a shared machine.
+	Sample int
+}
 
 // AnswerQuery is one question's answer metrics.
 type AnswerQuery struct {
@@ -49,6 +76,16 @@ type AnswerQuery struct {
 	Abstained       bool      `json:"abstained,omitempty"`
 	Answerer        string    `json:"-"`
 	Features        []float64 `json:"-"`
+	// Signals are the abstain rule's inputs (nil: the answerer decided); Composed the answer written
+	// without abstaining and its metrics (Recall, EM, F1 hold 0 when the rule abstains), and
+	// Grounded, CitedRelevant its citations' checks.
+	Signals       *reader.Signals `json:"-"`
+	Composed      string          `json:"-"`
+	ComposedEM    float64         `json:"-"`
+	ComposedF1    float64         `json:"-"`
+	ComposedRight bool            `json:"-"`
+	Grounded      bool            `json:"-"`
+	CitedRelevant bool            `json:"-"`
 }
 
 // BandStat is one confidence band's size and precision: the share of its answers that hold a gold
@@ -81,10 +118,16 @@ type AnswerResult struct {
 	EM           float64 `json:"em"`
 	F1           float64 `json:"f1"`
 	AnswerRecall float64 `json:"answer_recall"`
-	// Abstained counts the answers that declined; every question here has a gold answer, so each is a
-	// false abstention, and FalseAbstainRate is their share of the questions.
-	Abstained        int     `json:"abstained"`
-	FalseAbstainRate float64 `json:"false_abstain_rate"`
+	// Abstained counts the answers that declined. Asked with their documents, every question here has
+	// a gold answer, so each is a false abstention, FalseAbstainRate is their share of the questions
+	// and AbstainedRight counts those whose answer, written anyway, held the gold answer (the recall
+	// abstaining cost). Unanswerable (asked without them), AbstainRate is the share that declined.
+	Unanswerable     bool         `json:"unanswerable,omitempty"`
+	Abstained        int          `json:"abstained"`
+	FalseAbstainRate float64      `json:"false_abstain_rate"`
+	AbstainRate      float64      `json:"abstain_rate"`
+	AbstainedRight   int          `json:"abstained_right"`
+	Rule             *reader.Rule `json:"abstain_rule,omitempty"`
 	// Grounded is the share of answers with at least one valid citation and none invalid; CitedRelevant
 	// the share whose cited sources include a document judged relevant.
 	Grounded      float64        `json:"grounded"`
@@ -105,19 +148,41 @@ type AnswerResult struct {
 }
 
 // RunAnswers answers every judged question that has gold answers.
-func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
-	res := AnswerResult{Dataset: ds.Name, Split: ds.Split, Variant: "answer", Bands: map[string]int{}}
+func RunAnswers(ctx context.Context, ds *Dataset, a Answerer, opt AnswerOptions) AnswerResult {
+	res := AnswerResult{Dataset: ds.Name, Split: ds.Split, Variant: "answer", Unanswerable: opt.Unanswerable, Bands: map[string]int{}}
 	var lat []float64
 	var all []AnswerQuery
 	answerers := map[string]int{}
+	step, seen := 1, 0
+	if opt.Sample > 0 {
+		n := 0
+		for _, q := range ds.Queries {
+			if len(ds.Answers[q.ID]) > 0 {
+				n++
+			}
+		}
+		step = max(1, (n+opt.Sample-1)/opt.Sample)
+	}
 	for _, q := range ds.Queries {
 		gold := ds.Answers[q.ID]
 		if len(gold) == 0 || ctx.Err() != nil {
 			continue
 		}
+		if seen++; (seen-1)%step != 0 {
+			continue
+		}
 		res.Queries++
+		asked := Question{ID: q.ID, Text: q.Text}
+		if opt.Unanswerable {
+			for id, rel := range ds.Qrels[q.ID] {
+				if rel > 0 {
+					asked.Without = append(asked.Without, id)
+				}
+			}
+			slices.Sort(asked.Without)
+		}
 		start := time.Now()
-		out, err := a(ctx, q.Text)
+		out, err := a(ctx, asked)
 		lat = append(lat, float64(time.Since(start).Microseconds())/1000)
 		aq := AnswerQuery{ID: q.ID, Text: q.Text, Gold: gold}
 		if err != nil {
@@ -127,42 +192,19 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 			continue
 		}
 		answerers[out.Answerer]++
-		aq.Answer, aq.Band, aq.Confidence, aq.ClaimsSupported = out.Text, out.Band, out.Confidence, out.ClaimsSupported
-		aq.Answerer, aq.Features, aq.Abstained = out.Answerer, out.Features, out.Abstained
-		if out.Abstained {
-			res.Abstained++
-		}
+		aq.Composed, aq.Band, aq.Confidence, aq.ClaimsSupported = out.Text, out.Band, out.Confidence, out.ClaimsSupported
+		aq.Answerer, aq.Features, aq.Abstained, aq.Signals = out.Answerer, out.Features, out.Abstained, out.Signals
 		body := AnswerBody(out.Text)
 		for _, g := range gold {
-			aq.EM = max(aq.EM, ExactMatch(body, g))
-			aq.F1 = max(aq.F1, F1(body, g))
-			if ContainsAnswer(body, g) {
-				aq.Recall = 1
-			}
+			aq.ComposedEM = max(aq.ComposedEM, ExactMatch(body, g))
+			aq.ComposedF1 = max(aq.ComposedF1, F1(body, g))
+			aq.ComposedRight = aq.ComposedRight || ContainsAnswer(body, g)
 		}
-		aq.Correct = aq.Recall == 1
-		res.EM += aq.EM
-		res.F1 += aq.F1
-		res.AnswerRecall += aq.Recall
-		res.Bands[out.Band]++
-		if len(out.Cited) > 0 && out.Invalid == 0 {
-			res.Grounded++
-		}
+		aq.Grounded = len(out.Cited) > 0 && out.Invalid == 0
 		for _, id := range out.Cited {
-			if ds.Qrels[q.ID][id] > 0 {
-				res.CitedRelevant++
-				break
-			}
+			aq.CitedRelevant = aq.CitedRelevant || ds.Qrels[q.ID][id] > 0
 		}
 		all = append(all, aq)
-	}
-	if n := float64(res.Queries); n > 0 {
-		res.EM /= n
-		res.F1 /= n
-		res.AnswerRecall /= n
-		res.FalseAbstainRate = float64(res.Abstained) / n
-		res.Grounded /= n
-		res.CitedRelevant /= n
 	}
 	for name := range answerers {
 		if res.Answerer != "" {
@@ -170,11 +212,73 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 		}
 		res.Answerer += name
 	}
-	res.All = slices.Clone(all)
-	res.Summarise()
+	res.All = all
+	res.ApplyRule(opt.Rule)
 	slices.Sort(lat)
 	res.P50ms, res.P95ms = percentile(lat, 0.50), percentile(lat, 0.95)
-	slices.SortStableFunc(all, func(a, b AnswerQuery) int {
+	return res
+}
+
+// ApplyRule decides abstention with rule (reader.DefaultRule when zero) for the answers that carry
+// the rule's signals, and recomputes every figure: an abstention holds no answer (recall, EM, F1,
+// grounded and cited relevant 0) and is left out of the bands and the calibration error, which
+// describe the answers given.
+func (r *AnswerResult) ApplyRule(rule reader.Rule) {
+	if rule == (reader.Rule{}) {
+		rule = reader.DefaultRule
+	}
+	r.Rule = &rule
+	r.EM, r.F1, r.AnswerRecall, r.Grounded, r.CitedRelevant = 0, 0, 0, 0, 0
+	r.Abstained, r.AbstainedRight = 0, 0
+	for i := range r.All {
+		q := &r.All[i]
+		if q.Error != "" {
+			continue
+		}
+		if q.Signals != nil {
+			q.Abstained = rule.Abstain(*q.Signals)
+		}
+		q.Answer, q.EM, q.F1, q.Recall, q.Correct = q.Composed, q.ComposedEM, q.ComposedF1, 0, q.ComposedRight
+		if q.Correct {
+			q.Recall = 1
+		}
+		if q.Abstained {
+			r.Abstained++
+			if q.ComposedRight {
+				r.AbstainedRight++
+			}
+			if q.Signals != nil {
+				q.Answer = reader.AbstainText(q.Text, *q.Signals)
+			}
+			q.EM, q.F1, q.Recall, q.Correct = 0, 0, 0, false
+			continue
+		}
+		r.EM += q.EM
+		r.F1 += q.F1
+		r.AnswerRecall += q.Recall
+		if q.Grounded {
+			r.Grounded++
+		}
+		if q.CitedRelevant {
+			r.CitedRelevant++
+		}
+	}
+	r.FalseAbstainRate, r.AbstainRate = 0, 0
+	if n := float64(r.Queries); n > 0 {
+		r.EM /= n
+		r.F1 /= n
+		r.AnswerRecall /= n
+		r.Grounded /= n
+		r.CitedRelevant /= n
+		if r.Unanswerable {
+			r.AbstainRate = float64(r.Abstained) / n
+		} else {
+			r.FalseAbstainRate = float64(r.Abstained) / n
+		}
+	}
+	r.Summarise()
+	worst := slices.Clone(r.All)
+	slices.SortStableFunc(worst, func(a, b AnswerQuery) int {
 		switch {
 		case (a.Error != "") != (b.Error != ""): // failures first: they are the first thing to read
 			if a.Error != "" {
@@ -188,8 +292,7 @@ func RunAnswers(ctx context.Context, ds *Dataset, a Answerer) AnswerResult {
 		}
 		return 0
 	})
-	res.Worst = all[:min(10, len(all))]
-	return res
+	r.Worst = worst[:min(10, len(worst))]
 }
 
 // Summarise computes the band statistics, the reliability bins and the expected calibration error
@@ -206,7 +309,7 @@ func (r *AnswerResult) Summarise() {
 	}
 	n := 0
 	for _, q := range r.All {
-		if q.Error != "" {
+		if q.Error != "" || q.Abstained {
 			continue
 		}
 		n++

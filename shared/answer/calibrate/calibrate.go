@@ -29,7 +29,8 @@ import (
 // FeatureNames name the features, in the order of Features.Vector.
 var FeatureNames = []string{"grader_high", "grader_ambiguous", "grader_coverage", "rerank_top", "reranker_ran",
 	"claims_supported", "number_missing", "asked", "asked_held", "quote_coverage", "cites_top", "cjk",
-	"line_coverage", "top_margin"}
+	"line_coverage", "top_margin", "cited_sources", "question_names", "names_held", "numbers_held", "asked_number",
+	"asked_name", "question_words", "top_passage_coverage", "spread"}
 
 // Positions in Features.Vector that the run-time rules read.
 const (
@@ -55,12 +56,27 @@ type Features struct {
 	CJK             float64 `json:"cjk"`              // the question is Chinese (or Japanese, Korean)
 	LineCoverage    float64 `json:"line_coverage"`    // the best single line's share of the question's terms
 	TopMargin       float64 `json:"top_margin"`       // how far the top passage's score leads the second's (relative)
+	// What tells kinds of question apart (a single-passage lookup, a multi-hop question, a Chinese one),
+	// read from the question and the answer, never from where the question came from.
+	CitedSources  float64 `json:"cited_sources"`  // distinct sources cited, /5 (a bridge answer cites two)
+	QuestionNames float64 `json:"question_names"` // the question's names (reader.KeyTerms), /4
+	NamesHeld     float64 `json:"names_held"`     // share of those names the answer holds (0 without names)
+	NumbersHeld   float64 `json:"numbers_held"`   // share of the question's numbers the answer holds (0 without)
+	AskedNumber   float64 `json:"asked_number"`   // the question asks for a number, date, age, price or duration
+	AskedName     float64 `json:"asked_name"`     // ... for a name or a place
+	QuestionWords float64 `json:"question_words"` // the question's length in words (Chinese: characters / 2), /40
+	// TopPassageCoverage is the share of the question's terms the top passage alone holds; Spread what
+	// the next two passages add to it (a multi-hop question's terms are spread over its passages).
+	TopPassageCoverage float64 `json:"top_passage_coverage"`
+	Spread             float64 `json:"spread"`
 }
 
 // Vector is the features in FeatureNames order.
 func (f Features) Vector() []float64 {
 	return []float64{f.GraderHigh, f.GraderAmbiguous, f.GraderCoverage, f.RerankTop, f.RerankerRan, f.ClaimsSupported,
-		f.NumberMissing, f.Asked, f.AskedHeld, f.QuoteCoverage, f.CitesTop, f.CJK, f.LineCoverage, f.TopMargin}
+		f.NumberMissing, f.Asked, f.AskedHeld, f.QuoteCoverage, f.CitesTop, f.CJK, f.LineCoverage, f.TopMargin,
+		f.CitedSources, f.QuestionNames, f.NamesHeld, f.NumbersHeld, f.AskedNumber, f.AskedName, f.QuestionWords,
+		f.TopPassageCoverage, f.Spread}
 }
 
 // FeaturesOf reads the features of an answer (any answerer: they come from the text, the grade and the
@@ -88,13 +104,28 @@ func FeaturesOf(question, answer string, ev []rank.Evidence, g rank.Grade, reran
 		if lang.Holds(body, asked, question) {
 			f.AskedHeld = 1
 		}
+		switch asked {
+		case lang.AskedName, lang.AskedPlace:
+			f.AskedName = 1
+		default:
+			f.AskedNumber = 1
+		}
 	}
+	kindOf(&f, question, body)
 	qt := reader.QuestionTerms(question)
 	f.QuoteCoverage = termCoverage(qt, body)
 	// The answer's length is left out on purpose: "contains a gold answer" rewards long answers, and a
 	// badge that marks a precise one-line answer down for being short would mislead the reader.
 	for _, l := range claims.Sentences(body) {
 		f.LineCoverage = math.Max(f.LineCoverage, termCoverage(qt, l))
+	}
+	if len(ev) > 0 {
+		f.TopPassageCoverage = termCoverage(qt, ev[0].Text)
+		var top3 []string
+		for _, e := range ev[:min(3, len(ev))] {
+			top3 = append(top3, e.Text)
+		}
+		f.Spread = math.Max(0, termCoverage(qt, strings.Join(top3, "\n"))-f.TopPassageCoverage)
 	}
 	if len(ev) > 1 && ev[0].Score > 0 {
 		f.TopMargin = math.Max(0, math.Min(1, (ev[0].Score-ev[1].Score)/ev[0].Score))
@@ -103,8 +134,48 @@ func FeaturesOf(question, answer string, ev []rank.Evidence, g rank.Grade, reran
 	}
 	used, _ := lang.Citations(answer, nSources)
 	f.CitesTop = b2f(slices.Contains(used, 1))
+	f.CitedSources = math.Min(1, float64(len(used))/5)
 	f.CJK = b2f(lang.HasCJK(question))
 	return f
+}
+
+// kindOf reads the features that tell kinds of question apart: how many names and how many words the
+// question has, and whether the answer holds its names and numbers (a multi-hop question names a
+// bridge the answer's second passage need not repeat; a lookup's answer repeats its subject).
+func kindOf(f *Features, question, body string) {
+	names := reader.KeyTerms(question)
+	f.QuestionNames = math.Min(1, float64(len(names))/4)
+	if len(names) > 0 {
+		have := map[string]bool{}
+		for _, t := range text.Analyze(body) {
+			have[t] = true
+		}
+		held := 0
+		for _, k := range names {
+			for _, t := range text.Analyze(strings.Join(k, " ")) {
+				if have[t] {
+					held++
+					break
+				}
+			}
+		}
+		f.NamesHeld = float64(held) / float64(len(names))
+	}
+	if qn := lang.ExtractNumbers(question); len(qn) > 0 {
+		bn := lang.NumbersOf(body)
+		held := 0
+		for _, n := range qn {
+			if bn.Has(n.Value) {
+				held++
+			}
+		}
+		f.NumbersHeld = float64(held) / float64(len(qn))
+	}
+	words := float64(len(strings.Fields(question)))
+	if lang.HasCJK(question) {
+		words = float64(utf8.RuneCountInString(question)) / 2
+	}
+	f.QuestionWords = math.Min(1, words/40)
 }
 
 // termCoverage is the share of the question's terms s holds, longer terms weighing more.
@@ -427,6 +498,24 @@ func describeFeature(name string, v float64) string {
 		return fmt.Sprintf("its best line holds %.0f%% of the question's terms", 100*v)
 	case "top_margin":
 		return fmt.Sprintf("the top passage leads the next by %.0f%%", 100*v)
+	case "cited_sources":
+		return fmt.Sprintf("it cites %.0f source(s)", math.Round(5*v))
+	case "question_names":
+		return fmt.Sprintf("the question has %.0f name(s)", math.Round(4*v))
+	case "names_held":
+		return fmt.Sprintf("the answer holds %.0f%% of the question's names", 100*v)
+	case "numbers_held":
+		return fmt.Sprintf("the answer holds %.0f%% of the question's numbers", 100*v)
+	case "asked_number":
+		return map[bool]string{true: "the question asks for a number or a date", false: "the question asks for no number or date"}[yes]
+	case "asked_name":
+		return map[bool]string{true: "the question asks for a name or a place", false: "the question asks for no name or place"}[yes]
+	case "top_passage_coverage":
+		return fmt.Sprintf("the top passage holds %.0f%% of the question's terms", 100*v)
+	case "spread":
+		return fmt.Sprintf("the next passages add %.0f%% of the question's terms", 100*v)
+	case "question_words":
+		return fmt.Sprintf("a question of about %.0f words", math.Round(40*v))
 	}
 	return name
 }

@@ -40,10 +40,23 @@ func TestAbstains(t *testing.T) {
 		{"Who is the CEO of Example Corp?", handbook, rank.Grade{Tier: rank.TierHigh, Coverage: 0.9}, ""},
 		{"公司的CEO是谁？", handbook, ambiguous, "文档中没有提到CEO"},
 		{"How many days of annual leave at Example Corp?", handbook, ambiguous, ""},
-		// no name: the reader decides what to quote
-		{"How many days of parental leave?", handbook, rank.Grade{Tier: rank.TierLow}, ""},
+		// no name: the reader decides what to quote, unless the passages barely touch the question
+		{"How many days of parental leave?", handbook, rank.Grade{Tier: rank.TierLow, Coverage: 0.5}, ""},
+		{"How many days of parental leave?", handbook, rank.Grade{Tier: rank.TierLow, Coverage: 0.2}, AbstainUnrelated},
+		{"育儿假有多少天？", handbook, rank.Grade{Tier: rank.TierLow, Coverage: 0.2}, AbstainUnrelatedZH},
 		{"Who is the CEO?", nil, rank.Grade{NoEvidence: true}, NoEvidenceAnswer},
 		{"公司的CEO是谁？", nil, rank.Grade{NoEvidence: true}, NoEvidenceAnswerZH},
+		// a name spelt with an accent in the passage, an abbreviation spelt out (SQuAD's false abstentions)
+		{"What album did Beyonce release in 2013?", []rank.Evidence{ev("b.md", "Beyoncé released her fifth album in 2013.", 0.8)}, ambiguous, ""},
+		{"Which TV network broadcast the game?", []rank.Evidence{ev("s.md", "CBS broadcast the game on television.", 0.8)}, ambiguous, ""},
+		{"Which TV network broadcast the game?", []rank.Evidence{ev("s.md", "CBS broadcast the game.", 0.8)}, ambiguous, "mentions “TV”"},
+		// a misspelt name, a name the passage holds in another form
+		{"One of the sites, Merceds-Benz Superdome, is located where?", []rank.Evidence{ev("s.md", "The Mercedes-Benz Superdome is in New Orleans.", 0.8)}, ambiguous, ""},
+		{"Which University of Chicago guide states the Univeristy workload?", []rank.Evidence{ev("s.md", "The university of Chicago guide.", 0.8)}, ambiguous, ""},
+		{"Trotsky thought what was needed for a true Russian revolution?", []rank.Evidence{ev("s.md", "Trotsky wrote about Russia and its revolution.", 0.8)}, ambiguous, ""},
+		// short names are never matched loosely: "CEO" is not "CFO"
+		{"Who is the CEO?", []rank.Evidence{ev("s.md", "The CFO reports to the board.", 0.8)}, ambiguous, "mentions “CEO”"},
+		{"Who founded Acme Widgets?", []rank.Evidence{ev("s.md", "Example Corp was founded in 1990.", 0.8)}, ambiguous, "mentions “Acme Widgets”"},
 	} {
 		got, ok := Abstains(c.q, c.ev, c.grade)
 		if ok != (c.want != "") || !strings.Contains(got, c.want) {
@@ -51,6 +64,48 @@ func TestAbstains(t *testing.T) {
 		}
 		if strings.Contains(got, "[1]") {
 			t.Errorf("%s: an abstention cites: %q", c.q, got)
+		}
+	}
+}
+
+// The rule's two thresholds: a HIGH grade at HighCover overrides a missing name, and a coverage below
+// LowCover abstains whatever the names.
+func TestRuleAbstain(t *testing.T) {
+	for _, c := range []struct {
+		r    Rule
+		s    Signals
+		want bool
+	}{
+		{DefaultRule, Signals{NoEvidence: true}, true},
+		{Rule{HighCover: 0.75}, Signals{Coverage: 0.1}, false},
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0.1}, true},
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0, Low: true}, true},
+		// coverage not measured (no salient term), or a HIGH grade: low coverage does not abstain
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0}, false},
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0.1, High: true}, false},
+		{Rule{HighCover: 0.75, LowCover: 0.2}, Signals{Coverage: 0.3}, false},
+		{DefaultRule, Signals{Missing: "CEO", High: true, Coverage: 0.8}, false},
+		{DefaultRule, Signals{Missing: "CEO", High: true, Coverage: 0.75}, true},
+		{Rule{HighCover: 0.9}, Signals{Missing: "CEO", High: true, Coverage: 0.8}, true},
+		{DefaultRule, Signals{Missing: "CEO", Coverage: 0.9}, true},
+	} {
+		if got := c.r.Abstain(c.s); got != c.want {
+			t.Errorf("%+v on %+v: %v, want %v", c.r, c.s, got, c.want)
+		}
+	}
+	if got := AbstainText("公司的CEO是谁？", Signals{Missing: "CEO"}); got != "文档中没有提到CEO：检索到的段落都不包含它，因此不作回答。" {
+		t.Errorf("AbstainText zh = %q", got)
+	}
+}
+
+func TestOneEdit(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{{"merceds", "mercedes", true}, {"univeristy", "university", true}, {"sigimund", "sigismund", true}, {"moncalm", "montcalm", true},
+		{"celeron", "celoron", true}, {"example", "example", true}, {"london", "boston", false}, {"paris", "prague", false}, {"ab", "abcd", false}} {
+		if got := oneEdit(c.a, c.b); got != c.want {
+			t.Errorf("oneEdit(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 }
