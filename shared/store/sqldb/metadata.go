@@ -3,6 +3,7 @@ package sqldb
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"strings"
 
@@ -26,21 +27,31 @@ func (s *DB) SetDocumentMetadata(ctx context.Context, tenant, kbID, docID string
 	if err != nil {
 		return rag.E(op, rag.KindInvalid, err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.classify(op, err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM document_metadata WHERE tenant_id = ? AND document_id = ?`, tenant, docID); err != nil {
-		return s.classify(op, err)
-	}
-	if len(m) > 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO document_metadata (tenant_id, document_id, kb_id, metadata, updated_at) VALUES (?, ?, ?, ?, ?)`,
-			tenant, docID, kbID, string(b), ms(s.now())); err != nil {
-			return s.classify(op, err)
+	var gen int64
+	err = s.inTx(ctx, op, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM document_metadata WHERE tenant_id = ? AND document_id = ?`, tenant, docID); err != nil {
+			return err
 		}
+		if len(m) > 0 {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO document_metadata (tenant_id, document_id, kb_id, metadata, updated_at) VALUES (?, ?, ?, ?, ?)`,
+				tenant, docID, kbID, string(b), ms(s.now())); err != nil {
+				return err
+			}
+		}
+		gen, err = s.bumpMetaGeneration(ctx, tx, tenant)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	return s.classify(op, tx.Commit())
+	s.applyMeta(tenant, gen, func(e *tenantMeta) {
+		if r, ok := e.get(docID); ok { // metadata of a document not (yet) listed is read with it
+			r2 := *r
+			r2.meta = e.keys.Prepare(m)
+			e.put(r2)
+		}
+	})
+	return nil
 }
 
 // GetDocumentMetadata returns a document's metadata; empty (not an error) when it has none.
@@ -82,7 +93,9 @@ func decodeMetadata(raw string) rag.Metadata {
 // MatchDocuments returns the ids of the live documents (not being deleted) of the tenant's knowledge
 // bases kbIDs whose metadata passes f, in id order; a document without metadata is judged on empty
 // metadata (so {"not":...} and {"exists":false} can match it). Empty when none passes. kbIDs must not
-// be empty: the caller has already resolved which knowledge bases the principal may read.
+// be empty: the caller has already resolved which knowledge bases the principal may read. The filter
+// is judged by the in-memory metadata index (one SQL read of the tenant's generation per call), or by
+// a scan of the rows where the index is off or the tenant too big for it.
 func (s *DB) MatchDocuments(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error) {
 	const op = "sqldb.MatchDocuments"
 	if err := validIDs(op, "tenant", tenant); err != nil {
@@ -94,6 +107,16 @@ func (s *DB) MatchDocuments(ctx context.Context, tenant string, kbIDs []string, 
 	if err := rag.ValidateIDs("kb id", kbIDs); err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
 	}
+	ids, ok, err := s.matchIndexed(ctx, tenant, kbIDs, f)
+	if err != nil || ok {
+		return ids, s.classify(op, err)
+	}
+	return s.matchScan(ctx, tenant, kbIDs, f)
+}
+
+// matchScan is MatchDocuments by a scan that decodes every document's metadata.
+func (s *DB) matchScan(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error) {
+	const op = "sqldb.MatchDocuments"
 	args := []any{tenant}
 	for _, id := range kbIDs {
 		args = append(args, id)

@@ -90,3 +90,19 @@ func TestConformanceDocumentMetadata(t *testing.T) {
 		return db
 	})
 }
+
+func TestConformanceMetadataIndexShared(t *testing.T) {
+	storetest.TestMetadataIndexShared(t, func(t *testing.T) (*sqldb.DB, *sqldb.DB) {
+		path := filepath.Join(t.TempDir(), "docmind.db")
+		var dbs [2]*sqldb.DB
+		for i := range dbs {
+			db, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			dbs[i] = db
+		}
+		return dbs[0], dbs[1]
+	})
+}
