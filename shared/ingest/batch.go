@@ -433,7 +433,7 @@ func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant strin
 	}
 	for i, it := range items {
 		it.doc = docs[i].Document
-		st.writeMeta(ctx, Doc{Tenant: tenant, KBID: it.doc.KBID, DocumentID: it.doc.ID}, it.chunks.Meta)
+		st.writeMeta(ctx, it.doc, it.chunks.Meta, it.chunks.File)
 	}
 	return nil
 }

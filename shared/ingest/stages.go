@@ -110,6 +110,8 @@ type ExtractOut struct {
 	BudgetWaitMS int64 `json:"budget_wait_ms,omitempty"`
 	// OCR reports the pages recognised by OCR and how confidently (nil: none was).
 	OCR *extract.OCRReport `json:"ocr,omitempty"`
+	// File is what the file says about itself (its document properties), for the metadata.
+	File FileMeta `json:"file,omitempty"`
 }
 
 // ChunkOut points at the chunk rows.
@@ -123,8 +125,10 @@ type ChunkOut struct {
 	EffectiveDate string `json:"effective_date,omitempty"`
 	Encoding      string `json:"encoding,omitempty"` // carried to the document row written in Index
 	// Meta is the front matter's pairs, written as the document's metadata in Index.
-	Meta    map[string]string `json:"meta,omitempty"`
-	OCRNote string            `json:"ocr_note,omitempty"` // extract.OCRReport.Note, carried to the document row
+	Meta map[string]string `json:"meta,omitempty"`
+	// File is the file's properties and detected language, written below the front matter.
+	File    FileMeta `json:"file,omitempty"`
+	OCRNote string   `json:"ocr_note,omitempty"` // extract.OCRReport.Note, carried to the document row
 }
 
 // EmbedIn asks for vectors; Full re-embeds every child (the fallback when an incremental update failed).
@@ -223,7 +227,8 @@ func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (Ex
 		return ExtractOut{}, "", err
 	}
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
-		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS, OCR: res.OCR}
+		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS, OCR: res.OCR,
+		File: FileMeta{Properties: res.Properties}}
 	if res.OCR != nil && s.Log != nil {
 		level := slog.LevelInfo
 		if len(res.OCR.LowPages) > 0 {
@@ -286,7 +291,8 @@ func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) 
 			Index: i, Content: p.Text, ContentHash: p.Hash, Chapter: p.Chapter, ContentType: p.ContentType, Tags: p.Tags, Page: p.Page, TokenCount: p.Tokens})
 	}
 	out := ChunkOut{Doc: in.Doc, ChunksKey: in.staging("chunks.json"), Parents: len(res.Parents), Children: len(res.Children),
-		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta, OCRNote: in.OCR.Note()}
+		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta, OCRNote: in.OCR.Note(),
+		File: FileMeta{Properties: in.File.Properties, Language: detectLanguage(string(md))}}
 	for i, c := range res.Children {
 		k := "c" + c.Hash
 		n := occ[k]
@@ -608,7 +614,7 @@ func (s *Stages) Commit(ctx context.Context, in CommitIn) (CommitOut, error) {
 	if err := s.Records.UpdateDocument(ctx, &doc); err != nil {
 		return CommitOut{}, err
 	}
-	s.writeMeta(ctx, in.Doc, in.Meta)
+	s.writeMeta(ctx, doc, in.Meta, in.File)
 	s.cleanStaging(ctx, in.Doc)
 	return CommitOut{Doc: in.Doc, KBVersion: v}, nil
 }
