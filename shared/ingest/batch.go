@@ -3,8 +3,6 @@ package ingest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -304,8 +302,7 @@ func (s *Service) prepareOne(ctx context.Context, tenant string, src Source) (it
 			unlock()
 		}
 	}()
-	sum := sha256.Sum256(src.Data)
-	it = &batchItem{hash: hex.EncodeToString(sum[:]), stageMS: map[string]int64{}, unlock: unlock}
+	it = &batchItem{hash: src.contentHash(), stageMS: map[string]int64{}, unlock: unlock}
 	doc, err := st.Records.GetDocumentBySource(ctx, tenant, kb.ID, src.URI)
 	switch {
 	case err == nil:
@@ -337,7 +334,7 @@ func (s *Service) prepareOne(ctx context.Context, tenant string, src Source) (it
 		return nil, err
 	}
 	start := time.Now()
-	ex, md, err := st.parseSource(ctx, ExtractIn{Doc: d, SourceKey: key, FileName: src.Name}, src.Data)
+	ex, md, err := st.parseSource(ctx, ExtractIn{Doc: d, SourceKey: key, FileName: src.Name, Sidecar: src.Sidecar}, src.Data)
 	it.stageMS["extract"] = time.Since(start).Milliseconds()
 	if err != nil {
 		return it.refuse(err)

@@ -23,6 +23,8 @@ var _ MetadataWriter = (*sqldb.DB)(nil)
 type FileMeta struct {
 	Properties map[string]string `json:"properties,omitempty"`
 	Language   string            `json:"language,omitempty"`
+	// Sidecar is the <file>.metadata.json metadata (sidecar.go), the top layer.
+	Sidecar rag.Metadata `json:"sidecar,omitempty"`
 }
 
 // writeMeta records a document's metadata when the relational store keeps it, from three layers,
@@ -33,7 +35,8 @@ type FileMeta struct {
 //     modified (this version indexed), language (detected);
 //  2. the file's properties: title, author, created, modified, keywords (a list);
 //  3. the front matter: numbers become numbers (so a range filter works on "year: 2025"), "tags" a
-//     list, keys a filter cannot name are left out.
+//     list, keys a filter cannot name are left out;
+//  4. the sidecar (<file>.metadata.json).
 //
 // It replaces what an earlier version of the file set. Best effort: the document is indexed either
 // way, and a failure is logged.
@@ -85,6 +88,9 @@ func (s *Stages) writeMeta(ctx context.Context, doc rag.Document, fm map[string]
 				m[k] = v
 			}
 		}
+	}
+	for k, v := range file.Sidecar {
+		m[k] = v
 	}
 	if err := w.SetDocumentMetadata(ctx, doc.Tenant, doc.KBID, doc.ID, m); err != nil && s.Log != nil {
 		s.Log.Warn("document metadata not written", "document", doc.ID, "err", err)
