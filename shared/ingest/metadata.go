@@ -23,6 +23,8 @@ var _ MetadataWriter = (*sqldb.DB)(nil)
 type FileMeta struct {
 	Properties map[string]string `json:"properties,omitempty"`
 	Language   string            `json:"language,omitempty"`
+	// Object is the S3 object's user metadata and tags (the AWS drop folder).
+	Object rag.Metadata `json:"object,omitempty"`
 	// Sidecar is the <file>.metadata.json metadata (sidecar.go), the top layer.
 	Sidecar rag.Metadata `json:"sidecar,omitempty"`
 }
@@ -36,7 +38,8 @@ type FileMeta struct {
 //  2. the file's properties: title, author, created, modified, keywords (a list);
 //  3. the front matter: numbers become numbers (so a range filter works on "year: 2025"), "tags" a
 //     list, keys a filter cannot name are left out;
-//  4. the sidecar (<file>.metadata.json).
+//  4. the S3 object's user metadata and tags (the AWS drop folder);
+//  5. the sidecar (<file>.metadata.json).
 //
 // It replaces what an earlier version of the file set. Best effort: the document is indexed either
 // way, and a failure is logged.
@@ -89,8 +92,10 @@ func (s *Stages) writeMeta(ctx context.Context, doc rag.Document, fm map[string]
 			}
 		}
 	}
-	for k, v := range file.Sidecar {
-		m[k] = v
+	for _, layer := range []rag.Metadata{file.Object, file.Sidecar} {
+		for k, v := range layer {
+			m[k] = v
+		}
 	}
 	if err := w.SetDocumentMetadata(ctx, doc.Tenant, doc.KBID, doc.ID, m); err != nil && s.Log != nil {
 		s.Log.Warn("document metadata not written", "document", doc.ID, "err", err)

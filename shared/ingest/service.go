@@ -65,16 +65,21 @@ type Source struct {
 	// Sidecar is the file's <file>.metadata.json metadata (ReadSidecar), the top layer of its metadata;
 	// part of the content hash, so that a changed sidecar re-ingests an unchanged file.
 	Sidecar rag.Metadata
+	// Object is the S3 object's user metadata and tags (the AWS drop folder), the layer under the
+	// sidecar; part of the content hash too.
+	Object rag.Metadata
 }
 
 // contentHash is the hash that decides whether a source changed: its bytes, and its sidecar.
 func (src Source) contentHash() string {
 	h := sha256.New()
 	h.Write(src.Data)
-	if len(src.Sidecar) > 0 {
-		b, _ := json.Marshal(src.Sidecar) // map keys sorted: the same sidecar hashes the same
-		h.Write([]byte{0})
-		h.Write(b)
+	for i, m := range []rag.Metadata{src.Sidecar, src.Object} {
+		if len(m) > 0 {
+			b, _ := json.Marshal(m) // map keys sorted: the same metadata hashes the same
+			h.Write([]byte{0, byte(i)})
+			h.Write(b)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -96,6 +96,8 @@ type ExtractIn struct {
 	FileName  string `json:"file_name"`
 	// Sidecar is the file's sidecar metadata (Source.Sidecar), carried to the metadata write.
 	Sidecar rag.Metadata `json:"sidecar,omitempty"`
+	// Object is the S3 object's user metadata and tags (Source.Object), carried likewise.
+	Object rag.Metadata `json:"object,omitempty"`
 }
 
 // ExtractOut points at the extracted markdown.
@@ -230,7 +232,7 @@ func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (Ex
 	}
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
 		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS, OCR: res.OCR,
-		File: FileMeta{Properties: res.Properties, Sidecar: in.Sidecar}}
+		File: FileMeta{Properties: res.Properties, Sidecar: in.Sidecar, Object: in.Object}}
 	if res.OCR != nil && s.Log != nil {
 		level := slog.LevelInfo
 		if len(res.OCR.LowPages) > 0 {
@@ -294,7 +296,7 @@ func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) 
 	}
 	out := ChunkOut{Doc: in.Doc, ChunksKey: in.staging("chunks.json"), Parents: len(res.Parents), Children: len(res.Children),
 		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta, OCRNote: in.OCR.Note(),
-		File: FileMeta{Properties: in.File.Properties, Sidecar: in.File.Sidecar, Language: detectLanguage(string(md))}}
+		File: FileMeta{Properties: in.File.Properties, Sidecar: in.File.Sidecar, Object: in.File.Object, Language: detectLanguage(string(md))}}
 	for i, c := range res.Children {
 		k := "c" + c.Hash
 		n := occ[k]
