@@ -8,3 +8,15 @@ CREATE TABLE IF NOT EXISTS metadata_generations (
   generation  BIGINT       NOT NULL,
   PRIMARY KEY (tenant_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- Editors' metadata edits (PATCH /api/documents/{id}/metadata): a JSON object of the keys an editor
+-- set (their values) or removed (null). SetDocumentMetadata lays them over whatever the document's
+-- sources say, so a re-index or a connector sync never undoes an editor's change.
+CREATE TABLE IF NOT EXISTS document_metadata_edits (
+  tenant_id    VARCHAR(64)  NOT NULL,
+  document_id  VARCHAR(64)  NOT NULL,
+  kb_id        VARCHAR(64)  NOT NULL,
+  edits        TEXT         NOT NULL,
+  updated_at   BIGINT       NOT NULL,
+  PRIMARY KEY (tenant_id, document_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -185,3 +185,14 @@ func TestConformanceMetadataIndexShared(t *testing.T) {
 		return dbs[0], dbs[1]
 	})
 }
+
+func TestConformanceMetadataEdits(t *testing.T) {
+	storetest.TestMetadataEdits(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(context.Background(), mysqltest.Database(t), Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
