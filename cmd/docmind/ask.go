@@ -39,13 +39,14 @@ func cmdAsk(e env, args []string) int {
 	server := fs.String("server", "", "ask a running docmind server at this URL (e.g. http://127.0.0.1:8080) instead of opening the data directory")
 	key := fs.String("key", "", "API key for --server when it requires one (default DOCMIND_API_KEY)")
 	user := fs.String("user", "", "ask as this user (email or id): only the knowledge bases the user may read, the user's memories")
+	filter := fs.String("filter", "", `only documents whose metadata passes this JSON filter, e.g. {"key":"source","eq":"web"} (docs/metadata-filters.md)`)
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitConfig
 	}
 	question := strings.TrimSpace(strings.Join(rest, " "))
 	if question == "" {
-		fmt.Fprintln(e.stderr, `usage: docmind ask [--kb NAME] [--data DIR] [--json] "question"`)
+		fmt.Fprintln(e.stderr, `usage: docmind ask [--kb NAME] [--filter JSON] [--data DIR] [--json] "question"`)
 		return exitConfig
 	}
 	var events []sse.Event
@@ -64,7 +65,7 @@ func cmdAsk(e env, args []string) int {
 		if *key == "" {
 			*key = e.getenv("DOCMIND_API_KEY")
 		}
-		return askServer(e, c.json, *server, *key, *kbName, question, emit, &events)
+		return askServer(e, c.json, *server, *key, *kbName, *filter, question, emit, &events)
 	}
 	cfg, ok := c.load(e, nil)
 	if !ok {
@@ -86,6 +87,14 @@ func cmdAsk(e env, args []string) int {
 			req.User = u.ID
 		}
 	}
+	f := rag.Filter{Tenant: cfg.Tenant, KBIDs: req.KBIDs}
+	if none, err := metaRestrict(e.ctx, s.SQL, *filter, &f); err != nil || none {
+		if err == nil { // as the server: a filter nothing passes is not an unrestricted question
+			err = rag.Errorf("ask", rag.KindNotFound, "no document in the knowledge bases asked passes the filter")
+		}
+		return fail(e, err)
+	}
+	req.Restrict = f.DocumentIDs
 	chain, err := retriever(cfg, s)
 	if err != nil {
 		return fail(e, err)
@@ -126,11 +135,17 @@ func printAsk(w io.Writer, done *answer.Done, events []sse.Event) {
 }
 
 // askServer asks a running server (its data directory is locked by it) and renders its stream the same way.
-func askServer(e env, asJSON bool, base, key, kb, question string, emit answer.Emit, events *[]sse.Event) int {
+func askServer(e env, asJSON bool, base, key, kb, filter, question string, emit answer.Emit, events *[]sse.Event) int {
 	const op = "ask"
 	body := map[string]any{"question": question}
 	if kb != "" {
 		body["kbs"] = []string{kb}
+	}
+	if strings.TrimSpace(filter) != "" {
+		if !json.Valid([]byte(filter)) {
+			return fail(e, rag.Errorf(op, rag.KindInvalid, "--filter is not JSON"))
+		}
+		body["filter"] = json.RawMessage(filter)
 	}
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/api/chat", bytes.NewReader(b))

@@ -118,10 +118,16 @@ func cmdIngest(e env, args []string) int {
 			mu.Unlock()
 			continue
 		}
+		side, err := ingest.ReadSidecar(abs) // <file>.metadata.json: its metadata, never a document
+		if err != nil {                      // the file is ingested without it, and the run says so
+			mu.Lock()
+			sum.Failed = append(sum.Failed, ingestFailure{File: f + ingest.SidecarSuffix, Error: err.Error()})
+			mu.Unlock()
+		}
 		if len(batch) > 0 && size+int64(len(data)) > batchBytes {
 			flush()
 		}
-		batch = append(batch, ingest.Source{KBID: kb.ID, KBName: kb.Name, URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs), Data: data})
+		batch = append(batch, ingest.Source{KBID: kb.ID, KBName: kb.Name, URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs), Data: data, Sidecar: side})
 		names = append(names, f)
 		size += int64(len(data))
 		if len(batch) >= ingest.DefaultBatch {

@@ -237,7 +237,7 @@ func TestMCPOnTheDemo(t *testing.T) {
 	t.Run("ingest", func(t *testing.T) {
 		c := httpMCP(t, base, "")
 		var out mcp.IngestOutput
-		text := "# Parking\n\nVisitors park on level zqxparkinglevel of the north garage.\n"
+		text := "---\nteam: facilities\n---\n# Parking\n\nVisitors park on level zqxparkinglevel of the north garage.\n"
 		for _, args := range []map[string]any{
 			{"kb": demo.KB, "name": "parking.md", "text": text},
 			{"kb": demo.KB, "name": "parking2.md", "base64": base64.StdEncoding.EncodeToString([]byte(text))},
@@ -255,6 +255,40 @@ func TestMCPOnTheDemo(t *testing.T) {
 		c.call(t, "search", map[string]any{"query": "zqxparkinglevel"}, &search)
 		if len(search.Evidence) == 0 || !strings.Contains(search.Evidence[0].Text, "zqxparkinglevel") {
 			t.Errorf("the ingested text is not found: %+v", search)
+		}
+		// the filter argument (front matter is metadata): search and ask restricted to the parking pages
+		facilities := map[string]any{"key": "team", "eq": "facilities"}
+		var filtered struct {
+			Evidence []struct{ Text, DocumentID string }
+		}
+		c.call(t, "search", map[string]any{"query": "annual leave parking", "filter": facilities}, &filtered)
+		if len(filtered.Evidence) == 0 {
+			t.Fatal("a filtered search found nothing")
+		}
+		for _, ev := range filtered.Evidence {
+			if !strings.Contains(ev.Text, "zqxparkinglevel") {
+				t.Fatalf("a search filtered to team=facilities returned another document's passage: %q", ev.Text)
+			}
+		}
+		filtered.Evidence = nil
+		c.call(t, "search", map[string]any{"query": "parking", "filter": map[string]any{"key": "team", "eq": "nobody"}}, &filtered)
+		if len(filtered.Evidence) != 0 {
+			t.Fatalf("a filter nothing passes returned evidence: %+v", filtered)
+		}
+		var ans mcp.AskOutput
+		if res := c.call(t, "ask", map[string]any{"question": "Where do visitors park?", "filter": facilities}, &ans); res.IsError || len(ans.Sources) == 0 {
+			t.Fatalf("filtered ask: %s %+v", resultText(res), ans)
+		}
+		for _, s := range ans.Sources {
+			if s.FileName != "parking.md" && s.FileName != "parking2.md" {
+				t.Fatalf("an ask filtered to team=facilities cited %s", s.FileName)
+			}
+		}
+		if res := c.call(t, "ask", map[string]any{"question": "Where do visitors park?", "filter": map[string]any{"key": "team", "eq": "nobody"}}, &ans); !res.IsError || !strings.Contains(resultText(res), "passes the filter") {
+			t.Fatalf("ask with a filter nothing passes: %s; want a tool error saying so", resultText(res))
+		}
+		if res := c.call(t, "search", map[string]any{"query": "parking", "filter": map[string]any{"key": "team"}}, &filtered); !res.IsError {
+			t.Fatalf("a malformed filter was accepted: %s", resultText(res))
 		}
 	})
 }

@@ -69,6 +69,7 @@ type posting struct {
 
 type entry struct {
 	id, tenant, kb, doc string
+	docN                int32 // doc's number in Index.docNums
 	length              float32
 	terms               []int32
 	dead                bool
@@ -85,6 +86,10 @@ type Index struct {
 	entries  []entry
 	lens     []float32        // entries[i].length, or -1 when dead: the scoring loop's only per-entry read
 	byID     map[string]int32 // "tenant\x00chunk id" -> entry
+	// docNums numbers document ids (never recycled: a few bytes per document ever indexed), so that a
+	// search restricted to thousands of documents (a metadata filter) tests a bit per candidate
+	// instead of hashing its document id
+	docNums  map[string]int32
 	live     int
 	totalLen float64
 	dead     int
@@ -102,7 +107,7 @@ func New(p Params) *Index {
 	if p.TitleWeight <= 0 {
 		p.TitleWeight = 1
 	}
-	return &Index{p: p, dict: map[string]int32{}, byID: map[string]int32{}}
+	return &Index{p: p, dict: map[string]int32{}, byID: map[string]int32{}, docNums: map[string]int32{}}
 }
 
 // Fields are a chunk's analyzed terms per BM25 field.
@@ -303,7 +308,8 @@ func (ix *Index) Add(docs ...Doc) {
 			ix.postings[id] = append(ix.postings[id], posting{at, w.tf[j]})
 			ix.df[id]++
 		}
-		ix.entries = append(ix.entries, entry{id: d.ID, tenant: d.Tenant, kb: d.KBID, doc: d.DocumentID, length: w.length, terms: w.terms})
+		ix.entries = append(ix.entries, entry{id: d.ID, tenant: d.Tenant, kb: d.KBID, doc: d.DocumentID, docN: ix.docNum(d.DocumentID),
+			length: w.length, terms: w.terms})
 		ix.lens = append(ix.lens, w.length)
 		ix.byID[k] = at
 		ix.live++
@@ -465,7 +471,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 			acc[p.doc] += s
 		}
 	}
-	kbs, docs := set(f.KBIDs), set(f.DocumentIDs)
+	kbs, docs := set(f.KBIDs), ix.docSet(f.DocumentIDs)
 	// keep the k best in a min-heap (worst at the root): a common term touches most of the index, and
 	// sorting every candidate would dominate the search
 	worse := func(a, b scored) bool { // a ranks below b
@@ -479,7 +485,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 		s := acc[at]
 		acc[at] = 0
 		e := &ix.entries[at]
-		if e.tenant != f.Tenant || (kbs != nil && !kbs[e.kb]) || (docs != nil && !docs[e.doc]) {
+		if e.tenant != f.Tenant || (kbs != nil && !kbs[e.kb]) || (docs != nil && !docs.has(e.docN)) {
 			continue
 		}
 		c := scored{at, s}
@@ -530,6 +536,36 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 		hits[i] = rag.Hit{ID: e.id, ChunkID: e.id, DocumentID: e.doc, KBID: e.kb, Score: c.score}
 	}
 	return hits, nil
+}
+
+// docNum returns a document id's number, assigning one. Caller holds the write lock.
+func (ix *Index) docNum(id string) int32 {
+	n, ok := ix.docNums[id]
+	if !ok {
+		n = int32(len(ix.docNums))
+		ix.docNums[id] = n
+	}
+	return n
+}
+
+// docBits is a set of document numbers.
+type docBits []uint64
+
+func (b docBits) has(n int32) bool { return int(n/64) < len(b) && b[n/64]&(1<<(n%64)) != 0 }
+
+// docSet is the restriction to ids as document numbers; nil for no restriction. An id never indexed
+// matches nothing (a restriction to only such ids has no bit set). Caller holds a lock.
+func (ix *Index) docSet(ids []string) docBits {
+	if len(ids) == 0 {
+		return nil
+	}
+	b := make(docBits, len(ix.docNums)/64+1)
+	for _, id := range ids {
+		if n, ok := ix.docNums[id]; ok {
+			b[n/64] |= 1 << (n % 64)
+		}
+	}
+	return b
 }
 
 func set(ids []string) map[string]bool {

@@ -59,7 +59,11 @@ func parseDOCX(ctx context.Context, data []byte, l Limits) (Result, error) {
 	}
 	w := &docxWriter{styles: styles}
 	w.blocks(body)
-	return Result{Markdown: w.b.String(), Title: w.title, Hidden: w.hidden}, nil
+	props, err := docxProperties(ctx, a)
+	if err != nil { // damaged properties lose the properties, not the document
+		props = nil
+	}
+	return Result{Markdown: w.b.String(), Title: w.title, Hidden: w.hidden, Properties: props}, nil
 }
 
 type docxWriter struct {

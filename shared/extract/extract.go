@@ -99,6 +99,9 @@ type Result struct {
 	BudgetWaitMS int64 `json:"budget_wait_ms,omitempty"`
 	// OCR reports the pages recognised by OCR and their confidence (nil: no page was).
 	OCR *OCRReport `json:"ocr,omitempty"`
+	// Properties are the file's own document properties (DOCX core properties, the PDF Info
+	// dictionary): title, author, created, modified, keywords; nil when it has none (properties.go).
+	Properties map[string]string `json:"properties,omitempty"`
 }
 
 // PageMarker is the line a page-aware extractor puts before each page's text; the chunker reads it to

@@ -184,7 +184,8 @@ func parsePDF(ctx context.Context, data []byte, l Limits) (Result, error) {
 		}
 		b.WriteString("\n" + PageMarker(i+1) + "\n\n" + text + "\n")
 	}
-	return Result{Markdown: b.String(), Pages: pc.PageCount, EngineStartMS: start.Milliseconds(), OCR: rep}, nil
+	return Result{Markdown: b.String(), Pages: pc.PageCount, EngineStartMS: start.Milliseconds(), OCR: rep,
+		Properties: pdfProperties(inst, doc.Document)}, nil
 }
 
 // OCRDPI is the resolution a PDF page without a text layer is rendered at for OCR: Tesseract reads

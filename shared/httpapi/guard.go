@@ -132,6 +132,9 @@ func contentTypeProblem(r *http.Request) string {
 	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/kbs/") && strings.HasSuffix(r.URL.Path, "/documents") {
 		want = "multipart/form-data"
 	}
+	if err == nil && r.Method == http.MethodPatch && mt == "application/merge-patch+json" {
+		return "" // a JSON merge patch (PATCH /api/documents/{id}/metadata) is JSON too
+	}
 	if err != nil || mt != want {
 		return "Content-Type must be " + want
 	}

@@ -94,6 +94,7 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/documents/{id}/chunks", l.chunks)
 	mux.HandleFunc("DELETE /api/documents/{id}", l.deleteDoc)
 	mux.HandleFunc("POST /api/documents/{id}/reprocess", l.reprocessDoc)
+	mux.HandleFunc("PATCH /api/documents/{id}/metadata", l.patchDocMetadata)
 }
 
 func (l *library) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -86,7 +86,7 @@ func TestSearchMetadataFilter(t *testing.T) {
 	}
 }
 
-// /api/ask and /api/chat take the same filter: the pipeline's retrieval is restricted to the passing
+// /api/ask, /api/chat and /v1/chat/completions (an extra body field) take the same filter: the pipeline's retrieval is restricted to the passing
 // documents (without the selected-documents path); a filter nothing passes is a 404 before any answer.
 func TestAskAndChatMetadataFilter(t *testing.T) {
 	var db *sqldb.DB
@@ -97,6 +97,14 @@ func TestAskAndChatMetadataFilter(t *testing.T) {
 	}
 	post := func(path, body string) *http.Response {
 		t.Helper()
+		if path == "/v1/chat/completions" { // OpenAI's shape, the filter an extra body field
+			var in map[string]any
+			json.Unmarshal([]byte(body), &in)
+			in["model"], in["messages"] = "docmind", []map[string]any{{"role": "user", "content": in["question"]}}
+			delete(in, "question")
+			b, _ := json.Marshal(in)
+			body = string(b)
+		}
 		resp, err := http.Post(f.srv.URL+path, "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +113,7 @@ func TestAskAndChatMetadataFilter(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	for _, path := range []string{"/api/ask", "/api/chat"} {
+	for _, path := range []string{"/api/ask", "/api/chat", "/v1/chat/completions"} {
 		calls := len(f.rec.got)
 		resp := post(path, `{"question":"How many days of annual leave?","filter":{"key":"source","eq":"web"}}`)
 		if resp.StatusCode != http.StatusOK || len(f.rec.got) == calls {

@@ -34,9 +34,11 @@ type oaiRequest struct {
 	Model    string       `json:"model"`
 	Messages []oaiMessage `json:"messages"`
 	Stream   bool         `json:"stream"`
-	// Extensions: the knowledge bases (ids or names) and documents to answer from.
-	KBs       []string `json:"kbs"`
-	Documents []string `json:"documents"`
+	// Extensions: the knowledge bases (ids or names) and documents to answer from, and a metadata
+	// filter (rag.MetaFilter's JSON form, docs/metadata-filters.md) on the documents.
+	KBs       []string        `json:"kbs"`
+	Documents []string        `json:"documents"`
+	Filter    json.RawMessage `json:"filter,omitempty"`
 }
 
 // text returns a message's text: the string, or its text parts joined.
@@ -333,6 +335,9 @@ func (l *library) oaiAsk(r *http.Request) (rag.Principal, oaiRequest, answer.Req
 	req, err := l.question(r.Context(), p, question, in.KBs, in.Documents)
 	if err == nil {
 		err = l.restrictKBs(r.Context(), p, &req)
+	}
+	if err == nil {
+		err = l.restrictByFilter(r.Context(), in.Filter, &req)
 	}
 	req.History = history
 	return p, in, req, err

@@ -94,7 +94,7 @@ func (rt *retrieval) serve(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, rt.log, err)
 		return
 	}
-	res, err := rt.svc.Search(r.Context(), p, in.Query, []string{in.KnowledgeID})
+	res, err := rt.svc.Search(r.Context(), p, in.Query, []string{in.KnowledgeID}, nil)
 	if err != nil {
 		var le *LimitError
 		if errors.As(err, &le) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -143,8 +144,9 @@ func (s *Service) Chunk(ctx context.Context, p rag.Principal, id string) (rag.Ch
 }
 
 // Search runs the retrieval chain for the caller, as POST /api/search: kbs by id or name (none: every
-// one the caller may read), limits checked first, every stage's candidates and scores in the result.
-func (s *Service) Search(ctx context.Context, p rag.Principal, query string, kbs []string) (*retrieve.Result, error) {
+// one the caller may read), filter a metadata filter (rag.MetaFilter's JSON form; empty: none), limits
+// checked first, every stage's candidates and scores in the result.
+func (s *Service) Search(ctx context.Context, p rag.Principal, query string, kbs []string, filter json.RawMessage) (*retrieve.Result, error) {
 	if s.l.h.d.Search == nil {
 		return nil, rag.Errorf("httpapi", rag.KindNotFound, "search is not enabled here")
 	}
@@ -152,9 +154,16 @@ func (s *Service) Search(ctx context.Context, p rag.Principal, query string, kbs
 	if err != nil {
 		return nil, err
 	}
+	none, err := s.l.applyMetaFilter(ctx, p.Tenant, filter, &q)
+	if err != nil {
+		return nil, err
+	}
 	degraded, err := s.l.h.allow(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	if none {
+		return emptyResult(), nil
 	}
 	res, err := s.l.h.d.Search.Retrieve(ctx, q)
 	if err != nil {
@@ -167,9 +176,10 @@ func (s *Service) Search(ctx context.Context, p rag.Principal, query string, kbs
 }
 
 // Ask answers a question for the caller, as POST /api/ask (nothing stored), calling emit with the
-// pipeline's events while it runs (the timeline, tokens, warnings; never done). The tokens used are
-// charged to the caller whatever the outcome; the answer is bounded by the chat timeout.
-func (s *Service) Ask(ctx context.Context, p rag.Principal, question string, kbs, documents []string, emit answer.Emit) (done *answer.Done, err error) {
+// pipeline's events while it runs (the timeline, tokens, warnings; never done). filter is a metadata
+// filter as in Search (NotFound when no document passes it). The tokens used are charged to the
+// caller whatever the outcome; the answer is bounded by the chat timeout.
+func (s *Service) Ask(ctx context.Context, p rag.Principal, question string, kbs, documents []string, filter json.RawMessage, emit answer.Emit) (done *answer.Done, err error) {
 	l := s.l
 	if l.h.d.Chat == nil {
 		return nil, rag.Errorf("httpapi", rag.KindNotFound, "questions are not enabled here")
@@ -177,6 +187,9 @@ func (s *Service) Ask(ctx context.Context, p rag.Principal, question string, kbs
 	req, err := l.question(ctx, p, question, kbs, documents)
 	if err == nil {
 		err = l.restrictKBs(ctx, p, &req)
+	}
+	if err == nil {
+		err = l.restrictByFilter(ctx, filter, &req)
 	}
 	if err != nil {
 		return nil, err

@@ -3,8 +3,6 @@ package ingest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -329,8 +327,7 @@ func (s *Service) prepareOne(ctx context.Context, tenant string, src Source) (it
 			unlock()
 		}
 	}()
-	sum := sha256.Sum256(src.Data)
-	it = &batchItem{hash: hex.EncodeToString(sum[:]), stageMS: map[string]int64{}, unlock: unlock}
+	it = &batchItem{hash: src.contentHash(), stageMS: map[string]int64{}, unlock: unlock}
 	doc, err := st.Records.GetDocumentBySource(ctx, tenant, kb.ID, src.URI)
 	switch {
 	case err == nil:
@@ -362,7 +359,7 @@ func (s *Service) prepareOne(ctx context.Context, tenant string, src Source) (it
 		return nil, err
 	}
 	start := time.Now()
-	ex, md, err := st.parseSource(ctx, ExtractIn{Doc: d, SourceKey: key, FileName: src.Name}, src.Data)
+	ex, md, err := st.parseSource(ctx, ExtractIn{Doc: d, SourceKey: key, FileName: src.Name, Sidecar: src.Sidecar}, src.Data)
 	it.stageMS["extract"] = time.Since(start).Milliseconds()
 	if err != nil {
 		return it.refuse(err)
@@ -458,7 +455,7 @@ func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant strin
 	}
 	for i, it := range items {
 		it.doc = docs[i].Document
-		st.writeMeta(ctx, Doc{Tenant: tenant, KBID: it.doc.KBID, DocumentID: it.doc.ID}, it.chunks.Meta)
+		st.writeMeta(ctx, it.doc, it.chunks.Meta, it.chunks.File)
 	}
 	return nil
 }

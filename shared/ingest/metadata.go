@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/sqldb"
@@ -16,29 +17,72 @@ type MetadataWriter interface {
 
 var _ MetadataWriter = (*sqldb.DB)(nil)
 
-// writeMeta records a document's front matter as its metadata when the relational store keeps
-// metadata: numbers become numbers (so a range filter works on "year: 2025"), "tags" a list, keys a
-// filter cannot name are left out. It replaces what an earlier version of the file set. Best effort:
-// the document is indexed either way, and a failure is logged.
-func (s *Stages) writeMeta(ctx context.Context, d Doc, fm map[string]string) {
+// FileMeta is what a document's file says about it, beside its front matter: the document
+// properties the extractor found (extract.Result.Properties: title, author, created, modified,
+// keywords) and the language detected in its text. It travels from Extract to the Index stage.
+type FileMeta struct {
+	Properties map[string]string `json:"properties,omitempty"`
+	Language   string            `json:"language,omitempty"`
+	// Object is the S3 object's user metadata and tags (the AWS drop folder).
+	Object rag.Metadata `json:"object,omitempty"`
+	// Sidecar is the <file>.metadata.json metadata (sidecar.go), the top layer.
+	Sidecar rag.Metadata `json:"sidecar,omitempty"`
+}
+
+// writeMeta records a document's metadata when the relational store keeps it, from three layers,
+// each overriding the one before (docs/metadata-filters.md, "Where metadata comes from"):
+//
+//  1. derived: source ("upload" for an upload, "file" for a dropped, S3 or command-line file; none
+//     for a connector's item, whose connector writes its own), file_type, created (first indexed),
+//     modified (this version indexed), language (detected);
+//  2. the file's properties: title, author, created, modified, keywords (a list);
+//  3. the front matter: numbers become numbers (so a range filter works on "year: 2025"), "tags" a
+//     list, keys a filter cannot name are left out;
+//  4. the S3 object's user metadata and tags (the AWS drop folder);
+//  5. the sidecar (<file>.metadata.json).
+//
+// It replaces what an earlier version of the file set. Best effort: the document is indexed either
+// way, and a failure is logged.
+func (s *Stages) writeMeta(ctx context.Context, doc rag.Document, fm map[string]string, file FileMeta) {
 	w, ok := s.Records.(MetadataWriter)
 	if !ok {
 		return
 	}
 	m := rag.Metadata{}
+	if !strings.HasPrefix(doc.SourceURI, "connector/") {
+		m["source"] = "file"
+		if strings.HasPrefix(doc.SourceURI, "upload/") {
+			m["source"] = "upload"
+		}
+	}
+	if doc.FileType != "" {
+		m["file_type"] = doc.FileType
+	}
+	if !doc.CreatedAt.IsZero() {
+		m["created"] = doc.CreatedAt.UTC().Format(time.RFC3339)
+	}
+	if !doc.UpdatedAt.IsZero() {
+		m["modified"] = doc.UpdatedAt.UTC().Format(time.RFC3339)
+	}
+	if file.Language != "" {
+		m["language"] = file.Language
+	}
+	for k, v := range file.Properties {
+		switch {
+		case v == "" || !rag.ValidMetaKey(k):
+		case k == "keywords":
+			m[k] = splitList(v)
+		default:
+			m[k] = v
+		}
+	}
 	for k, v := range fm {
 		if !rag.ValidMetaKey(k) || v == "" {
 			continue
 		}
 		switch {
 		case k == "tags":
-			var tags []string
-			for _, t := range strings.Split(strings.Trim(v, "[]"), ",") {
-				if t = strings.Trim(strings.TrimSpace(t), `"'`); t != "" {
-					tags = append(tags, t)
-				}
-			}
-			m[k] = tags
+			m[k] = splitList(strings.Trim(v, "[]"))
 		default:
 			// a number only when it reads back as written: "1.10" (a version) and "1e3" stay text
 			if n, err := strconv.ParseFloat(v, 64); err == nil && strconv.FormatFloat(n, 'f', -1, 64) == v {
@@ -48,7 +92,23 @@ func (s *Stages) writeMeta(ctx context.Context, d Doc, fm map[string]string) {
 			}
 		}
 	}
-	if err := w.SetDocumentMetadata(ctx, d.Tenant, d.KBID, d.DocumentID, m); err != nil && s.Log != nil {
-		s.Log.Warn("document metadata not written", "document", d.DocumentID, "err", err)
+	for _, layer := range []rag.Metadata{file.Object, file.Sidecar} {
+		for k, v := range layer {
+			m[k] = v
+		}
 	}
+	if err := w.SetDocumentMetadata(ctx, doc.Tenant, doc.KBID, doc.ID, m); err != nil && s.Log != nil {
+		s.Log.Warn("document metadata not written", "document", doc.ID, "err", err)
+	}
+}
+
+// splitList reads "a, b" (or quoted items) as a list of strings.
+func splitList(v string) []string {
+	var out []string
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.Trim(strings.TrimSpace(t), `"'`); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }

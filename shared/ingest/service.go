@@ -62,6 +62,26 @@ type Source struct {
 	ETag   string
 	// Force runs the stages even when the content is unchanged and ready (re-processing).
 	Force bool
+	// Sidecar is the file's <file>.metadata.json metadata (ReadSidecar), the top layer of its metadata;
+	// part of the content hash, so that a changed sidecar re-ingests an unchanged file.
+	Sidecar rag.Metadata
+	// Object is the S3 object's user metadata and tags (the AWS drop folder), the layer under the
+	// sidecar; part of the content hash too.
+	Object rag.Metadata
+}
+
+// contentHash is the hash that decides whether a source changed: its bytes, and its sidecar.
+func (src Source) contentHash() string {
+	h := sha256.New()
+	h.Write(src.Data)
+	for i, m := range []rag.Metadata{src.Sidecar, src.Object} {
+		if len(m) > 0 {
+			b, _ := json.Marshal(m) // map keys sorted: the same metadata hashes the same
+			h.Write([]byte{0, byte(i)})
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Report is one document's result.
@@ -266,8 +286,7 @@ func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report
 		return fail(err)
 	}
 	defer unlock()
-	sum := sha256.Sum256(src.Data)
-	hash := hex.EncodeToString(sum[:])
+	hash := src.contentHash()
 
 	doc, err := st.Records.GetDocumentBySource(ctx, tenant, kb.ID, src.URI)
 	if err == nil && doc.Status == rag.StatusDeleted { // an interrupted delete: finish it, then ingest anew
@@ -318,7 +337,7 @@ func (s *Service) Ingest(ctx context.Context, tenant string, src Source) (Report
 		return fail(err)
 	}
 
-	out, runErr := s.Runner.Run(ctx, ExtractIn{Doc: Doc{Tenant: tenant, KBID: kb.ID, DocumentID: doc.ID}, SourceKey: key, FileName: src.Name})
+	out, runErr := s.Runner.Run(ctx, ExtractIn{Doc: Doc{Tenant: tenant, KBID: kb.ID, DocumentID: doc.ID}, SourceKey: key, FileName: src.Name, Sidecar: src.Sidecar})
 	rep.Outcome = out
 	// record hash and timings on the row the stages left
 	if cur, err := st.Records.GetDocument(ctx, tenant, doc.ID); err == nil {

@@ -103,6 +103,10 @@ type ExtractIn struct {
 	// in process): a Textract job is started once per run, so a retried task reuses it and a new run
 	// (a re-upload after a failed job) starts afresh.
 	Run string `json:"run,omitempty"`
+	// Sidecar is the file's sidecar metadata (Source.Sidecar), carried to the metadata write.
+	Sidecar rag.Metadata `json:"sidecar,omitempty"`
+	// Object is the S3 object's user metadata and tags (Source.Object), carried likewise.
+	Object rag.Metadata `json:"object,omitempty"`
 }
 
 // ExtractOut points at the extracted markdown.
@@ -122,6 +126,8 @@ type ExtractOut struct {
 	// Textract is the job reading the document while it runs: no markdown is staged yet (nil: the
 	// markdown is staged).
 	Textract *TextractJob `json:"textract,omitempty"`
+	// File is what the file says about itself (its document properties), for the metadata.
+	File FileMeta `json:"file,omitempty"`
 }
 
 // ChunkOut points at the chunk rows.
@@ -135,8 +141,10 @@ type ChunkOut struct {
 	EffectiveDate string `json:"effective_date,omitempty"`
 	Encoding      string `json:"encoding,omitempty"` // carried to the document row written in Index
 	// Meta is the front matter's pairs, written as the document's metadata in Index.
-	Meta    map[string]string `json:"meta,omitempty"`
-	OCRNote string            `json:"ocr_note,omitempty"` // extract.OCRReport.Note, carried to the document row
+	Meta map[string]string `json:"meta,omitempty"`
+	// File is the file's properties and detected language, written below the front matter.
+	File    FileMeta `json:"file,omitempty"`
+	OCRNote string   `json:"ocr_note,omitempty"` // extract.OCRReport.Note, carried to the document row
 }
 
 // EmbedIn asks for vectors; Full re-embeds every child (the fallback when an incremental update failed).
@@ -254,7 +262,8 @@ func (s *Stages) parseSource(ctx context.Context, in ExtractIn, data []byte) (Ex
 // extracted is the stage's output for an extraction, logged; and its markdown.
 func (s *Stages) extracted(ctx context.Context, in ExtractIn, res extract.Result) (ExtractOut, string) {
 	out := ExtractOut{Doc: in.Doc, MarkdownKey: in.staging("markdown.md"), Format: res.Format, Pages: res.Pages, Hidden: res.Hidden,
-		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS, OCR: res.OCR}
+		Encoding: res.Encoding, EngineStartMS: res.EngineStartMS, BudgetWaitMS: res.BudgetWaitMS, OCR: res.OCR,
+		File: FileMeta{Properties: res.Properties, Sidecar: in.Sidecar, Object: in.Object}}
 	if res.OCR != nil && s.Log != nil {
 		level := slog.LevelInfo
 		if len(res.OCR.LowPages) > 0 {
@@ -320,7 +329,8 @@ func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) 
 			Index: i, Content: p.Text, ContentHash: p.Hash, Chapter: p.Chapter, ContentType: p.ContentType, Tags: p.Tags, Page: p.Page, TokenCount: p.Tokens})
 	}
 	out := ChunkOut{Doc: in.Doc, ChunksKey: in.staging("chunks.json"), Parents: len(res.Parents), Children: len(res.Children),
-		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta, OCRNote: in.OCR.Note()}
+		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta, OCRNote: in.OCR.Note(),
+		File: FileMeta{Properties: in.File.Properties, Sidecar: in.File.Sidecar, Object: in.File.Object, Language: detectLanguage(string(md))}}
 	for i, c := range res.Children {
 		k := "c" + c.Hash
 		n := occ[k]
@@ -642,7 +652,7 @@ func (s *Stages) Commit(ctx context.Context, in CommitIn) (CommitOut, error) {
 	if err := s.Records.UpdateDocument(ctx, &doc); err != nil {
 		return CommitOut{}, err
 	}
-	s.writeMeta(ctx, in.Doc, in.Meta)
+	s.writeMeta(ctx, doc, in.Meta, in.File)
 	s.cleanStaging(ctx, in.Doc)
 	return CommitOut{Doc: in.Doc, KBVersion: v}, nil
 }

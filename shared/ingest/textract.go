@@ -105,7 +105,9 @@ func (s *Stages) startTextract(ctx context.Context, in ExtractIn, data []byte) (
 		if ext != ".pdf" {
 			format = "image"
 		}
-		return ExtractOut{Doc: in.Doc, Format: format, Textract: &TextractJob{JobID: id, Status: "IN_PROGRESS", Wait: nextWait(0)}}, nil
+		// the sidecar and object metadata ride with the job to its collection
+		return ExtractOut{Doc: in.Doc, Format: format, Textract: &TextractJob{JobID: id, Status: "IN_PROGRESS", Wait: nextWait(0)},
+			File: FileMeta{Sidecar: in.Sidecar, Object: in.Object}}, nil
 	default:
 		return ExtractOut{}, rag.Errorf(op, rag.KindTerminal, "Textract reads PNG, JPEG, TIFF and PDF files: convert this %s image to PNG", ext)
 	}
@@ -198,5 +200,5 @@ func (s *Stages) TextractCollect(ctx context.Context, in ExtractOut) (ExtractOut
 		return ExtractOut{}, err
 	}
 	res.Format = in.Format
-	return s.stageResult(ctx, ExtractIn{Doc: in.Doc}, res)
+	return s.stageResult(ctx, ExtractIn{Doc: in.Doc, Sidecar: in.File.Sidecar, Object: in.File.Object}, res)
 }

@@ -226,7 +226,12 @@ func (w *Watcher) read(path string) (Source, bool) {
 		w.log().Warn("cannot read inbox file", "file", path, "err", err)
 		return Source{}, false
 	}
-	return Source{KBName: kb, URI: SourceURI(kb, rel), Name: filepath.Base(rel), Data: data}, true
+	side, err := ReadSidecar(path)
+	if err != nil { // the file is ingested without it: a bad sidecar loses its metadata, nothing else
+		w.log().Warn("sidecar metadata ignored", "file", path, "err", err)
+		w.report(Report{File: rel + SidecarSuffix, Status: rag.StatusFailed, Error: err.Error()})
+	}
+	return Source{KBName: kb, URI: SourceURI(kb, rel), Name: filepath.Base(rel), Data: data, Sidecar: side}, true
 }
 
 // done logs and reports one file's result.
@@ -355,6 +360,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 			if extract.Supported(ev.Name) {
 				schedule(ev.Name)
+			}
+			if main, ok := SidecarOf(ev.Name); ok && extract.Supported(main) {
+				schedule(main) // a sidecar written, changed or removed: its file's metadata follows
 			}
 		}
 	}

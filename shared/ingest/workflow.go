@@ -42,6 +42,34 @@ type ObjectSource interface {
 	GetObject(ctx context.Context, bucket, key, versionID string, limit int64) ([]byte, error)
 }
 
+// ObjectMetadataSource reads an object version's S3 user metadata (x-amz-meta-*, keys lower-cased by
+// S3) and tags; the drop-folder reader implements it where it can (awsenv.Objects). NotFound when the
+// version is gone.
+type ObjectMetadataSource interface {
+	ObjectMetadata(ctx context.Context, bucket, key, versionID string) (user, tags map[string]string, err error)
+}
+
+// objectMeta is an object's user metadata and tags as document metadata (tags over user metadata on
+// the same key; keys lower-cased; keys a filter cannot name left out).
+func objectMeta(user, tags map[string]string) rag.Metadata {
+	m := rag.Metadata{}
+	for _, src := range []map[string]string{user, tags} {
+		for k, v := range src {
+			if k = strings.ToLower(k); rag.ValidMetaKey(k) && v != "" {
+				m[k] = v
+			}
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	n, err := m.Normalize()
+	if err != nil {
+		return nil
+	}
+	return n
+}
+
 // Workflow holds what the workflow's stage functions need beyond Stages.
 type Workflow struct {
 	Stages  *Stages
@@ -153,8 +181,18 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 	if err != nil {
 		return PrepareOut{}, fmt.Errorf("read s3://%s/%s: %w", j.Bucket, j.Key, err)
 	}
-	sum := sha256.Sum256(data)
-	hash := hex.EncodeToString(sum[:])
+	var object rag.Metadata
+	if om, ok := w.Objects.(ObjectMetadataSource); ok {
+		user, tags, err := om.ObjectMetadata(ctx, j.Bucket, j.Key, j.VersionID)
+		if rag.Is(err, rag.KindNotFound) {
+			return skip("the object version is gone")
+		}
+		if err != nil {
+			return PrepareOut{}, fmt.Errorf("read the metadata of s3://%s/%s: %w", j.Bucket, j.Key, err)
+		}
+		object = objectMeta(user, tags)
+	}
+	hash := Source{Data: data, Object: object}.contentHash()
 	if doc.Status == rag.StatusReady && doc.ContentHash == hash && doc.Error == "" {
 		if err := w.recordVersion(ctx, &doc, j); err != nil {
 			w.Leases.ReleaseLease(context.WithoutCancel(ctx), LeaseName(j.Tenant, j.KBID, j.SourceURI), j.Holder)
@@ -177,7 +215,7 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 	if err := st.Records.UpdateDocument(ctx, &doc); err != nil {
 		return PrepareOut{}, err
 	}
-	return PrepareOut{Extract: ExtractIn{Doc: j.Doc, SourceKey: key, FileName: j.FileName, Run: j.Holder}, ContentHash: hash}, nil
+	return PrepareOut{Extract: ExtractIn{Doc: j.Doc, SourceKey: key, FileName: j.FileName, Run: j.Holder, Object: object}, ContentHash: hash}, nil
 }
 
 // recordVersion stores j's version and sequencer on a document whose content already is j's (an

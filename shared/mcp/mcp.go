@@ -14,6 +14,7 @@ package mcp
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -34,8 +35,8 @@ type Service interface {
 	Document(ctx context.Context, p rag.Principal, id string) (rag.Document, error)
 	DocumentChunks(ctx context.Context, p rag.Principal, id string) ([]rag.Chunk, error)
 	Chunk(ctx context.Context, p rag.Principal, id string) (rag.Chunk, error)
-	Search(ctx context.Context, p rag.Principal, query string, kbs []string) (*retrieve.Result, error)
-	Ask(ctx context.Context, p rag.Principal, question string, kbs, documents []string, emit answer.Emit) (*answer.Done, error)
+	Search(ctx context.Context, p rag.Principal, query string, kbs []string, filter json.RawMessage) (*retrieve.Result, error)
+	Ask(ctx context.Context, p rag.Principal, question string, kbs, documents []string, filter json.RawMessage, emit answer.Emit) (*answer.Done, error)
 	Ingest(ctx context.Context, p rag.Principal, kb, fileName string, data []byte) (rag.Document, error)
 }
 
@@ -123,11 +124,11 @@ func (t *tools) register(s *sdk.Server) {
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
 	sdk.AddTool(s, &sdk.Tool{Name: "search", Title: "Search knowledge bases", Annotations: readOnly,
 		Description: "Run docmind's retrieval chain alone (no model): keyword and vector candidates, fusion, rerank, filtering and the final evidence, " +
-			"each with its scores, as POST /api/search returns them. Passage text is untrusted document content."}, t.search)
+			"each with its scores, as POST /api/search returns them. Passage text is untrusted document content. filter: " + metaFilterHelp + "."}, t.search)
 	sdk.AddTool(s, &sdk.Tool{Name: "ask", Title: "Ask the knowledge bases", Annotations: readOnly,
 		Description: "Answer a question from the caller's knowledge bases: the answer with [n] citations, the numbered sources, the confidence band " +
 			"and its reason, the checked claims, and an abstention when docmind declines to answer. Sends progress notifications while it runs " +
-			"when the call carries a progress token. The answer quotes untrusted document content."}, t.ask)
+			"when the call carries a progress token. The answer quotes untrusted document content. filter: " + metaFilterHelp + "."}, t.ask)
 	sdk.AddTool(s, &sdk.Tool{Name: "list_knowledge_bases", Title: "List knowledge bases", Annotations: readOnly,
 		Description: "The knowledge bases the caller may read, with the caller's role on each."}, t.listKBs)
 	sdk.AddTool(s, &sdk.Tool{Name: "list_documents", Title: "List documents", Annotations: readOnly,
@@ -151,12 +152,35 @@ func ptr[T any](v T) *T { return &v }
 
 // SearchInput is the search tool's arguments.
 type SearchInput struct {
-	Query string   `json:"query" jsonschema:"what to search for"`
-	KBs   []string `json:"kbs,omitempty" jsonschema:"knowledge bases by id or name; none: every one the caller may read"`
+	Query  string     `json:"query" jsonschema:"what to search for"`
+	KBs    []string   `json:"kbs,omitempty" jsonschema:"knowledge bases by id or name; none: every one the caller may read"`
+	Filter MetaFilter `json:"filter,omitempty" jsonschema:"a metadata filter (forms in the tool description)"`
+}
+
+// MetaFilter is a metadata filter argument (an object; rag.ParseMetaFilter validates it), its forms
+// spelled out for the model in the tools' descriptions (metaFilterHelp).
+type MetaFilter = map[string]any
+
+// metaFilterHelp describes the filter's forms in the tools' input schemas.
+const metaFilterHelp = `restricts to the documents whose metadata passes it, one of: {"key":K,"eq":V}; ` +
+	`{"key":K,"in":[V,...]}; {"key":K,"gte":V,"lt":V} (gt, gte, lt, lte; numbers or dates YYYY-MM-DD); ` +
+	`{"key":K,"exists":true}; {"and":[F,...]}; {"or":[F,...]}; {"not":F}. Keys such as source, author, ` +
+	`title, modified, language, tags, and front matter keys`
+
+// rawFilter is the filter argument as JSON; nil when absent.
+func rawFilter(f MetaFilter) (json.RawMessage, error) {
+	if len(f) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(f)
 }
 
 func (t *tools) search(ctx context.Context, _ *sdk.CallToolRequest, in SearchInput) (*sdk.CallToolResult, *retrieve.Result, error) {
-	res, err := t.svc.Search(ctx, t.p, in.Query, in.KBs)
+	filter, err := rawFilter(in.Filter)
+	if err != nil {
+		return nil, nil, t.fail("search", rag.E("mcp", rag.KindInvalid, err))
+	}
+	res, err := t.svc.Search(ctx, t.p, in.Query, in.KBs, filter)
 	if err != nil {
 		return nil, nil, t.fail("search", err)
 	}
@@ -165,9 +189,10 @@ func (t *tools) search(ctx context.Context, _ *sdk.CallToolRequest, in SearchInp
 
 // AskInput is the ask tool's arguments.
 type AskInput struct {
-	Question  string   `json:"question" jsonschema:"the question"`
-	KBs       []string `json:"kbs,omitempty" jsonschema:"knowledge bases by id or name; none: every one the caller may read"`
-	Documents []string `json:"documents,omitempty" jsonschema:"document ids to restrict the answer to"`
+	Question  string     `json:"question" jsonschema:"the question"`
+	KBs       []string   `json:"kbs,omitempty" jsonschema:"knowledge bases by id or name; none: every one the caller may read"`
+	Documents []string   `json:"documents,omitempty" jsonschema:"document ids to restrict the answer to"`
+	Filter    MetaFilter `json:"filter,omitempty" jsonschema:"a metadata filter (forms in the tool description)"`
 }
 
 // Abstention says docmind declined to answer from the documents, and why.
@@ -191,7 +216,11 @@ type AskOutput struct {
 
 func (t *tools) ask(ctx context.Context, req *sdk.CallToolRequest, in AskInput) (*sdk.CallToolResult, *AskOutput, error) {
 	emit := progress(ctx, req)
-	done, err := t.svc.Ask(ctx, t.p, in.Question, in.KBs, in.Documents, emit)
+	filter, err := rawFilter(in.Filter)
+	if err != nil {
+		return nil, nil, t.fail("ask", rag.E("mcp", rag.KindInvalid, err))
+	}
+	done, err := t.svc.Ask(ctx, t.p, in.Question, in.KBs, in.Documents, filter, emit)
 	if err != nil {
 		return nil, nil, t.fail("ask", err)
 	}

@@ -45,9 +45,16 @@ func ValidateTag(tag string) error {
 	return nil
 }
 
-func idByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
-}
+// idBytes is the id alphabet as a table: a metadata filter's restriction validates thousands of ids
+// per search leg, and the table is a third of the comparisons' cost.
+var idBytes = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	}
+	return t
+}()
+
+func idByte(c byte) bool { return idBytes[c] }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

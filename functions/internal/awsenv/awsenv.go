@@ -182,3 +182,36 @@ func (o Objects) GetObject(ctx context.Context, bucket, key, versionID string, l
 	}
 	return b, nil
 }
+
+// ObjectMetadata implements ingest.ObjectMetadataSource: the version's user metadata (HeadObject's
+// x-amz-meta-* headers) and tags (GetObjectTagging), both for that VersionId. Tags the role may not
+// read (AccessDenied) are left out rather than failing the ingestion: the object's text matters more
+// than its tags.
+func (o Objects) ObjectMetadata(ctx context.Context, bucket, key, versionID string) (user, tags map[string]string, err error) {
+	const op = "awsenv.ObjectMetadata"
+	var version *string
+	if versionID != "" && versionID != "null" {
+		version = aws.String(versionID)
+	}
+	head, err := o.S3.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: version})
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && (ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NoSuchVersion") {
+			return nil, nil, rag.E(op, rag.KindNotFound, err)
+		}
+		return nil, nil, rag.E(op, rag.KindUnavailable, err)
+	}
+	tagging, err := o.S3.GetObjectTagging(ctx, &awss3.GetObjectTaggingInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: version})
+	if err != nil {
+		var ae smithy.APIError
+		if !errors.As(err, &ae) || ae.ErrorCode() != "AccessDenied" {
+			return nil, nil, rag.E(op, rag.KindUnavailable, err)
+		}
+		tagging = &awss3.GetObjectTaggingOutput{}
+	}
+	tags = map[string]string{}
+	for _, t := range tagging.TagSet {
+		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return head.Metadata, tags, nil
+}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/docmind/docmind/shared/extract/ooxmltest"
@@ -128,11 +129,15 @@ func xlsx(size int) []byte {
 
 // PDF writes a minimal valid PDF, one page per entry, each showing its text in Helvetica (uncompressed
 // content streams: the text PDFium lays out is the file's bulk).
-func PDF(pages []string) []byte { return pdf(pages, false) }
+func PDF(pages []string) []byte { return pdf(pages, false, nil) }
+
+// PDFWithInfo is PDF with an Info dictionary holding info's entries (keys such as Title, Author,
+// CreationDate; values written as literal strings).
+func PDFWithInfo(pages []string, info map[string]string) []byte { return pdf(pages, false, info) }
 
 // FlatePDF is PDF with every content stream compressed (/FlateDecode), as producers write them: the
 // file is several times smaller than the text PDFium inflates and lays out.
-func FlatePDF(pages []string) []byte { return pdf(pages, true) }
+func FlatePDF(pages []string) []byte { return pdf(pages, true, nil) }
 
 // FlatePDFOfSize is a compressed PDF of about size bytes, text pages like BigFile's.
 func FlatePDFOfSize(size int) []byte {
@@ -151,7 +156,7 @@ func pageText(n int) string {
 	return p.String()
 }
 
-func pdf(pages []string, flate bool) []byte {
+func pdf(pages []string, flate bool, info map[string]string) []byte {
 	var b bytes.Buffer
 	var offsets []int
 	obj := func(body string) int {
@@ -179,6 +184,19 @@ func pdf(pages []string, flate bool) []byte {
 		p := obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>", font, c))
 		kids = append(kids, fmt.Sprintf("%d 0 R", p))
 	}
+	infoRef := ""
+	if len(info) > 0 {
+		keys := make([]string, 0, len(info))
+		for k := range info {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var d strings.Builder
+		for _, k := range keys {
+			fmt.Fprintf(&d, "/%s (%s) ", k, esc.Replace(info[k]))
+		}
+		infoRef = fmt.Sprintf(" /Info %d 0 R", obj("<< "+d.String()+">>"))
+	}
 	offsets[1] = b.Len()
 	fmt.Fprintf(&b, "2 0 obj\n<< /Type /Pages /Kids [%s] /Count %d >>\nendobj\n", strings.Join(kids, " "), len(pages))
 	xref := b.Len()
@@ -186,7 +204,7 @@ func pdf(pages []string, flate bool) []byte {
 	for _, o := range offsets {
 		fmt.Fprintf(&b, "%010d 00000 n \n", o)
 	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, infoRef, xref)
 	return b.Bytes()
 }
 

@@ -407,7 +407,7 @@ func (t *topK) offer(s scored) {
 type matcher struct {
 	tenant int32
 	kbs    []int32
-	docs   []int32
+	docs   docSet
 	tags   []int32
 }
 
@@ -418,7 +418,7 @@ func (m matcher) match(r *row) bool {
 	if len(m.kbs) > 0 && !slices.Contains(m.kbs, r.kb) {
 		return false
 	}
-	if len(m.docs) > 0 && !inSorted(m.docs, r.doc) {
+	if m.docs.any() && !m.docs.has(r.doc) {
 		return false
 	}
 	if len(m.tags) > 0 {
@@ -455,10 +455,11 @@ func (ix *Index) matcher(f rag.Filter) (matcher, bool) {
 	if m.kbs, ok = known(f.KBIDs, ""); !ok {
 		return m, false
 	}
-	if m.docs, ok = known(f.DocumentIDs, ""); !ok {
+	docs, ok := known(f.DocumentIDs, "")
+	if !ok {
 		return m, false
 	}
-	slices.Sort(m.docs) // a metadata filter restricts to thousands of documents: looked up by bisection
+	m.docs = newDocSet(docs)
 	if m.tags, ok = known(f.Tags, "tag\x00"); !ok {
 		return m, false
 	}

@@ -386,8 +386,56 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	return nil
 }
 
-// Search implements store.VectorIndex.
+// Search implements store.VectorIndex. A document restriction longer than one expression carries (a
+// metadata filter passing thousands of documents) is searched in parts of at most
+// milvusexpr.MaxFilterIDs documents and the parts' hits merged: each part's top k holds every hit of
+// the overall top k that lies in it, so the merge is the exact top k among all the documents, still
+// chosen by Milvus under the restriction (before ranking), never by cutting an unrestricted result.
 func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error) {
+	parts := restrictionParts(f)
+	if len(parts) <= 1 {
+		return ix.search(ctx, query, k, f)
+	}
+	var all []rag.Hit
+	for _, p := range parts {
+		hits, err := ix.search(ctx, query, k, p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, hits...)
+	}
+	sortHits(all)
+	return all[:min(k, len(all))], nil
+}
+
+// restrictionParts splits f's document restriction into filters of at most MaxFilterIDs distinct
+// documents each; f alone when it fits (or has none).
+func restrictionParts(f rag.Filter) []rag.Filter {
+	if len(f.DocumentIDs) <= milvusexpr.MaxFilterIDs {
+		return []rag.Filter{f}
+	}
+	ids := slices.Compact(slices.Sorted(slices.Values(f.DocumentIDs)))
+	var parts []rag.Filter
+	for chunk := range slices.Chunk(ids, milvusexpr.MaxFilterIDs) {
+		p := f
+		p.DocumentIDs = chunk
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// sortHits orders hits by score, best first, ties by id: Milvus orders by score, but equal scores come
+// back in segment order.
+func sortHits(hits []rag.Hit) {
+	slices.SortStableFunc(hits, func(a, b rag.Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error) {
 	const op = "milvus.Search"
 	expr, err := Expr(f)
 	if err != nil {
@@ -440,13 +488,7 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 		}
 		hits = append(hits, rag.Hit{ID: id, KBID: get(kbCol, i), DocumentID: get(docCol, i), ChunkID: get(chunkCol, i), Score: r.Scores[i]})
 	}
-	// Milvus orders by score; equal scores come back in segment order, so make ties deterministic
-	slices.SortStableFunc(hits, func(a, b rag.Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
+	sortHits(hits)
 	return hits, nil
 }
 
@@ -488,8 +530,21 @@ func (ix *Index) delete(ctx context.Context, op, expr string) error {
 	return ix.classify(op, err)
 }
 
-// Count implements store.VectorIndex with a count(*) query at Strong consistency.
+// Count implements store.VectorIndex with a count(*) query at Strong consistency; a long document
+// restriction is counted in parts (disjoint: each document is in one) and summed.
 func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
+	total := 0
+	for _, p := range restrictionParts(f) {
+		n, err := ix.count(ctx, p)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func (ix *Index) count(ctx context.Context, f rag.Filter) (int, error) {
 	const op = "milvus.Count"
 	expr, err := Expr(f)
 	if err != nil {

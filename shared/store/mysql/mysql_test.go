@@ -169,3 +169,30 @@ func TestConformanceDocumentMetadata(t *testing.T) {
 		return db
 	})
 }
+
+func TestConformanceMetadataIndexShared(t *testing.T) {
+	storetest.TestMetadataIndexShared(t, func(t *testing.T) (*sqldb.DB, *sqldb.DB) {
+		dsn := mysqltest.Database(t)
+		var dbs [2]*sqldb.DB
+		for i := range dbs {
+			db, err := Open(context.Background(), dsn, Options{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			dbs[i] = db
+		}
+		return dbs[0], dbs[1]
+	})
+}
+
+func TestConformanceMetadataEdits(t *testing.T) {
+	storetest.TestMetadataEdits(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(context.Background(), mysqltest.Database(t), Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}

@@ -107,6 +107,13 @@ func (s *DB) CommitDocuments(ctx context.Context, tenant string, docs []rag.Docu
 		}
 	}
 	now := ms(s.now())
+	var deleted []string
+	for i := range docs {
+		if docs[i].Document.Status == rag.StatusDeleted {
+			deleted = append(deleted, docs[i].Document.ID)
+		}
+	}
+	var gen int64
 	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
 		stmt, err := s.prepareInsertChunk(ctx, tx)
 		if err != nil {
@@ -135,10 +142,16 @@ func (s *DB) CommitDocuments(ctx context.Context, tenant string, docs []rag.Docu
 				return err
 			}
 		}
-		return nil
+		if len(deleted) > 0 { // documents leaving every filter's selection
+			gen, err = s.bumpMetaGeneration(ctx, tx, tenant)
+		}
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	if len(deleted) > 0 {
+		s.applyMeta(tenant, gen, markDeleted(deleted...))
 	}
 	for i := range docs {
 		docs[i].Document.UpdatedAt = fromMS(now)

@@ -66,20 +66,30 @@ func (s *DB) CreateDocument(ctx context.Context, d *rag.Document) error {
 	// id racing a delete of that knowledge base). InnoDB's INSERT ... SELECT locks the row by itself only
 	// under REPEATABLE READ; under READ COMMITTED (a DSN's transaction_isolation) it reads a snapshot, so
 	// the lock is asked for (shareLock). SQLite writes one transaction at a time.
-	res, err := s.db.ExecContext(ctx, `INSERT INTO documents (id, tenant_id, kb_id, source_uri, source_hash, source_etag, source_sequencer,
+	// The metadata generation moves with the insert: a new document is one a filter can select.
+	var gen int64
+	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO documents (id, tenant_id, kb_id, source_uri, source_hash, source_etag, source_sequencer,
 		file_name, file_type, content_hash, status, error, doc_version, effective_date, chunk_count, stage_ms, source_encoding, ocr_note, created_at, updated_at)
 		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM knowledge_bases WHERE tenant_id = ? AND id = ?`+s.shareLock(),
-		d.ID, d.Tenant, d.KBID, d.SourceURI, sourceHash(d.SourceURI), d.SourceETag, d.SourceSequencer,
-		d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, d.OCRNote, now, now,
-		d.Tenant, d.KBID)
+			d.ID, d.Tenant, d.KBID, d.SourceURI, sourceHash(d.SourceURI), d.SourceETag, d.SourceSequencer,
+			d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion, d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, d.OCRNote, now, now,
+			d.Tenant, d.KBID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return rag.E(op, rag.KindNotFound, nil)
+		}
+		gen, err = s.bumpMetaGeneration(ctx, tx, d.Tenant)
+		return err
+	})
 	if err != nil {
-		return s.classify(op, err)
+		return err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return s.classify(op, err)
-	} else if n == 0 {
-		return rag.E(op, rag.KindNotFound, nil)
-	}
+	s.applyMeta(d.Tenant, gen, func(e *tenantMeta) { e.put(metaRow{id: d.ID, kb: e.kb(d.KBID), live: d.Status != rag.StatusDeleted}) })
 	return nil
 }
 
@@ -145,11 +155,32 @@ func (s *DB) UpdateDocument(ctx context.Context, d *rag.Document) error {
 		return err
 	}
 	now := ms(s.now())
-	res, err := s.db.ExecContext(ctx, `UPDATE documents SET source_etag = ?, source_sequencer = ?, file_name = ?, file_type = ?,
+	const q = `UPDATE documents SET source_etag = ?, source_sequencer = ?, file_name = ?, file_type = ?,
 		content_hash = ?, status = ?, error = ?, doc_version = ?, effective_date = ?, chunk_count = ?, stage_ms = ?, source_encoding = ?, ocr_note = ?, updated_at = ?
-		WHERE tenant_id = ? AND id = ?`,
-		d.SourceETag, d.SourceSequencer, d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion,
-		d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, d.OCRNote, now, d.Tenant, d.ID)
+		WHERE tenant_id = ? AND id = ?`
+	args := []any{d.SourceETag, d.SourceSequencer, d.FileName, d.FileType, d.ContentHash, d.Status, d.Error, d.DocVersion,
+		d.EffectiveDate, d.ChunkCount, d.StageMillis, d.Encoding, d.OCRNote, now, d.Tenant, d.ID}
+	if d.Status == rag.StatusDeleted { // leaves every filter's selection (deleted is final): the generation moves
+		var gen int64
+		err := s.inTx(ctx, op, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return rag.E(op, rag.KindNotFound, nil)
+			}
+			gen, err = s.bumpMetaGeneration(ctx, tx, d.Tenant)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		s.applyMeta(d.Tenant, gen, markDeleted(d.ID))
+		d.UpdatedAt = fromMS(now)
+		return nil
+	}
+	res, err := s.db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return s.classify(op, err)
 	}
@@ -160,13 +191,25 @@ func (s *DB) UpdateDocument(ctx context.Context, d *rag.Document) error {
 	return nil
 }
 
+// markDeleted takes documents out of every filter's selection in the metadata index.
+func markDeleted(ids ...string) metaChange {
+	return func(e *tenantMeta) {
+		for _, id := range ids {
+			if r, ok := e.get(id); ok {
+				r.live = false
+			}
+		}
+	}
+}
+
 // DeleteDocument removes a document and its chunks in one transaction; NotFound when missing.
 func (s *DB) DeleteDocument(ctx context.Context, tenant, id string) error {
 	const op = "sqldb.DeleteDocument"
 	if err := validIDs(op, "tenant", tenant, "document id", id); err != nil {
 		return err
 	}
-	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+	var gen int64
+	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM documents WHERE tenant_id = ? AND id = ?`, tenant, id)
 		if err != nil {
 			return err
@@ -174,9 +217,16 @@ func (s *DB) DeleteDocument(ctx context.Context, tenant, id string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return rag.E(op, rag.KindNotFound, nil)
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM chunks WHERE tenant_id = ? AND document_id = ?`, tenant, id)
+		if _, err = tx.ExecContext(ctx, `DELETE FROM chunks WHERE tenant_id = ? AND document_id = ?`, tenant, id); err != nil {
+			return err
+		}
+		gen, err = s.bumpMetaGeneration(ctx, tx, tenant)
 		return err
 	})
+	if err == nil {
+		s.applyMeta(tenant, gen, func(e *tenantMeta) { e.remove(id) })
+	}
+	return err
 }
 
 // shareLock is the clause that makes a SELECT a locking read of its rows in shared mode on MySQL: LOCK IN

@@ -193,7 +193,8 @@ func (s *DB) DeleteKB(ctx context.Context, tenant, id string) error {
 	if err := validIDs(op, "tenant", tenant, "kb id", id); err != nil {
 		return err
 	}
-	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+	var gen int64
+	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM knowledge_bases WHERE tenant_id = ? AND id = ?`, tenant, id)
 		if err != nil {
 			return err
@@ -210,6 +211,18 @@ func (s *DB) DeleteKB(ctx context.Context, tenant, id string) error {
 				return err
 			}
 		}
-		return nil
+		gen, err = s.bumpMetaGeneration(ctx, tx, tenant)
+		return err
 	})
+	if err == nil {
+		s.applyMeta(tenant, gen, func(e *tenantMeta) {
+			n, ok := e.kbs[id]
+			for i := range e.rows {
+				if ok && e.rows[i].kb == n && !e.rows[i].removed {
+					e.remove(e.rows[i].id)
+				}
+			}
+		})
+	}
+	return err
 }

@@ -3,7 +3,9 @@ package sqldb
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/docmind/docmind/shared/rag"
@@ -11,8 +13,9 @@ import (
 
 // Document metadata (migration 0012, issue #23).
 
-// SetDocumentMetadata replaces a document's metadata (normalised first: Invalid naming every bad key
-// or value); an empty map removes it.
+// SetDocumentMetadata replaces what a document's sources say about it (normalised first: Invalid
+// naming every bad key or value); an empty map removes it. Editors' edits (EditDocumentMetadata) stay
+// laid over it: a key an editor set keeps the editor's value, a key an editor removed stays removed.
 func (s *DB) SetDocumentMetadata(ctx context.Context, tenant, kbID, docID string, m rag.Metadata) error {
 	const op = "sqldb.SetDocumentMetadata"
 	if err := validIDs(op, "tenant", tenant, "kb id", kbID, "document id", docID); err != nil {
@@ -22,25 +25,189 @@ func (s *DB) SetDocumentMetadata(ctx context.Context, tenant, kbID, docID string
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(m)
+	var gen int64
+	err = s.inTx(ctx, op, func(tx *sql.Tx) error {
+		edits, err := readEdits(ctx, tx, tenant, docID)
+		if err != nil {
+			return err
+		}
+		if m, err = applyEdits(m, edits); err != nil {
+			return err
+		}
+		if err := s.writeMetadataTx(ctx, tx, tenant, kbID, docID, m); err != nil {
+			return err
+		}
+		gen, err = s.bumpMetaGeneration(ctx, tx, tenant)
+		return err
+	})
 	if err != nil {
-		return rag.E(op, rag.KindInvalid, err)
+		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.classify(op, err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM document_metadata WHERE tenant_id = ? AND document_id = ?`, tenant, docID); err != nil {
-		return s.classify(op, err)
-	}
-	if len(m) > 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO document_metadata (tenant_id, document_id, kb_id, metadata, updated_at) VALUES (?, ?, ?, ?, ?)`,
-			tenant, docID, kbID, string(b), ms(s.now())); err != nil {
-			return s.classify(op, err)
+	s.applyMeta(tenant, gen, setMeta(docID, m))
+	return nil
+}
+
+// setMeta replaces a document's metadata in the metadata index.
+func setMeta(docID string, m rag.Metadata) metaChange {
+	return func(e *tenantMeta) {
+		if r, ok := e.get(docID); ok { // metadata of a document not (yet) listed is read with it
+			r2 := *r
+			r2.meta = e.keys.Prepare(m)
+			e.put(r2)
 		}
 	}
-	return s.classify(op, tx.Commit())
+}
+
+// writeMetadataTx replaces the document_metadata row (none for empty metadata).
+func (s *DB) writeMetadataTx(ctx context.Context, tx *sql.Tx, tenant, kbID, docID string, m rag.Metadata) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM document_metadata WHERE tenant_id = ? AND document_id = ?`, tenant, docID); err != nil {
+		return err
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return rag.E("sqldb", rag.KindInvalid, err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO document_metadata (tenant_id, document_id, kb_id, metadata, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		tenant, docID, kbID, string(b), ms(s.now()))
+	return err
+}
+
+// metaEdits is an editor's changes: a key's value, or nil for a key removed.
+type metaEdits map[string]any
+
+// readEdits reads a document's editor edits (empty when none).
+func readEdits(ctx context.Context, tx *sql.Tx, tenant, docID string) (metaEdits, error) {
+	var raw string
+	err := tx.QueryRowContext(ctx, `SELECT edits FROM document_metadata_edits WHERE tenant_id = ? AND document_id = ?`, tenant, docID).Scan(&raw)
+	if err == sql.ErrNoRows {
+		return metaEdits{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.UseNumber()
+	var stored map[string]any
+	if dec.Decode(&stored) != nil {
+		return metaEdits{}, nil // validated when written; a row that no longer decodes edits nothing
+	}
+	edits := metaEdits{}
+	for k, v := range stored {
+		if v == nil {
+			edits[k] = nil
+			continue
+		}
+		if n, err := (rag.Metadata{k: v}).Normalize(); err == nil && len(n) == 1 {
+			edits[k] = n[k]
+		}
+	}
+	return edits, nil
+}
+
+// applyEdits lays edits over m (normalised again: the key limit holds for the result).
+func applyEdits(m rag.Metadata, edits metaEdits) (rag.Metadata, error) {
+	if len(edits) == 0 {
+		return m, nil
+	}
+	out := make(rag.Metadata, len(m)+len(edits))
+	for k, v := range m {
+		out[k] = v
+	}
+	for k, v := range edits {
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out.Normalize()
+}
+
+// EditDocumentMetadata records an editor's change to a document's metadata: the keys of set take
+// their values, the keys of remove are removed, and both stay so across every later write of the
+// document's sources (SetDocumentMetadata). It returns the document's metadata after the change.
+// Invalid, naming every bad key or value, for anything Metadata.Normalize refuses, a key in both
+// set and remove, or a result over the key limit; nothing is changed then.
+func (s *DB) EditDocumentMetadata(ctx context.Context, tenant, kbID, docID string, set rag.Metadata, remove []string) (rag.Metadata, error) {
+	const op = "sqldb.EditDocumentMetadata"
+	if err := validIDs(op, "tenant", tenant, "kb id", kbID, "document id", docID); err != nil {
+		return nil, err
+	}
+	set, err := set.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	change := metaEdits{}
+	for k, v := range set {
+		change[k] = v
+	}
+	var probs []string
+	for _, k := range remove {
+		switch {
+		case !rag.ValidMetaKey(k):
+			probs = append(probs, fmt.Sprintf("key %q must be 1-64 characters of A-Z a-z 0-9 _ . -", truncateID(k)))
+		case set[k] != nil:
+			probs = append(probs, fmt.Sprintf("%s is both set and removed", k))
+		default:
+			change[k] = nil
+		}
+	}
+	if len(probs) > 0 {
+		return nil, rag.Errorf(op, rag.KindInvalid, "metadata: %s", strings.Join(probs, "; "))
+	}
+	var gen int64
+	var out rag.Metadata
+	err = s.inTx(ctx, op, func(tx *sql.Tx) error {
+		edits, err := readEdits(ctx, tx, tenant, docID)
+		if err != nil {
+			return err
+		}
+		for k, v := range change {
+			edits[k] = v
+		}
+		if len(edits) > 2*rag.MaxMetaKeys {
+			return rag.Errorf(op, rag.KindInvalid, "metadata: more than %d edited keys", 2*rag.MaxMetaKeys)
+		}
+		var raw string
+		err = tx.QueryRowContext(ctx, `SELECT metadata FROM document_metadata WHERE tenant_id = ? AND document_id = ?`, tenant, docID).Scan(&raw)
+		if err != nil && err != sql.ErrNoRows {
+			return err
+		}
+		if out, err = applyEdits(decodeMetadata(raw), change); err != nil {
+			return rag.E(op, rag.KindInvalid, err)
+		}
+		b, err := json.Marshal(edits)
+		if err != nil {
+			return rag.E(op, rag.KindInvalid, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM document_metadata_edits WHERE tenant_id = ? AND document_id = ?`, tenant, docID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO document_metadata_edits (tenant_id, document_id, kb_id, edits, updated_at) VALUES (?, ?, ?, ?, ?)`,
+			tenant, docID, kbID, string(b), ms(s.now())); err != nil {
+			return err
+		}
+		if err := s.writeMetadataTx(ctx, tx, tenant, kbID, docID, out); err != nil {
+			return err
+		}
+		gen, err = s.bumpMetaGeneration(ctx, tx, tenant)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.applyMeta(tenant, gen, setMeta(docID, out))
+	return out, nil
+}
+
+func truncateID(s string) string {
+	if len(s) > 80 {
+		return s[:80]
+	}
+	return s
 }
 
 // GetDocumentMetadata returns a document's metadata; empty (not an error) when it has none.
@@ -82,7 +249,9 @@ func decodeMetadata(raw string) rag.Metadata {
 // MatchDocuments returns the ids of the live documents (not being deleted) of the tenant's knowledge
 // bases kbIDs whose metadata passes f, in id order; a document without metadata is judged on empty
 // metadata (so {"not":...} and {"exists":false} can match it). Empty when none passes. kbIDs must not
-// be empty: the caller has already resolved which knowledge bases the principal may read.
+// be empty: the caller has already resolved which knowledge bases the principal may read. The filter
+// is judged by the in-memory metadata index (one SQL read of the tenant's generation per call), or by
+// a scan of the rows where the index is off or the tenant too big for it.
 func (s *DB) MatchDocuments(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error) {
 	const op = "sqldb.MatchDocuments"
 	if err := validIDs(op, "tenant", tenant); err != nil {
@@ -94,6 +263,16 @@ func (s *DB) MatchDocuments(ctx context.Context, tenant string, kbIDs []string, 
 	if err := rag.ValidateIDs("kb id", kbIDs); err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
 	}
+	ids, ok, err := s.matchIndexed(ctx, tenant, kbIDs, f)
+	if err != nil || ok {
+		return ids, s.classify(op, err)
+	}
+	return s.matchScan(ctx, tenant, kbIDs, f)
+}
+
+// matchScan is MatchDocuments by a scan that decodes every document's metadata.
+func (s *DB) matchScan(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error) {
+	const op = "sqldb.MatchDocuments"
 	args := []any{tenant}
 	for _, id := range kbIDs {
 		args = append(args, id)

@@ -37,6 +37,7 @@ type DB struct {
 	db      *sql.DB
 	dialect Dialect
 	now     func() time.Time
+	meta    *metaIndex
 }
 
 // New wraps an open *sql.DB. now may be nil (time.Now).
@@ -44,7 +45,7 @@ func New(db *sql.DB, d Dialect, now func() time.Time) *DB {
 	if now == nil {
 		now = time.Now
 	}
-	return &DB{db: db, dialect: d, now: now}
+	return &DB{db: db, dialect: d, now: now, meta: newMetaIndex(DefaultMetaIndexBytes)}
 }
 
 // SQL exposes the pool for adapters and tests.

@@ -90,3 +90,30 @@ func TestConformanceDocumentMetadata(t *testing.T) {
 		return db
 	})
 }
+
+func TestConformanceMetadataIndexShared(t *testing.T) {
+	storetest.TestMetadataIndexShared(t, func(t *testing.T) (*sqldb.DB, *sqldb.DB) {
+		path := filepath.Join(t.TempDir(), "docmind.db")
+		var dbs [2]*sqldb.DB
+		for i := range dbs {
+			db, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			dbs[i] = db
+		}
+		return dbs[0], dbs[1]
+	})
+}
+
+func TestConformanceMetadataEdits(t *testing.T) {
+	storetest.TestMetadataEdits(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(filepath.Join(t.TempDir(), "docmind.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}

@@ -1,0 +1,97 @@
+package ingest
+
+import (
+	"strings"
+	"unicode"
+)
+
+// detectLanguage guesses a document's main language from its first 20,000 characters (the derived
+// "language" metadata): by script for Chinese, Japanese, Korean, Russian, Arabic and Greek, by the
+// commonest function words for English, French, German, Spanish, Italian, Portuguese and Dutch.
+// Empty when the text is too short or nothing stands out: a wrong language is worse than none.
+func detectLanguage(md string) string {
+	var han, kana, hangul, cyr, arabic, greek, latin int
+	n := 0
+	for _, r := range md {
+		if n++; n > 20000 {
+			break
+		}
+		switch {
+		case unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r):
+			kana++
+		case unicode.Is(unicode.Han, r):
+			han++
+		case unicode.Is(unicode.Hangul, r):
+			hangul++
+		case unicode.Is(unicode.Cyrillic, r):
+			cyr++
+		case unicode.Is(unicode.Arabic, r):
+			arabic++
+		case unicode.Is(unicode.Greek, r):
+			greek++
+		case unicode.Is(unicode.Latin, r):
+			latin++
+		}
+	}
+	letters := han + kana + hangul + cyr + arabic + greek + latin
+	if letters < 15 { // a CJK character says more than a Latin letter: 15 of them are a sentence
+		return ""
+	}
+	switch {
+	case kana*10 > letters: // Japanese mixes kana with kanji
+		return "ja"
+	case han*2 > letters:
+		return "zh"
+	case hangul*2 > letters:
+		return "ko"
+	case cyr*2 > letters:
+		return "ru"
+	case arabic*2 > letters:
+		return "ar"
+	case greek*2 > letters:
+		return "el"
+	case latin*2 <= letters || latin < 40:
+		return ""
+	}
+	counts := map[string]int{}
+	words := 0
+	for _, w := range strings.FieldsFunc(strings.ToLower(md[:min(len(md), 60000)]), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		words++
+		for lang, set := range functionWords {
+			if set[w] {
+				counts[lang]++
+			}
+		}
+	}
+	best, second := "", 0
+	for lang, c := range counts {
+		if c > counts[best] || (c == counts[best] && lang < best) {
+			best, second = lang, counts[best]
+		} else if c > second {
+			second = c
+		}
+	}
+	// at least 5% of the words, and clearly ahead of the runner-up
+	if best == "" || counts[best]*20 < words || counts[best] < 2*second {
+		return ""
+	}
+	return best
+}
+
+var functionWords = map[string]map[string]bool{
+	"en": words("the and of to is are for with that this be on by not or from"),
+	"fr": words("le la les des est et une du pour dans que qui sur au avec pas"),
+	"de": words("der die das und ist nicht mit sich den dem ein eine auf für von"),
+	"es": words("el la los las del que por para con una es y se como al"),
+	"it": words("il di che è per una con non sono della gli nel alla le"),
+	"pt": words("o os da do que em para com uma não são dos das no na"),
+	"nl": words("de het een van en is niet op dat voor met zijn te aan"),
+}
+
+func words(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
