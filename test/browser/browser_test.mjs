@@ -1342,6 +1342,97 @@ test("\"direct\" uploads (and a server that says nothing) keep the multipart upl
 });
 
 // last: it stops the server the other tests use
+// filter chips (issue #23 item 5, filters.js): two documents that answer the same question, told apart
+// only by their front matter's year, in their own knowledge base
+test("filter chips: year=2025 restricts the answer's sources to the 2025 document and travels in the request; a bad chip is refused without a request; a refused filter keeps the question; chips persist, and removed send none", async (t) => {
+  const made = await postJSON("/api/kbs", { name: "chips-kb" });
+  assert.equal(made.status, 201);
+  const ids = [];
+  for (const year of [2024, 2025]) {
+    const form = new FormData();
+    // different wording, so that neither passage is dropped as a near-duplicate of the other
+    const body = year === 2024
+      ? "In 2024 the remote work allowance was 30 euros per month, paid quarterly with the salary. Staff claimed the remote work allowance by emailing the HR office a signed form."
+      : "From 2025 the remote work allowance is 50 euros a month for internet and equipment. Employees claim the remote work allowance in the expenses portal under Home office.";
+    form.append("file", new Blob([`---\nyear: ${year}\nauthor: Policy Team\n---\n# Remote work allowance ${year}\n\n${body}\n`]), `remote-${year}.md`);
+    const up = await fetch(`${base}/api/kbs/chips-kb/documents`, { method: "POST", body: form });
+    assert.ok(up.ok, `upload: ${up.status}`);
+    ids.push((await up.json()).id);
+  }
+  await until("both documents to be ready", async () => {
+    const docs = await Promise.all(ids.map(id => getJSON(`/api/documents/${id}`)));
+    return docs.every(d => d.status === "ready");
+  });
+  assert.deepEqual((await getJSON(`/api/documents/${ids[1]}`)).metadata.year, 2025, "the front matter became metadata");
+  const p = await page(t);
+  const sent = []; // every request the page makes, with the body of the API's POSTs
+  p.on("request", (r) => sent.push({ url: r.url(), body: r.method() === "POST" && r.url().includes("/api/") && r.postData()?.startsWith("{") ? r.postDataJSON() : null }));
+  await p.selectOption("#kb", "chips-kb");
+  const question = "What is the remote work allowance and how do employees claim it?";
+
+  // a malformed chip: refused inline with its reason, no chip, nothing sent
+  const before = sent.length;
+  await p.fill("#filters .filter-input", "year>=soon");
+  await p.press("#filters .filter-input", "Enter");
+  assert.match(await p.locator("#filters .filter-msg").textContent(), /^Filter refused: “soon” is neither a number nor a date/);
+  assert.equal(await p.locator("#filters .chip").count(), 0);
+  assert.equal(await p.inputValue("#filters .filter-input"), "year>=soon", "the refused text stays to be corrected");
+  assert.equal(sent.length, before, "a refused chip sends no request");
+
+  // year=2025: a chip shown as text, and the answer's sources are all the 2025 document's
+  await p.fill("#filters .filter-input", "year=2025");
+  await p.press("#filters .filter-input", "Enter");
+  assert.deepEqual(await p.locator("#filters .chip .chip-text").allTextContents(), ["year = 2025"]);
+  assert.equal(await p.locator("#filters .filter-msg").textContent(), "");
+  const turn = await askAndWait(p, question);
+  const chat = sent.filter(r => r.url.endsWith("/api/chat"));
+  assert.deepEqual(chat.at(-1).body.filter, { key: "year", eq: 2025 }, "the request carried the filter");
+  assert.deepEqual(chat.at(-1).body.kbs, ["chips-kb"]);
+  const where = await turn.locator(".sources li .where").allTextContents();
+  assert.ok(where.length >= 1, "the answer has sources");
+  assert.deepEqual([...new Set(where)], ["remote-2025.md"], `every source is the 2025 document: ${where}`);
+
+  // the chips persist in the tab: a reload shows the same chip, and the retrieval test sends it too
+  await p.reload();
+  assert.deepEqual(await p.locator("#filters .chip .chip-text").allTextContents(), ["year = 2025"]);
+  await p.click("#tab-kb");
+  await p.selectOption("#kb", "chips-kb");
+  assert.deepEqual(await p.locator("#search-filters .chip .chip-text").allTextContents(), ["year = 2025"], "the retrieval test shows the same chips");
+  await p.fill("#search-q", "remote work allowance");
+  await p.click("#search-form button");
+  await p.locator(".stage").first().waitFor();
+  const search = sent.filter(r => r.url.endsWith("/api/search")).at(-1);
+  assert.deepEqual(search.body.filter, { key: "year", eq: 2025 });
+  const evidence = await p.locator(".stage", { has: p.locator("h3", { hasText: "Evidence" }) }).locator("tbody tr td:nth-child(3)").allTextContents();
+  assert.ok(evidence.length >= 1 && evidence.every(s => s.startsWith("remote-2025.md")), `evidence: ${evidence}`);
+  await p.click("#tab-chat");
+
+  // a filter no document passes: the server's refusal shows by the chips, the question stays, no turn
+  await p.fill("#filters .filter-input", "year<2000");
+  await p.press("#filters .filter-input", "Enter");
+  assert.deepEqual(await p.locator("#filters .chip .chip-text").allTextContents(), ["year = 2025", "year < 2000"]);
+  await p.fill("#question", question);
+  await p.press("#question", "Enter");
+  await p.locator("#filters .filter-msg", { hasText: "Filter refused by the server" }).waitFor();
+  assert.match(await p.locator("#filters .filter-msg").textContent(), /passes the filter/);
+  assert.deepEqual(sent.filter(r => r.url.endsWith("/api/chat")).at(-1).body.filter, { and: [{ key: "year", eq: 2025 }, { key: "year", lt: 2000 }] });
+  assert.equal(await p.inputValue("#question"), question, "the question is kept");
+  assert.equal(await p.locator(".turn").count(), 0, "no failed turn for a refused filter");
+
+  // removing the chips one by one (the last by Clear) sends no filter; the unfiltered answer reads both years
+  await p.getByRole("button", { name: "Remove the filter year < 2000" }).click();
+  assert.deepEqual(await p.locator("#filters .chip .chip-text").allTextContents(), ["year = 2025"]);
+  await p.getByRole("button", { name: "Clear all filters" }).click();
+  assert.equal(await p.locator("#filters .chip").count(), 0);
+  assert.equal(await p.evaluate(() => sessionStorage.getItem("docmind.filterChips")), "[]");
+  const open = await askAndWait(p, question);
+  const last = sent.filter(r => r.url.endsWith("/api/chat")).at(-1);
+  assert.ok(!("filter" in last.body), `no filter field: ${JSON.stringify(last.body)}`);
+  const all = new Set(await open.locator(".sources li .where").allTextContents());
+  assert.ok(all.has("remote-2024.md") && all.has("remote-2025.md"), `unfiltered, both documents are sources: ${[...all]}`);
+  assert.deepEqual(p.errors, []);
+});
+
 test("with the server gone mid-answer or stopped, asking shows a clear error, keeps the question and offers retry", async (t) => {
   const p = await page(t);
   await p.locator("#kb option").nth(1).waitFor({ state: "attached" });
@@ -1380,3 +1471,4 @@ test("with the server gone mid-answer or stopped, asking shows a clear error, ke
   assert.ok(await fail.getByRole("button", { name: "Retry" }).isVisible());
   assert.deepEqual(p.errors, []);
 });
+

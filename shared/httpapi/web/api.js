@@ -77,7 +77,7 @@ export async function errorMessage(r) {
 
 export async function api(path, opts = {}) {
   const r = await request(path, opts);
-  if (!r.ok) throw new Error(await errorMessage(r));
+  if (!r.ok) throw Object.assign(new Error(await errorMessage(r)), { status: r.status });
   return r.status === 204 ? null : r.json();
 }
 

@@ -7,13 +7,14 @@
 // dialogs), api.js (same-origin requests with the key), signin.js (the key dialog, who is signed in),
 // markdown.js (parser and text-node renderer), chat.js (a question's stream, its turn), conversations.js
 // (history, memories), kbs.js (knowledge bases, documents, chunks), uploads.js, search.js (the
-// retrieval test) and shell.js (views, the phone menu). Their pure functions are tested with node
-// (app_test.mjs); the DOM code runs only in a browser (test/browser drives it). This module wires the
-// controls and starts the page.
+// retrieval test), filters.js (metadata filter chips) and shell.js (views, the phone menu). Their pure
+// functions are tested with node (app_test.mjs); the DOM code runs only in a browser (test/browser
+// drives it). This module wires the controls and starts the page.
 
 import { submitQuestion } from "./chat.js";
 import { loadConversations, renderConversations, newConversation, loadMemories } from "./conversations.js";
 import { $, state, alertStatus } from "./dom.js";
+import { mountFilters } from "./filters.js";
 import { loadKBs, chooseKB, createKB } from "./kbs.js";
 import { runSearch } from "./search.js";
 import { showView, toggleMenu, closeMenu } from "./shell.js";
@@ -21,6 +22,7 @@ import { loadMe, signOut } from "./signin.js";
 import { dropElsewhere, uploadFiles } from "./uploads.js";
 
 function wire() {
+  mountFilters();
   $("ask").onsubmit = (e) => {
     e.preventDefault();
     const q = $("question").value.trim();

@@ -209,3 +209,60 @@ test("an S3 refusal's message and sizes in words", () => {
   assert.equal(megabytes(12_345_678), "12 MB");
   assert.equal(megabytes(2_500_000), "2.5 MB");
 });
+
+import { parseChip, combine, isDate, isFilterRefusal } from "./filters.js";
+
+test("parseChip: each chip form becomes one condition of the server's filter, labelled as typed back", () => {
+  assert.deepEqual(parseChip("year=2025"), { filter: { key: "year", eq: 2025 }, label: "year = 2025" });
+  assert.deepEqual(parseChip(' year = "2025" '), { filter: { key: "year", eq: "2025" }, label: 'year = "2025"' });
+  assert.deepEqual(parseChip("version=1.10"), { filter: { key: "version", eq: "1.10" }, label: "version = 1.10" }, "1.10 stays text, as in front matter");
+  assert.deepEqual(parseChip("author=Jane Roe"), { filter: { key: "author", eq: "Jane Roe" }, label: "author = Jane Roe" });
+  assert.deepEqual(parseChip("tags in leave, policy,2024"), { filter: { key: "tags", in: ["leave", "policy", 2024] }, label: "tags in leave, policy, 2024" });
+  assert.deepEqual(parseChip("date>=2025-01-01"), { filter: { key: "date", gte: "2025-01-01" }, label: "date >= 2025-01-01" });
+  assert.deepEqual(parseChip("year<2025"), { filter: { key: "year", lt: 2025 }, label: "year < 2025" });
+  assert.deepEqual(parseChip("year > -1.5").filter, { key: "year", gt: -1.5 });
+  assert.deepEqual(parseChip("modified<=2025-03-01T10:00:00Z").filter, { key: "modified", lte: "2025-03-01T10:00:00Z" });
+  assert.deepEqual(parseChip("HAS owner"), { filter: { key: "owner", exists: true }, label: "has owner" });
+  // a label parses back to the same chip (the chips kept in sessionStorage are their labels)
+  for (const t of ["year=2025", 'year="2025"', "version=1.10", "tags in a,b", "date>=2025-01-01", "has owner", "note=x in y"]) {
+    const c = parseChip(t);
+    assert.deepEqual(parseChip(c.label), c, t);
+  }
+  assert.deepEqual(parseChip("note=x in y").filter, { key: "note", eq: "x in y" });
+});
+
+test("parseChip refuses, with the reason, every chip the server would refuse", () => {
+  const refused = {
+    "": /type a filter/,
+    "year": /not understood/,
+    "=2025": /key is missing/,
+    "bad key!x=1": /not a key|not understood/,
+    "ye ar=1": /not a key|not understood/,
+    [`${"k".repeat(65)}=1`]: /not a key: 1-64 characters/,
+    "year=": /value is empty/,
+    "tags in a,,b": /value is empty in the list/,
+    "year>=soon": /neither a number nor a date/,
+    "date<2025-02-30": /neither a number nor a date/,
+    "year>=\"2025\"": /neither a number nor a date/,
+    "year!=2025": /not offered/,
+    "has": /not understood/,
+    "has two words": /not understood/,
+    [`note=${"x".repeat(1025)}`]: /at most 1024 bytes/,
+    [`tags in ${Array.from({ length: 101 }, (_, i) => `v${i}`).join(",")}`]: /at most 100 values/,
+  };
+  for (const [text, why] of Object.entries(refused)) {
+    const c = parseChip(text);
+    assert.equal(c.filter, undefined, text);
+    assert.match(c.error, why, text);
+  }
+});
+
+test("combine: no chips send no filter, one is itself, more are joined with and", () => {
+  assert.equal(combine([]), undefined);
+  const a = parseChip("year=2025"), b = parseChip("has owner");
+  assert.deepEqual(combine([a]), { key: "year", eq: 2025 });
+  assert.deepEqual(combine([a, b]), { and: [{ key: "year", eq: 2025 }, { key: "owner", exists: true }] });
+  assert.ok(isDate("2024-02-29") && !isDate("2025-02-29") && !isDate("2025-1-01"));
+  assert.ok(isFilterRefusal(400, "filter.gte: x") && isFilterRefusal(404, "no document in the knowledge bases asked passes the filter"));
+  assert.ok(!isFilterRefusal(500, "filter") && !isFilterRefusal(400, "question is empty"));
+});

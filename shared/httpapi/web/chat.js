@@ -5,6 +5,7 @@ import { readChunk, request, errorMessage } from "./api.js";
 import { loadConversations, loadMemories } from "./conversations.js";
 import { $, el, button, state, announce } from "./dom.js";
 import { stageSummary } from "./kbs.js";
+import { activeFilter, isFilterRefusal, showFilterError } from "./filters.js";
 import { safeHref, plainText, findClaim, renderMarkdown } from "./markdown.js";
 
 // parseSSE turns buffered text into complete events and the unparsed rest.
@@ -327,6 +328,8 @@ export async function ask(question) {
   const body = { question };
   if ($("kb").value) body.kbs = [$("kb").value];
   if (state.conversation) body.conversation_id = state.conversation;
+  const filter = activeFilter();
+  if (filter) body.filter = filter;
   const controller = new AbortController();
   state.controller = controller;
   const epoch = state.convEpoch;
@@ -334,7 +337,19 @@ export async function ask(question) {
   setStreaming(true);
   try {
     const r = await request("/api/chat", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal: controller.signal });
-    if (!r.ok) { failTurn(turn, await errorMessage(r), false); return; }
+    if (!r.ok) {
+      const message = await errorMessage(r);
+      if (filter && isFilterRefusal(r.status, message)) {
+        // the filter is what was refused: said by the chips, the question back in the box, no failed turn
+        showFilterError("chat", message);
+        turn.root.remove();
+        if (!$("question").value) $("question").value = question;
+        return;
+      }
+      failTurn(turn, message, false);
+      return;
+    }
+    showFilterError("chat", "");
     started = r.headers.get("X-Docmind-Conversation") || "";
     const reader = r.body.getReader();
     const dec = new TextDecoder();

@@ -2,6 +2,7 @@
 
 import { postJSON } from "./api.js";
 import { $, el, state } from "./dom.js";
+import { activeFilter, isFilterRefusal, showFilterError } from "./filters.js";
 import { stageSummary } from "./kbs.js";
 import { plainText } from "./markdown.js";
 
@@ -13,14 +14,19 @@ export async function runSearch(e) {
   const query = $("search-q").value.trim();
   if (!query) return;
   out.textContent = "Searching…";
+  const body = $("kb").value ? { query, kbs: [$("kb").value] } : { query };
+  const filter = activeFilter();
+  if (filter) body.filter = filter;
   let res;
   try {
-    res = await postJSON("/api/search", $("kb").value ? { query, kbs: [$("kb").value] } : { query });
+    res = await postJSON("/api/search", body);
   } catch (err) {
     out.textContent = "";
-    out.append(el("p", "error", err.message));
+    if (filter && isFilterRefusal(err.status, err.message)) showFilterError("search", err.message);
+    else out.append(el("p", "error", err.message));
     return;
   }
+  showFilterError("search", "");
   out.textContent = "";
   const p = res.profile || {};
   out.append(el("p", "hint", `Query profile: ${p.specificity || "?"}, ${p.complexity || "?"} (BM25 weight ${fmt(p.bm25_weight)}, vector weight ${fmt(p.vector_weight)})${p.reason ? ` ${p.reason}` : ""}`));
