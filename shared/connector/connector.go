@@ -87,3 +87,19 @@ type Item struct {
 	// Calls counts the requests this fetch made.
 	Calls int
 }
+
+// LastOfEach keeps, of a change feed in which an item may appear more than once (Graph's delta,
+// Drive's changes), each item's last occurrence, in feed order: its last change is its state.
+func LastOfEach[T any](feed []T, id func(T) string) []T {
+	last := make(map[string]int, len(feed))
+	for i, x := range feed {
+		last[id(x)] = i
+	}
+	kept := feed[:0:0]
+	for i, x := range feed {
+		if last[id(x)] == i {
+			kept = append(kept, x)
+		}
+	}
+	return kept
+}

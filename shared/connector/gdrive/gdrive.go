@@ -281,14 +281,11 @@ func (c *Connector) Changes(ctx context.Context, cursor string, known []connecto
 		}
 	}
 	// a file may change more than once in the feed: its last change is its state
-	last := make(map[string]int, len(feed))
-	for i, ch := range feed {
-		last[ch.FileID] = i
-	}
+	feed = connector.LastOfEach(feed, func(ch change) string { return ch.FileID })
 	seen := map[string]bool{}
 	gone := map[string]bool{} // folders trashed or removed in this feed
-	for i, ch := range feed {
-		if ch.ChangeType == "drive" || ch.FileID == "" || last[ch.FileID] != i {
+	for _, ch := range feed {
+		if ch.ChangeType == "drive" || ch.FileID == "" {
 			continue
 		}
 		_, isKnown := knownIDs[ch.FileID]

@@ -273,17 +273,7 @@ func (c *Connector) Changes(ctx context.Context, cursor string, known []connecto
 // that was deleted or moved out.
 func (c *Connector) changes(items []driveItem, known []connector.Known) []connector.Change {
 	// the same item may appear more than once in a delta feed: its last occurrence is its state
-	last := make(map[string]int, len(items))
-	for i, it := range items {
-		last[it.ID] = i
-	}
-	kept := items[:0:0]
-	for i, it := range items {
-		if last[it.ID] == i {
-			kept = append(kept, it)
-		}
-	}
-	items = kept
+	items = connector.LastOfEach(items, func(it driveItem) string { return it.ID })
 	// the folder tree: parents seen in this listing, then those remembered with known items
 	parentOf := map[string]string{}
 	gone := map[string]bool{} // folders deleted or out of scope
