@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/docmind/docmind/shared/netx"
 )
 
 // The ports: the SDK clients' methods the smoke calls (*cloudformation.Client, *lambda.Client).
@@ -141,7 +144,10 @@ func Failed(rs []Result) bool {
 
 func (s *Smoke) defaults() {
 	if s.HTTP == nil {
-		s.HTTP = &http.Client{Transport: http.DefaultTransport}
+		// the hardened client (SR-11), with room for a streamed answer and an upload; loopback allowed:
+		// the stack's URLs are the operator's own, or an emulated stack on this machine
+		s.HTTP = netx.NewClient(netx.Options{Timeout: 5 * time.Minute, MaxBytes: 64 << 20,
+			Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
 	}
 	if s.KB == "" {
 		s.KB = "smoke"
