@@ -247,35 +247,14 @@ func connectorSource(ctx context.Context, cfg config.Config, c rag.Connector, ge
 		}
 		return web.New(wc, connectorHTTP(cfg)), nil
 	case "confluence":
-		cc, err := confluence.ParseConfig([]byte(c.Config))
-		if err != nil {
-			return nil, err
-		}
-		creds, err := connector.LoadCredentials(ctx, c.Name, cc.CredentialRef, confluence.CredentialKeys, getenv, secrets)
-		if err != nil {
-			return nil, err
-		}
-		return confluence.New(cc, creds, connectorHTTP(cfg)), nil
+		return credentialed(ctx, cfg, c, confluence.ParseConfig, func(cc confluence.Config) connector.CredentialRef { return cc.CredentialRef },
+			confluence.CredentialKeys, getenv, secrets, confluence.New)
 	case "sharepoint":
-		sc, err := sharepoint.ParseConfig([]byte(c.Config))
-		if err != nil {
-			return nil, err
-		}
-		creds, err := connector.LoadCredentials(ctx, c.Name, sc.CredentialRef, sharepoint.CredentialKeys, getenv, secrets)
-		if err != nil {
-			return nil, err
-		}
-		return sharepoint.New(sc, creds, connectorHTTP(cfg)), nil
+		return credentialed(ctx, cfg, c, sharepoint.ParseConfig, func(sc sharepoint.Config) connector.CredentialRef { return sc.CredentialRef },
+			sharepoint.CredentialKeys, getenv, secrets, sharepoint.New)
 	case "gdrive":
-		gc, err := gdrive.ParseConfig([]byte(c.Config))
-		if err != nil {
-			return nil, err
-		}
-		creds, err := connector.LoadCredentials(ctx, c.Name, gc.CredentialRef, gdrive.CredentialKeys, getenv, secrets)
-		if err != nil {
-			return nil, err
-		}
-		return gdrive.New(gc, creds, connectorHTTP(cfg)), nil
+		return credentialed(ctx, cfg, c, gdrive.ParseConfig, func(gc gdrive.Config) connector.CredentialRef { return gc.CredentialRef },
+			gdrive.CredentialKeys, getenv, secrets, gdrive.New)
 	}
 	if !slices.Contains(rag.ConnectorTypes, c.Type) {
 		return nil, rag.Errorf("docmind", rag.KindInvalid, "connector type %q is not one of %s", c.Type, strings.Join(rag.ConnectorTypes, ", "))
@@ -316,4 +295,21 @@ func (m *Main) syncAll(ctx context.Context) {
 		m.Logger.Info("connector synced", "connector", c.Name, "status", res.Status, "added", res.Added, "updated", res.Updated,
 			"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
 	}
+}
+
+// credentialed builds a connector that signs in to its source: its settings parsed (C), the
+// credentials they name loaded (variables, a file or a secret), then the source over the hardened
+// client.
+func credentialed[C any, S connector.Source](ctx context.Context, cfg config.Config, c rag.Connector, parse func([]byte) (C, error),
+	ref func(C) connector.CredentialRef, keys []string, getenv func(string) string, secrets connector.SecretReader,
+	build func(C, connector.Credentials, *connector.HTTP) S) (connector.Source, error) {
+	settings, err := parse([]byte(c.Config))
+	if err != nil {
+		return nil, err
+	}
+	creds, err := connector.LoadCredentials(ctx, c.Name, ref(settings), keys, getenv, secrets)
+	if err != nil {
+		return nil, err
+	}
+	return build(settings, creds, connectorHTTP(cfg)), nil
 }
