@@ -51,11 +51,18 @@ func TestConformanceIdentity(t *testing.T) {
 	})
 }
 
-// TestConformanceLeases runs the lease contract with a full pool (go-mysql-server serialises the
-// conditional UPDATE itself), so contenders really race on separate connections.
+// TestConformanceLeases runs the lease contract. Against a real server (DOCMIND_TEST_MYSQL_DSN, MariaDB
+// in .ci/run) the pool is full, so contenders really race on separate connections. The in-process
+// go-mysql-server does not hold the primary key between concurrent INSERTs (two contenders for a new
+// lease both inserted it, once in a CI run), so there the pool is one connection: the contract is
+// checked, the engine's race is MariaDB's to show.
 func TestConformanceLeases(t *testing.T) {
+	opts := Options{}
+	if !mysqltest.Real() {
+		opts.MaxOpenConns = 1
+	}
 	storetest.TestLeases(t, func(t *testing.T) *sqldb.DB {
-		db, err := Open(context.Background(), mysqltest.Database(t), Options{}, nil)
+		db, err := Open(context.Background(), mysqltest.Database(t), opts, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
