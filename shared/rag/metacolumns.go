@@ -21,6 +21,7 @@ type metaColumn struct {
 	nums    map[float64][]int32
 	byNum   []numRow  // ascending
 	byDate  []dateRow // ascending
+	lists   []int32   // the rows holding a list (for Facets' type)
 }
 
 type numRow struct {
@@ -58,6 +59,7 @@ func (k *MetaKeys) Columns(docs []MetaDoc) *MetaColumns {
 				col.nums[v.n] = append(col.nums[v.n], r)
 				col.byNum = append(col.byNum, numRow{v.n, r})
 			case valList:
+				col.lists = append(col.lists, r)
 				for _, s := range v.list {
 					col.strs[s] = append(col.strs[s], r)
 				}
@@ -94,7 +96,7 @@ func compareDate(as int64, an int32, bs int64, bn int32) int {
 func (c *MetaColumns) Size() int {
 	n := 64
 	for _, col := range c.cols {
-		n += len(col.present)*8 + len(col.byNum)*16 + len(col.byDate)*24
+		n += len(col.present)*8 + len(col.byNum)*16 + len(col.byDate)*24 + len(col.lists)*4
 		for s, rows := range col.strs {
 			n += len(s) + 48 + len(rows)*4
 		}

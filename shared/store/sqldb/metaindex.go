@@ -272,40 +272,16 @@ func (s *DB) applyMeta(tenant string, gen int64, change metaChange) {
 // matchIndexed judges f with the tenant's index; ok is false when the index is off or the tenant is
 // too big for it (the caller scans in SQL).
 func (s *DB) matchIndexed(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) (ids []string, ok bool, err error) {
-	e := s.meta.entry(tenant)
-	if e == nil {
-		return nil, false, nil
-	}
-	gen, err := metaGeneration(ctx, s.db, tenant)
-	if err != nil {
-		return nil, false, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.gen != gen {
-		if err := s.buildMeta(ctx, tenant, gen, e); err != nil {
-			return nil, false, err
+	ok, err = s.withMetaIndex(ctx, tenant, func(e *tenantMeta) {
+		pass := f.Compile(e.keys).Eval(e.cols)
+		mask := e.liveMask(kbIDs, len(pass))
+		ids = []string{}
+		for i := range pass {
+			pass[i] &= mask[i]
 		}
-	}
-	if e.tooBig {
-		return nil, false, nil
-	}
-	e.view()
-	pass := f.Compile(e.keys).Eval(e.cols)
-	mask := make([]uint64, len(pass)) // the live rows of the knowledge bases asked
-	for _, kb := range slices.Compact(slices.Sorted(slices.Values(kbIDs))) {
-		if n, ok := e.kbs[kb]; ok && e.live[n] != nil {
-			for i, w := range e.live[n] {
-				mask[i] |= w
-			}
-		}
-	}
-	out := []string{}
-	for i := range pass {
-		pass[i] &= mask[i]
-	}
-	rag.Rows(pass, func(row int) { out = append(out, e.rows[row].id) })
-	return out, true, nil
+		rag.Rows(pass, func(row int) { ids = append(ids, e.rows[row].id) })
+	})
+	return ids, ok, err
 }
 
 // buildMeta loads the tenant's documents and metadata into e, recording gen, the generation read

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -85,6 +86,46 @@ func TestDocumentMetadata(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		}
 		if _, err := db.MatchDocuments(ctx, "t1", nil, nil); !rag.Is(err, rag.KindInvalid) {
 			t.Errorf("MatchDocuments without knowledge bases = %v; want Invalid", err)
+		}
+	})
+
+	t.Run("MetadataFacets", func(t *testing.T) {
+		// a, b live with metadata, c live without, gone deleted, foreign another tenant's: the
+		// deleted and the foreign document's values never show, with the index and by the scan
+		for _, indexed := range []bool{true, false} {
+			if !indexed {
+				db.SetMetaIndexLimit(0)
+			}
+			facets, err := db.MetadataFacets(ctx, "t1", []string{kb.ID}, 10)
+			if err != nil {
+				t.Fatalf("MetadataFacets(indexed %v): %v", indexed, err)
+			}
+			got := map[string]string{}
+			for _, f := range facets {
+				got[f.Key] = fmt.Sprintf("%s %d/%d %v %v-%v", f.Type, f.Documents, f.Distinct, f.Values, f.Min, f.Max)
+			}
+			want := map[string]string{
+				"source":   "string 2/2 [{confluence 1} {web 1}] <nil>-<nil>",
+				"year":     "number 2/2 [{2024 1} {2025 1}] 2024-2025",
+				"labels":   "list 1/1 [{hr 1}] <nil>-<nil>",
+				"modified": "date 1/0 [] 2025-03-01-2025-03-01",
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("MetadataFacets(indexed %v) = %v; want %v", indexed, got, want)
+			}
+			if len(facets) != 4 || facets[0].Documents != 2 || facets[0].Key != "source" {
+				t.Errorf("MetadataFacets order = %+v; want most documents first, then by key", facets)
+			}
+			if f, err := db.MetadataFacets(ctx, "t2", []string{kb.ID}, 10); err != nil || len(f) != 0 {
+				t.Errorf("MetadataFacets(t2, t1's knowledge base) = %v, %v; want nothing", f, err)
+			}
+			if f, _ := db.MetadataFacets(ctx, "t1", []string{kb.ID}, 1); len(f[0].Values) != 1 || f[0].Distinct != 2 {
+				t.Errorf("MetadataFacets(top 1) = %+v; want one value of two", f[0])
+			}
+		}
+		db.SetMetaIndexLimit(sqldb.DefaultMetaIndexBytes)
+		if _, err := db.MetadataFacets(ctx, "t1", nil, 10); !rag.Is(err, rag.KindInvalid) {
+			t.Errorf("MetadataFacets without knowledge bases = %v; want Invalid", err)
 		}
 	})
 

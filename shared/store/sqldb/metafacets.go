@@ -1,0 +1,117 @@
+package sqldb
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// MetadataFacets describes the metadata of the live documents of the tenant's knowledge bases kbIDs:
+// every key with its type, how many documents have it and its top most common values
+// (rag.MetaColumns.Facets), keys with most documents first. Empty when no document has metadata.
+// kbIDs must not be empty: the caller has already resolved which knowledge bases the principal may
+// read. Read from the in-memory metadata index (as MatchDocuments), or by a scan where the index is
+// off or the tenant too big for it.
+func (s *DB) MetadataFacets(ctx context.Context, tenant string, kbIDs []string, top int) ([]rag.MetaFacet, error) {
+	const op = "sqldb.MetadataFacets"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	if len(kbIDs) == 0 {
+		return nil, rag.Errorf(op, rag.KindInvalid, "no knowledge bases to describe")
+	}
+	if err := rag.ValidateIDs("kb id", kbIDs); err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
+	var out []rag.MetaFacet
+	ok, err := s.withMetaIndex(ctx, tenant, func(e *tenantMeta) {
+		out = e.cols.Facets(e.keys, e.liveMask(kbIDs, (len(e.rows)+63)/64), top)
+	})
+	if err != nil || ok {
+		return nonNil(out), s.classify(op, err)
+	}
+	return s.facetsScan(ctx, tenant, kbIDs, top)
+}
+
+func nonNil(f []rag.MetaFacet) []rag.MetaFacet {
+	if f == nil {
+		return []rag.MetaFacet{}
+	}
+	return f
+}
+
+// facetsScan is MetadataFacets over a column view built for this call from a scan of the rows.
+func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top int) ([]rag.MetaFacet, error) {
+	const op = "sqldb.MetadataFacets"
+	args := []any{tenant}
+	for _, id := range kbIDs {
+		args = append(args, id)
+	}
+	args = append(args, rag.StatusDeleted)
+	rows, err := s.db.QueryContext(ctx, `SELECT COALESCE(m.metadata, '') FROM documents d
+		LEFT JOIN document_metadata m ON m.tenant_id = d.tenant_id AND m.document_id = d.id
+		WHERE d.tenant_id = ? AND d.kb_id IN (?`+strings.Repeat(", ?", len(kbIDs)-1)+`) AND d.status <> ?`, args...)
+	if err != nil {
+		return nil, s.classify(op, err)
+	}
+	defer rows.Close()
+	keys := rag.NewMetaKeys()
+	var docs []rag.MetaDoc
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, s.classify(op, err)
+		}
+		docs = append(docs, keys.Prepare(decodeMetadata(raw)))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.classify(op, err)
+	}
+	mask := make([]uint64, (len(docs)+63)/64)
+	for i := range docs {
+		mask[i/64] |= 1 << (i % 64)
+	}
+	return nonNil(keys.Columns(docs).Facets(keys, mask, top)), nil
+}
+
+// withMetaIndex runs fn over the tenant's current index, its view ready, with the tenant's lock held;
+// ok is false (fn not run) when the index is off or the tenant too big for it.
+func (s *DB) withMetaIndex(ctx context.Context, tenant string, fn func(e *tenantMeta)) (ok bool, err error) {
+	e := s.meta.entry(tenant)
+	if e == nil {
+		return false, nil
+	}
+	gen, err := metaGeneration(ctx, s.db, tenant)
+	if err != nil {
+		return false, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gen != gen {
+		if err := s.buildMeta(ctx, tenant, gen, e); err != nil {
+			return false, err
+		}
+	}
+	if e.tooBig {
+		return false, nil
+	}
+	e.view()
+	fn(e)
+	return true, nil
+}
+
+// liveMask is the live rows of the knowledge bases asked, as a bitset of words words. Called after
+// view.
+func (e *tenantMeta) liveMask(kbIDs []string, words int) []uint64 {
+	mask := make([]uint64, words)
+	for _, kb := range slices.Compact(slices.Sorted(slices.Values(kbIDs))) {
+		if n, ok := e.kbs[kb]; ok && e.live[n] != nil {
+			for i, w := range e.live[n] {
+				mask[i] |= w
+			}
+		}
+	}
+	return mask
+}
