@@ -15,7 +15,8 @@ const (
 	EventUnderstanding     = "understanding"
 	EventRouting           = "routing"
 	EventAgentStep         = "agent_step"
-	EventCached            = "cached" // payload: CacheOrigin, first on a replay from the semantic cache
+	EventCached            = "cached"          // payload: CacheOrigin, first on a replay from the semantic cache
+	EventInferredFilter    = "inferred_filter" // payload: *InferredFilter, after understanding and on a fallback
 	EventRetrieval         = "retrieval"
 	EventGrader            = "grader" // payload: rank.Grade
 	EventRerank            = "rerank"

@@ -34,7 +34,9 @@ type Request struct {
 	// Restrict is the documents a metadata filter lets through (docs/metadata-filters.md): retrieval is
 	// limited to them on every path, without the SELECTED_DOC reading. Empty: no restriction.
 	Restrict []string `json:"restrict,omitempty"`
-	Question string   `json:"question"`
+	// FilterKeys are the keys the user's metadata filter names: filter inference leaves them alone.
+	FilterKeys []string `json:"filter_keys,omitempty"`
+	Question   string   `json:"question"`
 	// History is the conversation's earlier turns, oldest first (the prompt keeps the newest that fit).
 	History []llm.Message `json:"history,omitempty"`
 	// HistoryAt, when given, is each History message's time; with it, Summary (covering the messages up
@@ -77,6 +79,8 @@ type Pipeline struct {
 	Catalog Catalog
 	// Cache is the semantic cache (nil: off).
 	Cache *SemanticCache
+	// Infer reads the knowledge bases' metadata for filter inference (infer.go); nil: no inference.
+	Infer MetaCatalog
 	// Understander makes the merged understanding call (nil: rules only).
 	Understander *Understander
 	// Web searches the web when the grader asks for compensation (nil: off).
@@ -155,6 +159,8 @@ type Done struct {
 	// taught.
 	MemoriesUsed    int `json:"memories_used,omitempty"`
 	MemoriesWritten int `json:"memories_written,omitempty"`
+	// InferredFilter is the metadata filter read from the question, when one was (infer.go).
+	InferredFilter *InferredFilter `json:"inferred_filter,omitempty"`
 	// Recommendations are up to 3 related documents: retrieved for the question but not cited.
 	Recommendations []Recommendation `json:"recommendations"`
 	// Claims are the answer's cited sentences checked against the passages they cite, in answer
@@ -266,6 +272,7 @@ func (p *Pipeline) Begin(ctx context.Context, req Request, emit Emit) (st *State
 		return nil, nil, err
 	}
 	if prepared == nil {
+		p.infer(ctx, st) // before the cache: the inferred filter is part of the answer's scope
 		prepared = p.lookup(ctx, st)
 	}
 	if prepared == nil {
@@ -277,6 +284,11 @@ func (p *Pipeline) Begin(ctx context.Context, req Request, emit Emit) (st *State
 	if err := emit(EventUnderstanding, UnderstandingEvent{Query: st.Question, Rewritten: st.Understanding.Rewrite != st.Question,
 		Understanding: st.Understanding}); err != nil {
 		return nil, nil, err
+	}
+	if st.Inferred != nil {
+		if err := emit(EventInferredFilter, st.Inferred); err != nil {
+			return nil, nil, err
+		}
 	}
 	p.route(st)
 	p.hyde(ctx, st)
@@ -297,6 +309,7 @@ func (p *Pipeline) Gather(ctx context.Context, st *State, emit Emit) error {
 // sources (announced), the answer (streamed), its verification, memory and the cache, and returns
 // the final answer as Run does.
 func (p *Pipeline) Finish(ctx context.Context, st *State, emit Emit) (*Done, error) {
+	st.Done.InferredFilter = st.Inferred // here, not when inferred: a state may travel as JSON in between
 	p.compensate(ctx, st)
 	if err := p.composePrompt(ctx, st); err != nil {
 		return nil, err

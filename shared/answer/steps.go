@@ -34,8 +34,12 @@ type State struct {
 	// Understanding is the merged understanding call's result (or the rules'); Route the path chosen,
 	// as the routing event says it; HyDE the hypothetical answer searched with a fuzzy question.
 	Understanding Understanding `json:"understanding"`
-	Route         RoutingEvent  `json:"route"`
-	HyDE          string        `json:"hyde,omitempty"`
+	// Inferred is the filter read from the question (nil: none), and InferredRestrict the documents
+	// passing it within the request's restriction, searched until Inferred.Fallback.
+	Inferred         *InferredFilter `json:"inferred,omitempty"`
+	InferredRestrict []string        `json:"inferred_restrict,omitempty"`
+	Route            RoutingEvent    `json:"route"`
+	HyDE             string          `json:"hyde,omitempty"`
 	// Result is what retrieval found (the agent's gathering, the merged sub-questions', or the standard
 	// chain's), with web results appended; Served maps a chunk to the sub-questions it answers.
 	Result *retrieve.Result    `json:"result,omitempty"`
@@ -59,7 +63,18 @@ type State struct {
 
 // filter is the request's retrieval scope.
 func (st *State) filter() rag.Filter {
-	return rag.Filter{Tenant: st.Request.Tenant, KBIDs: st.Request.KBIDs, DocumentIDs: scopeDocs(st.Request)}
+	req := st.scoped()
+	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs, DocumentIDs: scopeDocs(req)}
+}
+
+// scoped is the request with an inferred filter applied as a user's filter is: its documents are the
+// restriction (already within the user's), until the filtered retrieval falls back.
+func (st *State) scoped() Request {
+	req := st.Request
+	if st.Inferred != nil && !st.Inferred.Fallback {
+		req.Restrict = st.InferredRestrict
+	}
+	return req
 }
 
 func (st *State) selected() bool   { return len(st.Request.DocumentIDs) > 0 }
@@ -98,7 +113,10 @@ func (p *Pipeline) lookup(ctx context.Context, st *State) *Done {
 	if p.LLM != nil {
 		gen = "llm:" + p.Model + "|" + promptVersion
 	}
-	hit, vec, key, err := p.Cache.Lookup(ctx, st.Request, st.Question, gen)
+	if st.Inferred != nil { // an answer under an inferred filter serves only the same inference
+		gen += "|inferred:" + string(st.Inferred.Filter)
+	}
+	hit, vec, key, err := p.Cache.Lookup(ctx, st.scoped(), st.Question, gen)
 	switch {
 	case err != nil:
 		st.degrade("cache")
@@ -198,6 +216,12 @@ func (p *Pipeline) retrieve(ctx context.Context, st *State, emit Emit) error {
 	}
 	if st.Result == nil {
 		return rag.Errorf(op, rag.KindInternal, "the retriever returned no result")
+	}
+	if again, err := p.fallBack(ctx, st, emit); err != nil || again {
+		if err != nil {
+			return err
+		}
+		return p.retrieve(ctx, st, emit)
 	}
 	st.timed("retrieval", t)
 	for k, v := range st.Result.StageMS {

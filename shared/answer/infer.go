@@ -1,0 +1,352 @@
+package answer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
+)
+
+// MetaCatalog is what filter inference reads of the knowledge bases' metadata (sqldb.DB): the
+// tenant's knowledge bases (a question that names none may read them all), each key's values, and the
+// documents a filter lets through.
+type MetaCatalog interface {
+	ListKBs(ctx context.Context, tenant string) ([]rag.KnowledgeBase, error)
+	MetadataFacets(ctx context.Context, tenant string, kbIDs []string, top int) ([]rag.MetaFacet, error)
+	MatchDocuments(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error)
+}
+
+// InferredFilter is a metadata filter the understanding step read from the question (issue #23):
+// applied as a user's filter is, announced as its own event (EventInferredFilter), and carried in
+// done as inferred_filter.
+type InferredFilter struct {
+	// Filter is the filter applied, in rag.MetaFilter's JSON form.
+	Filter json.RawMessage `json:"filter"`
+	// Matched is why: the words of the question and the value each names.
+	Matched []InferredMatch `json:"matched"`
+	// Documents counts the documents that pass it within the question's scope.
+	Documents int `json:"documents"`
+	// Fallback says the filtered retrieval found nothing relevant, so the question was searched
+	// without the inferred filter (a user's filter still holds).
+	Fallback bool `json:"fallback,omitempty"`
+	// Detail says it in words, for the timeline.
+	Detail string `json:"detail"`
+}
+
+// InferredMatch is one value the question names: the words as written and the key and value matched.
+type InferredMatch struct {
+	Words string `json:"words"`
+	Key   string `json:"key"`
+	Value any    `json:"value"`
+}
+
+// Limits of inference. A key is a candidate only while it has few distinct values (a category, such
+// as a department or a year, not an identifier such as a title or a URL), so every value is known.
+const (
+	inferMaxDistinct = 32
+	inferMaxKeys     = 3
+)
+
+// inferSkipKeys are keys whose values identify or describe one document, or are derived by docmind
+// itself: matching their values against a question's words ("upload a file", "in English") would
+// restrict questions that never meant to.
+var inferSkipKeys = map[string]bool{
+	"source": true, "file_type": true, "language": true, "created": true, "modified": true, "title": true,
+	"description": true, "url": true, "content_type": true, "page_id": true, "parent_id": true,
+	"author_id": true, "modified_by": true, "connector": true, "keywords": true, "date": true,
+	"effective_date": true,
+}
+
+// inferSkipValues are values too generic to be named on purpose (sidecar booleans, placeholders).
+var inferSkipValues = map[string]bool{"true": true, "false": true, "yes": true, "no": true, "none": true,
+	"other": true, "all": true, "n/a": true, "na": true, "unknown": true, "default": true}
+
+// infer is the filter inference step: when the question names a value that some document of its
+// knowledge bases holds, under a key with few distinct values that the user's own filter does not
+// name, the documents holding it become the question's restriction (an and with the user's). A
+// value named under two keys is ambiguous and not used; several values of one key are an in. Not
+// for selected documents (the user chose what to read) or a conversation's follow-up without its own
+// value. Inference failing is recorded in degraded and the question goes on unfiltered.
+func (p *Pipeline) infer(ctx context.Context, st *State) {
+	if p.Infer == nil || st.selected() {
+		return
+	}
+	t := time.Now()
+	defer st.timed("infer_filter", t)
+	req := st.Request
+	kbs := req.KBIDs
+	if len(kbs) == 0 {
+		all, err := p.Infer.ListKBs(ctx, req.Tenant)
+		if err != nil {
+			st.degrade("infer_filter")
+			return
+		}
+		for _, kb := range all {
+			kbs = append(kbs, kb.ID)
+		}
+		if len(kbs) == 0 {
+			return
+		}
+	}
+	facets, err := p.Infer.MetadataFacets(ctx, req.Tenant, kbs, inferMaxDistinct)
+	if err != nil {
+		st.degrade("infer_filter")
+		return
+	}
+	matches := MatchValues(st.Question, facets, req.FilterKeys)
+	if len(matches) == 0 {
+		return
+	}
+	raw, f := inferredFilter(matches)
+	ids, err := p.Infer.MatchDocuments(ctx, req.Tenant, kbs, f)
+	if err != nil {
+		st.degrade("infer_filter")
+		return
+	}
+	if len(req.Restrict) > 0 { // the user's filter holds too
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !slices.Contains(req.Restrict, id) })
+	}
+	if len(ids) == 0 {
+		return // the value exists, but not among what the question may read
+	}
+	st.Inferred = &InferredFilter{Filter: raw, Matched: matches, Documents: len(ids), Detail: inferredDetail(matches, len(ids))}
+	st.InferredRestrict = ids
+}
+
+// inferredFilter builds the filter of the matches: one condition per key (eq, or in for several
+// values), and-ed.
+func inferredFilter(matches []InferredMatch) (json.RawMessage, *rag.MetaFilter) {
+	var keys []string
+	values := map[string][]any{}
+	for _, m := range matches {
+		if _, ok := values[m.Key]; !ok {
+			keys = append(keys, m.Key)
+		}
+		values[m.Key] = append(values[m.Key], m.Value)
+	}
+	var conds []map[string]any
+	for _, k := range keys {
+		if vs := values[k]; len(vs) == 1 {
+			conds = append(conds, map[string]any{"key": k, "eq": vs[0]})
+		} else {
+			conds = append(conds, map[string]any{"key": k, "in": vs})
+		}
+	}
+	var v any = conds[0]
+	if len(conds) > 1 {
+		v = map[string]any{"and": conds}
+	}
+	raw, _ := json.Marshal(v)
+	f, err := rag.ParseMetaFilter(raw)
+	if err != nil { // keys and values came from valid metadata; a failure here is a bug
+		panic(fmt.Sprintf("answer: inferred filter %s: %v", raw, err))
+	}
+	return raw, f
+}
+
+func inferredDetail(matches []InferredMatch, docs int) string {
+	var parts []string
+	for _, m := range matches {
+		parts = append(parts, fmt.Sprintf("“%s” is %s %s", m.Words, m.Key, valueString(m.Value)))
+	}
+	plural := "s"
+	if docs == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("the question names a value the documents hold (%s): searching the %d document%s that have it", strings.Join(parts, ", "), docs, plural)
+}
+
+func valueString(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// MatchValues returns the values of facets that q names, in the order of the facets and their values:
+// exact matches after normalisation (NFKC, lower case, runs of spaces and underscores as one space),
+// as whole words (any substring for a value in a script written without spaces, such as Chinese); a
+// number only as a whole number that is a year (1900-2199) or follows its key's name ("version 3"),
+// never inside a date. Skipped: keys in skip (the user's filter names them), keys of identifiers and
+// derived fields (inferSkipKeys), keys of more than inferMaxDistinct values or of dates, generic
+// values, and a value matched under two keys (ambiguous). At most inferMaxKeys keys.
+func MatchValues(q string, facets []rag.MetaFacet, skip []string) []InferredMatch {
+	nq := normaliseText(q)
+	type hit struct {
+		m    InferredMatch
+		text string
+	}
+	var hits []hit
+	for _, f := range facets {
+		if inferSkipKeys[f.Key] || slices.Contains(skip, f.Key) || f.Distinct == 0 || f.Distinct > inferMaxDistinct ||
+			f.Type == "date" || len(f.Values) < f.Distinct {
+			continue
+		}
+		for _, vc := range f.Values {
+			text, ok := valueNamed(nq, f.Key, vc.Value)
+			if ok {
+				hits = append(hits, hit{InferredMatch{Words: text, Key: f.Key, Value: vc.Value}, normaliseText(text)})
+			}
+		}
+	}
+	var out []InferredMatch
+	var keys []string
+	for _, h := range hits {
+		ambiguous := slices.ContainsFunc(hits, func(o hit) bool { return o.text == h.text && o.m.Key != h.m.Key })
+		if ambiguous {
+			continue
+		}
+		if !slices.Contains(keys, h.m.Key) {
+			if len(keys) == inferMaxKeys {
+				continue
+			}
+			keys = append(keys, h.m.Key)
+		}
+		out = append(out, h.m)
+	}
+	return out
+}
+
+// valueNamed reports whether the normalised question nq names v (of key), and the words as found.
+func valueNamed(nq, key string, v any) (string, bool) {
+	var s string
+	switch x := v.(type) {
+	case float64:
+		if x != float64(int64(x)) || x < 0 {
+			return "", false
+		}
+		s = strconv.FormatInt(int64(x), 10)
+	case string:
+		s = x
+	default:
+		return "", false
+	}
+	nv := normaliseText(s)
+	if isDigits(nv) {
+		return nv, numberNamed(nq, normaliseText(key), nv)
+	}
+	if inferSkipValues[nv] || utf8.RuneCountInString(nv) < 2 {
+		return "", false
+	}
+	for from := 0; ; {
+		i := strings.Index(nq[from:], nv)
+		if i < 0 {
+			return "", false
+		}
+		i += from
+		if spaceless(nv) || (!wordRune(lastRune(nq[:i])) && !wordRune(firstRune(nq[i+len(nv):]))) {
+			return nv, true
+		}
+		from = i + 1
+	}
+}
+
+// numberNamed finds the number n as a whole number in nq, not part of a date or a decimal, that is a
+// year or follows the key's name.
+func numberNamed(nq, key, n string) bool {
+	year := len(n) == 4 && n >= "1900" && n <= "2199"
+	for from := 0; ; {
+		i := strings.Index(nq[from:], n)
+		if i < 0 {
+			return false
+		}
+		i += from
+		from = i + 1
+		before, after := nq[:i], nq[i+len(n):]
+		b, a := lastRune(before), firstRune(after)
+		if unicode.IsDigit(b) || unicode.IsDigit(a) {
+			continue
+		}
+		// 2025-03-01, 3.5, 1/2025: part of another number
+		if (a == '-' || a == '.' || a == '/') && unicode.IsDigit(firstRune(after[1:])) ||
+			(b == '-' || b == '.' || b == '/') && unicode.IsDigit(lastRune(before[:len(before)-1])) {
+			continue
+		}
+		if unicode.IsLetter(b) && !spaceless(string(b)) || unicode.IsLetter(a) && !spaceless(string(a)) {
+			continue // part of a word: v2025, 2025th
+		}
+		if year || strings.HasSuffix(strings.TrimRight(before, " :="), key) {
+			return true
+		}
+	}
+}
+
+// normaliseText is how values and questions are compared: NFKC (full-width digits and letters as
+// ASCII), lower case, underscores as spaces, runs of spaces as one.
+func normaliseText(s string) string {
+	s = strings.ToLower(norm.NFKC.String(s))
+	s = strings.ReplaceAll(s, "_", " ")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// spaceless says s is written in a script without spaces between words (Han, Hiragana, Katakana,
+// Thai): a value in it is found anywhere in the question.
+func spaceless(s string) bool {
+	for _, r := range s {
+		if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai) {
+			return true
+		}
+	}
+	return false
+}
+
+func wordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func lastRune(s string) rune {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	if r == utf8.RuneError {
+		return 0
+	}
+	return r
+}
+
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError {
+		return 0
+	}
+	return r
+}
+
+// fallBack is the inferred filter's way out: when the retrieval under it found nothing relevant (no
+// evidence, or evidence graded LOW), the question is searched again without it, and the timeline
+// says so (the event again, fallback true).
+func (p *Pipeline) fallBack(ctx context.Context, st *State, emit Emit) (bool, error) {
+	in := st.Inferred
+	if in == nil || in.Fallback || st.Result == nil {
+		return false, nil
+	}
+	if g := st.Result.Grade; !g.NoEvidence && g.Tier != rank.TierLow && len(st.Result.Evidence) > 0 {
+		return false, nil
+	}
+	in.Fallback = true
+	in.Detail = "nothing relevant among the documents with " + inferredConds(in.Matched) + ": searched without the inferred filter"
+	return true, emit(EventInferredFilter, in)
+}
+
+func inferredConds(matches []InferredMatch) string {
+	var parts []string
+	for _, m := range matches {
+		parts = append(parts, m.Key+" = "+valueString(m.Value))
+	}
+	return strings.Join(parts, " and ")
+}
