@@ -95,6 +95,9 @@ func cmdAsk(e env, args []string) int {
 		return fail(e, err)
 	}
 	req.Restrict = f.DocumentIDs
+	if mf, _ := rag.ParseMetaFilter([]byte(*filter)); mf != nil {
+		req.FilterKeys = mf.Keys()
+	}
 	chain, err := retriever(cfg, s)
 	if err != nil {
 		return fail(e, err)

@@ -376,6 +376,22 @@ func TestPaths(t *testing.T) {
 		}
 		golden(t, "agentic", events)
 	})
+	t.Run("INFERRED_FILTER", func(t *testing.T) {
+		// issue #23: the question names a value of the demo guide's front matter (tags: [docmind,
+		// guide]); retrieval is restricted to the documents holding it, said in its own event
+		events, done, calls := ask(q("What does the guide say about installing the local server?"))
+		in := eventData(events, "inferred_filter")
+		if done.InferredFilter == nil || string(done.InferredFilter.Filter) != `{"eq":"guide","key":"tags"}` || in == nil ||
+			!slices.Equal(calls, []string{"understanding", "answer"}) || len(done.Sources) == 0 {
+			t.Fatalf("done %+v (inferred %+v), event %v, calls %v", done, done.InferredFilter, in, calls)
+		}
+		for _, s := range done.Sources {
+			if s.FileName != "docmind-guide.md" {
+				t.Fatalf("a source outside the inferred filter: %+v", s)
+			}
+		}
+		golden(t, "inferred_filter", events)
+	})
 	t.Run("understanding garbage -> rules", func(t *testing.T) {
 		events, done, calls := ask(q("Can unused leave carry over to next year?"))
 		u, _ := eventData(events, "understanding")["understanding"].(map[string]any)

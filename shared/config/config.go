@@ -193,6 +193,9 @@ type Chat struct {
 	CacheEnabled   bool          `json:"cache_enabled" env:"DOCMIND_CACHE_ENABLED" doc:"replay answers to questions asked before in the same scope"`
 	CacheThreshold float64       `json:"cache_threshold" env:"DOCMIND_CACHE_THRESHOLD" doc:"cosine similarity of the question embeddings for a cache hit, in (0, 1]"`
 	CacheTTL       time.Duration `json:"cache_ttl" env:"DOCMIND_CACHE_TTL" doc:"how long a cached answer (and a question's ask count) lives"`
+	// InferFilters lets the understanding step read a metadata filter from the question when it names
+	// a value the documents hold (docs/metadata-filters.md).
+	InferFilters bool `json:"infer_filters" env:"DOCMIND_INFER_FILTERS" doc:"infer a metadata filter when a question names a value the documents' metadata holds (\"the 2025 policy\"), falling back to the unfiltered search when it finds nothing relevant"`
 	// AgentRounds bounds the AGENTIC path's tool-calling loop (DESIGN.md step 5); 0 switches the path off.
 	AgentRounds int `json:"agent_rounds" env:"DOCMIND_CHAT_AGENT_ROUNDS" doc:"tool-calling rounds of the AGENTIC path for complex questions, 0 to 4 (0: they take the standard path)"`
 	// MCPServers adds other MCP servers' tools to that loop (docs/mcp.md); a secret, since its headers
@@ -267,7 +270,7 @@ func Default() Config {
 		KV:         KV{Driver: "memory", Prefix: "dm:"},
 		Blob:       Blob{Driver: "fs", Region: "us-east-1"},
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},
-		Chat: Chat{Provider: "offline", AgentRounds: 4, MemoryEnabled: true, MemoryMax: 200, CacheEnabled: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, WebSearchURL: "https://api.tavily.com/search", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
+		Chat: Chat{Provider: "offline", AgentRounds: 4, MemoryEnabled: true, MemoryMax: 200, CacheEnabled: true, InferFilters: true, CacheThreshold: 0.92, CacheTTL: 24 * time.Hour, WebSearchURL: "https://api.tavily.com/search", EmergencyAnswer: "This sounds urgent. docmind only answers from documents and cannot help in an emergency: " +
 			"call your local emergency number or the person responsible now. 如遇紧急情况，请立即拨打当地急救电话或联系负责人。"},
 		Chunking: Chunking{ChildChars: 400, Overlap: 50, ParentChars: 2000},
 		Ingest:   Ingest{ExtractMemory: 512 << 20, OCR: "auto", OCRLangs: "auto"},

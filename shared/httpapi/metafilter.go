@@ -86,5 +86,8 @@ func (l *library) restrictByFilter(ctx context.Context, raw json.RawMessage, req
 		return rag.Errorf("httpapi", rag.KindNotFound, "no document in the knowledge bases asked passes the filter")
 	}
 	req.Restrict = q.Filter.DocumentIDs
+	if f, _ := rag.ParseMetaFilter(raw); f != nil { // filter inference leaves the user's keys alone
+		req.FilterKeys = f.Keys()
+	}
 	return nil
 }

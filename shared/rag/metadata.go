@@ -143,6 +143,27 @@ type bound struct {
 	isDate    bool
 }
 
+// Keys returns the keys the filter names anywhere in it, sorted, each once.
+func (f *MetaFilter) Keys() []string {
+	var out []string
+	var walk func(*MetaFilter)
+	walk = func(f *MetaFilter) {
+		if f == nil {
+			return
+		}
+		if f.Key != "" {
+			out = append(out, f.Key)
+		}
+		for _, s := range append(slices.Clone(f.And), f.Or...) {
+			walk(s)
+		}
+		walk(f.Not)
+	}
+	walk(f)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // ParseMetaFilter reads and validates a filter; Invalid with the reason (and the path of the bad node)
 // for anything else than the forms above. An empty or null body is no filter (nil, nil).
 func ParseMetaFilter(raw []byte) (*MetaFilter, error) {

@@ -79,3 +79,16 @@ func TestMetadataNormalize(t *testing.T) {
 		t.Fatalf("bad metadata = %v; want every problem named", err)
 	}
 }
+
+func TestMetaFilterKeys(t *testing.T) {
+	f, err := ParseMetaFilter([]byte(`{"and":[{"key":"year","gte":2024},{"or":[{"key":"team","eq":"hr"},{"not":{"key":"year","exists":true}}]},{"key":"a.b","in":["x"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.Keys(), ","); got != "a.b,team,year" {
+		t.Fatalf("Keys() = %q; want a.b,team,year (sorted, once each)", got)
+	}
+	if (*MetaFilter)(nil).Keys() != nil {
+		t.Fatal("no filter names keys")
+	}
+}

@@ -80,6 +80,9 @@ func Chat(cfg config.Config, r *retrieve.Retriever, catalog answer.Catalog, kv s
 	if d, ok := r.Chunks.(answer.Documents); ok { // the SQL record: summaries read selected documents in order
 		p.Documents = d
 	}
+	if mc, ok := catalog.(answer.MetaCatalog); ok && cfg.Chat.InferFilters { // the SQL record keeps the metadata
+		p.Infer = mc
+	}
 	if cfg.Chat.WebSearchAPIKey != "" {
 		p.Web = &answer.WebSearch{URL: cfg.Chat.WebSearchURL, APIKey: cfg.Chat.WebSearchAPIKey, Client: netx.NewClient(netx.Options{})}
 	}
