@@ -88,6 +88,7 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/kbs/{kb}", l.getKB)
 	mux.HandleFunc("DELETE /api/kbs/{kb}", l.deleteKB)
 	mux.HandleFunc("GET /api/kbs/{kb}/documents", l.listDocs)
+	mux.HandleFunc("GET /api/kbs/{kb}/metadata", l.kbMetadata)
 	mux.HandleFunc("POST /api/kbs/{kb}/documents", l.upload)
 	mux.HandleFunc("POST /api/kbs/{kb}/uploads", l.presignUpload)
 	mux.HandleFunc("GET /api/documents/{id}", l.getDoc)
