@@ -5,7 +5,7 @@ import { readChunk, request, errorMessage } from "./api.js";
 import { loadConversations, loadMemories } from "./conversations.js";
 import { $, el, button, state, announce } from "./dom.js";
 import { stageSummary } from "./kbs.js";
-import { activeFilter, isFilterRefusal, showFilterError } from "./filters.js";
+import { activeFilter, isFilterRefusal, showFilterError, inferredLine } from "./filters.js";
 import { safeHref, plainText, findClaim, renderMarkdown } from "./markdown.js";
 
 // parseSSE turns buffered text into complete events and the unparsed rest.
@@ -167,7 +167,7 @@ export function scrollToEnd() {
 }
 
 export function handleEvent(turn, name, data) {
-  const line = timelineLine(name, data);
+  const line = timelineLine(name, data) ?? inferredLine(name, data);
   if (line) turn.steps.append(el("li", "", line));
   switch (name) {
     case "routing": turn.path = data.path; break;

@@ -3,9 +3,13 @@
 // refused with its reason when the server would refuse it, and shown as removable text. The active chips
 // are combined with "and" into the "filter" of /api/chat and /api/search; none sends no filter. They
 // persist in the tab (sessionStorage) until removed or cleared. The chip row appears by the question box
-// and in the retrieval test, both showing the same chips.
+// and in the retrieval test, both showing the same chips. The input suggests the chosen knowledge base's
+// metadata keys, then a key's values (GET /api/kbs/{kb}/metadata), as a datalist: values come from
+// documents (untrusted text), so they are only ever set as an option's value and text, never as HTML.
+// An inferred filter (the server's inferred_filter event) gets its line in the answer's timeline.
 
-import { $, el, button } from "./dom.js";
+import { request } from "./api.js";
+import { $, el, button, state } from "./dom.js";
 
 export const CHIPS_KEY = "docmind.filterChips";
 
@@ -145,6 +149,9 @@ export function mountFilterRow(container, name) {
   const row = { name, list: el("ul", "chips"), msg: el("p", "error filter-msg") };
   row.msg.setAttribute("role", "alert");
   const input = el("input", "filter-input");
+  const list = el("datalist", "");
+  list.id = `filter-suggestions-${name}`;
+  input.setAttribute("list", list.id);
   input.type = "text";
   input.autocomplete = "off";
   input.maxLength = 2000;
@@ -156,9 +163,12 @@ export function mountFilterRow(container, name) {
     if (!why) input.value = "";
   };
   input.onkeydown = (e) => { if (e.key === "Enter" && !e.isComposing) { e.preventDefault(); add(); } };
+  const suggest = async () => fillSuggestions(list, suggestions(input.value, await kbFacets()));
+  input.addEventListener("focus", suggest);
+  input.addEventListener("input", suggest);
   const clear = button("Clear", () => { clearChips(); row.msg.textContent = ""; }, "link filter-clear", "Clear all filters");
   const bar = el("div", "filterbar");
-  bar.append(el("span", "filter-label", "Filters"), row.list, input, button("Add", add, "filter-add", "Add the filter"), clear);
+  bar.append(el("span", "filter-label", "Filters"), row.list, input, list, button("Add", add, "filter-add", "Add the filter"), clear);
   container.textContent = "";
   container.append(bar, row.msg);
   row.clear = clear;
@@ -191,4 +201,115 @@ export const isFilterRefusal = (status, message) => (status === 400 || status ==
 export function mountFilters() {
   if ($("filters")) mountFilterRow($("filters"), "chat");
   if ($("search-filters")) mountFilterRow($("search-filters"), "search");
+}
+
+// ---- suggestions: the chosen knowledge base's keys, then a key's values
+
+const MAX_SUGGESTIONS = 100;
+const FACETS_TTL_MS = 30_000;
+const MAX_KBS_SUGGESTED = 10; // "All knowledge bases": the first ten are asked
+const facetCache = new Map(); // knowledge base name -> { at, keys }
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+// chipValue writes a suggested value as a chip reads it back: text that would read as a number, or
+// that has quotes at its ends, is quoted (with the other quote when it holds one).
+export function chipValue(v) {
+  if (typeof v !== "string") return String(v);
+  const bare = value(v);
+  if (!bare.quoted && bare.v === v && v.trim() === v) return v;
+  return v.includes('"') ? `'${v}'` : `"${v}"`;
+}
+
+// mergeFacets joins the keys of several knowledge bases (GET /api/kbs/{kb}/metadata's "keys"):
+// documents and value counts add up, a type the knowledge bases disagree on is "mixed".
+export function mergeFacets(lists) {
+  const byKey = new Map();
+  for (const keys of lists) {
+    for (const f of keys || []) {
+      if (!f || typeof f.key !== "string") continue;
+      const m = byKey.get(f.key) || { key: f.key, type: f.type, documents: 0, values: new Map(), min: f.min, max: f.max };
+      if (m.type !== f.type) m.type = "mixed";
+      m.documents += f.documents || 0;
+      for (const v of f.values || []) {
+        const k = JSON.stringify(v.value);
+        m.values.set(k, { value: v.value, documents: (m.values.get(k)?.documents || 0) + (v.documents || 0) });
+      }
+      if (f.min !== undefined && (m.min === undefined || f.min < m.min)) m.min = f.min;
+      if (f.max !== undefined && (m.max === undefined || f.max > m.max)) m.max = f.max;
+      byKey.set(f.key, m);
+    }
+  }
+  return [...byKey.values()]
+    .map(m => ({ ...m, values: [...m.values.values()].sort((a, b) => b.documents - a.documents) }))
+    .sort((a, b) => b.documents - a.documents || (a.key < b.key ? -1 : 1));
+}
+
+// suggestions lists what to offer for the typed text: before an operator, the keys (key=, and has key);
+// after "key=" (or "key in"), that key's values, most documents first; after a range operator on a
+// number or date key, its smallest and largest value. Each is {value, label}: the text to put in the
+// input, and what to show beside it.
+export function suggestions(text, facets) {
+  const s = String(text || "").trimStart();
+  const out = [];
+  const m = /^([^\s=<>!]+)\s*(>=|<=|>|<|==|=|\s+in\s+)/i.exec(s);
+  if (m) {
+    const f = (facets || []).find(x => x.key === m[1]);
+    if (!f) return out;
+    const op = m[2].trim().toLowerCase();
+    if (op === "=" || op === "==" || op === "in") {
+      for (const v of f.values || []) out.push({ value: `${f.key}${op === "in" ? " in " : "="}${chipValue(v.value)}`, label: plural(v.documents, "document") });
+    } else if ((f.type === "number" || f.type === "date") && f.min !== undefined) {
+      out.push({ value: `${f.key}${op}${f.min}`, label: `smallest: ${f.min}` }, { value: `${f.key}${op}${f.max}`, label: `largest: ${f.max}` });
+    }
+    return out.slice(0, MAX_SUGGESTIONS);
+  }
+  for (const f of facets || []) {
+    const typed = s.toLowerCase();
+    if (typed && !f.key.toLowerCase().startsWith(typed) && !`has ${f.key}`.startsWith(typed)) continue;
+    const range = f.type === "number" || f.type === "date";
+    out.push({ value: `${f.key}${range ? ">=" : "="}`, label: `${f.type}, ${plural(f.documents, "document")}` });
+    out.push({ value: `has ${f.key}`, label: `documents with ${f.key}` });
+  }
+  return out.slice(0, MAX_SUGGESTIONS);
+}
+
+// fillSuggestions replaces a datalist's options: value and text set as properties, never parsed as HTML.
+export function fillSuggestions(list, items) {
+  list.textContent = "";
+  for (const it of items) {
+    const o = document.createElement("option");
+    o.value = it.value;
+    o.label = it.label;
+    list.append(o);
+  }
+}
+
+// kbFacets is the metadata keys of the knowledge base chosen in #kb (or of the first ten the caller may
+// read, for all), kept for 30 s; none when the server keeps no metadata or cannot be reached.
+async function kbFacets() {
+  const chosen = $("kb") ? $("kb").value : "";
+  const names = chosen ? [chosen] : (state.kbs || []).slice(0, MAX_KBS_SUGGESTED).map(k => k.name);
+  const lists = await Promise.all(names.map(async (n) => {
+    const hit = facetCache.get(n);
+    if (hit && Date.now() - hit.at < FACETS_TTL_MS) return hit.keys;
+    try {
+      const r = await request(`/api/kbs/${encodeURIComponent(n)}/metadata`);
+      const keys = r.ok ? ((await r.json()).keys || []) : [];
+      facetCache.set(n, { at: Date.now(), keys });
+      return keys;
+    } catch {
+      return [];
+    }
+  }));
+  return mergeFacets(lists);
+}
+
+// inferredLine describes an inferred_filter event for the answer's timeline (null for other events):
+// the filter the server read from the question and why, or that it searched without it.
+export function inferredLine(name, d) {
+  if (name !== "inferred_filter" || !d) return null;
+  const conds = (d.matched || []).map(m => `${m.key} = ${chipValue(m.value)}`).join(", ");
+  if (d.fallback) return `inferred filter ${conds} dropped: ${d.detail || "nothing relevant passed it"}`;
+  return `filter inferred from the question: ${conds} (${plural(d.documents || 0, "document")})`;
 }
