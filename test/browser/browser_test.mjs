@@ -1377,13 +1377,14 @@ test("filter chips: year=2025 restricts the answer's sources to the 2025 documen
   const question = "What is the remote work allowance and how do employees claim it?";
 
   // a malformed chip: refused inline with its reason, no chip, nothing sent
-  const before = sent.length;
+  const requests = () => sent.filter(r => !r.url.endsWith("/metadata")).length; // suggestions are fetched as one types
+  const before = requests();
   await p.fill("#filters .filter-input", "year>=soon");
   await p.press("#filters .filter-input", "Enter");
   assert.match(await p.locator("#filters .filter-msg").textContent(), /^Filter refused: “soon” is neither a number nor a date/);
   assert.equal(await p.locator("#filters .chip").count(), 0);
   assert.equal(await p.inputValue("#filters .filter-input"), "year>=soon", "the refused text stays to be corrected");
-  assert.equal(sent.length, before, "a refused chip sends no request");
+  assert.equal(requests(), before, "a refused chip sends no request");
 
   // year=2025: a chip shown as text, and the answer's sources are all the 2025 document's
   await p.fill("#filters .filter-input", "year=2025");
@@ -1436,6 +1437,59 @@ test("filter chips: year=2025 restricts the answer's sources to the 2025 documen
   assert.ok(!("filter" in last.body), `no filter field: ${JSON.stringify(last.body)}`);
   const all = new Set(await open.locator(".sources li .where").allTextContents());
   assert.ok(all.has("remote-2024.md") && all.has("remote-2025.md"), `unfiltered, both documents are sources: ${[...all]}`);
+  assert.deepEqual(p.errors, []);
+});
+
+// filter suggestions and inferred filters (issue #23 item 5, filters.js): two documents told apart by
+// their front matter's department, one carrying markup in a value
+test("filter suggestions: the chip input offers the knowledge base's keys, then a key's values as text; a question naming a department is answered from its document with the inferred filter in the timeline", async (t) => {
+  const made = await postJSON("/api/kbs", { name: "suggest-kb" });
+  assert.equal(made.status, 201);
+  const ids = [];
+  for (const [dept, days, team] of [["HR", 30, "<img src=x onerror=window.__xss=1>"], ["Finance", 60, "ledger"]]) {
+    const form = new FormData();
+    form.append("file", new Blob([`---\ndepartment: ${dept}\nteam: ${team}\n---\n# ${dept} expense rules\n\nExpense claims must reach the ${dept} office within ${days} days of the purchase, with every receipt attached.\n`]), `${dept.toLowerCase()}-rules.md`);
+    const up = await fetch(`${base}/api/kbs/suggest-kb/documents`, { method: "POST", body: form });
+    assert.ok(up.ok, `upload: ${up.status}`);
+    ids.push((await up.json()).id);
+  }
+  await until("both documents to be ready", async () => {
+    const docs = await Promise.all(ids.map(id => getJSON(`/api/documents/${id}`)));
+    return docs.every(d => d.status === "ready");
+  });
+  const p = await page(t);
+  await p.locator("#kb option[value=suggest-kb]").waitFor({ state: "attached" });
+  await p.selectOption("#kb", "suggest-kb");
+  const options = () => p.locator("#filters datalist option").evaluateAll(os => os.map(o => `${o.value} | ${o.label}`));
+
+  // keys first: focusing the empty input lists them
+  await p.focus("#filters .filter-input");
+  await until("key suggestions", async () => (await options()).includes("department= | string, 2 documents"));
+  const keys = await options();
+  assert.ok(keys.includes("team= | string, 2 documents") && keys.includes("has department | documents with department"), `keys: ${keys}`);
+  // then the values of the key typed
+  await p.fill("#filters .filter-input", "department=");
+  await until("value suggestions", async () => (await options()).includes("department=HR | 1 document"));
+  assert.deepEqual((await options()).sort(), ["department=Finance | 1 document", "department=HR | 1 document"]);
+  // a value carrying markup is an option's text, never an element, and runs nothing
+  await p.fill("#filters .filter-input", "team=");
+  await until("team values", async () => (await options()).length === 2);
+  assert.ok((await options()).includes("team=<img src=x onerror=window.__xss=1> | 1 document"), `team: ${await options()}`);
+  assert.equal(await p.locator("#filters datalist img, #filters img").count(), 0);
+  assert.equal(await p.evaluate(() => window.__xss), undefined);
+  // a suggestion is a chip the input takes
+  await p.fill("#filters .filter-input", "department=Finance");
+  await p.press("#filters .filter-input", "Enter");
+  assert.deepEqual(await p.locator("#filters .chip .chip-text").allTextContents(), ["department = Finance"]);
+  await p.getByRole("button", { name: "Clear all filters" }).click();
+
+  // no chip: the question names HR, a value of the documents' department, so the answer reads only the
+  // HR document and the timeline says which filter was inferred and why
+  const turn = await askAndWait(p, "Within how many days must expense claims reach the HR office?");
+  const steps = await stepsOf(turn);
+  assert.ok(steps.includes("filter inferred from the question: department = HR (1 document)"), `timeline: ${steps}`);
+  const where = await turn.locator(".sources li .where").allTextContents();
+  assert.ok(where.length >= 1 && where.every(w => w === "hr-rules.md"), `sources: ${where}`);
   assert.deepEqual(p.errors, []);
 });
 

@@ -290,17 +290,15 @@ export function fillSuggestions(list, items) {
 async function kbFacets() {
   const chosen = $("kb") ? $("kb").value : "";
   const names = chosen ? [chosen] : (state.kbs || []).slice(0, MAX_KBS_SUGGESTED).map(k => k.name);
-  const lists = await Promise.all(names.map(async (n) => {
+  const lists = await Promise.all(names.map((n) => {
     const hit = facetCache.get(n);
     if (hit && Date.now() - hit.at < FACETS_TTL_MS) return hit.keys;
-    try {
-      const r = await request(`/api/kbs/${encodeURIComponent(n)}/metadata`);
-      const keys = r.ok ? ((await r.json()).keys || []) : [];
-      facetCache.set(n, { at: Date.now(), keys });
-      return keys;
-    } catch {
-      return [];
-    }
+    // one request per knowledge base at a time: focus and the first keystroke share it
+    const keys = request(`/api/kbs/${encodeURIComponent(n)}/metadata`)
+      .then(async (r) => (r.ok ? ((await r.json()).keys || []) : []))
+      .catch(() => []);
+    facetCache.set(n, { at: Date.now(), keys });
+    return keys;
   }));
   return mergeFacets(lists);
 }
