@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
-	"strconv"
 )
 
 // MetaFacet describes one metadata key over a set of documents: for the page's filter suggestions
@@ -88,20 +87,32 @@ func (c *MetaColumns) Facets(k *MetaKeys, mask []uint64, top int) []MetaFacet {
 			}
 		}
 		lists = count(col.lists)
-		for s, rows := range col.strs {
-			if _, isDate := ParseMetaDate(s); isDate {
-				continue
-			}
-			if n := count(rows); n > 0 {
-				f.Values = append(f.Values, MetaValueCount{Value: s, Documents: n})
+		var cands []valueCount
+		if dates < docs { // a date key lists no values: skip parsing its strings again
+			for s, rows := range col.strs {
+				if dates > 0 {
+					if _, isDate := ParseMetaDate(s); isDate {
+						continue
+					}
+				}
+				if n := count(rows); n > 0 {
+					cands = append(cands, valueCount{s: s, docs: n})
+				}
 			}
 		}
 		for v, rows := range col.nums {
 			if n := count(rows); n > 0 {
-				f.Values = append(f.Values, MetaValueCount{Value: v, Documents: n})
+				cands = append(cands, valueCount{n: v, num: true, docs: n})
 			}
 		}
-		f.Distinct = len(f.Values)
+		f.Distinct = len(cands)
+		for _, c := range topValues(cands, top) {
+			if c.num {
+				f.Values = append(f.Values, MetaValueCount{Value: c.n, Documents: c.docs})
+			} else {
+				f.Values = append(f.Values, MetaValueCount{Value: c.s, Documents: c.docs})
+			}
+		}
 		switch strs := docs - nums - dates - lists; {
 		case nums == docs:
 			f.Type = "number"
@@ -116,15 +127,6 @@ func (c *MetaColumns) Facets(k *MetaKeys, mask []uint64, top int) []MetaFacet {
 		}
 		if f.Type != "number" && f.Type != "date" {
 			f.Min, f.Max = nil, nil
-		}
-		slices.SortFunc(f.Values, func(a, b MetaValueCount) int {
-			if a.Documents != b.Documents {
-				return b.Documents - a.Documents
-			}
-			return cmp.Compare(valueText(a.Value), valueText(b.Value))
-		})
-		if len(f.Values) > top {
-			f.Values = f.Values[:max(top, 0)]
 		}
 		out = append(out, f)
 	}
@@ -149,10 +151,46 @@ func (c *MetaColumns) dateText(col *metaColumn, row int32) any {
 	return nil
 }
 
-func valueText(v any) string {
-	if f, ok := v.(float64); ok {
-		return strconv.FormatFloat(f, 'g', -1, 64)
+// valueCount is a value of a key and its documents, before it is boxed for MetaValueCount.
+type valueCount struct {
+	s    string
+	n    float64
+	num  bool
+	docs int
+}
+
+// better orders values most documents first, then numbers (ascending) before strings (ascending).
+func better(a, b valueCount) int {
+	switch {
+	case a.docs != b.docs:
+		return b.docs - a.docs
+	case a.num != b.num:
+		if a.num {
+			return -1
+		}
+		return 1
+	case a.num:
+		return cmp.Compare(a.n, b.n)
 	}
-	s, _ := v.(string)
-	return s
+	return cmp.Compare(a.s, b.s)
+}
+
+// topValues returns the best top of cands in order, sorting at most 2*top of them at a time: a key
+// of 10,000 titles is not sorted whole to show ten.
+func topValues(cands []valueCount, top int) []valueCount {
+	top = max(top, 0)
+	if len(cands) <= top {
+		slices.SortFunc(cands, better)
+		return cands
+	}
+	buf := make([]valueCount, 0, 2*top+1)
+	for _, c := range cands {
+		buf = append(buf, c)
+		if len(buf) > 2*top {
+			slices.SortFunc(buf, better)
+			buf = buf[:top]
+		}
+	}
+	slices.SortFunc(buf, better)
+	return buf[:min(top, len(buf))]
 }

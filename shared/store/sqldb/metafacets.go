@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/docmind/docmind/shared/rag"
@@ -27,12 +28,33 @@ func (s *DB) MetadataFacets(ctx context.Context, tenant string, kbIDs []string, 
 	}
 	var out []rag.MetaFacet
 	ok, err := s.withMetaIndex(ctx, tenant, func(e *tenantMeta) {
-		out = e.cols.Facets(e.keys, e.liveMask(kbIDs, (len(e.rows)+63)/64), top)
+		if e.facetsOf != e.cols || len(e.facets) >= maxFacetSets {
+			e.facets, e.facetsOf = map[string][]rag.MetaFacet{}, e.cols
+		}
+		key := strings.Join(slices.Compact(slices.Sorted(slices.Values(kbIDs))), ",") + "|" + strconv.Itoa(top)
+		cached, ok := e.facets[key]
+		if !ok {
+			cached = e.cols.Facets(e.keys, e.liveMask(kbIDs, (len(e.rows)+63)/64), top)
+			e.facets[key] = cached
+		}
+		out = cloneFacets(cached)
 	})
 	if err != nil || ok {
 		return nonNil(out), s.classify(op, err)
 	}
 	return s.facetsScan(ctx, tenant, kbIDs, top)
+}
+
+// maxFacetSets bounds the facet sets kept per tenant (one per set of knowledge bases asked).
+const maxFacetSets = 64
+
+// cloneFacets copies what a caller may change (the slices), so the kept set stays as computed.
+func cloneFacets(f []rag.MetaFacet) []rag.MetaFacet {
+	out := slices.Clone(f)
+	for i := range out {
+		out[i].Values = slices.Clone(out[i].Values)
+	}
+	return out
 }
 
 func nonNil(f []rag.MetaFacet) []rag.MetaFacet {

@@ -46,13 +46,17 @@ type tenantMeta struct {
 	keys *rag.MetaKeys    // the numbering of the rows' metadata keys
 	// the column view of rows and, per knowledge base, its live rows: built on the first query after
 	// a change (nil until then), shared by every query until the next change
-	cols    *rag.MetaColumns
-	live    [][]uint64
-	sorted  bool
-	dead    int    // removed rows still in rows
-	size    int    // bytes of rows, guarded by mu
-	bytes   int    // size as last accounted, guarded by metaIndex.mu
-	lastUse uint64 // guarded by metaIndex.mu
+	cols *rag.MetaColumns
+	live [][]uint64
+	// facets described from cols, by knowledge bases and top (MetadataFacets): filter inference asks
+	// on every question, and the answer changes only with cols
+	facets   map[string][]rag.MetaFacet
+	facetsOf *rag.MetaColumns
+	sorted   bool
+	dead     int    // removed rows still in rows
+	size     int    // bytes of rows, guarded by mu
+	bytes    int    // size as last accounted, guarded by metaIndex.mu
+	lastUse  uint64 // guarded by metaIndex.mu
 }
 
 type metaRow struct {

@@ -124,6 +124,22 @@ func TestDocumentMetadata(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 			}
 		}
 		db.SetMetaIndexLimit(sqldb.DefaultMetaIndexBytes)
+		// the index keeps facets between writes: a caller's change to them is not kept, and a write is
+		// seen by the next call
+		first, _ := db.MetadataFacets(ctx, "t1", []string{kb.ID}, 10)
+		first[0].Values[0].Documents = 99
+		if f, _ := db.MetadataFacets(ctx, "t1", []string{kb.ID}, 10); f[0].Values[0].Documents != 1 {
+			t.Errorf("a caller's change to the facets was kept: %+v", f[0])
+		}
+		set(c, rag.Metadata{"source": "web"})
+		again, err := db.MetadataFacets(ctx, "t1", []string{kb.ID}, 10)
+		if err != nil || again[0].Key != "source" || again[0].Documents != 3 || fmt.Sprint(again[0].Values) != "[{web 2} {confluence 1}]" {
+			t.Errorf("MetadataFacets after a write = %+v, %v; want source on 3 documents, web on 2", again, err)
+		}
+		set(c, rag.Metadata{})
+		if f, _ := db.MetadataFacets(ctx, "t1", []string{kb.ID}, 10); f[0].Documents != 2 {
+			t.Errorf("MetadataFacets after removing c's metadata = %+v; want source on 2 documents", f[0])
+		}
 		if _, err := db.MetadataFacets(ctx, "t1", nil, 10); !rag.Is(err, rag.KindInvalid) {
 			t.Errorf("MetadataFacets without knowledge bases = %v; want Invalid", err)
 		}
