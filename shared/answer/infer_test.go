@@ -293,3 +293,53 @@ func TestInferredFilter(t *testing.T) {
 		}
 	})
 }
+
+// The answer workflow on AWS runs Begin, Gather and Finish as separate Tasks with the state as JSON in
+// between: the inferred filter, its restriction and its fallback travel with it.
+func TestInferredFilterAcrossTasks(t *testing.T) {
+	f := newKBFixture(t)
+	ctx := context.Background()
+	roundTrip := func(st *State) *State {
+		t.Helper()
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back State
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		return &back
+	}
+	for _, c := range []struct {
+		name     string
+		docs     map[string]string
+		fallback bool
+	}{
+		{"applied", map[string]string{f.hr.ID: "HR approves travel within five days."}, false},
+		{"fallback", map[string]string{f.untagged.ID: "Travel is booked through the portal."}, true},
+	} {
+		r := &scopedRetriever{docs: c.docs}
+		p := &Pipeline{Infer: f.db, Retriever: r}
+		var log eventLog
+		st, prepared, err := p.Begin(ctx, Request{Tenant: "t1", KBIDs: []string{f.kb.ID}, Question: "How is travel approved by HR?"}, log.emit)
+		if err != nil || prepared != nil {
+			t.Fatalf("%s: Begin: %v, %v", c.name, prepared, err)
+		}
+		st = roundTrip(st)
+		if err := p.Gather(ctx, st, log.emit); err != nil {
+			t.Fatal(err)
+		}
+		st = roundTrip(st)
+		done, err := p.Finish(ctx, st, log.emit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(r.queries[0].Filter.DocumentIDs, []string{f.hr.ID}) {
+			t.Fatalf("%s: the first retrieval after the JSON hop was restricted to %v; want the HR document", c.name, r.queries[0].Filter.DocumentIDs)
+		}
+		if done.InferredFilter == nil || done.InferredFilter.Fallback != c.fallback || len(r.queries) != map[bool]int{false: 1, true: 2}[c.fallback] {
+			t.Fatalf("%s: done.inferred_filter %+v after %d retrievals", c.name, done.InferredFilter, len(r.queries))
+		}
+	}
+}
