@@ -43,11 +43,14 @@ type InferredFilter struct {
 	Detail string `json:"detail"`
 }
 
-// InferredMatch is one value the question names: the words as written and the key and value matched.
+// InferredMatch is one value the question names: the words as found (normalised) and the key and
+// value matched, by the rules, or by the model (By "model", no words: it read the value under another
+// name, and the value was checked against the documents' values).
 type InferredMatch struct {
-	Words string `json:"words"`
+	Words string `json:"words,omitempty"`
 	Key   string `json:"key"`
 	Value any    `json:"value"`
+	By    string `json:"by"` // rules | model
 }
 
 // Limits of inference. A key is a candidate only while it has few distinct values (a category, such
@@ -103,24 +106,75 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 		st.degrade("infer_filter")
 		return
 	}
-	matches := MatchValues(st.Question, facets, req.FilterKeys)
-	if len(matches) == 0 {
-		return
+	st.candidates, st.inferKBs = candidateFacets(facets, req.FilterKeys), kbs
+	if matches := MatchValues(st.Question, facets, req.FilterKeys); len(matches) > 0 {
+		p.applyInferred(ctx, st, matches)
 	}
+}
+
+// applyInferred restricts the question to the documents holding every match's value (and passing the
+// user's filter); nothing changes when none does or the look-up fails (then "infer_filter" is degraded).
+func (p *Pipeline) applyInferred(ctx context.Context, st *State, matches []InferredMatch) bool {
+	req := st.Request
 	raw, f := inferredFilter(matches)
-	ids, err := p.Infer.MatchDocuments(ctx, req.Tenant, kbs, f)
+	ids, err := p.Infer.MatchDocuments(ctx, req.Tenant, st.inferKBs, f)
 	if err != nil {
 		st.degrade("infer_filter")
-		return
+		return false
 	}
 	if len(req.Restrict) > 0 { // the user's filter holds too
 		ids = slices.DeleteFunc(ids, func(id string) bool { return !slices.Contains(req.Restrict, id) })
 	}
 	if len(ids) == 0 {
-		return // the value exists, but not among what the question may read
+		return false // the values exist, but not together among what the question may read
 	}
 	st.Inferred = &InferredFilter{Filter: raw, Matched: matches, Documents: len(ids), Detail: inferredDetail(matches, len(ids))}
 	st.InferredRestrict = ids
+	return true
+}
+
+// inferByModel adds the values the model said the question names under another name
+// (Understanding.FilterValues), each only when it is exactly one of the candidates shown to it and its
+// key is not inferred by the rules already; true when the restriction changed.
+func (p *Pipeline) inferByModel(ctx context.Context, st *State) bool {
+	u := st.Understanding
+	if p.Infer == nil || u.Source != "llm" || len(u.FilterValues) == 0 || len(st.candidates) == 0 {
+		return false
+	}
+	var matches []InferredMatch
+	if st.Inferred != nil {
+		matches = slices.Clone(st.Inferred.Matched)
+	}
+	ruled := func(key string) bool {
+		return slices.ContainsFunc(matches, func(m InferredMatch) bool { return m.Key == key && m.By == "rules" })
+	}
+	added := 0
+	for _, fv := range u.FilterValues {
+		v, ok := candidateValue(st.candidates, fv)
+		dup := slices.ContainsFunc(matches, func(m InferredMatch) bool { return m.Key == fv.Key && m.Value == v })
+		if !ok || ruled(fv.Key) || dup {
+			continue
+		}
+		matches = append(matches, InferredMatch{Key: fv.Key, Value: v, By: "model"})
+		added++
+	}
+	return added > 0 && p.applyInferred(ctx, st, matches)
+}
+
+// candidateValue finds fv among the candidates: the same key and the same value (a number as a
+// number, a string exactly), returning the stored value.
+func candidateValue(candidates []rag.MetaFacet, fv FilterValue) (any, bool) {
+	for _, f := range candidates {
+		if f.Key != fv.Key {
+			continue
+		}
+		for _, vc := range f.Values {
+			if vc.Value == fv.Value {
+				return vc.Value, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // inferredFilter builds the filter of the matches: one condition per key (eq, or in for several
@@ -157,6 +211,10 @@ func inferredFilter(matches []InferredMatch) (json.RawMessage, *rag.MetaFilter) 
 func inferredDetail(matches []InferredMatch, docs int) string {
 	var parts []string
 	for _, m := range matches {
+		if m.By == "model" {
+			parts = append(parts, fmt.Sprintf("%s %s, read by the model", m.Key, valueString(m.Value)))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("“%s” is %s %s", m.Words, m.Key, valueString(m.Value)))
 	}
 	plural := "s"
@@ -187,15 +245,11 @@ func MatchValues(q string, facets []rag.MetaFacet, skip []string) []InferredMatc
 		text string
 	}
 	var hits []hit
-	for _, f := range facets {
-		if inferSkipKeys[f.Key] || slices.Contains(skip, f.Key) || f.Distinct == 0 || f.Distinct > inferMaxDistinct ||
-			f.Type == "date" || len(f.Values) < f.Distinct {
-			continue
-		}
+	for _, f := range candidateFacets(facets, skip) {
 		for _, vc := range f.Values {
 			text, ok := valueNamed(nq, f.Key, vc.Value)
 			if ok {
-				hits = append(hits, hit{InferredMatch{Words: text, Key: f.Key, Value: vc.Value}, normaliseText(text)})
+				hits = append(hits, hit{InferredMatch{Words: text, Key: f.Key, Value: vc.Value, By: "rules"}, normaliseText(text)})
 			}
 		}
 	}
@@ -213,6 +267,27 @@ func MatchValues(q string, facets []rag.MetaFacet, skip []string) []InferredMatc
 			keys = append(keys, h.m.Key)
 		}
 		out = append(out, h.m)
+	}
+	return out
+}
+
+// candidateFacets are the keys a filter may be inferred on: categories (at most inferMaxDistinct
+// values, every one listed), not dates, not identifiers or derived fields (inferSkipKeys), not named
+// by the user's filter (skip); generic values are left out.
+func candidateFacets(facets []rag.MetaFacet, skip []string) []rag.MetaFacet {
+	var out []rag.MetaFacet
+	for _, f := range facets {
+		if inferSkipKeys[f.Key] || slices.Contains(skip, f.Key) || f.Distinct == 0 || f.Distinct > inferMaxDistinct ||
+			f.Type == "date" || len(f.Values) < f.Distinct {
+			continue
+		}
+		f.Values = slices.DeleteFunc(slices.Clone(f.Values), func(v rag.MetaValueCount) bool {
+			s, ok := v.Value.(string)
+			return ok && inferSkipValues[normaliseText(s)]
+		})
+		if len(f.Values) > 0 {
+			out = append(out, f)
+		}
 	}
 	return out
 }

@@ -343,3 +343,78 @@ func TestInferredFilterAcrossTasks(t *testing.T) {
 		}
 	}
 }
+
+// With a model, the understanding call is shown the candidate values (this tenant's, as data) and may
+// say the question names one under another name; only a value on that list is applied, never over
+// the rules or the user's filter, and the cache key follows.
+func TestInferredFilterByModel(t *testing.T) {
+	f := newKBFixture(t)
+	ctx := context.Background()
+	understanding := func(values string) *fakeLLM {
+		return &fakeLLM{deltas: []string{`{"scope":"KB_QUERY","rewrite":"","intent":"x","complexity":"simple","specificity":"precise",` +
+			`"decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[],"filter_values":` + values + `}`}}
+	}
+	passages := map[string]string{f.hr.ID: "HR approves travel within five days.", f.finance.ID: "Finance approves travel budgets."}
+	run := func(model *fakeLLM, req Request) (*Done, *scopedRetriever) {
+		t.Helper()
+		r := &scopedRetriever{docs: passages}
+		p := &Pipeline{Infer: f.db, Retriever: r, Understander: &Understander{LLM: model}}
+		done, err := p.Run(ctx, req, func(string, any) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return done, r
+	}
+	ask := Request{Tenant: "t1", KBIDs: []string{f.kb.ID}, Question: "How does human resources approve travel?"}
+
+	model := understanding(`[{"key":"department","value":"HR"}]`)
+	done, r := run(model, ask)
+	in := done.InferredFilter
+	if in == nil || len(in.Matched) != 1 || in.Matched[0].By != "model" || !slices.Equal(r.queries[0].Filter.DocumentIDs, []string{f.hr.ID}) ||
+		!strings.Contains(in.Detail, "department HR, read by the model") {
+		t.Fatalf("the model's value: inferred %+v, restriction %v", in, r.queries[0].Filter.DocumentIDs)
+	}
+	shown := model.got.Messages[1].Content
+	if !strings.Contains(shown, "<metadata>\ndepartment: \"Finance\", \"HR\"\nyear: 2024, 2025\n</metadata>") || strings.Contains(shown, "Marketing") ||
+		!strings.Contains(model.got.Messages[0].Content, "filter_values") {
+		t.Fatalf("the model was shown %q; want this tenant's candidate values as data", shown)
+	}
+
+	for name, values := range map[string]string{
+		"a value no document has":    `[{"key":"department","value":"Human Resources"}]`,
+		"another tenant's value":     `[{"key":"department","value":"Marketing"}]`,
+		"a key that is no candidate": `[{"key":"source","value":"file"}]`,
+		"a number as text":           `[{"key":"year","value":"2025"}]`,
+	} {
+		if done, _ := run(understanding(values), ask); done.InferredFilter != nil {
+			t.Errorf("%s: inferred %+v; want nothing", name, done.InferredFilter)
+		}
+	}
+	// the user's filter names the key: the model is not offered it, and a value it names anyway is refused
+	withUser := ask
+	withUser.Restrict, withUser.FilterKeys = []string{f.finance.ID}, []string{"department"}
+	model = understanding(`[{"key":"department","value":"HR"}]`)
+	if done, _ := run(model, withUser); done.InferredFilter != nil || strings.Contains(model.got.Messages[1].Content, "department:") {
+		t.Errorf("over the user's filter: inferred %+v, shown %q", done.InferredFilter, model.got.Messages[1].Content)
+	}
+	// the rules' value of a key stands: the model's other value of it is not added
+	rules := ask
+	rules.Question = "How does HR approve travel, unlike finance?"
+	if done, _ := run(understanding(`[{"key":"year","value":2025}]`), rules); done.InferredFilter == nil || len(done.InferredFilter.Matched) != 3 {
+		t.Errorf("rules and model together: %+v; want the rules' two departments and the model's year", done.InferredFilter)
+	}
+
+	// the cache: the model's narrowing moves the question to the narrowed scope
+	cache := &SemanticCache{KV: memkv.New(nil, 1000), Embedder: embed.NewOffline(64), Catalog: f.db}
+	key := func(values string) string {
+		p := &Pipeline{Infer: f.db, Retriever: &scopedRetriever{docs: passages}, Understander: &Understander{LLM: understanding(values)}, Cache: cache}
+		st, _, err := p.Begin(ctx, ask, func(string, any) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.CacheKey
+	}
+	if hr, none := key(`[{"key":"department","value":"HR"}]`), key(`[]`); hr == none || hr == "" {
+		t.Fatalf("cache keys with and without the model's value: %q %q; want two", hr, none)
+	}
+}

@@ -278,6 +278,9 @@ func (p *Pipeline) Begin(ctx context.Context, req Request, emit Emit) (st *State
 	if prepared == nil {
 		prepared = p.understand(ctx, st)
 	}
+	if prepared == nil && p.inferByModel(ctx, st) {
+		prepared = p.lookup(ctx, st) // the model narrowed the scope: the answer is looked up (and kept) under it
+	}
 	if prepared != nil {
 		return st, prepared, nil
 	}

@@ -38,8 +38,11 @@ type State struct {
 	// passing it within the request's restriction, searched until Inferred.Fallback.
 	Inferred         *InferredFilter `json:"inferred,omitempty"`
 	InferredRestrict []string        `json:"inferred_restrict,omitempty"`
-	Route            RoutingEvent    `json:"route"`
-	HyDE             string          `json:"hyde,omitempty"`
+	// candidates and inferKBs are what inference matched against, for the model's turn (Begin only).
+	candidates []rag.MetaFacet
+	inferKBs   []string
+	Route      RoutingEvent `json:"route"`
+	HyDE       string       `json:"hyde,omitempty"`
 	// Result is what retrieval found (the agent's gathering, the merged sub-questions', or the standard
 	// chain's), with web results appended; Served maps a chunk to the sub-questions it answers.
 	Result *retrieve.Result    `json:"result,omitempty"`
@@ -135,7 +138,7 @@ func (p *Pipeline) lookup(ctx context.Context, st *State) *Done {
 // be replayed.
 func (p *Pipeline) understand(ctx context.Context, st *State) *Done {
 	t := time.Now()
-	st.Understanding = p.Understander.Understand(ctx, st.Question, st.Request.History)
+	st.Understanding = p.Understander.UnderstandWith(ctx, st.Question, st.Request.History, st.candidates)
 	st.timed("understanding", t)
 	if st.Understanding.Scope != ScopeOutOfScope {
 		return nil
