@@ -377,16 +377,44 @@ func TestPaths(t *testing.T) {
 		golden(t, "agentic", events)
 	})
 	t.Run("INFERRED_FILTER", func(t *testing.T) {
-		// issue #23: the question names a value of the demo guide's front matter (tags: [docmind,
-		// guide]); retrieval is restricted to the documents holding it, said in its own event
-		events, done, calls := ask(q("What does the guide say about installing the local server?"))
+		// issue #23: two policies told apart by their front matter's department; a question naming one
+		// is answered from its document, said in its own event
+		if r, err := http.Post(base+"/api/kbs", "application/json", strings.NewReader(`{"name":"policies"}`)); err != nil || r.StatusCode != http.StatusCreated {
+			t.Fatalf("create kb: %v %v", err, r)
+		}
+		ids := map[string]string{}
+		for _, dept := range []string{"HR", "Finance"} {
+			body := fmt.Sprintf("---\ndepartment: %s\n---\n# %s travel approval\n\nTravel requests are approved by the %s director within five working days.\n", dept, dept, dept)
+			resp, b := upload(t, base+"/api/kbs/policies/documents", "file", strings.ToLower(dept)+"-travel.md", []byte(body))
+			var doc struct{ ID string }
+			if resp.StatusCode != http.StatusAccepted || json.Unmarshal(b, &doc) != nil {
+				t.Fatalf("upload: %d %s", resp.StatusCode, b)
+			}
+			ids[dept] = doc.ID
+		}
+		for _, id := range ids {
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				var d struct{ Status string }
+				getJSON(t, base+"/api/documents/"+id, &d)
+				if d.Status == rag.StatusReady {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("document %s: %s", id, d.Status)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		fake.Calls()
+		events, done, calls := ask(map[string]any{"question": "Who approves travel requests in HR?", "kbs": []string{"policies"}})
 		in := eventData(events, "inferred_filter")
-		if done.InferredFilter == nil || string(done.InferredFilter.Filter) != `{"eq":"guide","key":"tags"}` || in == nil ||
+		if done.InferredFilter == nil || string(done.InferredFilter.Filter) != `{"eq":"HR","key":"department"}` || in == nil ||
 			!slices.Equal(calls, []string{"understanding", "answer"}) || len(done.Sources) == 0 {
 			t.Fatalf("done %+v (inferred %+v), event %v, calls %v", done, done.InferredFilter, in, calls)
 		}
 		for _, s := range done.Sources {
-			if s.FileName != "docmind-guide.md" {
+			if s.DocumentID != ids["HR"] {
 				t.Fatalf("a source outside the inferred filter: %+v", s)
 			}
 		}

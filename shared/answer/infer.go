@@ -235,9 +235,9 @@ func valueString(v any) string {
 // exact matches after normalisation (NFKC, lower case, runs of spaces and underscores as one space),
 // as whole words (any substring for a value in a script written without spaces, such as Chinese); a
 // number only as a whole number that is a year (1900-2199) or follows its key's name ("version 3"),
-// never inside a date. Skipped: keys in skip (the user's filter names them), keys of identifiers and
-// derived fields (inferSkipKeys), keys of more than inferMaxDistinct values or of dates, generic
-// values, and a value matched under two keys (ambiguous). At most inferMaxKeys keys.
+// never inside a date. Only the keys of candidateFacets (categories most documents have, not the
+// user's, not identifiers or dates), never a generic value or one matched under two keys
+// (ambiguous). At most inferMaxKeys keys.
 func MatchValues(q string, facets []rag.MetaFacet, skip []string) []InferredMatch {
 	nq := normaliseText(q)
 	type hit struct {
@@ -272,13 +272,23 @@ func MatchValues(q string, facets []rag.MetaFacet, skip []string) []InferredMatc
 }
 
 // candidateFacets are the keys a filter may be inferred on: categories (at most inferMaxDistinct
-// values, every one listed), not dates, not identifiers or derived fields (inferSkipKeys), not named
-// by the user's filter (skip); generic values are left out.
+// values, every one listed) that at least half the documents have, not dates, not identifiers or
+// derived fields (inferSkipKeys), not named by the user's filter (skip); generic values are left out.
+//
+// Half the documents: a key most documents lack does not partition them, it describes a few (a tag
+// on one guide), and restricting to the documents that have it would drop the others for missing
+// metadata, not for being about something else ("Does docmind do OCR?" lost the FAQ to the guide's
+// `tags: [docmind]`). The documents are counted as the most widely held key's (the derived keys are
+// on every indexed document).
 func candidateFacets(facets []rag.MetaFacet, skip []string) []rag.MetaFacet {
+	most := 0
+	for _, f := range facets {
+		most = max(most, f.Documents)
+	}
 	var out []rag.MetaFacet
 	for _, f := range facets {
 		if inferSkipKeys[f.Key] || slices.Contains(skip, f.Key) || f.Distinct == 0 || f.Distinct > inferMaxDistinct ||
-			f.Type == "date" || len(f.Values) < f.Distinct {
+			f.Type == "date" || len(f.Values) < f.Distinct || 2*f.Documents < most {
 			continue
 		}
 		f.Values = slices.DeleteFunc(slices.Clone(f.Values), func(v rag.MetaValueCount) bool {

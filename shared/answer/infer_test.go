@@ -19,7 +19,7 @@ import (
 )
 
 func facet(key, typ string, values ...any) rag.MetaFacet {
-	f := rag.MetaFacet{Key: key, Type: typ, Distinct: len(values), Documents: len(values)}
+	f := rag.MetaFacet{Key: key, Type: typ, Distinct: len(values), Documents: 10}
 	for _, v := range values {
 		f.Values = append(f.Values, rag.MetaValueCount{Value: v, Documents: 1})
 	}
@@ -41,6 +41,7 @@ func TestMatchValues(t *testing.T) {
 		facet("source", "string", "upload", "file"),
 		facet("owner", "string", many...),
 		facet("flag", "string", "true", "x"),
+		{Key: "product", Type: "list", Distinct: 1, Documents: 4, Values: []rag.MetaValueCount{{Value: "docmind", Documents: 4}}},
 	}
 	for _, c := range []struct {
 		q    string
@@ -67,6 +68,7 @@ func TestMatchValues(t *testing.T) {
 		{"Is it true?", nil, ""},                                         // generic values
 		{"the HR handbook", []string{"department"}, "doc_type=handbook"}, // the user's filter names the key
 		{"per diem in 20250 or v2025", nil, ""},
+		{"Does docmind do OCR?", nil, ""}, // a key on 4 of 10 documents describes them, it does not partition them
 	} {
 		var got []string
 		for _, m := range MatchValues(c.q, facets, c.skip) {
