@@ -75,11 +75,12 @@ var inferSkipValues = map[string]bool{"true": true, "false": true, "yes": true, 
 	"other": true, "all": true, "n/a": true, "na": true, "unknown": true, "default": true}
 
 // infer is the filter inference step: when the question names a value that some document of its
-// knowledge bases holds, under a key with few distinct values that the user's own filter does not
-// name, the documents holding it become the question's restriction (an and with the user's). A
-// value named under two keys is ambiguous and not used; several values of one key are an in. Not
-// for selected documents (the user chose what to read) or a conversation's follow-up without its own
-// value. Inference failing is recorded in degraded and the question goes on unfiltered.
+// knowledge bases holds, under a key most of them have with few distinct values, that the user's own
+// filter does not name (candidateFacets), the documents holding it become the question's restriction
+// (an and with the user's). A value named under two keys is ambiguous and not used; several values of
+// one key are an in. Not for selected documents (the user chose what to read). It runs before the
+// cache lookup; the model's turn comes after understanding (inferByModel). Inference failing is
+// recorded in degraded ("infer_filter") and the question goes on unfiltered.
 func (p *Pipeline) infer(ctx context.Context, st *State) {
 	if p.Infer == nil || st.selected() {
 		return
