@@ -58,6 +58,7 @@ var (
 	reAboveBefore   = regexp.MustCompile(`(above|over|more than|greater than|higher than|exceeds|exceeding|in excess of|>|超过|高于|大于|多于|超出|逾)\s*$`)
 	reAtLeastBefore = regexp.MustCompile(`(at least|no less than|not less than|no fewer than|minimum of|min\.?|≥|>=|不少于|不低于|不小于|至少|最少|最低|满)\s*$`)
 	reCurrencySym   = regexp.MustCompile(`[$€£¥]\s*$`)
+	reCNTenure      = regexp.MustCompile(`(工龄|司龄|服务|工作|任职|为期|连续|期限|年限|合同期|有效期)\s*$`)
 	reNotFull       = regexp.MustCompile(`(不满|未满)\s*$`)
 	reBelowAfter    = regexp.MustCompile(`^\s*(以下|以内|或以下|及以下|or less|or fewer|or below|or lower|or under|and below|and under|max\b)`)
 	reAboveAfter    = regexp.MustCompile(`^\s*(以上|或以上|及以上|or more|or above|or higher|or over|and above|and over|\+|plus\b)`)
@@ -77,6 +78,10 @@ type located struct {
 	Number
 	at, end int // byte offsets in the folded text
 	unit    string
+	// cnYear marks "N年": a year of an era or a calendar ("天正16年", "民国二年", "哪一年") far more
+	// often than a duration, so it counts only with a comparison or in a range ("不少于3年", "1至3年"),
+	// or after a word of tenure ("工龄5年", "服务3年")
+	cnYear bool
 }
 
 // numbersIn reads the numbers of folded text s with their units: a number without one takes the
@@ -92,7 +97,9 @@ func numbersIn(s string) []located {
 		at := off + k
 		end := at + len(n.Raw)
 		off = end
-		out = append(out, located{Number: n, at: at, end: end, unit: unitAround(s[:at], s[end:], n.Value)})
+		u := unitAround(s[:at], s[end:], n.Value)
+		cnYear := u == "year" && strings.HasPrefix(strings.TrimLeft(s[end:], " "), "年") && !reCNTenure.MatchString(s[:at])
+		out = append(out, located{Number: n, at: at, end: end, unit: u, cnYear: cnYear})
 	}
 	for i := len(out) - 2; i >= 0; i-- {
 		if out[i].unit == "" && out[i+1].unit != "" && reRangeJoint.MatchString(s[out[i].end:out[i+1].at]) {
@@ -136,6 +143,9 @@ func ConditionOf(q string) (Condition, bool) {
 			return Condition{Interval: iv, Compared: true}, true
 		}
 		iv := comparedAt(s, n)
+		if iv.Point() && n.cnYear {
+			continue
+		}
 		return Condition{Interval: iv, Compared: !iv.Point()}, true
 	}
 	return Condition{}, false
@@ -225,7 +235,9 @@ func IntervalsOf(s, unit string) []Interval {
 			i++
 			continue
 		}
-		out = append(out, comparedAt(f, nums[i]))
+		if iv := comparedAt(f, nums[i]); !iv.Point() || !nums[i].cnYear {
+			out = append(out, iv)
+		}
 	}
 	// a line stating a range states its condition there; its values are what applies ("95%-99%:
 	// 25%": 25% is the refund, not an availability)

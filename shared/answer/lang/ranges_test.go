@@ -29,7 +29,9 @@ func TestConditionOf(t *testing.T) {
 		}
 	}
 	// numbers without a unit are names and dates, not conditions; a year is not a duration
-	for _, q := range []string{"What happened in 1995?", "Who won Super Bowl 50?", "2016年发生了什么？", "How many interceptions did Manning have in 2015?"} {
+	for _, q := range []string{"What happened in 1995?", "Who won Super Bowl 50?", "2016年发生了什么？", "How many interceptions did Manning have in 2015?",
+		// an era's year and "which year" are not durations (CMRC 2018)
+		"天正16年松平康忠的主要工作是什么？", "民国二年南田县发生了什么变故？", "李日华生于哪一年？"} {
 		if c, ok := ConditionOf(q); ok {
 			t.Errorf("ConditionOf(%q) = %+v; want none", q, c)
 		}
@@ -72,6 +74,7 @@ func TestFitOf(t *testing.T) {
 		{atLeast3, "工龄3年以上的员工享有15天年假", FitMatch},
 		{atLeast3, "工龄1至3年：10天", FitConflict},
 		{atLeast3, "2019年入职", FitNone},
+		{atLeast3, "在天正16年（1588年）把家督让予嫡子康直", FitNone},
 	} {
 		if got := FitOf(c.cond, c.line); got != c.want {
 			t.Errorf("FitOf(%+v, %q) = %v, want %v", c.cond, c.line, got, c.want)
