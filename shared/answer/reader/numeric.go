@@ -67,7 +67,21 @@ func weighNumbers(units []unit, cond *lang.Condition) {
 	if cond == nil {
 		return
 	}
+	// the lines that rank (a score) and the line after each, which next may add: the others are
+	// never quoted, and reading their numbers cost as much as the rest of the reader
+	need := make([]bool, len(units))
+	for i, u := range units {
+		if u.score > 0 {
+			need[i] = true
+			if i+1 < len(units) && units[i+1].src == u.src {
+				need[i+1] = true
+			}
+		}
+	}
 	for i := range units {
+		if !need[i] {
+			continue
+		}
 		u := &units[i]
 		fit := lang.FitNone
 		if u.row != nil {

@@ -141,3 +141,26 @@ func xlsxOf(rows [][]string) []byte {
 		[2]string{"xl/worksheets/sheet1.xml", sheet.String()},
 	)
 }
+
+// BenchmarkNumericCondition measures what comparing numbers adds to a question that states one: the
+// same eight passages (prose with days and percentages, and a table of ranges) read for "more than 30
+// days" and for the same question without its number (no condition: nothing is compared), in the same
+// run (compare the two ns/op).
+func BenchmarkNumericCondition(b *testing.B) {
+	var ev []rank.Evidence
+	for i := range 8 {
+		var s strings.Builder
+		for s.Len() < 600 {
+			s.WriteString("Leave of up to 30 days is approved by the line manager, and leave of more than 30 days by the HR director. Availability fell to 97.5% in May.\n")
+		}
+		s.WriteString("\n| Monthly availability | Service credit |\n| --- | --- |\n| < 95% | 50% |\n| 95% - 99% | 25% |\n| >= 99% | 0% |\n")
+		ev = append(ev, rank.Evidence{ChunkID: string(rune('a' + i)), Text: s.String(), Score: 1 / float64(i+1)})
+	}
+	for name, q := range map[string]string{"compared": "Who approves leave of more than 30 days?", "plain": "Who approves leave of many days?"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				Extractive{}.Read(q, ev)
+			}
+		})
+	}
+}
