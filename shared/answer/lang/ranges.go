@@ -330,7 +330,9 @@ func FitOf(c Condition, s string) Fit {
 // in the compared range.
 func (c Condition) Meets(iv Interval) bool {
 	if !c.Compared {
-		return iv.Contains(c.Lo) || iv.Point() && sameValue(iv.Lo, c.Lo)
+		// a value asked without a comparison meets a range it bounds: "did the price drop to $10"
+		// is answered by "decreased to less than $10 per barrel" (SQuAD), whose bound it is
+		return iv.Contains(c.Lo) || sameValue(iv.Lo, c.Lo) || sameValue(iv.Hi, c.Lo)
 	}
 	if iv.Point() {
 		return c.Contains(iv.Lo)

@@ -62,6 +62,8 @@ func TestFitOf(t *testing.T) {
 		{at93, "< 95%", FitMatch},
 		{at93, "95%以下", FitMatch},
 		{at93, "95%-99%", FitConflict},
+		{at93, "below 93%", FitMatch}, // its bound
+		{at93, "below 90%", FitConflict},
 		{at93, "If availability falls to 93%, the customer is refunded.", FitMatch},
 		{at9995, "≥ 99.9%: no refund", FitMatch},
 		{at9995, "99.0% 至 99.9%", FitConflict},
