@@ -717,7 +717,7 @@ func endsSentence(s string) bool {
 }
 
 // tableUnits turns a markdown table into one unit per data row whose cells share a term with the
-// question. The row is scored with its header (a question naming a column matches it), and shown as
+// question, or one of whose cells states a range that meets its numeric condition (rowFit). The row is scored with its header (a question naming a column matches it), and shown as
 // "header: value" pairs, or as the one cell the question names.
 func tableUnits(src, pos int, lines []string, qterms []string, cond *lang.Condition) []unit {
 	var rows [][]string
