@@ -40,13 +40,15 @@ func cmdAsk(e env, args []string) int {
 	key := fs.String("key", "", "API key for --server when it requires one (default DOCMIND_API_KEY)")
 	user := fs.String("user", "", "ask as this user (email or id): only the knowledge bases the user may read, the user's memories")
 	filter := fs.String("filter", "", `only documents whose metadata passes this JSON filter, e.g. {"key":"source","eq":"web"} (docs/metadata-filters.md)`)
+	var docs docFlags
+	fs.Var(&docs, "doc", "ask about this document (id, or file name; repeatable): the selected-document path, as the page's selection (with --server: ids)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitConfig
 	}
 	question := strings.TrimSpace(strings.Join(rest, " "))
 	if question == "" {
-		fmt.Fprintln(e.stderr, `usage: docmind ask [--kb NAME] [--filter JSON] [--data DIR] [--json] "question"`)
+		fmt.Fprintln(e.stderr, `usage: docmind ask [--kb NAME] [--doc ID|NAME]... [--filter JSON] [--data DIR] [--json] "question"`)
 		return exitConfig
 	}
 	var events []sse.Event
@@ -65,7 +67,7 @@ func cmdAsk(e env, args []string) int {
 		if *key == "" {
 			*key = e.getenv("DOCMIND_API_KEY")
 		}
-		return askServer(e, c.json, *server, *key, *kbName, *filter, question, emit, &events)
+		return askServer(e, c.json, *server, *key, *kbName, *filter, docs, question, emit, &events)
 	}
 	cfg, ok := c.load(e, nil)
 	if !ok {
@@ -97,6 +99,9 @@ func cmdAsk(e env, args []string) int {
 	req.Restrict = f.DocumentIDs
 	if mf, _ := rag.ParseMetaFilter([]byte(*filter)); mf != nil {
 		req.FilterKeys = mf.Keys()
+	}
+	if req.DocumentIDs, err = selectDocs(e, s, cfg.Tenant, req.KBIDs, docs); err != nil {
+		return fail(e, err)
 	}
 	chain, err := retriever(cfg, s)
 	if err != nil {
@@ -138,9 +143,12 @@ func printAsk(w io.Writer, done *answer.Done, events []sse.Event) {
 }
 
 // askServer asks a running server (its data directory is locked by it) and renders its stream the same way.
-func askServer(e env, asJSON bool, base, key, kb, filter, question string, emit answer.Emit, events *[]sse.Event) int {
+func askServer(e env, asJSON bool, base, key, kb, filter string, docs []string, question string, emit answer.Emit, events *[]sse.Event) int {
 	const op = "ask"
 	body := map[string]any{"question": question}
+	if len(docs) > 0 {
+		body["documents"] = docs // the server checks each id against the caller's roles
+	}
 	if kb != "" {
 		body["kbs"] = []string{kb}
 	}

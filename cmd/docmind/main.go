@@ -46,7 +46,7 @@ Commands:
   serve     run the local server (HTTP on 127.0.0.1:8080 by default), watching <data>/inbox
   ingest    index files or folders into a knowledge base (ingest --kb NAME PATH...)
   search    run the retrieval chain for a query and show every stage (search [--kb NAME] "query")
-  ask       answer a question with citations, streaming the answer and its timeline (ask [--kb NAME] [--json] "question")
+  ask       answer a question with citations, streaming the answer and its timeline (ask [--kb NAME] [--doc ID|NAME]... [--json] "question")
   eval      measure retrieval, or with --variant answer the answers, their confidence bands and calibration, on a BEIR dataset
             (eval --dataset DIR [--variant bm25|vector|hybrid|rerank|full|all|answer] [--out FILE] [--calibrate [--calibration FILE]] [--unanswerable] [--sample N])
   bench     measure speed against same-run references (bench [--suite NAME|all] [--out DIR] [--quick])

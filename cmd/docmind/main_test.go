@@ -372,4 +372,19 @@ func TestAskWhileServing(t *testing.T) {
 	if code, _, errOut := runCLI(t, nil, "ask", "--server", base, "--kb", "nope", "q"); code != exitConfig || !strings.Contains(errOut, "404") {
 		t.Fatalf("unknown kb through the server: exit %d %s", code, errOut)
 	}
+	// --doc through the server: the ids go as the request's documents, the server reads them in order
+	doc := res.Sources[0].DocumentID
+	code, out, errOut = runCLI(t, nil, "ask", "--server", base, "--doc", doc, "--json", "summarise this document")
+	res = askResult{}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Path != "SELECTED_DOC" || len(res.Sources) == 0 {
+		t.Fatalf("ask --server --doc: exit %d %v: %+v %s", code, err, res, errOut)
+	}
+	for _, s := range res.Sources {
+		if s.DocumentID != doc || s.Part == nil {
+			t.Fatalf("ask --server --doc %s: source %+v", doc, s)
+		}
+	}
+	if code, _, errOut := runCLI(t, nil, "ask", "--server", base, "--doc", "doc_nosuch", "q"); code != exitConfig || !strings.Contains(errOut, "no document") {
+		t.Fatalf("unknown document through the server: exit %d %s", code, errOut)
+	}
 }

@@ -165,6 +165,19 @@ func exerciseDemo(t *testing.T, c *mcpClient, question string) {
 		t.Error("ask sent no progress notification for its progress token")
 	}
 
+	// "the documents do not say" (done.abstained) is an abstention here too, citing nothing
+	var none mcp.AskOutput
+	if res := c.call(t, "ask", map[string]any{"question": "Who is the CEO of Example Corp?", "kbs": []string{"demo"}}, &none); res.IsError ||
+		none.Abstention == nil || strings.Contains(none.Answer, "[1]") {
+		t.Errorf("an unanswerable question: abstention %+v, answer %q", none.Abstention, none.Answer)
+	}
+	// a selected document: the ask tool's documents take the same path as the page's selection
+	var read mcp.AskOutput
+	if res := c.call(t, "ask", map[string]any{"question": "summarise this document", "documents": []string{ask.Sources[0].DocumentID}}, &read); res.IsError ||
+		read.Path != "SELECTED_DOC" || len(read.Sources) == 0 || read.Sources[0].Part == nil || read.Sources[0].DocumentID != ask.Sources[0].DocumentID {
+		t.Errorf("a summary of the selected document: path %s, sources %+v", read.Path, read.Sources)
+	}
+
 	// a source's chunk, with its heading path and page as the source names them
 	src := ask.Sources[0]
 	var chunk mcp.ChunkOutput

@@ -131,6 +131,12 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 	if numberMissing {
 		c.Score = math.Min(c.Score, 0.84) // a claim citing a passage that lacks its number is never HIGH
 	}
+	if len(checked) <= 1 && reader.OverviewQuestion(question) {
+		// "tell me about annual leave" answered by one line: a fact about the topic, not the overview
+		// asked for, however well that line matches ("Annual leave: 20 days" was HIGH 0.98)
+		c.Score = math.Min(c.Score, OverviewCap)
+		c.Reason += "; an overview question answered from one line: the documents may say more about it"
+	}
 	if quotesCode(checked) {
 		// code or a run of identifiers is quoted, not explained: whether it answers is for the reader
 		c.Score = math.Min(c.Score, 0.84)
@@ -140,6 +146,11 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 	c.Band = Band(c.Score)
 	return c, checked
 }
+
+// OverviewCap is the highest score of an answer to an overview question ("tell me about X", a few
+// words that ask nothing) that rests on one cited line: below HIGH, as no calibration has measured how
+// often one line answers such a question.
+const OverviewCap = 0.84
 
 // UncalibratedCap is the highest score an answer gets without a calibration for its answerer and
 // language: HIGH means "right at least 85% of the time", and nothing has measured how often an

@@ -359,15 +359,17 @@ func (p *Pipeline) generate(ctx context.Context, st *State, emit Emit) error {
 		done.Answerer = "llm"
 		// the tokens are out; done's answer, the one stored, cached and rendered last, is the clean one
 		done.Answer, done.Sanitised = inject.Sanitise(ts.text.String(), st.Result.Evidence, done.InjectionFlags)
+		if !st.Reading && !done.Partial && len(st.Result.Evidence) > 0 &&
+			reader.Declines(st.Question, done.Answer, st.Result.Evidence, st.Result.Grade, p.abstains()) {
+			// the model says the documents do not answer (or cites nothing where the offline rule finds
+			// no answer): an abstention as the offline one, citing nothing, whatever passage it named
+			done.Abstained, done.Answer = true, reader.Uncited(done.Answer)
+		}
 	} else {
 		done.Answerer = "extractive"
 		// the reader quotes no instruction and cleans its own answer (reader.Extractive.Read); when the
 		// documents do not answer the question it says so and cites nothing
-		abstains := reader.Abstains
-		if p.Abstains != nil {
-			abstains = p.Abstains
-		}
-		text, abstained := abstains(st.Question, st.Result.Evidence, st.Result.Grade)
+		text, abstained := p.abstains()(st.Question, st.Result.Evidence, st.Result.Grade)
 		if !abstained {
 			text = p.Answerer.Compose(st.Question, st.Result.Evidence)
 		}
@@ -661,4 +663,13 @@ func (t *tokenStream) sendAll(answer string) error {
 		}
 	}
 	return nil
+}
+
+// abstains is the rule deciding that the passages do not answer a question: the pipeline's
+// (evaluation sets one) or reader.Abstains.
+func (p *Pipeline) abstains() func(string, []rank.Evidence, rank.Grade) (string, bool) {
+	if p.Abstains != nil {
+		return p.Abstains
+	}
+	return reader.Abstains
 }

@@ -134,6 +134,9 @@ type oaiDocmind struct {
 	// InjectionFlags names the retrieved passages that instruct the assistant (never obeyed, never
 	// quoted); always present, [] when none does.
 	InjectionFlags []inject.Flag `json:"injection_flags"`
+	// Abstained says the documents do not answer the question (done.abstained); present only then, so
+	// that the bytes of an answer's extension did not change
+	Abstained bool `json:"abstained,omitempty"`
 }
 
 func oaiExtensions(d *answer.Done) ([]oaiSource, oaiDocmind) {
@@ -150,7 +153,7 @@ func oaiExtensions(d *answer.Done) ([]oaiSource, oaiDocmind) {
 		flags = []inject.Flag{}
 	}
 	return src, oaiDocmind{Confidence: d.Confidence.Score, Band: d.Confidence.Band, Path: d.Path, FromCache: d.FromCache, Degraded: deg, Partial: d.Partial,
-		InjectionFlags: flags}
+		InjectionFlags: flags, Abstained: d.Abstained}
 }
 
 // The response types. Their fields are in alphabetical order, the order the map-built bodies had, so

@@ -240,6 +240,9 @@ func (t *tools) ask(ctx context.Context, req *sdk.CallToolRequest, in AskInput) 
 		out.Abstention = &Abstention{Reason: "the question was answered without the documents (" + done.ShortCircuit + ")"}
 	case done.IsFallback:
 		out.Abstention = &Abstention{Reason: "no passage of the knowledge bases answers the question"}
+	case done.Abstained:
+		// the documents do not say (done.abstained): the answer says so and cites nothing
+		out.Abstention = &Abstention{Reason: "the retrieved passages do not answer the question"}
 	}
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: askText(out)}}}, out, nil
 }

@@ -125,6 +125,8 @@ type unit struct {
 	faq []string
 	// code marks a line of source code or a run of identifiers outside a fence (CodeLine)
 	code bool
+	// fit is how the line's numbers meet the question's numeric condition (weighNumbers)
+	fit lang.Fit
 }
 
 // tableRow is one data row of a markdown table with its header.
@@ -139,6 +141,8 @@ type tableRow struct {
 	column bool
 	// labels are the columns that tell the table's rows apart (rowLabels), named in a one-cell answer
 	labels []int
+	// fit is how the row's range or value meets the question's numeric condition (rowFit)
+	fit lang.Fit
 }
 
 // Compose returns the answer for query over ev (ev[i] is source i+1).
@@ -161,12 +165,16 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		flagged[f.Source-1] = true
 	}
 	codeAsked := CodeQuestion(query)
+	var cond *lang.Condition // the question's numeric condition: lines are compared with it as numbers
+	if c, ok := lang.ConditionOf(query); ok {
+		cond = &c
+	}
 	for i, e := range ev[:min(len(ev), x.SourcesToRead)] {
 		body := e.Text
 		if strings.TrimSpace(body) == "" {
 			body = e.ChildText
 		}
-		us := x.units(i, body, qterms, codeAsked)
+		us := x.units(i, body, qterms, codeAsked, cond)
 		if flagged[i] {
 			// a passage that instructs the assistant: its instructing sentences, and any that repeat
 			// what it asks to be said, are never quoted (SEC-03); the rest of it still may be
@@ -186,6 +194,7 @@ func (x Extractive) Read(query string, ev []rank.Evidence) Reading {
 		total += idf[t]
 	}
 	scoreUnits(units, qterms, idf, total, r.Asked, query)
+	weighNumbers(units, cond)
 	cands := units[:0:0]
 	for _, u := range units {
 		if u.score > 0 && !restates(u, qterms, r.Asked) {
@@ -299,6 +308,11 @@ func (x Extractive) pick(cands []unit, asked lang.Asked) []unit {
 		if c.score < best.score/2 || perSource[c.src] >= x.PerSource {
 			continue
 		}
+		if best.fit == lang.FitMatch && c.fit == lang.FitConflict {
+			// the best line's range holds the question's number; a line of another range is another
+			// case's rule ("Leave of up to 30 days ..." beside "... more than 30 days ..."), not more of it
+			continue
+		}
 		if best.row != nil {
 			// The row the question names is the answer: other rows are not (tied ones were listed
 			// above), nor prose around the table. "服务月可用性不低于 99.9%。" was quoted beside the
@@ -351,7 +365,7 @@ func contentTerm(t string) bool {
 // question terms, as closely (a row the question names outranks its neighbours, they do not tie).
 func tiedRows(best, c unit) bool {
 	b, r := best.row, c.row
-	if c.src != best.src || b.col != r.col || b.keyCover != r.keyCover || !slices.Equal(b.header, r.header) || len(c.matched) != len(best.matched) {
+	if c.src != best.src || b.col != r.col || b.keyCover != r.keyCover || b.fit != r.fit || !slices.Equal(b.header, r.header) || len(c.matched) != len(best.matched) {
 		return false
 	}
 	for t := range best.matched {
@@ -405,6 +419,9 @@ func next(picked, units []unit, asked lang.Asked) (unit, bool) {
 	}
 	for _, u := range units {
 		if u.src == best.src && u.pos == best.pos+1 && u.row == nil && u.section == best.section {
+			if best.fit == lang.FitMatch && u.fit == lang.FitConflict {
+				return unit{}, false // the next case's rule, not the rest of this one (pick)
+			}
 			show := strings.TrimSpace(u.show)
 			if strings.HasSuffix(show, "?") || strings.HasSuffix(show, "？") {
 				return unit{}, false
@@ -514,7 +531,7 @@ func maps(m map[string]bool) map[string]bool {
 // units splits one source into quotable lines: table rows (those with a cell matching the question)
 // and the sentences and clauses of the prose; with code asked about (CodeQuestion), the lines of fenced
 // code blocks too, each one line marked code.
-func (x Extractive) units(src int, body string, qterms []string, codeAsked bool) []unit {
+func (x Extractive) units(src int, body string, qterms []string, codeAsked bool, cond *lang.Condition) []unit {
 	var out []unit
 	lines := joinWrapped(strings.Split(body, "\n"))
 	inCode := opensInCode(lines)
@@ -552,7 +569,7 @@ func (x Extractive) units(src int, body string, qterms []string, codeAsked bool)
 			for j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), "|") {
 				j++
 			}
-			for _, u := range tableUnits(src, len(out), lines[i:j], qterms) {
+			for _, u := range tableUnits(src, len(out), lines[i:j], qterms, cond) {
 				u.section = section
 				out = append(out, u)
 			}
@@ -700,9 +717,9 @@ func endsSentence(s string) bool {
 }
 
 // tableUnits turns a markdown table into one unit per data row whose cells share a term with the
-// question. The row is scored with its header (a question naming a column matches it), and shown as
+// question, or one of whose cells states a range that meets its numeric condition (rowFit). The row is scored with its header (a question naming a column matches it), and shown as
 // "header: value" pairs, or as the one cell the question names.
-func tableUnits(src, pos int, lines []string, qterms []string) []unit {
+func tableUnits(src, pos int, lines []string, qterms []string, cond *lang.Condition) []unit {
 	var rows [][]string
 	for _, l := range lines {
 		cells := splitRow(l)
@@ -741,6 +758,13 @@ func tableUnits(src, pos int, lines []string, qterms []string) []unit {
 					break
 				}
 			}
+		}
+		var key int
+		if tr.fit, key = rowFit(cond, header, cells); key >= 0 && !slices.Contains(tr.keyCols, key) {
+			// the cell whose range meets the question's number names the row: "< 95%" for "93%"
+			tr.keyCols = append(tr.keyCols, key)
+			slices.Sort(tr.keyCols)
+			tr.keyCover = 1
 		}
 		if len(tr.keyCols) == 0 {
 			continue

@@ -65,7 +65,7 @@ func (x Extractive) Summarise(query string, ev []rank.Evidence, labels []string)
 			unsafe = inject.Unsafe(e)
 		}
 		var lines []string
-		for _, u := range x.units(i, body, nil, false) {
+		for _, u := range x.units(i, body, nil, false, nil) {
 			if len(lines) == per {
 				break
 			}
