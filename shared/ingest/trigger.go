@@ -97,6 +97,9 @@ func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, e
 	if strings.HasPrefix(ch.Key, PresignedPrefix) {
 		return t.presigned(ctx, ch)
 	}
+	if main, ok := SidecarOf(ch.Key); ok && extract.Supported(main) {
+		return t.sidecarEvent(ctx, ch, main) // a sidecar written, changed or removed: its file's metadata follows
+	}
 	kbName, rel, ok := SplitInboxKey(ch.Key)
 	if !ok || (!ch.Removed && !extract.Supported(rel)) {
 		return TriggerResult{Action: ActionIgnored}, nil
