@@ -37,6 +37,9 @@ type Schedules struct {
 	StateMachineARN string
 	// RoleARN is the role the scheduler assumes to start it (ConnectorSchedulerRoleArn output).
 	RoleARN string
+	// DeadLetterARN is the queue a start the scheduler gave up on goes to (ConnectorScheduleDeadLetterQueueArn
+	// output; its alarm pages); empty: none.
+	DeadLetterARN string
 }
 
 var _ connector.Scheduler = Schedules{}
@@ -79,6 +82,9 @@ func (s Schedules) Upsert(ctx context.Context, c rag.Connector, every time.Durat
 		// a start the scheduler could not make is retried a few times within the hour; a missed run is
 		// caught up by the next, which lists everything since the cursor
 		RetryPolicy: &types.RetryPolicy{MaximumRetryAttempts: aws.Int32(3), MaximumEventAgeInSeconds: aws.Int32(3600)}}
+	if s.DeadLetterARN != "" {
+		target.DeadLetterConfig = &types.DeadLetterConfig{Arn: aws.String(s.DeadLetterARN)}
+	}
 	desc := aws.String(fmt.Sprintf("docmind: sync connector %s (%s) into knowledge base %s", c.Name, c.Type, c.KBID))
 	window := &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff}
 	_, err = s.Client.CreateSchedule(ctx, &scheduler.CreateScheduleInput{Name: aws.String(ScheduleName(c.Name)), GroupName: aws.String(s.Group),

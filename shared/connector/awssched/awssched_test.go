@@ -45,7 +45,8 @@ func TestSchedulesAgainstMoto(t *testing.T) {
 	}
 	s := Schedules{Client: cl, Group: "docmind-dev-connectors",
 		StateMachineARN: "arn:aws:states:eu-west-1:123456789012:stateMachine:docmind-dev-connector-sync",
-		RoleARN:         "arn:aws:iam::123456789012:role/docmind-dev-ConnectorSchedulerRole"}
+		RoleARN:         "arn:aws:iam::123456789012:role/docmind-dev-ConnectorSchedulerRole",
+		DeadLetterARN:   "arn:aws:sqs:eu-west-1:123456789012:docmind-dev-connector-schedule-dlq"}
 	c := rag.Connector{Tenant: "default", Name: "eng-wiki", Type: "confluence", KBID: "kb_1"}
 	if err := s.Upsert(ctx, c, time.Hour); err != nil {
 		t.Fatalf("Upsert: %v", err)
@@ -63,7 +64,8 @@ func TestSchedulesAgainstMoto(t *testing.T) {
 	json.Unmarshal([]byte(aws.ToString(got.Target.Input)), &input)
 	if aws.ToString(got.ScheduleExpression) != "rate(1 hour)" || aws.ToString(got.Target.Arn) != s.StateMachineARN ||
 		aws.ToString(got.Target.RoleArn) != s.RoleARN || input["connector"] != "eng-wiki" || len(input) != 1 ||
-		aws.ToString(got.GroupName) != s.Group || got.State != types.ScheduleStateEnabled {
+		aws.ToString(got.GroupName) != s.Group || got.State != types.ScheduleStateEnabled ||
+		got.Target.DeadLetterConfig == nil || aws.ToString(got.Target.DeadLetterConfig.Arn) != s.DeadLetterARN {
 		t.Fatalf("schedule = %+v (target %+v); want rate(1 hour) starting the sync machine with {connector: eng-wiki}", got, got.Target)
 	}
 	if err := s.Upsert(ctx, c, 15*time.Minute); err != nil {
