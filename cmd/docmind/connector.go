@@ -86,7 +86,11 @@ func connectorAdd(e env, cfg config.Config, name, kbName, typ, urlFlag, settings
 	if err := rag.ValidateConnectorName(name); err != nil {
 		return fail(e, rag.E("docmind", rag.KindInvalid, err))
 	}
-	src, err := connectorSource(e.ctx, cfg, c, e.getenv, nil)
+	sched, secrets, err := connectorAWS(e.ctx, cfg)
+	if err != nil {
+		return fail(e, err)
+	}
+	src, err := connectorSource(e.ctx, cfg, c, e.getenv, secrets)
 	if err != nil {
 		return fail(e, err)
 	}
@@ -116,6 +120,12 @@ func connectorAdd(e env, cfg config.Config, name, kbName, typ, urlFlag, settings
 			return fail(e, rag.Errorf("docmind", rag.KindInvalid, "a connector named %q exists already", name))
 		}
 		return fail(e, err)
+	}
+	if sched != nil {
+		if err := scheduleConnector(e, cfg, sched, c); err != nil {
+			db.DeleteConnector(context.WithoutCancel(e.ctx), cfg.Tenant, name) // no connector without its schedule
+			return fail(e, fmt.Errorf("connector %s not added: its schedule: %w", name, err))
+		}
 	}
 	audit(e, db, cfg.Tenant, "connector.add", name, typ+" into "+kb.Name)
 	fmt.Fprintf(e.stdout, "connector %s added (%s into knowledge base %s); run: docmind connector sync %s\n", name, typ, kb.Name, name)
@@ -197,6 +207,17 @@ func connectorRemove(e env, cfg config.Config, name string) int {
 		return fail(e, err)
 	}
 	defer s.Close()
+	// the schedule goes first: no sync starts while the documents are being deleted
+	if sched, _, err := connectorAWS(e.ctx, cfg); err != nil {
+		return fail(e, err)
+	} else if sched != nil {
+		if _, err := s.SQL.GetConnector(e.ctx, cfg.Tenant, name); err != nil {
+			return fail(e, err)
+		}
+		if err := sched.Delete(e.ctx, cfg.Tenant, name); err != nil {
+			return fail(e, fmt.Errorf("connector %s not removed: its schedule: %w", name, err))
+		}
+	}
 	eng := &connector.Engine{Indexer: svc, Documents: s.SQL, State: s.SQL, Leases: s.SQL}
 	n, err := eng.Remove(e.ctx, cfg.Tenant, name)
 	if err != nil {
