@@ -249,37 +249,55 @@ func connectorSource(ctx context.Context, cfg config.Config, c rag.Connector, ge
 	return sources.Build(ctx, cfg, c, getenv, secrets)
 }
 
-// connectorLoop syncs every connector of the tenant every interval, one after another; a sync
-// that fails is logged (never its credentials) and retried at the next tick.
+// connectorLoop keeps serve's schedule (connector.Ticker, the local connector.Scheduler): every
+// connector of the tenant synced every interval on its own timer, one sync at a time. The connectors
+// are read again every minute (or interval, when shorter), so one added or removed by `docmind
+// connector` in another process is scheduled or dropped; a sync that fails is logged (never its
+// credentials) and retried at its next tick.
 func (m *Main) connectorLoop(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+	t := &connector.Ticker{Sync: func(ctx context.Context, tenant, name string) { m.syncOne(ctx, name) }}
+	defer t.Close()
+	reread := min(every, time.Minute)
+	tick := time.NewTicker(reread)
+	defer tick.Stop()
 	for {
+		m.scheduleConnectors(ctx, t, every)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick.C:
 		}
-		m.syncAll(ctx)
 	}
 }
 
-func (m *Main) syncAll(ctx context.Context) {
+// scheduleConnectors brings the ticker in line with the connectors table.
+func (m *Main) scheduleConnectors(ctx context.Context, t *connector.Ticker, every time.Duration) {
 	list, err := m.Stores.SQL.ListConnectors(ctx, m.Config.Tenant)
 	if err != nil {
 		m.Logger.Warn("connector schedule: list failed", "err", err)
 		return
 	}
+	live := map[string]bool{}
 	for _, c := range list {
-		if ctx.Err() != nil {
-			return
+		live[c.Name] = true
+		if err := t.Upsert(ctx, c, every); err != nil {
+			m.Logger.Warn("connector schedule failed", "connector", c.Name, "err", err)
 		}
-		res, err := syncConnector(ctx, m.Config, m.Stores.SQL, m.Ingest, c.Name, false, os.Getenv, m.Logger)
-		if err != nil {
-			m.Logger.Warn("connector sync failed", "connector", c.Name, "err", err)
-			continue
-		}
-		m.Logger.Info("connector synced", "connector", c.Name, "status", res.Status, "added", res.Added, "updated", res.Updated,
-			"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
 	}
+	for name := range t.Scheduled(m.Config.Tenant) {
+		if !live[name] {
+			t.Delete(ctx, m.Config.Tenant, name)
+		}
+	}
+}
+
+// syncOne runs one scheduled sync and logs its result.
+func (m *Main) syncOne(ctx context.Context, name string) {
+	res, err := syncConnector(ctx, m.Config, m.Stores.SQL, m.Ingest, name, false, os.Getenv, m.Logger)
+	if err != nil {
+		m.Logger.Warn("connector sync failed", "connector", name, "err", err)
+		return
+	}
+	m.Logger.Info("connector synced", "connector", name, "status", res.Status, "added", res.Added, "updated", res.Updated,
+		"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
 }
