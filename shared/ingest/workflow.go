@@ -184,7 +184,9 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 		return PrepareOut{}, fmt.Errorf("read s3://%s/%s: %w", j.Bucket, j.Key, err)
 	}
 	var object rag.Metadata
-	if om, ok := w.Objects.(ObjectMetadataSource); ok {
+	// a connector's item staged by the sync (staging/<tenant>/connector/...) carries no S3 metadata or
+	// tags of its own: its fields come from the connector
+	if om, ok := w.Objects.(ObjectMetadataSource); ok && !strings.HasPrefix(j.Key, "staging/") {
 		user, tags, err := om.ObjectMetadata(ctx, j.Bucket, j.Key, j.VersionID)
 		if rag.Is(err, rag.KindNotFound) {
 			return skip("the object version is gone")
