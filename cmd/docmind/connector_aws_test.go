@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/docmind/docmind/shared/awspreflight/mototest"
 )
@@ -54,6 +56,28 @@ func TestConnectorScheduleOnAWS(t *testing.T) {
 	}
 	if _, err := cl.GetSchedule(ctx, &scheduler.GetScheduleInput{Name: aws.String("handbook-site"), GroupName: aws.String("docmind-dev-connectors")}); err == nil {
 		t.Fatal("the schedule outlived its connector")
+	}
+
+	// a connector whose credentials are a Secrets Manager secret: add reads it (moto's Secrets Manager)
+	// and never prints it; a secret that does not exist is refused, naming the secret only
+	sm := secretsmanager.New(secretsmanager.Options{Region: "eu-west-1", BaseEndpoint: aws.String(moto),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")})
+	if _, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("docmind-dev/connectors/eng-wiki"),
+		SecretString: aws.String(`{"email":"bot@acme.example","token":"tok-canary-7731"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(dir, "wiki.json")
+	os.WriteFile(settings, []byte(`{"space":"ENG","credentials_secret":"docmind-dev/connectors/eng-wiki"}`), 0o600)
+	code, out, errOut = runCLI(t, env, "connector", "add", "eng-wiki", "--kb", "handbook", "--type", "confluence", "--url", "https://acme.atlassian.net/wiki",
+		"--config", settings, "--no-validate", "--data", data)
+	if code != exitOK || strings.Contains(out+errOut, "tok-canary") {
+		t.Fatalf("add with a credentials secret: exit %d %q %q", code, out, errOut)
+	}
+	os.WriteFile(settings, []byte(`{"space":"ENG","credentials_secret":"docmind-dev/connectors/missing"}`), 0o600)
+	code, _, errOut = runCLI(t, env, "connector", "add", "eng-wiki2", "--kb", "handbook", "--type", "confluence", "--url", "https://acme.atlassian.net/wiki",
+		"--config", settings, "--no-validate", "--data", data)
+	if code == exitOK || !strings.Contains(errOut, "docmind-dev/connectors/missing") {
+		t.Fatalf("add with a missing secret: exit %d %q; want refused naming the secret", code, errOut)
 	}
 
 	// a group that does not exist: the add fails and records nothing
