@@ -84,6 +84,8 @@ build-AskStepFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/askstep
 build-CanaryFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/canary
+build-ConnectorFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/connector
 
 ## deploy: build every function and deploy the stack with samconfig.toml's ENV section (dev or prod);
 ## refuses, naming them, while the section lacks the parameters only make deploy-guided can answer

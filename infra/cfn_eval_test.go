@@ -220,6 +220,7 @@ var physicalNameProps = map[string][]string{
 	"AWS::StepFunctions::StateMachine":     {"StateMachineName"},
 	"AWS::Logs::LogGroup":                  {"LogGroupName"},
 	"AWS::Scheduler::Schedule":             {"Name"},
+	"AWS::Scheduler::ScheduleGroup":        {"Name"},
 	"AWS::CloudWatch::Alarm":               {"AlarmName"},
 	"AWS::ApiGatewayV2::Api":               {"Name"},
 	"AWS::CloudFront::OriginAccessControl": {"OriginAccessControlConfig", "Name"},

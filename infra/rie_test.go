@@ -637,8 +637,96 @@ func TestRIE(t *testing.T) {
 	if st := ready()[lost]; st != rag.StatusReady {
 		t.Fatalf("%s: status %q after the repair's execution, want ready", lost, st)
 	}
+	// connectors on AWS: the connector sync state machine over the built connector function, each item
+	// ingested by the ingestion state machine over the stage function (startExecution.sync:2), a web
+	// site on 127.0.0.1 as the source (allowed by DOCMIND_CONNECTOR_ALLOW_HOSTS)
+	if f.bins["ConnectorFunction"] == "" {
+		t.Fatal("the connector function was not built")
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pages := map[string]string{
+			"/kb/":           `<html><head><title>Handbook</title></head><body><p>Start here.</p><a href="leave.html">Leave</a> <a href="rooms.html">Rooms</a></body></html>`,
+			"/kb/leave.html": `<html><head><title>Leave</title></head><body><h1>Leave</h1><p>Annual leave is 28 days; carry-over needs a manager's approval.</p></body></html>`,
+			"/kb/rooms.html": `<html><head><title>Rooms</title></head><body><h1>Rooms</h1><p>Meeting rooms are booked through the front desk.</p></body></html>`,
+		}
+		body, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, body)
+	}))
+	defer site.Close()
+	kb := rag.KnowledgeBase{Tenant: "default", Name: "web-handbook"}
+	if err := db.CreateKB(context.Background(), &kb); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateConnector(context.Background(), &rag.Connector{Tenant: "default", Name: "handbook-site", KBID: kb.ID, Type: "web",
+		Config: `{"url":"` + site.URL + `/kb/"}`}); err != nil {
+		t.Fatal(err)
+	}
+	conn := startRIE(t, rie, f.bins["ConnectorFunction"], append(f.envFor("ConnectorFunction"), "DOCMIND_CONNECTOR_ALLOW_HOSTS=127.0.0.1"))
+	syncDef, err := os.ReadFile(filepath.Join("..", "infra", "statemachines", "connector-sync.asl.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := aslrun.Parse(syncDef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncRunner := &aslrun.Runner{Machine: sm, Sleep: func(context.Context, time.Duration) error { return nil },
+		Invoke: func(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error) {
+			switch resource {
+			case "${ConnectorFunctionArn}":
+				return conn.invoke(input)
+			case "arn:aws:states:::states:startExecution.sync:2":
+				var p struct {
+					Name  string
+					Input json.RawMessage
+				}
+				json.Unmarshal(input, &p)
+				out, _, err := runner.Run(ctx, p.Name, p.Input)
+				if err != nil {
+					return nil, &aslrun.Error{Name: "States.TaskFailed", Cause: err.Error()}
+				}
+				return json.Marshal(map[string]any{"Output": json.RawMessage(out), "Status": "SUCCEEDED"})
+			}
+			return nil, &aslrun.Error{Name: "States.Runtime", Cause: "no fake for " + resource}
+		}}
+	out, tr, err := syncRunner.Run(context.Background(), "sched-handbook-site-1", json.RawMessage(`{"connector":"handbook-site"}`))
+	if err != nil {
+		t.Fatalf("connector sync: %v (states %v)\n%s\n%s", err, tr.States, conn.logs, stage.logs)
+	}
+	var synced struct {
+		Result struct {
+			Status string
+			Added  int
+			Failed []any
+		} `json:"result"`
+	}
+	json.Unmarshal(out, &synced)
+	if synced.Result.Status != rag.SyncOK || synced.Result.Added != 3 {
+		t.Fatalf("connector sync answered %s; want ok with 3 pages added\n%s", out, conn.logs)
+	}
+	docs, _ := db.ListDocuments(context.Background(), "default", kb.ID, "")
+	readyDocs := 0
+	for _, d := range docs {
+		if d.Status == rag.StatusReady {
+			readyDocs++
+		}
+	}
+	if readyDocs != 3 {
+		t.Fatalf("%d of %d synced pages ready; want 3", readyDocs, len(docs))
+	}
+	if c, _ := db.GetConnector(context.Background(), "default", "handbook-site"); c.Status != rag.SyncOK || c.Cursor == "" && c.SucceededAt.IsZero() {
+		t.Fatalf("connector after the sync: %+v", c.SyncState)
+	}
+	t.Logf("connector sync under aws-lambda-rie: %d states, max state %d bytes, 3 pages ready", len(tr.States), tr.MaxStateBytes)
+
 	// the policies were in the path: each function's own requests went through its proxy
-	for fn, action := range map[string]string{"StageFunction": "s3:GetObjectVersion", "IngestFunction": "s3:ListBucket", "ConsistencyFunction": "s3:ListBucket"} {
+	for fn, action := range map[string]string{"StageFunction": "s3:GetObjectVersion", "IngestFunction": "s3:ListBucket", "ConsistencyFunction": "s3:ListBucket",
+		"ConnectorFunction": "s3:PutObject"} {
 		if got := f.allowedS3(fn); got[action] == 0 {
 			t.Errorf("%s made no %s through its policy proxy (allowed: %v)", fn, action, got)
 		}

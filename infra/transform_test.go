@@ -38,7 +38,7 @@ const (
 // physicalNameLimits: the longest name AWS accepts per type (and S3's lowercase rule below).
 var physicalNameLimits = map[string]int{
 	"AWS::Lambda::Function": 64, "AWS::S3::Bucket": 63, "AWS::SQS::Queue": 80, "AWS::StepFunctions::StateMachine": 80,
-	"AWS::Logs::LogGroup": 512, "AWS::Scheduler::Schedule": 64, "AWS::CloudWatch::Alarm": 255, "AWS::ApiGatewayV2::Api": 128,
+	"AWS::Logs::LogGroup": 512, "AWS::Scheduler::Schedule": 64, "AWS::Scheduler::ScheduleGroup": 64, "AWS::CloudWatch::Alarm": 255, "AWS::ApiGatewayV2::Api": 128,
 	"AWS::CloudFront::OriginAccessControl": 64, "AWS::IAM::Role": 64, "AWS::SNS::Topic": 256,
 }
 

@@ -15,6 +15,7 @@ import (
 	sqlschema "github.com/docmind/docmind/infra/sql"
 	"github.com/docmind/docmind/shared/askflow"
 	"github.com/docmind/docmind/shared/aslrun"
+	"github.com/docmind/docmind/shared/connector/syncflow"
 	"github.com/docmind/docmind/shared/ingest"
 )
 
@@ -47,13 +48,19 @@ func TestStateMachineTasksMapToFunctionsAndHandlers(t *testing.T) {
 	}
 	// the ingestion workflow is Standard (exactly-once task starts, a year of history) over functions/stage;
 	// the answer workflow is Express (a person waits on it synchronously) over askstep, rerank and grade
+	// the connector sync is Standard (it waits on ingestions with .sync:2, which Express cannot) over
+	// functions/connector, whose payload names a "step"
 	machines := map[string]struct {
 		typ, stageDir string
 		dirs          []string
 		stages        []string
+		key           string
+		integrations  []string // service integrations its Tasks may use besides functions
 	}{
-		"IngestStateMachine": {"STANDARD", "stage", []string{"stage"}, ingest.StageNames()},
-		"AnswerStateMachine": {"EXPRESS", "askstep", []string{"askstep", "rerank", "grade"}, slices.Sorted(slices.Values(askflow.StageNames))},
+		"IngestStateMachine": {"STANDARD", "stage", []string{"stage"}, ingest.StageNames(), "stage", nil},
+		"AnswerStateMachine": {"EXPRESS", "askstep", []string{"askstep", "rerank", "grade"}, slices.Sorted(slices.Values(askflow.StageNames)), "stage", nil},
+		"ConnectorSyncStateMachine": {"STANDARD", "connector", []string{"connector"}, syncflow.Steps(), "step",
+			[]string{"arn:aws:states:::states:startExecution.sync:2"}},
 	}
 	for name, sm := range sms {
 		want, known := machines[name]
@@ -78,6 +85,9 @@ func TestStateMachineTasksMapToFunctionsAndHandlers(t *testing.T) {
 		}
 		var stages []string
 		for task, s := range m.Tasks() {
+			if slices.Contains(want.integrations, s.Resource) {
+				continue
+			}
 			fn, ok := subs[s.Resource]
 			if !ok {
 				t.Errorf("%s task %s: Resource %s is not a DefinitionSubstitution of a function's Arn", uri, task, s.Resource)
@@ -97,7 +107,7 @@ func TestStateMachineTasksMapToFunctionsAndHandlers(t *testing.T) {
 				continue
 			}
 			p, _ := s.Parameters.(map[string]any)
-			st, _ := p["stage"].(string)
+			st, _ := p[want.key].(string)
 			stages = append(stages, st)
 		}
 		sort.Strings(stages)

@@ -6,18 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
-	"github.com/docmind/docmind/shared/connector/confluence"
-	"github.com/docmind/docmind/shared/connector/gdrive"
-	"github.com/docmind/docmind/shared/connector/sharepoint"
-	"github.com/docmind/docmind/shared/connector/web"
+	"github.com/docmind/docmind/shared/connector/sources"
 	"github.com/docmind/docmind/shared/ingest"
-	"github.com/docmind/docmind/shared/netx"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
@@ -92,7 +86,11 @@ func connectorAdd(e env, cfg config.Config, name, kbName, typ, urlFlag, settings
 	if err := rag.ValidateConnectorName(name); err != nil {
 		return fail(e, rag.E("docmind", rag.KindInvalid, err))
 	}
-	src, err := connectorSource(e.ctx, cfg, c, e.getenv, nil)
+	sched, secrets, err := connectorAWS(e.ctx, cfg)
+	if err != nil {
+		return fail(e, err)
+	}
+	src, err := connectorSource(e.ctx, cfg, c, e.getenv, secrets)
 	if err != nil {
 		return fail(e, err)
 	}
@@ -122,6 +120,12 @@ func connectorAdd(e env, cfg config.Config, name, kbName, typ, urlFlag, settings
 			return fail(e, rag.Errorf("docmind", rag.KindInvalid, "a connector named %q exists already", name))
 		}
 		return fail(e, err)
+	}
+	if sched != nil {
+		if err := scheduleConnector(e, cfg, sched, c); err != nil {
+			db.DeleteConnector(context.WithoutCancel(e.ctx), cfg.Tenant, name) // no connector without its schedule
+			return fail(e, fmt.Errorf("connector %s not added: its schedule: %w", name, err))
+		}
 	}
 	audit(e, db, cfg.Tenant, "connector.add", name, typ+" into "+kb.Name)
 	fmt.Fprintf(e.stdout, "connector %s added (%s into knowledge base %s); run: docmind connector sync %s\n", name, typ, kb.Name, name)
@@ -203,6 +207,17 @@ func connectorRemove(e env, cfg config.Config, name string) int {
 		return fail(e, err)
 	}
 	defer s.Close()
+	// the schedule goes first: no sync starts while the documents are being deleted
+	if sched, _, err := connectorAWS(e.ctx, cfg); err != nil {
+		return fail(e, err)
+	} else if sched != nil {
+		if _, err := s.SQL.GetConnector(e.ctx, cfg.Tenant, name); err != nil {
+			return fail(e, err)
+		}
+		if err := sched.Delete(e.ctx, cfg.Tenant, name); err != nil {
+			return fail(e, fmt.Errorf("connector %s not removed: its schedule: %w", name, err))
+		}
+	}
 	eng := &connector.Engine{Indexer: svc, Documents: s.SQL, State: s.SQL, Leases: s.SQL}
 	n, err := eng.Remove(e.ctx, cfg.Tenant, name)
 	if err != nil {
@@ -228,88 +243,61 @@ func syncConnector(ctx context.Context, cfg config.Config, db *sqldb.DB, svc *in
 	return eng.Sync(ctx, cfg.Tenant, name, src, connector.Options{DryRun: dry})
 }
 
-// connectorHTTP is the hardened client a connector sends through, with the allow list of
-// DOCMIND_CONNECTOR_ALLOW_HOSTS (validated by config.Validate).
-func connectorHTTP(cfg config.Config) *connector.HTTP {
-	prefixes, hosts, _ := netx.ParseAllowList(cfg.Connectors.AllowHosts)
-	return &connector.HTTP{Client: netx.NewClient(netx.Options{Allow: prefixes, AllowHosts: hosts, Timeout: time.Minute,
-		MaxBytes: cfg.Server.MaxBodyBytes})}
-}
-
-// connectorSource builds a connector's Source from its stored settings. secrets reads Secrets Manager
-// where a connector names a secret (nil locally).
+// connectorSource builds a connector's Source from its stored settings (sources.Build). secrets reads
+// Secrets Manager where a connector names a secret (nil locally).
 func connectorSource(ctx context.Context, cfg config.Config, c rag.Connector, getenv func(string) string, secrets connector.SecretReader) (connector.Source, error) {
-	switch c.Type {
-	case "web":
-		wc, err := web.ParseConfig([]byte(c.Config))
-		if err != nil {
-			return nil, err
-		}
-		return web.New(wc, connectorHTTP(cfg)), nil
-	case "confluence":
-		return credentialed(ctx, cfg, c, confluence.ParseConfig, func(cc confluence.Config) connector.CredentialRef { return cc.CredentialRef },
-			confluence.CredentialKeys, getenv, secrets, confluence.New)
-	case "sharepoint":
-		return credentialed(ctx, cfg, c, sharepoint.ParseConfig, func(sc sharepoint.Config) connector.CredentialRef { return sc.CredentialRef },
-			sharepoint.CredentialKeys, getenv, secrets, sharepoint.New)
-	case "gdrive":
-		return credentialed(ctx, cfg, c, gdrive.ParseConfig, func(gc gdrive.Config) connector.CredentialRef { return gc.CredentialRef },
-			gdrive.CredentialKeys, getenv, secrets, gdrive.New)
-	}
-	if !slices.Contains(rag.ConnectorTypes, c.Type) {
-		return nil, rag.Errorf("docmind", rag.KindInvalid, "connector type %q is not one of %s", c.Type, strings.Join(rag.ConnectorTypes, ", "))
-	}
-	return nil, rag.Errorf("docmind", rag.KindInvalid, "the %s connector is not available in this build yet (docs/connectors.md)", c.Type)
+	return sources.Build(ctx, cfg, c, getenv, secrets)
 }
 
-// connectorLoop syncs every connector of the tenant every interval, one after another; a sync
-// that fails is logged (never its credentials) and retried at the next tick.
+// connectorLoop keeps serve's schedule (connector.Ticker, the local connector.Scheduler): every
+// connector of the tenant synced every interval on its own timer, one sync at a time. The connectors
+// are read again every minute (or interval, when shorter), so one added or removed by `docmind
+// connector` in another process is scheduled or dropped; a sync that fails is logged (never its
+// credentials) and retried at its next tick.
 func (m *Main) connectorLoop(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+	t := &connector.Ticker{Sync: func(ctx context.Context, tenant, name string) { m.syncOne(ctx, name) }}
+	defer t.Close()
+	reread := min(every, time.Minute)
+	tick := time.NewTicker(reread)
+	defer tick.Stop()
 	for {
+		m.scheduleConnectors(ctx, t, every)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick.C:
 		}
-		m.syncAll(ctx)
 	}
 }
 
-func (m *Main) syncAll(ctx context.Context) {
+// scheduleConnectors brings the ticker in line with the connectors table.
+func (m *Main) scheduleConnectors(ctx context.Context, t *connector.Ticker, every time.Duration) {
 	list, err := m.Stores.SQL.ListConnectors(ctx, m.Config.Tenant)
 	if err != nil {
 		m.Logger.Warn("connector schedule: list failed", "err", err)
 		return
 	}
+	live := map[string]bool{}
 	for _, c := range list {
-		if ctx.Err() != nil {
-			return
+		live[c.Name] = true
+		if err := t.Upsert(ctx, c, every); err != nil {
+			m.Logger.Warn("connector schedule failed", "connector", c.Name, "err", err)
 		}
-		res, err := syncConnector(ctx, m.Config, m.Stores.SQL, m.Ingest, c.Name, false, os.Getenv, m.Logger)
-		if err != nil {
-			m.Logger.Warn("connector sync failed", "connector", c.Name, "err", err)
-			continue
+	}
+	for name := range t.Scheduled(m.Config.Tenant) {
+		if !live[name] {
+			t.Delete(ctx, m.Config.Tenant, name)
 		}
-		m.Logger.Info("connector synced", "connector", c.Name, "status", res.Status, "added", res.Added, "updated", res.Updated,
-			"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
 	}
 }
 
-// credentialed builds a connector that signs in to its source: its settings parsed (C), the
-// credentials they name loaded (variables, a file or a secret), then the source over the hardened
-// client.
-func credentialed[C any, S connector.Source](ctx context.Context, cfg config.Config, c rag.Connector, parse func([]byte) (C, error),
-	ref func(C) connector.CredentialRef, keys []string, getenv func(string) string, secrets connector.SecretReader,
-	build func(C, connector.Credentials, *connector.HTTP) S) (connector.Source, error) {
-	settings, err := parse([]byte(c.Config))
+// syncOne runs one scheduled sync and logs its result.
+func (m *Main) syncOne(ctx context.Context, name string) {
+	res, err := syncConnector(ctx, m.Config, m.Stores.SQL, m.Ingest, name, false, os.Getenv, m.Logger)
 	if err != nil {
-		return nil, err
+		m.Logger.Warn("connector sync failed", "connector", name, "err", err)
+		return
 	}
-	creds, err := connector.LoadCredentials(ctx, c.Name, ref(settings), keys, getenv, secrets)
-	if err != nil {
-		return nil, err
-	}
-	return build(settings, creds, connectorHTTP(cfg)), nil
+	m.Logger.Info("connector synced", "connector", name, "status", res.Status, "added", res.Added, "updated", res.Updated,
+		"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
 }

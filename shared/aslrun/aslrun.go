@@ -1,6 +1,7 @@
 // Package aslrun executes an Amazon States Language definition in process, so a test runs the ASL file
 // that is deployed (not a copy of its logic) against the Go handlers its Tasks invoke. It implements the
-// subset docmind's state machines use: Task, Map (inline), Choice, Pass, Wait (Seconds or
+// subset docmind's state machines use: Task, Map (inline, and distributed with an ItemReader and a
+// tolerated failure percentage or count), Choice, Pass, Wait (Seconds or
 // SecondsPath), Succeed and Fail states;
 // InputPath, Parameters, ItemSelector, ItemsPath, ResultSelector, ResultPath and OutputPath; Retry
 // (IntervalSeconds, MaxAttempts, BackoffRate, MaxDelaySeconds, JitterStrategy) and Catch; the context
@@ -31,7 +32,8 @@ type Machine struct {
 	States         map[string]*State `json:"States"`
 	TimeoutSeconds int               `json:"TimeoutSeconds,omitempty"`
 	Version        string            `json:"Version,omitempty"`
-	// ProcessorConfig appears on a Map's ItemProcessor; only INLINE mode is supported.
+	// ProcessorConfig appears on a Map's ItemProcessor: INLINE, or DISTRIBUTED (each item a child
+	// execution: run here in process like an inline iteration, its context's Execution.Name the child's).
 	ProcessorConfig *struct {
 		Mode          string `json:"Mode"`
 		ExecutionType string `json:"ExecutionType,omitempty"`
@@ -66,12 +68,29 @@ type State struct {
 	ItemProcessor  *Machine `json:"ItemProcessor,omitempty"`
 	Iterator       *Machine `json:"Iterator,omitempty"`
 	MaxConcurrency int      `json:"MaxConcurrency,omitempty"`
+	// Distributed Map: ItemReader reads the items (its Resource is invoked with its rendered Parameters
+	// and must return a JSON array); failed iterations up to ToleratedFailurePercentage or
+	// ToleratedFailureCount leave the Map succeeding, their results null.
+	ItemReader                 *ItemReader `json:"ItemReader,omitempty"`
+	ToleratedFailurePercentage *float64    `json:"ToleratedFailurePercentage,omitempty"`
+	ToleratedFailureCount      *int        `json:"ToleratedFailureCount,omitempty"`
+	Label                      string      `json:"Label,omitempty"`
 	// Wait: a fixed delay or one read from the input (Timestamp is not supported)
 	Seconds     *float64 `json:"Seconds,omitempty"`
 	SecondsPath string   `json:"SecondsPath,omitempty"`
 	// Fail
 	Error string `json:"Error,omitempty"`
 	Cause string `json:"Cause,omitempty"`
+}
+
+// ItemReader is a Distributed Map's item source (an S3 object read by Step Functions).
+type ItemReader struct {
+	Resource     string `json:"Resource"`
+	ReaderConfig *struct {
+		InputType string `json:"InputType,omitempty"`
+		MaxItems  int    `json:"MaxItems,omitempty"`
+	} `json:"ReaderConfig,omitempty"`
+	Parameters any `json:"Parameters,omitempty"`
 }
 
 // Retrier is one Retry rule.
@@ -124,8 +143,8 @@ func Parse(def []byte) (*Machine, error) {
 }
 
 func (m *Machine) check(where string) error {
-	if m.ProcessorConfig != nil && m.ProcessorConfig.Mode != "" && m.ProcessorConfig.Mode != "INLINE" {
-		return fmt.Errorf("asl %s: only INLINE Map processors are supported", where)
+	if m.ProcessorConfig != nil && m.ProcessorConfig.Mode != "" && m.ProcessorConfig.Mode != "INLINE" && m.ProcessorConfig.Mode != "DISTRIBUTED" {
+		return fmt.Errorf("asl %s: Map processor mode %q is not INLINE or DISTRIBUTED", where, m.ProcessorConfig.Mode)
 	}
 	if _, ok := m.States[m.StartAt]; !ok {
 		return fmt.Errorf("asl %s: StartAt %q is not a state", where, m.StartAt)
@@ -193,6 +212,21 @@ func (m *Machine) check(where string) error {
 			}
 			if err := p.check(where + "." + name); err != nil {
 				return err
+			}
+			distributed := p.ProcessorConfig != nil && p.ProcessorConfig.Mode == "DISTRIBUTED"
+			if !distributed && (s.ItemReader != nil || s.ToleratedFailurePercentage != nil || s.ToleratedFailureCount != nil || s.Label != "") {
+				return fmt.Errorf("asl %s: map %s: ItemReader, ToleratedFailure* and Label need a DISTRIBUTED processor", where, name)
+			}
+			if s.ItemReader != nil {
+				if s.ItemReader.Resource == "" {
+					return fmt.Errorf("asl %s: map %s: ItemReader has no Resource", where, name)
+				}
+				if s.ItemsPath != nil {
+					return fmt.Errorf("asl %s: map %s: ItemReader and ItemsPath exclude each other", where, name)
+				}
+				if err := checkTemplate(s.ItemReader.Parameters); err != nil {
+					return fmt.Errorf("asl %s: map %s ItemReader: %w", where, name, err)
+				}
 			}
 		}
 		for _, path := range []*string{s.InputPath, s.OutputPath, s.ItemsPath} {
@@ -589,6 +623,11 @@ func (r *Runner) runMap(ctx context.Context, name string, s *State, in any, ec *
 	if err != nil {
 		return nil, err
 	}
+	if s.ItemReader != nil {
+		if v, err = r.readItems(ctx, s.ItemReader, in, ec); err != nil {
+			return nil, err
+		}
+	}
 	items, ok := v.([]any)
 	if !ok {
 		return nil, &Error{Name: "States.Runtime", Cause: fmt.Sprintf("map %s: ItemsPath %s is not an array", name, itemsPath)}
@@ -605,6 +644,7 @@ func (r *Runner) runMap(ctx context.Context, name string, s *State, in any, ec *
 	if limit <= 0 || limit > len(items) {
 		limit = max(len(items), 1)
 	}
+	tolerant := s.ToleratedFailurePercentage != nil || s.ToleratedFailureCount != nil
 	results := make([]any, len(items))
 	errs := make([]error, len(items))
 	sem := make(chan struct{}, limit)
@@ -627,13 +667,19 @@ func (r *Runner) runMap(ctx context.Context, name string, s *State, in any, ec *
 					return
 				}
 			}
+			if tolerant {
+				iec.name = fmt.Sprintf("%s:%d", ec.name, i) // a child execution of its own
+			}
 			results[i], errs[i] = r.run(ctx, proc, itemIn, iec)
-			if errs[i] != nil {
+			if errs[i] != nil && !tolerant {
 				cancel() // one failed iteration fails the Map: stop starting others
 			}
 		}()
 	}
 	wg.Wait()
+	if tolerant {
+		return tolerate(name, s, results, errs)
+	}
 	for _, err := range errs {
 		if err != nil {
 			if e, ok := err.(*Error); ok && e.Name == "States.Timeout" {
@@ -646,6 +692,54 @@ func (r *Runner) runMap(ctx context.Context, name string, s *State, in any, ec *
 		if err != nil {
 			return nil, err
 		}
+	}
+	return results, nil
+}
+
+// readItems invokes a Distributed Map's ItemReader; its result must be a JSON array.
+func (r *Runner) readItems(ctx context.Context, rd *ItemReader, in any, ec *execCtx) (any, error) {
+	params, err := render(rd.Parameters, in, ec)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.Invoke(ctx, rd.Resource, b)
+	if err != nil {
+		return nil, r.taskError(err)
+	}
+	var items []any
+	if err := json.Unmarshal(out, &items); err != nil {
+		return nil, &Error{Name: "States.ItemReaderFailed", Cause: "the item reader did not return a JSON array: " + err.Error()}
+	}
+	if rd.ReaderConfig != nil && rd.ReaderConfig.MaxItems > 0 && len(items) > rd.ReaderConfig.MaxItems {
+		items = items[:rd.ReaderConfig.MaxItems]
+	}
+	return items, nil
+}
+
+// tolerate ends a Distributed Map whose failed iterations are tolerated: it fails with
+// States.ExceedToleratedFailureThreshold when more failed than ToleratedFailurePercentage of the
+// items or than ToleratedFailureCount allow (either); a failed iteration's result is null.
+func tolerate(name string, s *State, results []any, errs []error) (any, error) {
+	failed := 0
+	for i, err := range errs {
+		if err != nil {
+			failed++
+			results[i] = nil
+		}
+	}
+	over := false
+	if p := s.ToleratedFailurePercentage; p != nil && len(errs) > 0 && float64(failed)*100 > *p*float64(len(errs)) {
+		over = true
+	}
+	if c := s.ToleratedFailureCount; c != nil && failed > *c {
+		over = true // either threshold breached fails the Map Run
+	}
+	if over {
+		return nil, &Error{Name: "States.ExceedToleratedFailureThreshold", Cause: fmt.Sprintf("map %s: %d of %d items failed", name, failed, len(errs))}
 	}
 	return results, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,7 +133,9 @@ func TestParseRefusesWhatItCannotRun(t *testing.T) {
 		"no end":           `{"StartAt":"A","States":{"A":{"Type":"Pass"}}}`,
 		"intrinsic":        `{"StartAt":"A","States":{"A":{"Type":"Pass","Parameters":{"n.$":"States.ArrayLength($.x)"},"End":true}}}`,
 		"filter path":      `{"StartAt":"A","States":{"A":{"Type":"Pass","InputPath":"$.x[?(@.a)]","End":true}}}`,
-		"distributed map":  `{"StartAt":"M","States":{"M":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"S","States":{"S":{"Type":"Succeed"}}},"End":true}}}`,
+		"unknown map mode": `{"StartAt":"M","States":{"M":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"PARALLEL"},"StartAt":"S","States":{"S":{"Type":"Succeed"}}},"End":true}}}`,
+		"reader on inline": `{"StartAt":"M","States":{"M":{"Type":"Map","ItemReader":{"Resource":"r"},"ItemProcessor":{"StartAt":"S","States":{"S":{"Type":"Succeed"}}},"End":true}}}`,
+		"reader and path":  `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.x","ItemReader":{"Resource":"r"},"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED"},"StartAt":"S","States":{"S":{"Type":"Succeed"}}},"End":true}}}`,
 		"unknown operator": `{"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"Variable":"$.x","StringMatches":"a*","Next":"C"}]}}}`,
 	} {
 		if _, err := Parse([]byte(def)); err == nil {
@@ -192,5 +196,57 @@ func TestWaitPollLoop(t *testing.T) {
 	}
 	if _, err := Parse([]byte(`{"StartAt":"W","States":{"W":{"Type":"Wait","Timestamp":"2026-01-01T00:00:00Z","End":true}}}`)); err == nil {
 		t.Fatal("an unsupported Timestamp wait parsed")
+	}
+}
+
+// A Distributed Map reads its items from its ItemReader (invoked with its rendered Parameters), runs
+// each as a child execution of its own name, and tolerates failed items up to its percentage: beyond
+// it the Map fails with States.ExceedToleratedFailureThreshold.
+func TestDistributedMapReaderAndToleratedFailures(t *testing.T) {
+	def := func(pct string) string {
+		return `{"StartAt":"M","States":{"M":{"Type":"Map","Label":"Items","MaxConcurrency":2,
+	  "ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"JSON"},"Parameters":{"Bucket.$":"$.m.bucket","Key.$":"$.m.key"}},
+	  "ItemSelector":{"run.$":"$.run","n.$":"$$.Map.Item.Value"},
+	  "ToleratedFailurePercentage":` + pct + `,
+	  "ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"T","States":{
+	    "T":{"Type":"Task","Resource":"fn","Parameters":{"run.$":"$.run","n.$":"$.n","child.$":"$$.Execution.Name"},"End":true}}},
+	  "ResultPath":"$.out","End":true}}}`
+	}
+	var mu sync.Mutex
+	var reads []string
+	children := map[string]bool{}
+	invoke := func(ctx context.Context, res string, in json.RawMessage) (json.RawMessage, error) {
+		var p map[string]any
+		json.Unmarshal(in, &p)
+		if res == "arn:aws:states:::s3:getObject" {
+			mu.Lock()
+			reads = append(reads, p["Bucket"].(string)+"/"+p["Key"].(string))
+			mu.Unlock()
+			return json.RawMessage(`[1,2,3,4,5,6,7,8,9,10]`), nil
+		}
+		mu.Lock()
+		children[p["child"].(string)] = true
+		mu.Unlock()
+		if n := p["n"].(float64); int(n)%5 == 0 {
+			return nil, errors.New("Boom: item " + fmt.Sprint(n))
+		}
+		return json.Marshal(p["n"].(float64) * 10)
+	}
+	out, _, err := run(t, def("20"), invoke, `{"run":"r1","m":{"bucket":"b","key":"k.json"}}`)
+	if err != nil {
+		t.Fatalf("2 of 10 failed under a 20%% tolerance: %v", err)
+	}
+	var got struct{ Out []any }
+	json.Unmarshal(out, &got)
+	if len(got.Out) != 10 || got.Out[0] != 10.0 || got.Out[4] != nil || got.Out[9] != nil || got.Out[8] != 90.0 {
+		t.Fatalf("results %v; want 10 results, the failed ones null", got.Out)
+	}
+	if len(reads) != 1 || reads[0] != "b/k.json" || len(children) != 10 {
+		t.Fatalf("reads %v, %d child executions; want one read of b/k.json and 10 children of distinct names", reads, len(children))
+	}
+	_, _, err = run(t, def("10"), invoke, `{"run":"r1","m":{"bucket":"b","key":"k.json"}}`)
+	var e *Error
+	if !errors.As(err, &e) || e.Name != "States.ExceedToleratedFailureThreshold" {
+		t.Fatalf("2 of 10 failed under a 10%% tolerance: %v; want States.ExceedToleratedFailureThreshold", err)
 	}
 }

@@ -99,7 +99,7 @@ var prodReservations = []struct {
 	times int
 }{
 	{"ChatReservedConcurrency", 20, 1}, {"ApiReservedConcurrency", 5, 1}, {"AskStepReservedConcurrency", 5, 1},
-	{"IngestReservedConcurrency", 5, 1}, {"StageReservedConcurrency", 20, 2}, {"", 1, 2},
+	{"IngestReservedConcurrency", 5, 1}, {"StageReservedConcurrency", 20, 2}, {"ConnectorReservedConcurrency", 4, 1}, {"", 1, 2},
 }
 
 // unreservedFloor is what Lambda keeps unreserved in every account.

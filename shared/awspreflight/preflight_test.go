@@ -376,8 +376,8 @@ func TestPreflightFaults(t *testing.T) {
 		got := f.run("newaccount", p)
 		expect(t, got, Fail, "lambda-concurrency")
 		for _, x := range got {
-			if x.Check == "lambda-concurrency" && !strings.Contains(x.Fix, "at least 177") {
-				t.Errorf("the fix does not name the quota the defaults need (77 reserved + 100): %s", x.Fix)
+			if x.Check == "lambda-concurrency" && !strings.Contains(x.Fix, "at least 181") {
+				t.Errorf("the fix does not name the quota the defaults need (81 reserved + 100): %s", x.Fix)
 			}
 		}
 	})

@@ -44,8 +44,19 @@ type Connectors struct {
 	// or CIDRs. Everything else non-public stays refused at dial time (netx).
 	AllowHosts string `json:"allow_hosts" env:"DOCMIND_CONNECTOR_ALLOW_HOSTS" doc:"host names or CIDRs connectors may reach although private or loopback, comma-separated (empty: public addresses only)"`
 	// SyncInterval is how often serve syncs every connector; 0 turns the schedule off.
-	SyncInterval time.Duration `json:"sync_interval" env:"DOCMIND_CONNECTOR_SYNC_INTERVAL" doc:"how often serve syncs every connector (0: never; docmind connector sync runs one by hand)"`
+	SyncInterval time.Duration `json:"sync_interval" env:"DOCMIND_CONNECTOR_SYNC_INTERVAL" doc:"how often serve syncs every connector, and on AWS the rate of each connector's schedule (0: never; docmind connector sync runs one by hand)"`
+	// On AWS (docs/connectors.md, On AWS): with the stack's schedule group, sync state machine and
+	// scheduler role named, connector add and remove keep one EventBridge Scheduler schedule per
+	// connector. All three or none.
+	ScheduleGroup       string `json:"schedule_group" env:"DOCMIND_CONNECTOR_SCHEDULE_GROUP" doc:"on AWS: the stack's ConnectorScheduleGroup output; with the next two, connector add and remove create and delete each connector's EventBridge Scheduler schedule"`
+	SyncStateMachineARN string `json:"sync_state_machine_arn" env:"DOCMIND_CONNECTOR_SYNC_STATE_MACHINE_ARN" doc:"on AWS: the stack's ConnectorSyncStateMachineArn output (what a schedule starts)"`
+	SchedulerRoleARN    string `json:"scheduler_role_arn" env:"DOCMIND_CONNECTOR_SCHEDULER_ROLE_ARN" doc:"on AWS: the stack's ConnectorSchedulerRoleArn output (the role a schedule assumes)"`
+	ScheduleDLQARN      string `json:"schedule_dlq_arn" env:"DOCMIND_CONNECTOR_SCHEDULE_DLQ_ARN" doc:"on AWS: the stack's ConnectorScheduleDeadLetterQueueArn output (where a schedule puts a sync it could not start; optional)"`
 }
+
+// OnAWS reports whether connector schedules are EventBridge Scheduler schedules (the AWS variables
+// are set).
+func (c Connectors) OnAWS() bool { return c.ScheduleGroup != "" }
 
 // Auth is identity, browser-origin safety and per-user limits (issue 10).
 type Auth struct {
@@ -363,6 +374,13 @@ func (c Config) Validate() error {
 	}
 	if c.Connectors.SyncInterval < 0 {
 		add("DOCMIND_CONNECTOR_SYNC_INTERVAL: must be 0 (off) or positive, got %s", c.Connectors.SyncInterval)
+	}
+	if cn := c.Connectors; (cn.ScheduleGroup != "" || cn.SyncStateMachineARN != "" || cn.SchedulerRoleARN != "" || cn.ScheduleDLQARN != "") &&
+		(cn.ScheduleGroup == "" || cn.SyncStateMachineARN == "" || cn.SchedulerRoleARN == "") {
+		add("DOCMIND_CONNECTOR_SCHEDULE_GROUP, DOCMIND_CONNECTOR_SYNC_STATE_MACHINE_ARN and DOCMIND_CONNECTOR_SCHEDULER_ROLE_ARN: set all three (the stack's outputs) or none")
+	}
+	if cn := c.Connectors; cn.OnAWS() && cn.SyncInterval > 0 && (cn.SyncInterval < time.Minute || cn.SyncInterval%time.Minute != 0) {
+		add("DOCMIND_CONNECTOR_SYNC_INTERVAL: a schedule on AWS runs every whole number of minutes, got %s", cn.SyncInterval)
 	}
 	if _, _, err := netx.ParseAllowList(c.Connectors.AllowHosts); err != nil {
 		add("DOCMIND_CONNECTOR_ALLOW_HOSTS: %v", err)

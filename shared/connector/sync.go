@@ -315,14 +315,8 @@ func (r *run) apply(ctx context.Context, ch Change) {
 	if act != ActUnchanged || r.e.Metadata != nil && r.metaMissing(ctx, rep.DocumentID) {
 		r.setMetadata(ctx, rep.DocumentID, it)
 	}
-	meta, _ := json.Marshal(struct {
-		URL         string            `json:"url,omitempty"`
-		Modified    time.Time         `json:"modified,omitzero"`
-		Metadata    map[string]string `json:"metadata,omitempty"`
-		Permissions []string          `json:"permissions,omitempty"`
-	}{it.URL, it.Modified, it.Metadata, it.Permissions})
 	if err := r.e.State.PutConnectorItem(ctx, r.tenant, r.c.Name, rag.ConnectorItem{ID: it.ID, SourceURI: uri,
-		Version: it.Version, State: it.State, Metadata: string(meta)}); err != nil {
+		Version: it.Version, State: it.State, Metadata: ItemRecord(it)}); err != nil {
 		// the document is indexed; without its record the next complete listing re-fetches it
 		r.e.log().Warn("connector item record failed", "connector", r.c.Name, "item", it.ID, "err", err)
 	}
@@ -344,21 +338,44 @@ func (r *run) setMetadata(ctx context.Context, docID string, it *Item) {
 			m = own
 		}
 	}
+	m = DocumentMetadata(m, r.c, it)
+	if err := r.e.Metadata.SetDocumentMetadata(ctx, r.tenant, r.c.KBID, docID, m); err != nil {
+		r.e.log().Warn("connector metadata write failed", "connector", r.c.Name, "item", it.ID, "err", err)
+	}
+}
+
+// ItemRecord is what connector_items keeps of an item beside its version and state: its URL,
+// modification time, metadata and permissions at the source, as JSON.
+func ItemRecord(it *Item) string {
+	meta, _ := json.Marshal(struct {
+		URL         string            `json:"url,omitempty"`
+		Modified    time.Time         `json:"modified,omitzero"`
+		Metadata    map[string]string `json:"metadata,omitempty"`
+		Permissions []string          `json:"permissions,omitempty"`
+	}{it.URL, it.Modified, it.Metadata, it.Permissions})
+	return string(meta)
+}
+
+// DocumentMetadata joins an item's fields to its document's own metadata m (front matter, written by
+// ingestion), with the derived fields every source has: source (the connector type), connector, url,
+// modified. m is changed and returned.
+func DocumentMetadata(m rag.Metadata, c rag.Connector, it *Item) rag.Metadata {
+	if m == nil {
+		m = rag.Metadata{}
+	}
 	for k, v := range it.Metadata {
 		if rag.ValidMetaKey(k) && v != "" {
 			m[k] = v
 		}
 	}
-	m["source"], m["connector"] = r.c.Type, r.c.Name
+	m["source"], m["connector"] = c.Type, c.Name
 	if it.URL != "" {
 		m["url"] = it.URL
 	}
 	if !it.Modified.IsZero() {
 		m["modified"] = it.Modified.UTC().Format(time.RFC3339)
 	}
-	if err := r.e.Metadata.SetDocumentMetadata(ctx, r.tenant, r.c.KBID, docID, m); err != nil {
-		r.e.log().Warn("connector metadata write failed", "connector", r.c.Name, "item", it.ID, "err", err)
-	}
+	return m
 }
 
 // metaMissing reports whether an unchanged document has no metadata yet (indexed before metadata was

@@ -97,6 +97,9 @@ func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, e
 	if strings.HasPrefix(ch.Key, PresignedPrefix) {
 		return t.presigned(ctx, ch)
 	}
+	if main, ok := SidecarOf(ch.Key); ok && extract.Supported(main) {
+		return t.sidecarEvent(ctx, ch, main) // a sidecar written, changed or removed: its file's metadata follows
+	}
 	kbName, rel, ok := SplitInboxKey(ch.Key)
 	if !ok || (!ch.Removed && !extract.Supported(rel)) {
 		return TriggerResult{Action: ActionIgnored}, nil
@@ -162,26 +165,31 @@ func (t *Trigger) kb(ctx context.Context, name string, removed bool) (rag.Knowle
 
 // document finds or creates the source's document row (pending until its execution prepares it).
 func (t *Trigger) document(ctx context.Context, kb rag.KnowledgeBase, uri, rel string) (rag.Document, error) {
-	recs := t.Service.Runner.Stages.Records
-	doc, err := recs.GetDocumentBySource(ctx, t.Tenant, kb.ID, uri)
+	return t.Service.SourceDocument(ctx, t.Tenant, kb.ID, uri, path.Base(rel))
+}
+
+// SourceDocument finds or creates the document row of a source that a workflow execution will ingest
+// (pending until its Prepare): the drop folder's trigger and the AWS connector sync. A row left
+// deleted by an interrupted delete is deleted for good first, so the new version starts afresh.
+func (s *Service) SourceDocument(ctx context.Context, tenant, kbID, uri, name string) (rag.Document, error) {
+	recs := s.Runner.Stages.Records
+	doc, err := recs.GetDocumentBySource(ctx, tenant, kbID, uri)
 	if err == nil && doc.Status == rag.StatusDeleted {
-		// an interrupted delete of an older version: finish it, then the new upload starts afresh
-		if err := t.Service.Delete(ctx, t.Tenant, doc.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
+		if err := s.Delete(ctx, tenant, doc.ID); err != nil && !rag.Is(err, rag.KindNotFound) {
 			return doc, err
 		}
-		doc, err = recs.GetDocumentBySource(ctx, t.Tenant, kb.ID, uri)
+		doc, err = recs.GetDocumentBySource(ctx, tenant, kbID, uri)
 	}
 	if err == nil || !rag.Is(err, rag.KindNotFound) {
 		return doc, err
 	}
-	name := path.Base(rel)
-	doc = rag.Document{Tenant: t.Tenant, KBID: kb.ID, SourceURI: uri, FileName: truncateRunes(name, 255), FileType: fileType(name),
+	doc = rag.Document{Tenant: tenant, KBID: kbID, SourceURI: uri, FileName: truncateRunes(name, 255), FileType: fileType(name),
 		Status: rag.StatusPending}
 	if err := recs.CreateDocument(ctx, &doc); err != nil {
 		if !rag.Is(err, rag.KindConflict) {
 			return doc, err
 		}
-		return recs.GetDocumentBySource(ctx, t.Tenant, kb.ID, uri) // a concurrent delivery created it
+		return recs.GetDocumentBySource(ctx, tenant, kbID, uri) // a concurrent delivery created it
 	}
 	return doc, nil
 }

@@ -135,6 +135,8 @@ type PrepareOut struct {
 	Reason      string    `json:"reason,omitempty"`
 	Extract     ExtractIn `json:"extract"`
 	ContentHash string    `json:"content_hash,omitempty"`
+	// SidecarProblem says why the file's sidecar was ignored (shown in the execution's history).
+	SidecarProblem string `json:"sidecar_problem,omitempty"`
 }
 
 // Prepare takes the source's lease, drops the job when a newer event for the source exists or the
@@ -182,7 +184,9 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 		return PrepareOut{}, fmt.Errorf("read s3://%s/%s: %w", j.Bucket, j.Key, err)
 	}
 	var object rag.Metadata
-	if om, ok := w.Objects.(ObjectMetadataSource); ok {
+	// a connector's item staged by the sync (staging/<tenant>/connector/...) carries no S3 metadata or
+	// tags of its own: its fields come from the connector
+	if om, ok := w.Objects.(ObjectMetadataSource); ok && !strings.HasPrefix(j.Key, "staging/") {
 		user, tags, err := om.ObjectMetadata(ctx, j.Bucket, j.Key, j.VersionID)
 		if rag.Is(err, rag.KindNotFound) {
 			return skip("the object version is gone")
@@ -192,7 +196,11 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 		}
 		object = objectMeta(user, tags)
 	}
-	hash := Source{Data: data, Object: object}.contentHash()
+	side, sideProblem, err := w.s3Sidecar(ctx, j)
+	if err != nil {
+		return PrepareOut{}, err
+	}
+	hash := Source{Data: data, Object: object, Sidecar: side}.contentHash()
 	if doc.Status == rag.StatusReady && doc.ContentHash == hash && doc.Error == "" {
 		if err := w.recordVersion(ctx, &doc, j); err != nil {
 			w.Leases.ReleaseLease(context.WithoutCancel(ctx), LeaseName(j.Tenant, j.KBID, j.SourceURI), j.Holder)
@@ -215,7 +223,8 @@ func (w *Workflow) Prepare(ctx context.Context, j Job) (PrepareOut, error) {
 	if err := st.Records.UpdateDocument(ctx, &doc); err != nil {
 		return PrepareOut{}, err
 	}
-	return PrepareOut{Extract: ExtractIn{Doc: j.Doc, SourceKey: key, FileName: j.FileName, Run: j.Holder, Object: object}, ContentHash: hash}, nil
+	return PrepareOut{Extract: ExtractIn{Doc: j.Doc, SourceKey: key, FileName: j.FileName, Run: j.Holder, Object: object, Sidecar: side},
+		ContentHash: hash, SidecarProblem: sideProblem}, nil
 }
 
 // recordVersion stores j's version and sequencer on a document whose content already is j's (an

@@ -32,6 +32,7 @@ type fakeBucket struct {
 	mu       sync.Mutex
 	versions map[string][]byte // key + "\x00" + version
 	seq      int
+	current  map[string]string // key -> its current version ("" after a removal)
 }
 
 func (b *fakeBucket) put(key string, data []byte) SourceChange {
@@ -43,6 +44,10 @@ func (b *fakeBucket) put(key string, data []byte) SourceChange {
 	b.seq += 0x10
 	v := fmt.Sprintf("v%d", b.seq)
 	b.versions[key+"\x00"+v] = data
+	if b.current == nil {
+		b.current = map[string]string{}
+	}
+	b.current[key] = v
 	return SourceChange{Bucket: "docs", Key: key, VersionID: v, Sequencer: fmt.Sprintf("%X", b.seq)}
 }
 
@@ -50,12 +55,16 @@ func (b *fakeBucket) remove(key string) SourceChange {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq += 0x10
+	delete(b.current, key)
 	return SourceChange{Removed: true, Bucket: "docs", Key: key, VersionID: fmt.Sprintf("dm%d", b.seq), Sequencer: fmt.Sprintf("%X", b.seq)}
 }
 
 func (b *fakeBucket) GetObject(_ context.Context, bucket, key, version string, limit int64) ([]byte, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if version == "" {
+		version = b.current[key]
+	}
 	d, ok := b.versions[key+"\x00"+version]
 	if !ok {
 		return nil, rag.Errorf("fake", rag.KindNotFound, "NoSuchVersion")

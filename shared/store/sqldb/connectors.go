@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"time"
 
@@ -185,6 +186,28 @@ func (s *DB) PutConnectorItem(ctx context.Context, tenant, connector string, it 
 		return s.classify(op, err)
 	}
 	return s.classify(op, tx.Commit())
+}
+
+// GetConnectorItem returns one item of a connector; NotFound when it is not recorded. The AWS sync
+// workflow reads one item per Map iteration instead of listing them all.
+func (s *DB) GetConnectorItem(ctx context.Context, tenant, connector, id string) (rag.ConnectorItem, error) {
+	const op = "sqldb.GetConnectorItem"
+	if err := validConnector(op, tenant, connector); err != nil {
+		return rag.ConnectorItem{}, err
+	}
+	var it rag.ConnectorItem
+	var at int64
+	err := s.db.QueryRowContext(ctx, `SELECT item_id, source_uri, version, state, metadata, error, updated_at FROM connector_items
+		WHERE tenant_id = ? AND connector = ? AND item_hash = ?`, tenant, connector, sourceHash(id)).
+		Scan(&it.ID, &it.SourceURI, &it.Version, &it.State, &it.Metadata, &it.Error, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return it, rag.Errorf(op, rag.KindNotFound, "connector item not found")
+	}
+	if err != nil {
+		return it, s.classify(op, err)
+	}
+	it.UpdatedAt = fromMS(at)
+	return it, nil
 }
 
 // DeleteConnectorItem forgets one item; a missing item is not an error.

@@ -133,6 +133,12 @@ func TestConnectors(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		if got := byID["https://docs.example.com/b"]; got.Error != "fetch: 500" {
 			t.Errorf("failed item = %+v; want its error kept", got)
 		}
+		if got, err := db.GetConnectorItem(ctxT(t), "t1", "wiki", long); err != nil || got.ID != long || got.Version != `"e2"` || got.State != `{"etag":"e2"}` {
+			t.Errorf("GetConnectorItem(long) = %+v, %v; want version e2", got, err)
+		}
+		if _, err := db.GetConnectorItem(ctxT(t), "t2", "wiki", long); !rag.Is(err, rag.KindNotFound) {
+			t.Errorf("GetConnectorItem of another tenant = %v; want NotFound", err)
+		}
 		if err := db.DeleteConnectorItem(ctxT(t), "t1", "wiki", long); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,449 @@
+package syncflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docmind/docmind/shared/aslrun"
+	"github.com/docmind/docmind/shared/awsrt"
+	"github.com/docmind/docmind/shared/chunk"
+	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/embed"
+	"github.com/docmind/docmind/shared/ingest"
+	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/memblob"
+	"github.com/docmind/docmind/shared/store/memvec"
+	"github.com/docmind/docmind/shared/store/sqldb"
+	"github.com/docmind/docmind/shared/store/sqlite"
+)
+
+const (
+	tenant     = "t1"
+	bucketName = "docs-bucket"
+	syncASL    = "../../../infra/statemachines/connector-sync.asl.json"
+	ingestASL  = "../../../infra/statemachines/ingest.asl.json"
+)
+
+// feedSource is a connector with a change feed: the cursor is a position in its log of changes; a
+// first sync lists every live item.
+type feedSource struct {
+	mu        sync.Mutex
+	items     map[string]string // id -> body (live items)
+	versions  map[string]int
+	log       []connector.Change
+	failFetch map[string]bool
+	failList  error
+	fetches   int
+}
+
+func newFeed() *feedSource {
+	return &feedSource{items: map[string]string{}, versions: map[string]int{}, failFetch: map[string]bool{}}
+}
+
+func (s *feedSource) put(id, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.items[id], s.versions[id] = body, s.versions[id]+1
+	s.log = append(s.log, connector.Change{ID: id})
+}
+
+func (s *feedSource) del(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.items, id)
+	s.log = append(s.log, connector.Change{ID: id, Deleted: true})
+}
+
+func (s *feedSource) Validate(context.Context) error { return nil }
+
+func (s *feedSource) Changes(_ context.Context, cursor string, _ []connector.Known) (connector.Listing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failList != nil {
+		return connector.Listing{Calls: 1}, s.failList
+	}
+	var out []connector.Change
+	if cursor == "" {
+		ids := make([]string, 0, len(s.items))
+		for id := range s.items {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			out = append(out, connector.Change{ID: id})
+		}
+	} else {
+		var pos int
+		fmt.Sscan(cursor, &pos)
+		out = append(out, s.log[pos:]...)
+	}
+	return connector.Listing{Changes: out, Cursor: fmt.Sprint(len(s.log)), Calls: 1}, nil
+}
+
+func (s *feedSource) Fetch(_ context.Context, id string, _ connector.Known) (connector.Item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fetches++
+	if s.failFetch[id] {
+		return connector.Item{Calls: 1}, errors.New("source answered 500")
+	}
+	body, ok := s.items[id]
+	if !ok {
+		return connector.Item{Calls: 1}, fmt.Errorf("%s: %w", id, connector.ErrGone)
+	}
+	name := id + ".md"
+	if strings.HasSuffix(id, ".pdf") {
+		name = id
+	}
+	return connector.Item{ID: id, Name: name, Data: []byte(body), Version: fmt.Sprint(s.versions[id]), URL: "https://wiki.example/" + id,
+		Metadata: map[string]string{"space": "ENG", "title": id}, State: `{"v":` + fmt.Sprint(s.versions[id]) + `}`, Calls: 1}, nil
+}
+
+// blobObjects reads the staged objects the ingestion Job names from the bucket fake (S3 GetObject).
+type blobObjects struct{ *memblob.Store }
+
+func (b blobObjects) GetObject(ctx context.Context, bucket, key, version string, limit int64) ([]byte, error) {
+	if bucket != bucketName {
+		return nil, rag.Errorf("fake", rag.KindNotFound, "NoSuchBucket %s", bucket)
+	}
+	rc, _, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+type env struct {
+	t       *testing.T
+	db      *sqldb.DB
+	blobs   *memblob.Store
+	flow    *Flow
+	src     *feedSource
+	sync    *aslrun.Runner
+	mu      sync.Mutex
+	ingests map[string]bool // execution names started
+	reads   int             // manifests read by the Distributed Map
+	runs    int
+}
+
+func newTestEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	blobs := memblob.New()
+	st := &ingest.Stages{Records: db, Vectors: memvec.New(64), Blobs: blobs, Staging: blobs, Embedder: embed.NewOffline(64),
+		Chunking: chunk.Options{ChildChars: 120, Overlap: 20, ParentChars: 400}}
+	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st}, InboxTenant: tenant, Leases: db}
+	wf := &ingest.Workflow{Stages: st, Leases: db, Events: db, Objects: blobObjects{blobs}, BatchSize: 4}
+	e := &env{t: t, db: db, blobs: blobs, src: newFeed(), ingests: map[string]bool{}}
+	e.flow = &Flow{Tenant: tenant, Bucket: bucketName, Blobs: blobs, Store: db, Docs: svc, Name: awsrt.ExecutionName, InlineMax: 10,
+		Source: func(context.Context, rag.Connector) (connector.Source, error) { return e.src, nil }}
+	noSleep := func(context.Context, time.Duration) error { return nil }
+	ingestRunner := &aslrun.Runner{Machine: parse(t, ingestASL), ErrorName: awsrt.ErrorType, Sleep: noSleep,
+		Invoke: func(ctx context.Context, res string, in json.RawMessage) (json.RawMessage, error) {
+			var env ingest.Envelope
+			if err := json.Unmarshal(in, &env); err != nil {
+				return nil, err
+			}
+			out, err := wf.Dispatch(ctx, env)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(out)
+		}}
+	e.sync = &aslrun.Runner{Machine: parse(t, syncASL), ErrorName: awsrt.ErrorType, Sleep: noSleep,
+		Invoke: func(ctx context.Context, res string, in json.RawMessage) (json.RawMessage, error) {
+			switch res {
+			case "${ConnectorFunctionArn}":
+				var env Envelope
+				if err := json.Unmarshal(in, &env); err != nil {
+					return nil, err
+				}
+				out, err := e.flow.Dispatch(ctx, env)
+				if err != nil {
+					return nil, err
+				}
+				return json.Marshal(out)
+			case "arn:aws:states:::s3:getObject":
+				var p struct{ Bucket, Key string }
+				json.Unmarshal(in, &p)
+				e.mu.Lock()
+				e.reads++
+				e.mu.Unlock()
+				rc, _, err := blobs.Get(ctx, p.Key)
+				if err != nil || p.Bucket != bucketName {
+					return nil, &aslrun.Error{Name: "S3.NoSuchKey", Cause: p.Bucket + "/" + p.Key}
+				}
+				defer rc.Close()
+				return io.ReadAll(rc)
+			case "arn:aws:states:::states:startExecution.sync:2":
+				// StartExecution.sync:2 as Step Functions answers it: the child's output as JSON, or the
+				// task failed with the child's error
+				var p struct {
+					StateMachineArn string
+					Name            string
+					Input           json.RawMessage
+				}
+				if err := json.Unmarshal(in, &p); err != nil {
+					return nil, err
+				}
+				if p.StateMachineArn != "${IngestStateMachineArn}" || !awsrt.ValidExecutionName(p.Name) {
+					t.Errorf("StartExecution of %s named %q", p.StateMachineArn, p.Name)
+				}
+				e.mu.Lock()
+				if e.ingests[p.Name] {
+					e.mu.Unlock()
+					return nil, &aslrun.Error{Name: "StepFunctions.ExecutionAlreadyExistsException", Cause: p.Name}
+				}
+				e.ingests[p.Name] = true
+				e.mu.Unlock()
+				out, _, err := ingestRunner.Run(ctx, p.Name, p.Input)
+				if err != nil {
+					var ae *aslrun.Error
+					errors.As(err, &ae)
+					cause, _ := json.Marshal(map[string]string{"Error": ae.Name, "Cause": ae.Cause, "Status": "FAILED"})
+					return nil, &aslrun.Error{Name: "States.TaskFailed", Cause: string(cause)}
+				}
+				return json.Marshal(map[string]any{"Output": json.RawMessage(out), "Status": "SUCCEEDED", "Name": p.Name})
+			}
+			return nil, &aslrun.Error{Name: "States.Runtime", Cause: "unknown resource " + res}
+		}}
+	kb := rag.KnowledgeBase{Tenant: tenant, Name: "wiki"}
+	if err := db.CreateKB(ctx, &kb); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateConnector(ctx, &rag.Connector{Tenant: tenant, Name: "eng-wiki", KBID: kb.ID, Type: "confluence", Config: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func parse(t *testing.T, file string) *aslrun.Machine {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := aslrun.Parse(b)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return m
+}
+
+// syncNow runs the sync state machine as its schedule starts it, and returns Commit's result.
+func (e *env) syncNow() (connector.Result, *aslrun.Trace, error) {
+	e.t.Helper()
+	e.runs++
+	out, tr, err := e.sync.Run(context.Background(), fmt.Sprintf("sched-eng-wiki-%d", e.runs), json.RawMessage(`{"connector":"eng-wiki"}`))
+	var res struct {
+		Result connector.Result `json:"result"`
+	}
+	json.Unmarshal(out, &res)
+	return res.Result, tr, err
+}
+
+func (e *env) doc(id string) (rag.Document, bool) {
+	c, _ := e.db.GetConnector(context.Background(), tenant, "eng-wiki")
+	d, err := e.db.GetDocumentBySource(context.Background(), tenant, c.KBID, connector.SourceURI("eng-wiki", id))
+	return d, err == nil && d.Status != rag.StatusDeleted
+}
+
+func (e *env) text(id string) string {
+	d, ok := e.doc(id)
+	if !ok {
+		return ""
+	}
+	cs, _ := e.db.ListChunks(context.Background(), tenant, d.ID)
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.Content)
+	}
+	return b.String()
+}
+
+func visited(tr *aslrun.Trace, state string) bool {
+	for _, s := range tr.States {
+		if s == state {
+			return true
+		}
+	}
+	return false
+}
+
+// The sync state machine, run by aslrun over the real steps, SQLite, an in-memory bucket and the
+// ingestion state machine itself: a first sync of many items goes through the Distributed Map (S3
+// manifest), a failed fetch is recorded and tolerated, every document is indexed with the connector's
+// metadata; an incremental sync (inline Map) applies an edit, a deletion, an addition and the retry of
+// the failed item; a run that meets another's lease does nothing; a listing that fails records the
+// reason and keeps the cursor; a document whose ingestion fails is a failed item, the rest go on.
+func TestSyncStateMachine(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	for i := range 14 {
+		e.src.put(fmt.Sprintf("page-%02d", i), fmt.Sprintf("# Page %d\n\nThe retention period of ledger %d is %d years.\n", i, i, i+3))
+	}
+	e.src.failFetch["page-07"] = true
+
+	res, tr, err := e.syncNow()
+	if err != nil {
+		t.Fatalf("first sync: %v (states %v)", err, tr.States)
+	}
+	if !visited(tr, "FetchMany") || e.reads != 1 {
+		t.Fatalf("14 items over InlineMax 10: states %v, %d manifest reads; want the Distributed Map reading its manifest", tr.States, e.reads)
+	}
+	if res.Status != rag.SyncPartial || res.Added != 13 || len(res.Failed) != 1 || res.Failed[0].ID != "page-07" ||
+		!strings.Contains(res.Failed[0].Error, "500") || res.Listed != 14 || res.Calls != 15 {
+		t.Fatalf("first sync = %+v; want partial, 13 added, page-07 failed (500), 14 listed, 15 calls", res)
+	}
+	c, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	if c.Status != rag.SyncPartial || c.Cursor != "14" || !strings.Contains(c.LastError, "1 items failed") || c.SucceededAt.IsZero() {
+		t.Fatalf("connector after the first sync = %+v; want partial, cursor 14", c.SyncState)
+	}
+	if ok, _ := e.db.AcquireLease(ctx, connector.LeaseName(tenant, "eng-wiki"), "probe", time.Minute); !ok {
+		t.Fatal("the lease is still held after Commit")
+	}
+	e.db.ReleaseLease(ctx, connector.LeaseName(tenant, "eng-wiki"), "probe")
+	d, ok := e.doc("page-03")
+	if !ok || d.Status != rag.StatusReady || !strings.Contains(e.text("page-03"), "ledger 3 is 6 years") {
+		t.Fatalf("page-03: %+v %q; want ready with its text", d, e.text("page-03"))
+	}
+	m, _ := e.db.GetDocumentMetadata(ctx, tenant, d.ID)
+	if m["space"] != "ENG" || m["source"] != "confluence" || m["connector"] != "eng-wiki" || m["url"] != "https://wiki.example/page-03" {
+		t.Fatalf("page-03 metadata = %v; want the connector's fields", m)
+	}
+	if it, err := e.db.GetConnectorItem(ctx, tenant, "eng-wiki", "page-07"); err != nil || !strings.Contains(it.Error, "500") {
+		t.Fatalf("failed item record = %+v, %v; want its error kept for the retry", it, err)
+	}
+	if it, _ := e.db.GetConnectorItem(ctx, tenant, "eng-wiki", "page-03"); it.Version != "1" || it.State != `{"v":1}` || !strings.Contains(it.Metadata, "wiki.example") {
+		t.Fatalf("page-03 item record = %+v; want version 1, its state and metadata", it)
+	}
+
+	// incremental: one edited, one deleted, one added; page-07 answers again
+	e.src.failFetch["page-07"] = false
+	e.src.put("page-02", "# Page 2\n\nThe retention period of ledger 2 is now forty years.\n")
+	e.src.del("page-05")
+	e.src.put("page-20", "# Page 20\n\nA new page about invoices.\n")
+	started := len(e.ingests)
+	res, tr, err = e.syncNow()
+	if err != nil {
+		t.Fatalf("incremental sync: %v", err)
+	}
+	if !visited(tr, "Fetch") || visited(tr, "FetchMany") {
+		t.Fatalf("4 items: states %v; want the inline Map", tr.States)
+	}
+	if res.Status != rag.SyncOK || res.Added != 2 || res.Updated != 1 || res.Deleted != 1 || len(res.Failed) != 0 || len(e.ingests)-started != 3 {
+		t.Fatalf("incremental sync = %+v, %d ingestions; want ok, 2 added (page-20, page-07), 1 updated, 1 deleted, 3 ingestions", res, len(e.ingests)-started)
+	}
+	if txt := e.text("page-02"); !strings.Contains(txt, "forty years") || strings.Contains(txt, "is 5 years") {
+		t.Fatalf("page-02 text %q; want the edit and not the old text", txt)
+	}
+	if _, ok := e.doc("page-05"); ok {
+		t.Fatal("page-05 was deleted at the source but its document remains")
+	}
+	if _, err := e.db.GetConnectorItem(ctx, tenant, "eng-wiki", "page-05"); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("page-05 item record: %v; want forgotten", err)
+	}
+	if it, _ := e.db.GetConnectorItem(ctx, tenant, "eng-wiki", "page-07"); it.Error != "" || it.Version != "1" {
+		t.Fatalf("page-07 after its retry = %+v; want indexed, no error", it)
+	}
+
+	// nothing changed: an empty Map, the status ok
+	if res, _, err = e.syncNow(); err != nil || res.Status != rag.SyncOK || res.Listed != 0 {
+		t.Fatalf("idle sync = %+v, %v; want ok with nothing listed", res, err)
+	}
+
+	// an item re-listed with the same content is ingested by name, skipped as unchanged by Prepare
+	e.src.mu.Lock()
+	e.src.log = append(e.src.log, connector.Change{ID: "page-01"})
+	e.src.mu.Unlock()
+	if res, _, err = e.syncNow(); err != nil || res.Unchanged != 1 || res.Updated != 0 {
+		t.Fatalf("re-listed unchanged page = %+v, %v; want 1 unchanged", res, err)
+	}
+
+	// another sync holds the lease: this run ends at once and writes nothing
+	e.db.AcquireLease(ctx, connector.LeaseName(tenant, "eng-wiki"), "other-run", time.Hour)
+	e.src.put("page-21", "# Page 21\n\nLater.\n")
+	idle, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	_, tr, err = e.syncNow()
+	if err != nil || !visited(tr, "AnotherSyncRunning") {
+		t.Fatalf("busy: %v, %v; want AnotherSyncRunning", err, tr.States)
+	}
+	if c2, _ := e.db.GetConnector(ctx, tenant, "eng-wiki"); c2.SyncState != idle.SyncState {
+		t.Fatalf("a busy run changed the connector: %+v", c2.SyncState)
+	}
+	e.db.ReleaseLease(ctx, connector.LeaseName(tenant, "eng-wiki"), "other-run")
+
+	// the listing fails: Abort records why, keeps the cursor, releases the lease; the execution fails
+	before, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	e.src.failList = rag.Errorf("confluence", rag.KindPermission, "401 Unauthorized")
+	_, tr, err = e.syncNow()
+	var ae *aslrun.Error
+	if !errors.As(err, &ae) || ae.Name != "SyncFailed" || !visited(tr, "Abort") {
+		t.Fatalf("failed listing: %v, %v; want SyncFailed through Abort", err, tr.States)
+	}
+	after, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	if after.Status != rag.SyncFailed || !strings.Contains(after.LastError, "401 Unauthorized") || after.Cursor != before.Cursor {
+		t.Fatalf("after a failed listing: %+v; want failed with the reason, cursor %q", after.SyncState, before.Cursor)
+	}
+	if ok, _ := e.db.AcquireLease(ctx, connector.LeaseName(tenant, "eng-wiki"), "probe", time.Minute); !ok {
+		t.Fatal("Abort left the lease held")
+	}
+	e.db.ReleaseLease(ctx, connector.LeaseName(tenant, "eng-wiki"), "probe")
+	e.src.failList = nil
+
+	// a document whose ingestion fails (a PDF that is not one): a failed item with the ingestion's
+	// reason; page-21 beside it is indexed
+	e.src.put("broken.pdf", "this is not a PDF")
+	res, _, err = e.syncNow()
+	if err != nil || res.Status != rag.SyncPartial || len(res.Failed) != 1 || res.Failed[0].ID != "broken.pdf" || res.Added != 1 {
+		t.Fatalf("sync with a broken PDF = %+v, %v; want partial: broken.pdf failed, page-21 added", res, err)
+	}
+	if it, _ := e.db.GetConnectorItem(ctx, tenant, "eng-wiki", "broken.pdf"); !strings.Contains(it.Error, "IngestFailed") {
+		t.Fatalf("broken.pdf record = %+v; want the ingestion's failure", it)
+	}
+	if !strings.Contains(e.text("page-21"), "Later") {
+		t.Fatal("page-21 not indexed beside the failed item")
+	}
+}
+
+// A step's bad input is Invalid (the ASL never retries it): an unknown step, a run name that is not an
+// execution name, a staged key outside the run's prefix.
+func TestStepsRefuseBadInput(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	for name, env := range map[string]Envelope{
+		"unknown step": {Step: "Explode", Input: json.RawMessage(`{}`)},
+		"bad run":      {Step: "Begin", Input: json.RawMessage(`{"connector":"eng-wiki","run":"../x"}`)},
+		"bad name":     {Step: "Commit", Input: json.RawMessage(`{"connector":"a/b","run":"r1"}`)},
+		"not json":     {Step: "Item", Input: json.RawMessage(`[1]`)},
+		"outside":      {Step: "Item", Input: json.RawMessage(`{"connector":"eng-wiki","run":"r1","item":{"id":"x","staged":"sources/t1/secret"}}`)},
+	} {
+		if _, err := e.flow.Dispatch(ctx, env); !rag.Is(err, rag.KindInvalid) {
+			t.Errorf("%s: %v; want Invalid", name, err)
+		}
+	}
+	if got := Reason("States.TaskFailed", `{"Error":"IngestFailed","Cause":"rolled back"}`); got != "States.TaskFailed: ingestion IngestFailed: rolled back" {
+		t.Errorf("Reason of a failed child = %q", got)
+	}
+	if got := Reason("Unavailable", `{"errorMessage":"db down","errorType":"Unavailable"}`); got != "Unavailable: db down" {
+		t.Errorf("Reason of a Lambda error = %q", got)
+	}
+}
