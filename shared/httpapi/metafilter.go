@@ -52,7 +52,14 @@ func (l *library) applyMetaFilter(ctx context.Context, tenant string, raw json.R
 		return false, err
 	}
 	if len(q.Filter.DocumentIDs) > 0 { // documents picked by the caller: both restrictions hold
-		ids = slices.DeleteFunc(ids, func(id string) bool { return !slices.Contains(q.Filter.DocumentIDs, id) })
+		// a new slice: MatchDocuments' answer is shared by every query of the same filter
+		var both []string
+		for _, id := range ids {
+			if slices.Contains(q.Filter.DocumentIDs, id) {
+				both = append(both, id)
+			}
+		}
+		ids = both
 	}
 	q.Filter.DocumentIDs = ids
 	return len(ids) == 0, nil

@@ -251,7 +251,9 @@ func decodeMetadata(raw string) rag.Metadata {
 // metadata (so {"not":...} and {"exists":false} can match it). Empty when none passes. kbIDs must not
 // be empty: the caller has already resolved which knowledge bases the principal may read. The filter
 // is judged by the in-memory metadata index (one SQL read of the tenant's generation per call), or by
-// a scan of the rows where the index is off or the tenant too big for it.
+// a scan of the rows where the index is off or the tenant too big for it. The index answers the same
+// filter over the same knowledge bases with the same slice until the tenant's metadata changes: the
+// result is shared and must not be modified (callers narrowing it build a new slice).
 func (s *DB) MatchDocuments(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error) {
 	const op = "sqldb.MatchDocuments"
 	if err := validIDs(op, "tenant", tenant); err != nil {

@@ -46,8 +46,14 @@ type tenantMeta struct {
 	keys *rag.MetaKeys    // the numbering of the rows' metadata keys
 	// the column view of rows and, per knowledge base, its live rows: built on the first query after
 	// a change (nil until then), shared by every query until the next change
-	cols    *rag.MetaColumns
-	live    [][]uint64
+	cols *rag.MetaColumns
+	live [][]uint64
+	// answers holds the filters answered since the column view was built, by knowledge bases and
+	// filter (rag.MetaFilter.CacheKey): the same filter asked again returns the same slice, so the
+	// retrieval legs, which cache their translation of a restriction by its ids (rag.DocBits), find
+	// it at once, and nothing is allocated per query. Dropped with the column view on any change.
+	answers map[string][]string
+	cached  int // ids held by answers
 	sorted  bool
 	dead    int    // removed rows still in rows
 	size    int    // bytes of rows, guarded by mu
@@ -132,6 +138,7 @@ func (e *tenantMeta) view() {
 	if e.cols != nil {
 		return
 	}
+	e.answers, e.cached = map[string][]string{}, 0
 	docs := make([]rag.MetaDoc, len(e.rows))
 	words := (len(e.rows) + 63) / 64
 	e.live = make([][]uint64, len(e.kbs))
@@ -291,9 +298,14 @@ func (s *DB) matchIndexed(ctx context.Context, tenant string, kbIDs []string, f 
 		return nil, false, nil
 	}
 	e.view()
+	kbs := slices.Compact(slices.Sorted(slices.Values(kbIDs)))
+	key := strings.Join(kbs, ",") + "\x00" + f.CacheKey()
+	if ids, ok := e.answers[key]; ok {
+		return ids, true, nil
+	}
 	pass := f.Compile(e.keys).Eval(e.cols)
 	mask := make([]uint64, len(pass)) // the live rows of the knowledge bases asked
-	for _, kb := range slices.Compact(slices.Sorted(slices.Values(kbIDs))) {
+	for _, kb := range kbs {
 		if n, ok := e.kbs[kb]; ok && e.live[n] != nil {
 			for i, w := range e.live[n] {
 				mask[i] |= w
@@ -305,6 +317,11 @@ func (s *DB) matchIndexed(ctx context.Context, tenant string, kbIDs []string, f 
 		pass[i] &= mask[i]
 	}
 	rag.Rows(pass, func(row int) { out = append(out, e.rows[row].id) })
+	// bounded: at most 64 answers holding four ids per document, then the cache starts over
+	if len(e.answers) >= 64 || e.cached+len(out) > 4*len(e.rows)+1024 {
+		e.answers, e.cached = map[string][]string{}, 0
+	}
+	e.answers[key], e.cached = out, e.cached+len(out)
 	return out, true, nil
 }
 
