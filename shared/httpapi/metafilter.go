@@ -61,7 +61,9 @@ func (l *library) applyMetaFilter(ctx context.Context, tenant string, raw json.R
 		}
 		ids = both
 	}
-	q.Filter.DocumentIDs = ids
+	// the filter travels beside its documents: an index keeping metadata on its rows (Milvus) may
+	// search by it instead of a long id list, the ids staying the authority
+	q.Filter.DocumentIDs, q.Filter.Meta = ids, f
 	return len(ids) == 0, nil
 }
 

@@ -94,6 +94,10 @@ type Filter struct {
 	KBIDs       []string `json:"kb_ids,omitempty"`
 	DocumentIDs []string `json:"document_ids,omitempty"`
 	Tags        []string `json:"tags,omitempty"` // any of these tags
+	// Meta is the metadata filter DocumentIDs were resolved from, when they were: an index that keeps
+	// metadata on its rows (Milvus, FieldMeta) may apply it instead of a long id list. It never widens
+	// the restriction (DocumentIDs stays the authority) and does not travel in JSON.
+	Meta *MetaFilter `json:"-"`
 }
 
 // Validate checks that every id in the filter is well formed, so that it can be placed into a query or a

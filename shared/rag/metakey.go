@@ -84,3 +84,15 @@ func writeKeyValue(b *strings.Builder, v any) {
 		b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
 	}
 }
+
+// Inclusive reports whether a range bound includes its value (gte, lte).
+func (b *bound) Inclusive() bool { return b.inclusive }
+
+// IsDate reports whether the bound is a date (else a number).
+func (b *bound) IsDate() bool { return b.isDate }
+
+// Number is a number bound's value.
+func (b *bound) Number() float64 { return b.num }
+
+// Date is a date bound's instant (UTC).
+func (b *bound) Date() time.Time { return b.date }

@@ -44,6 +44,27 @@ func (s *DB) SetDocumentMetadata(ctx context.Context, tenant, kbID, docID string
 		return err
 	}
 	s.applyMeta(tenant, gen, setMeta(docID, m))
+	return s.mirrorMeta(ctx, op, tenant, kbID, docID, m, gen)
+}
+
+// MetadataMirror keeps a copy of documents' metadata somewhere else (the Milvus rows' metadata field,
+// milvus.Index.SetDocumentMeta): called after each committed metadata write with the document's
+// metadata as written (sources and edits together) and the tenant's metadata generation of the write.
+type MetadataMirror func(ctx context.Context, tenant, kbID, docID string, m rag.Metadata, gen int64) error
+
+// SetMetadataMirror makes every later metadata write through this DB (SetDocumentMetadata,
+// EditDocumentMetadata) also call mirror. Set it once, before the DB is shared.
+func (s *DB) SetMetadataMirror(mirror MetadataMirror) { s.mirror = mirror }
+
+// mirrorMeta calls the mirror, if any; its failure is the write's error, kind kept, saying that the
+// metadata itself was saved (a retry of the write mirrors again).
+func (s *DB) mirrorMeta(ctx context.Context, op, tenant, kbID, docID string, m rag.Metadata, gen int64) error {
+	if s.mirror == nil {
+		return nil
+	}
+	if err := s.mirror(ctx, tenant, kbID, docID, m, gen); err != nil {
+		return rag.E(op, rag.KindOf(err), fmt.Errorf("metadata saved, but its copy in the vector index was not updated: %w", err))
+	}
 	return nil
 }
 
@@ -200,7 +221,7 @@ func (s *DB) EditDocumentMetadata(ctx context.Context, tenant, kbID, docID strin
 		return nil, err
 	}
 	s.applyMeta(tenant, gen, setMeta(docID, out))
-	return out, nil
+	return out, s.mirrorMeta(ctx, op, tenant, kbID, docID, out, gen)
 }
 
 func truncateID(s string) string {
