@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -319,4 +320,53 @@ func (s *DB) matchScan(ctx context.Context, tenant string, kbIDs []string, f *ra
 		}
 	}
 	return out, s.classify(op, rows.Err())
+}
+
+// MirrorAllMetadata calls the mirror (SetMetadataMirror) for every document of the tenant that is not
+// being deleted, with its metadata as stored (empty when it has none) at the current generation: the
+// backfill after a deploy gave the vector index its metadata field (`docmind metadata mirror`). A
+// write racing it mirrors a newer generation, which the mirror keeps. It returns how many documents
+// were mirrored; it stops at the first failure (running it again redoes only what is not in step).
+func (s *DB) MirrorAllMetadata(ctx context.Context, tenant string) (int, error) {
+	const op = "sqldb.MirrorAllMetadata"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return 0, err
+	}
+	if s.mirror == nil {
+		return 0, rag.Errorf(op, rag.KindInvalid, "no metadata mirror is set (the vector index keeps no metadata)")
+	}
+	gen, err := metaGeneration(ctx, s.db, tenant)
+	if err != nil {
+		return 0, s.classify(op, err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT d.id, d.kb_id, COALESCE(m.metadata, '') FROM documents d
+		LEFT JOIN document_metadata m ON m.tenant_id = d.tenant_id AND m.document_id = d.id
+		WHERE d.tenant_id = ? AND d.status <> ? ORDER BY d.id`, tenant, rag.StatusDeleted)
+	if err != nil {
+		return 0, s.classify(op, err)
+	}
+	type doc struct {
+		id, kb string
+		m      rag.Metadata
+	}
+	var docs []doc
+	for rows.Next() {
+		var d doc
+		var raw string
+		if err := rows.Scan(&d.id, &d.kb, &raw); err != nil {
+			rows.Close()
+			return 0, s.classify(op, err)
+		}
+		d.m = decodeMetadata(raw)
+		docs = append(docs, d)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, s.classify(op, err)
+	}
+	for i, d := range docs {
+		if err := s.mirror(ctx, tenant, d.kb, d.id, d.m, gen); err != nil {
+			return i, rag.E(op, rag.KindOf(err), fmt.Errorf("document %s: %w", d.id, err))
+		}
+	}
+	return len(docs), nil
 }

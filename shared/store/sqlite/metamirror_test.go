@@ -78,4 +78,28 @@ func TestMetadataMirror(t *testing.T) {
 	if m, _ := db.GetDocumentMetadata(ctx, "t1", d.ID); m["team"] != "sec" {
 		t.Fatalf("the edit was not saved: %v", m)
 	}
+
+	// the backfill: every document not being deleted, with its metadata (empty when none), at the
+	// current generation
+	bare := rag.Document{Tenant: "t1", KBID: kb.ID, SourceURI: "upload/y", FileName: "y", Status: rag.StatusReady}
+	gone := rag.Document{Tenant: "t1", KBID: kb.ID, SourceURI: "upload/z", FileName: "z", Status: rag.StatusDeleted}
+	for _, doc := range []*rag.Document{&bare, &gone} {
+		if err := db.CreateDocument(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail, calls = nil, nil
+	n, err := db.MirrorAllMetadata(ctx, "t1")
+	if err != nil || n != 2 || len(calls) != 2 {
+		t.Fatalf("MirrorAllMetadata = %d, %v with %d calls; want the 2 live documents", n, err, len(calls))
+	}
+	for _, c := range calls {
+		if c.doc == gone.ID || (c.doc == bare.ID && len(c.m) != 0) || (c.doc == d.ID && c.m["team"] != "sec") {
+			t.Fatalf("backfill call %v", c)
+		}
+	}
+	db.SetMetadataMirror(nil)
+	if _, err := db.MirrorAllMetadata(ctx, "t1"); !rag.Is(err, rag.KindInvalid) {
+		t.Fatalf("MirrorAllMetadata without a mirror = %v", err)
+	}
 }
