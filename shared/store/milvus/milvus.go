@@ -553,6 +553,10 @@ func (ix *Index) searchMeta(ctx context.Context, query []float32, k int, f rag.F
 	return hits, true, nil
 }
 
+// KeepsMetadata reports whether the collection has the metadata field (as seen when the index
+// attached): docmind aws preflight warns when it does not.
+func (ix *Index) KeepsMetadata() bool { return ix.hasMeta.Load() }
+
 // MetaSearches reports how many searches a metadata expression answered and how many fell back to
 // the document-id parts (tests and docs/metadata-filters.md).
 func (ix *Index) MetaSearches() (answered, fellBack int64) {
