@@ -59,6 +59,7 @@ Commands:
   reconcile check SQL, vectors, blobs and the inbox agree; --repair fixes drift (reconcile [--kb NAME] [--repair] [--json])
   connector sync web sites and wikis into a knowledge base (connector add NAME --kb KB --type web --url URL | connector list |
             connector sync NAME [--dry-run] | connector remove NAME)
+  metadata  metadata mirror: copy every document's metadata onto its Milvus rows (after a deploy added the field)
   mcp       serve the Model Context Protocol on stdin/stdout for a desktop assistant (identity: DOCMIND_API_KEY, or the local user with auth none)
   config    print the effective configuration (secrets redacted); --vars lists every variable
   version   print the version
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitConfig
 	}
 	cmds := map[string]func(env, []string) int{
-		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "tenant": cmdTenant, "key": cmdKey, "reconcile": cmdReconcile, "connector": cmdConnector, "config": cmdConfig, "version": cmdVersion, "aws": cmdAWS, "mcp": cmdMCP,
+		"serve": cmdServe, "ingest": cmdIngest, "search": cmdSearch, "ask": cmdAsk, "eval": cmdEval, "bench": cmdBench, "migrate": cmdMigrate, "kb": cmdKB, "user": cmdUser, "tenant": cmdTenant, "key": cmdKey, "reconcile": cmdReconcile, "connector": cmdConnector, "metadata": cmdMetadata, "config": cmdConfig, "version": cmdVersion, "aws": cmdAWS, "mcp": cmdMCP,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)

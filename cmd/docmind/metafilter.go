@@ -32,7 +32,7 @@ func metaRestrict(ctx context.Context, db *sqldb.DB, raw string, f *rag.Filter) 
 	if err != nil {
 		return false, err
 	}
-	f.DocumentIDs = ids
+	f.DocumentIDs, f.Meta = ids, mf // Meta: Milvus may search by the filter (metadata-filters.md)
 	return len(ids) == 0, nil
 }
 

@@ -62,7 +62,12 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 	if err = s.Keyword.Load(ctx, s.SQL, cfg.Tenant); err != nil {
 		return s, fmt.Errorf("build the keyword index: %w", err)
 	}
-	if s.Vectors, err = openVectors(ctx, cfg, ""); err != nil {
+	if s.Vectors, err = openVectors(ctx, cfg, ""); err == nil {
+		if mv, ok := s.Vectors.(*milvus.Index); ok { // rows keep their document's metadata (metadata-filters.md)
+			s.SQL.SetMetadataMirror(mv.SetDocumentMeta)
+		}
+	}
+	if err != nil {
 		return s, fmt.Errorf("open %s vector index: %w", cfg.Vector.Driver, err)
 	}
 	if s.Memories, err = openVectors(ctx, cfg, "memories"); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/milvus-io/milvus/client/v2/entity"
+	"github.com/milvus-io/milvus/client/v2/index"
 	"github.com/milvus-io/milvus/client/v2/milvusclient"
 
 	"github.com/docmind/docmind/shared/awspreflight/mototest"
@@ -100,6 +103,23 @@ func (f *fixture) milvusWith(create, loaded bool) *fakemilvus.Server {
 		defer c.Close(f.ctx)
 		f.must(c.ReleaseCollection(f.ctx, milvusclient.NewReleaseCollectionOption("docmind_chunks")))
 	}
+	return srv
+}
+
+// milvusWithoutMeta serves a loaded collection made before the metadata field (milvus.Schema without
+// it), as a stack deployed before issue #23's Milvus expressions has.
+func (f *fixture) milvusWithoutMeta() *fakemilvus.Server {
+	srv := fakemilvus.StartWithToken(f.t, "root:Milvus")
+	c, err := milvusclient.New(f.ctx, &milvusclient.ClientConfig{Address: srv.Addr(), APIKey: "root:Milvus"})
+	f.must(err)
+	defer c.Close(f.ctx)
+	sch := milvus.Schema("docmind_chunks", 64)
+	sch.Fields = slices.DeleteFunc(sch.Fields, func(fl *entity.Field) bool { return fl.Name == milvus.FieldMeta })
+	f.must(c.CreateCollection(f.ctx, milvusclient.NewCreateCollectionOption("docmind_chunks", sch).
+		WithIndexOptions(milvusclient.NewCreateIndexOption("docmind_chunks", milvus.FieldVector, index.NewAutoIndex(entity.COSINE)))))
+	task, err := c.LoadCollection(f.ctx, milvusclient.NewLoadCollectionOption("docmind_chunks"))
+	f.must(err)
+	f.must(task.Await(f.ctx))
 	return srv
 }
 
@@ -381,7 +401,7 @@ func TestPreflightFaults(t *testing.T) {
 			}
 		}
 	})
-	t.Run("milvus collection missing, not loaded, another dimension, token refused", func(t *testing.T) {
+	t.Run("milvus collection missing, not loaded, without metadata, another dimension, token refused", func(t *testing.T) {
 		f.t = t
 		for _, c := range []struct {
 			name   string
@@ -391,6 +411,7 @@ func TestPreflightFaults(t *testing.T) {
 		}{
 			{"missing", func(p map[string]string) { p["MilvusAddr"] = f.milvusWith(false, false).Addr() }, Fail, "does not exist"},
 			{"released", func(p map[string]string) { p["MilvusAddr"] = f.milvusWith(true, false).Addr() }, Fail, "not loaded"},
+			{"nometa", func(p map[string]string) { p["MilvusAddr"] = f.milvusWithoutMeta().Addr() }, Warn, "docmind metadata mirror"},
 			{"dimension", func(p map[string]string) { p["EmbeddingDim"] = "32" }, Fail, "EmbeddingDim"},
 			{"token", func(p map[string]string) {
 				p["MilvusSecretArn"] = f.secret("milvus-badtoken", `{"token":"root:wrong"}`)

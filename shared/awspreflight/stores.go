@@ -13,6 +13,7 @@ import (
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/milvus"
+	"github.com/docmind/docmind/shared/store/milvus/milvusexpr"
 	mysqlstore "github.com/docmind/docmind/shared/store/mysql"
 )
 
@@ -65,8 +66,12 @@ func (c *Checker) milvusCollection(ctx context.Context, st stack, secrets map[st
 	defer ix.Close()
 	err = ix.Check(ctx)
 	switch {
+	case err == nil && !ix.KeepsMetadata():
+		f.Status = Warn
+		f.Message = fmt.Sprintf("collection %s at %s is loaded with dimension %d but has no metadata field: a metadata filter passing more than %d documents is searched in parts of that many ids", collection, addr, dim, milvusexpr.MaxFilterIDs)
+		f.Fix = "the ingest side adds the field at its next cold start (Milvus 2.6 or Zilliz Cloud: AddCollectionField); then run docmind metadata mirror once with the stack's stores (DOCMIND_SQL_DRIVER=mysql, DOCMIND_VECTOR_DRIVER=milvus, from inside the VPC) to copy the existing documents' metadata; on an older Milvus, drop the collection and ingest again"
 	case err == nil:
-		f.Status, f.Message = OK, fmt.Sprintf("collection %s at %s exists with dimension %d and is loaded", collection, addr, dim)
+		f.Status, f.Message = OK, fmt.Sprintf("collection %s at %s exists with dimension %d and the metadata field, and is loaded", collection, addr, dim)
 	case rag.Is(err, rag.KindNotFound):
 		f.Status, f.Message = Fail, fmt.Sprintf("collection %s does not exist at %s: every question fails until it does", collection, addr)
 		f.Fix = "the api, ingest and stage functions create and load it at their first start: upload a document (make smoke does); if it stays missing, the Milvus user needs the CreateCollection privilege"

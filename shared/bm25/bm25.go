@@ -89,11 +89,13 @@ type Index struct {
 	// docNums numbers document ids (never recycled: a few bytes per document ever indexed), so that a
 	// search restricted to thousands of documents (a metadata filter) tests a bit per candidate
 	// instead of hashing its document id
-	docNums  map[string]int32
-	live     int
-	totalLen float64
-	dead     int
-	pool     sync.Pool
+	docNums map[string]int32
+	// restrictions caches long document restrictions as bitsets over docNums
+	restrictions *rag.DocBits
+	live         int
+	totalLen     float64
+	dead         int
+	pool         sync.Pool
 }
 
 // New returns an empty index.
@@ -107,7 +109,7 @@ func New(p Params) *Index {
 	if p.TitleWeight <= 0 {
 		p.TitleWeight = 1
 	}
-	return &Index{p: p, dict: map[string]int32{}, byID: map[string]int32{}, docNums: map[string]int32{}}
+	return &Index{p: p, dict: map[string]int32{}, byID: map[string]int32{}, docNums: map[string]int32{}, restrictions: rag.NewDocBits()}
 }
 
 // Fields are a chunk's analyzed terms per BM25 field.
@@ -423,7 +425,12 @@ type scored struct {
 // filter; an empty result (no query term is indexed) is an empty slice.
 func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) ([]rag.Hit, error) {
 	const op = "bm25.Search"
-	if err := f.Validate(); err != nil {
+	// a long document restriction is validated once per distinct restriction, when docSet translates it
+	validate := f.Validate
+	if len(f.DocumentIDs) >= rag.MinDocBits {
+		validate = f.ValidateScope
+	}
+	if err := validate(); err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
 	}
 	if k < 1 {
@@ -435,6 +442,10 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 	terms := text.Analyze(query)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	docs, err := ix.docSet(f.DocumentIDs)
+	if err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
 	if ix.live == 0 || len(terms) == 0 {
 		return []rag.Hit{}, nil
 	}
@@ -471,7 +482,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 			acc[p.doc] += s
 		}
 	}
-	kbs, docs := set(f.KBIDs), ix.docSet(f.DocumentIDs)
+	kbs := set(f.KBIDs)
 	// keep the k best in a min-heap (worst at the root): a common term touches most of the index, and
 	// sorting every candidate would dominate the search
 	worse := func(a, b scored) bool { // a ranks below b
@@ -551,13 +562,23 @@ func (ix *Index) docNum(id string) int32 {
 // docBits is a set of document numbers.
 type docBits []uint64
 
-func (b docBits) has(n int32) bool { return int(n/64) < len(b) && b[n/64]&(1<<(n%64)) != 0 }
+func (b docBits) has(n int32) bool { return rag.HasBit(b, n) }
 
 // docSet is the restriction to ids as document numbers; nil for no restriction. An id never indexed
-// matches nothing (a restriction to only such ids has no bit set). Caller holds a lock.
-func (ix *Index) docSet(ids []string) docBits {
+// matches nothing (a restriction to only such ids has no bit set). A long restriction (a metadata
+// filter's passing documents) is translated once and shared while it stays valid (rag.DocBits), so a
+// filtered search neither looks up each id nor allocates; Invalid for a malformed id. Caller holds a
+// lock.
+func (ix *Index) docSet(ids []string) (docBits, error) {
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
+	}
+	if len(ids) >= rag.MinDocBits {
+		bits, _, err := ix.restrictions.Bits(ids, len(ix.docNums), func(id string) (int32, bool) {
+			n, ok := ix.docNums[id]
+			return n, ok
+		})
+		return bits, err
 	}
 	b := make(docBits, len(ix.docNums)/64+1)
 	for _, id := range ids {
@@ -565,7 +586,7 @@ func (ix *Index) docSet(ids []string) docBits {
 			b[n/64] |= 1 << (n % 64)
 		}
 	}
-	return b
+	return b, nil
 }
 
 func set(ids []string) map[string]bool {

@@ -99,3 +99,48 @@ func TestInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLongRestriction: a restriction long enough for the cached bitset (rag.DocBits) keeps exactly its
+// documents, follows a document indexed after it was first used, and refuses a malformed id on every
+// query, cached or not.
+func TestLongRestriction(t *testing.T) {
+	ctx := context.Background()
+	ix := New(DefaultParams())
+	for i := range 50 {
+		ix.Add(Doc{ID: fmt.Sprintf("c%d", i), Tenant: "t", KBID: "k", DocumentID: fmt.Sprintf("d%d", i), Content: "quokka habitat"})
+	}
+	var restrict []string
+	for i := 0; i < 50; i += 3 {
+		restrict = append(restrict, fmt.Sprintf("d%d", i))
+	}
+	restrict = append(restrict, "d55")
+	if len(restrict) < rag.MinDocBits {
+		t.Fatalf("%d ids: too few for the bitset", len(restrict))
+	}
+	docs := func(hits []rag.Hit) []string {
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.DocumentID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := slices.Sorted(slices.Values(restrict[:len(restrict)-1]))
+	for range 2 {
+		hits, err := ix.Search(ctx, "quokka", 100, rag.Filter{Tenant: "t", DocumentIDs: restrict})
+		if err != nil || !slices.Equal(docs(hits), want) {
+			t.Fatalf("restricted search = %v, %v; want %v", docs(hits), err, want)
+		}
+	}
+	ix.Add(Doc{ID: "c55", Tenant: "t", KBID: "k", DocumentID: "d55", Content: "quokka"})
+	hits, err := ix.Search(ctx, "quokka", 100, rag.Filter{Tenant: "t", DocumentIDs: restrict})
+	if want := slices.Sorted(slices.Values(restrict)); err != nil || !slices.Equal(docs(hits), want) {
+		t.Fatalf("after d55 was indexed: %v, %v; want %v", docs(hits), err, want)
+	}
+	bad := append(slices.Clone(restrict), "d 1")
+	for range 2 {
+		if _, err := ix.Search(ctx, "quokka", 10, rag.Filter{Tenant: "t", DocumentIDs: bad}); !rag.Is(err, rag.KindInvalid) {
+			t.Fatalf("malformed id in a long restriction: %v", err)
+		}
+	}
+}

@@ -52,9 +52,18 @@ func (l *library) applyMetaFilter(ctx context.Context, tenant string, raw json.R
 		return false, err
 	}
 	if len(q.Filter.DocumentIDs) > 0 { // documents picked by the caller: both restrictions hold
-		ids = slices.DeleteFunc(ids, func(id string) bool { return !slices.Contains(q.Filter.DocumentIDs, id) })
+		// a new slice: MatchDocuments' answer is shared by every query of the same filter
+		var both []string
+		for _, id := range ids {
+			if slices.Contains(q.Filter.DocumentIDs, id) {
+				both = append(both, id)
+			}
+		}
+		ids = both
 	}
-	q.Filter.DocumentIDs = ids
+	// the filter travels beside its documents: an index keeping metadata on its rows (Milvus) may
+	// search by it instead of a long id list, the ids staying the authority
+	q.Filter.DocumentIDs, q.Filter.Meta = ids, f
 	return len(ids) == 0, nil
 }
 

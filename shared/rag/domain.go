@@ -94,22 +94,35 @@ type Filter struct {
 	KBIDs       []string `json:"kb_ids,omitempty"`
 	DocumentIDs []string `json:"document_ids,omitempty"`
 	Tags        []string `json:"tags,omitempty"` // any of these tags
+	// Meta is the metadata filter DocumentIDs were resolved from, when they were: an index that keeps
+	// metadata on its rows (Milvus, FieldMeta) may apply it instead of a long id list. It never widens
+	// the restriction (DocumentIDs stays the authority) and does not travel in JSON.
+	Meta *MetaFilter `json:"-"`
 }
 
 // Validate checks that every id in the filter is well formed, so that it can be placed into a query or a
 // filter expression without escaping.
 func (f Filter) Validate() error {
+	if err := f.ValidateScope(); err != nil {
+		return err
+	}
+	for _, id := range f.DocumentIDs {
+		if err := ValidateID("document id", id); err != nil {
+			return E("rag.Filter", KindInvalid, err)
+		}
+	}
+	return nil
+}
+
+// ValidateScope is Validate without the document ids: for an index that validates them once per
+// restriction it caches (DocBits) rather than on every query.
+func (f Filter) ValidateScope() error {
 	const op = "rag.Filter"
 	if err := ValidateID("tenant", f.Tenant); err != nil {
 		return E(op, KindInvalid, err)
 	}
 	for _, id := range f.KBIDs {
 		if err := ValidateID("kb id", id); err != nil {
-			return E(op, KindInvalid, err)
-		}
-	}
-	for _, id := range f.DocumentIDs {
-		if err := ValidateID("document id", id); err != nil {
 			return E(op, KindInvalid, err)
 		}
 	}

@@ -36,6 +36,11 @@ type Stores struct {
 	KV       store.KV
 }
 
+// metaMirror is a vector index keeping documents' metadata on its rows (milvus.Index).
+type metaMirror interface {
+	SetDocumentMeta(ctx context.Context, tenant, kbID, docID string, m rag.Metadata, gen int64) error
+}
+
 // VectorOpener opens one Milvus collection by name. The api function passes stores.Vectors (which also
 // creates and loads it); the query function passes a Late opener, which never creates one.
 type VectorOpener func(ctx context.Context, cfg config.Config, collection string) (store.VectorIndex, error)
@@ -54,6 +59,9 @@ func Open(ctx context.Context, cfg config.Config, kv redis.Options, vectors Vect
 		return Stores{}, err
 	}
 	s := Stores{SQL: db, Keyword: aurora.Keyword(db, cfg), Vectors: vec}
+	if m, ok := vec.(metaMirror); ok { // an editor's metadata edit reaches the rows (docs/metadata-filters.md)
+		db.SetMetadataMirror(m.SetDocumentMeta)
+	}
 	if cfg.Chat.MemoryEnabled {
 		mem, err := vectors(ctx, cfg, cfg.Vector.Collection+"_memories")
 		if err != nil {

@@ -34,6 +34,7 @@ func Open(ctx context.Context, cfg config.Config) (Cloud, error) {
 	if err != nil {
 		return Cloud{}, err
 	}
+	db.SetMetadataMirror(vec.SetDocumentMeta) // rows keep their document's metadata (docs/metadata-filters.md)
 	return Cloud{SQL: db, Vectors: vec}, nil
 }
 

@@ -16,7 +16,7 @@ var _ store.VectorLister = (*Index)(nil)
 func (ix *Index) ListVectors(ctx context.Context, f rag.Filter) ([]store.VectorRef, error) {
 	const op = "memvec.ListVectors"
 	f.Tags = nil
-	if err := f.Validate(); err != nil {
+	if err := validate(f); err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -25,7 +25,10 @@ func (ix *Index) ListVectors(ctx context.Context, f rag.Filter) ([]store.VectorR
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	out := []store.VectorRef{}
-	m, ok := ix.matcher(f)
+	m, ok, err := ix.matcher(f)
+	if err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
 	if !ok {
 		return out, nil
 	}

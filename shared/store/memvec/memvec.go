@@ -211,9 +211,9 @@ func (ix *Index) DeleteDocument(ctx context.Context, tenant, kbID, documentID st
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	m, ok := ix.matcher(f)
-	if !ok {
-		return nil
+	m, ok, err := ix.matcher(f)
+	if err != nil || !ok {
+		return err
 	}
 	for i := len(ix.rows) - 1; i >= 0; i-- {
 		if m.match(&ix.rows[i]) {
@@ -251,7 +251,7 @@ func (ix *Index) removeAt(at int) {
 // Count implements store.VectorIndex; the embedded index is always strongly consistent.
 func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
 	const op = "memvec.Count"
-	if err := f.Validate(); err != nil {
+	if err := validate(f); err != nil {
 		return 0, rag.E(op, rag.KindInvalid, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -259,7 +259,10 @@ func (ix *Index) Count(ctx context.Context, f rag.Filter) (int, error) {
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	m, ok := ix.matcher(f)
+	m, ok, err := ix.matcher(f)
+	if err != nil {
+		return 0, rag.E(op, rag.KindInvalid, err)
+	}
 	if !ok {
 		return 0, nil
 	}
@@ -289,7 +292,7 @@ func (ix *Index) SearchExact(ctx context.Context, query []float32, k int, f rag.
 
 func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filter, exact bool) ([]rag.Hit, error) {
 	const op = "memvec.Search"
-	if err := f.Validate(); err != nil {
+	if err := validate(f); err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
 	}
 	if k < 1 {
@@ -307,7 +310,10 @@ func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filte
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	m, ok := ix.matcher(f)
+	m, ok, err := ix.matcher(f)
+	if err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
 	if !ok {
 		return []rag.Hit{}, nil
 	}
@@ -433,12 +439,14 @@ func (m matcher) match(r *row) bool {
 }
 
 // matcher translates f; ok is false when f can match nothing (an unknown tenant, or only unknown values
-// in a list). Caller holds a lock.
-func (ix *Index) matcher(f rag.Filter) (matcher, bool) {
+// in a list). A long document restriction (a metadata filter's passing documents) comes from the
+// interner's DocBits cache, validated there once per distinct restriction; Invalid for a malformed id.
+// Caller holds a lock.
+func (ix *Index) matcher(f rag.Filter) (matcher, bool, error) {
 	var m matcher
 	var ok bool
 	if m.tenant, ok = ix.names.lookup(f.Tenant); !ok {
-		return m, false
+		return m, false, nil
 	}
 	known := func(names []string, prefix string) ([]int32, bool) {
 		if len(names) == 0 {
@@ -453,17 +461,34 @@ func (ix *Index) matcher(f rag.Filter) (matcher, bool) {
 		return out, len(out) > 0
 	}
 	if m.kbs, ok = known(f.KBIDs, ""); !ok {
-		return m, false
+		return m, false, nil
 	}
-	docs, ok := known(f.DocumentIDs, "")
-	if !ok {
-		return m, false
+	if len(f.DocumentIDs) >= rag.MinDocBits {
+		bits, any, err := ix.names.docs.Bits(f.DocumentIDs, len(ix.names.names), ix.names.lookup)
+		if err != nil || !any {
+			return m, false, err
+		}
+		m.docs = docSet{bits: bits}
+	} else {
+		docs, ok := known(f.DocumentIDs, "")
+		if !ok {
+			return m, false, nil
+		}
+		m.docs = docSet{few: docs}
 	}
-	m.docs = newDocSet(docs)
 	if m.tags, ok = known(f.Tags, "tag\x00"); !ok {
-		return m, false
+		return m, false, nil
 	}
-	return m, true
+	return m, true, nil
+}
+
+// validate checks f; a long document restriction is checked when it is translated (matcher), once per
+// distinct restriction rather than on every query.
+func validate(f rag.Filter) error {
+	if len(f.DocumentIDs) >= rag.MinDocBits {
+		return f.ValidateScope()
+	}
+	return f.Validate()
 }
 
 // interner maps strings to small integers for the lifetime of the index (ids are never recycled; a few
@@ -471,9 +496,12 @@ func (ix *Index) matcher(f rag.Filter) (matcher, bool) {
 type interner struct {
 	ids   map[string]int32
 	names []string
+	// docs caches document restrictions as bitsets over these numbers; it lives and dies with the
+	// numbering (a reload renumbers)
+	docs *rag.DocBits
 }
 
-func newInterner() interner { return interner{ids: map[string]int32{}} }
+func newInterner() interner { return interner{ids: map[string]int32{}, docs: rag.NewDocBits()} }
 
 func (in *interner) lookup(s string) (int32, bool) {
 	id, ok := in.ids[s]

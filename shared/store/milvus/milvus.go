@@ -49,6 +49,7 @@ const (
 	FieldChunk  = milvusexpr.FieldChunk
 	FieldTags   = milvusexpr.FieldTags
 	FieldVector = milvusexpr.FieldVector
+	FieldMeta   = milvusexpr.FieldMeta
 	maxTags     = rag.MaxTags
 	maxIDLen    = 64
 	upsertBatch = 500 // rows per Upsert call: 500 x 1024 x 4 B = 2 MiB, far under gRPC's limit
@@ -83,6 +84,12 @@ type Index struct {
 	attached atomic.Bool
 	lastLook time.Time
 	lastErr  error
+	// hasMeta: the collection has FieldMeta (created with it, or added by the ingest side's open), so
+	// rows can carry their document's metadata and a metadata filter can be searched as an expression
+	hasMeta atomic.Bool
+	// metaSearches counts searches answered by a metadata expression, metaFallbacks those that went
+	// back to the id list (a hit outside the restriction, or the server refusing the expression)
+	metaSearches, metaFallbacks atomic.Int64
 }
 
 // Open returns the index over o.Collection. By default it connects, creates the collection (schema,
@@ -254,7 +261,9 @@ func (ix *Index) classify(op string, err error) error {
 }
 
 // Schema is the collection schema: primary key id, tenant, kb_id (partition key), doc_id, chunk_id,
-// tags (array of varchar) and the float vector.
+// tags (array of varchar), the float vector and meta, a nullable JSON field holding the document's
+// metadata (milvusexpr.FieldMeta; nullable so that a collection made before it can gain it with
+// AddCollectionField).
 func Schema(name string, dim int) *entity.Schema {
 	vc := func(n string) *entity.Field {
 		return entity.NewField().WithName(n).WithDataType(entity.FieldTypeVarChar).WithMaxLength(maxIDLen)
@@ -267,7 +276,13 @@ func Schema(name string, dim int) *entity.Schema {
 		WithField(vc(FieldChunk)).
 		WithField(entity.NewField().WithName(FieldTags).WithDataType(entity.FieldTypeArray).WithElementType(entity.FieldTypeVarChar).
 			WithMaxLength(maxIDLen).WithMaxCapacity(maxTags)).
-		WithField(entity.NewField().WithName(FieldVector).WithDataType(entity.FieldTypeFloatVector).WithDim(int64(dim)))
+		WithField(entity.NewField().WithName(FieldVector).WithDataType(entity.FieldTypeFloatVector).WithDim(int64(dim))).
+		WithField(metaField())
+}
+
+// metaField is FieldMeta's schema.
+func metaField() *entity.Field {
+	return entity.NewField().WithName(FieldMeta).WithDataType(entity.FieldTypeJSON).WithNullable(true)
 }
 
 func (ix *Index) call(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -289,8 +304,17 @@ func (ix *Index) ensureCollection(ctx context.Context) error {
 		if err := ix.c.CreateCollection(cctx, opt); err != nil && !strings.Contains(err.Error(), "already exist") {
 			return classify(op, err)
 		}
+		ix.hasMeta.Store(true) // Schema has it (or a concurrent creator's, which is the same schema)
 	} else if err := ix.checkDim(cctx); err != nil {
 		return err
+	}
+	if !ix.hasMeta.Load() {
+		// a collection made before the metadata field: add it (Milvus 2.6 adds nullable fields to a
+		// loaded collection; its rows read null until their documents' metadata is mirrored). A
+		// server that cannot is not an error: metadata filters keep using id lists there.
+		if err := ix.c.AddCollectionField(cctx, milvusclient.NewAddCollectionFieldOption(ix.coll, metaField())); err == nil {
+			ix.hasMeta.Store(true)
+		}
 	}
 	if has {
 		// A collection that is already loaded (every cold start but the first) needs no LoadCollection:
@@ -307,7 +331,8 @@ func (ix *Index) ensureCollection(ctx context.Context) error {
 	return classify(op, task.Await(cctx))
 }
 
-// checkDim refuses a collection whose vector dimension is not the configured one (Invalid).
+// checkDim refuses a collection whose vector dimension is not the configured one (Invalid), and notes
+// whether it has the metadata field.
 func (ix *Index) checkDim(ctx context.Context) error {
 	const op = "milvus.Open"
 	coll, err := ix.c.DescribeCollection(ctx, milvusclient.NewDescribeCollectionOption(ix.coll))
@@ -317,6 +342,9 @@ func (ix *Index) checkDim(ctx context.Context) error {
 	for _, f := range coll.Schema.Fields {
 		if f.Name == FieldVector && f.TypeParams["dim"] != fmt.Sprint(ix.o.Dim) {
 			return rag.Errorf(op, rag.KindInvalid, "collection %s has dimension %s, configured %d (a changed embedding model needs a new collection)", ix.coll, f.TypeParams["dim"], ix.o.Dim)
+		}
+		if f.Name == FieldMeta && f.DataType == entity.FieldTypeJSON {
+			ix.hasMeta.Store(true)
 		}
 	}
 	return nil
@@ -359,6 +387,13 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	if err := ix.ready(ctx, op); err != nil {
 		return err
 	}
+	return ix.upsert(ctx, op, recs, nil)
+}
+
+// upsert writes recs; meta, when set, is every row's FieldMeta (SetDocumentMeta), else the field is
+// left out and the rows read null: their document's metadata is not known to be in step until it is
+// mirrored again (the metadata write that follows an ingest does).
+func (ix *Index) upsert(ctx context.Context, op string, recs []rag.VectorRecord, meta []byte) error {
 	for start := 0; start < len(recs); start += upsertBatch {
 		batch := recs[start:min(start+upsertBatch, len(recs))]
 		n := len(batch)
@@ -371,11 +406,23 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 				tags[i] = []string{}
 			}
 		}
-		opt := milvusclient.NewColumnBasedInsertOption(ix.coll,
+		cols := []column.Column{
 			column.NewColumnVarChar(FieldID, ids), column.NewColumnVarChar(FieldTenant, tenants),
 			column.NewColumnVarChar(FieldKB, kbs), column.NewColumnVarChar(FieldDoc, docs),
 			column.NewColumnVarChar(FieldChunk, chunks), column.NewColumnVarCharArray(FieldTags, tags),
-			column.NewColumnFloatVector(FieldVector, ix.o.Dim, vecs))
+			column.NewColumnFloatVector(FieldVector, ix.o.Dim, vecs)}
+		if meta != nil {
+			vals, valid := make([][]byte, n), make([]bool, n)
+			for i := range vals {
+				vals[i], valid[i] = meta, true
+			}
+			mc, err := column.NewNullableColumnJSONBytes(FieldMeta, vals, valid)
+			if err != nil {
+				return rag.E(op, rag.KindInternal, err)
+			}
+			cols = append(cols, mc)
+		}
+		opt := milvusclient.NewColumnBasedInsertOption(ix.coll, cols...)
 		cctx, cancel := ix.call(ctx)
 		_, err := ix.c.Upsert(cctx, opt)
 		cancel()
@@ -386,15 +433,76 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 	return nil
 }
 
+// SetDocumentMeta mirrors a document's metadata (normalised, as read at SQL metadata generation gen)
+// onto every row of the document (FieldMeta), so that a metadata filter can be searched as an
+// expression (issue #23). Milvus has no update of one field, so the rows are read back with their
+// vectors and upserted whole; rows already carrying a copy of generation gen or later are left alone,
+// so two writers mirroring out of order never leave the older copy. Nothing to do on a collection
+// without the field. Invalid for bad ids, Unavailable when Milvus is.
+func (ix *Index) SetDocumentMeta(ctx context.Context, tenant, kbID, docID string, m rag.Metadata, gen int64) error {
+	const op = "milvus.SetDocumentMeta"
+	base, err := milvusexpr.DocumentExpr(tenant, kbID, docID)
+	if err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
+	if err := ix.ready(ctx, op); err != nil {
+		return err
+	}
+	if !ix.hasMeta.Load() {
+		return nil
+	}
+	g := FieldMeta + `["g"]`
+	expr := fmt.Sprintf("%s and (%s is null or (not exists %s) or %s < %d)", base, FieldMeta, g, g, gen)
+	cctx, cancel := ix.call(ctx)
+	rs, err := ix.c.Query(cctx, milvusclient.NewQueryOption(ix.coll).WithFilter(expr).WithLimit(milvusexpr.MaxTopK).
+		WithOutputFields(FieldID, FieldTenant, FieldKB, FieldDoc, FieldChunk, FieldTags, FieldVector).WithConsistencyLevel(entity.ClStrong))
+	cancel()
+	if err != nil {
+		return ix.classify(op, err)
+	}
+	n := rs.ResultCount
+	if n == 0 {
+		return nil
+	}
+	if n >= milvusexpr.MaxTopK {
+		return rag.Errorf(op, rag.KindInvalid, "document %s has %d or more chunks: more than one query returns", docID, n)
+	}
+	meta := milvusexpr.MetaJSON(m, gen)
+	var recs []rag.VectorRecord
+	col := func(name string) column.Column { return rs.GetColumn(name) }
+	vecs, ok := col(FieldVector).(*column.ColumnFloatVector)
+	tags, tagsOK := col(FieldTags).(*column.ColumnVarCharArray)
+	if !ok || !tagsOK {
+		return rag.Errorf(op, rag.KindInternal, "query returned no vectors or tags")
+	}
+	for i := range n {
+		str := func(name string) string { v, _ := col(name).GetAsString(i); return v }
+		t, _ := tags.Value(i)
+		v, _ := vecs.Value(i)
+		recs = append(recs, rag.VectorRecord{ID: str(FieldID), Tenant: str(FieldTenant), KBID: str(FieldKB), DocumentID: str(FieldDoc),
+			ChunkID: str(FieldChunk), Tags: t, Vector: v})
+	}
+	return ix.upsert(ctx, op, recs, meta)
+}
+
 // Search implements store.VectorIndex. A document restriction longer than one expression carries (a
 // metadata filter passing thousands of documents) is searched in parts of at most
 // milvusexpr.MaxFilterIDs documents and the parts' hits merged: each part's top k holds every hit of
 // the overall top k that lies in it, so the merge is the exact top k among all the documents, still
 // chosen by Milvus under the restriction (before ranking), never by cutting an unrestricted result.
+//
+// When the restriction came from a metadata filter (f.Meta) and the collection keeps metadata on its
+// rows, one search with the filter as an expression replaces the parts (searchMeta).
 func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error) {
 	parts := restrictionParts(f)
 	if len(parts) <= 1 {
 		return ix.search(ctx, query, k, f)
+	}
+	if f.Meta != nil && ix.hasMeta.Load() {
+		if hits, ok, err := ix.searchMeta(ctx, query, k, f); err != nil || ok {
+			return hits, err
+		}
+		ix.metaFallbacks.Add(1)
 	}
 	var all []rag.Hit
 	for _, p := range parts {
@@ -406,6 +514,53 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filte
 	}
 	sortHits(all)
 	return all[:min(k, len(all))], nil
+}
+
+// searchMeta searches once under the metadata filter's expression (milvusexpr.MetaSearchExpr), which
+// selects every row of the filter's documents whose metadata is in step, plus rows whose metadata is
+// not known yet. That superset's top k is the restriction's exact top k when every hit is inside the
+// restriction (f.DocumentIDs, the authority: liveness, the knowledge bases asked); ok is false when a
+// hit is not (a row not mirrored yet, a document being deleted) or the server refuses the
+// expression, and the caller searches by id list instead. A document whose mirrored metadata is
+// stale in a way that excludes it is the one case not caught here: the mirror (SetDocumentMeta on
+// every metadata write) is what keeps that from happening.
+func (ix *Index) searchMeta(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, bool, error) {
+	const op = "milvus.Search"
+	expr, err := milvusexpr.MetaSearchExpr(f)
+	if err != nil {
+		return nil, false, rag.E(op, rag.KindInvalid, err)
+	}
+	hits, err := ix.searchExpr(ctx, query, k, expr)
+	if rag.Is(err, rag.KindInvalid) { // a server without JSON expressions: ids it is
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if len(hits) == 0 {
+		return hits, false, nil // cheap to confirm by ids: nothing in step may mean nothing mirrored
+	}
+	in := make(map[string]bool, len(f.DocumentIDs))
+	for _, id := range f.DocumentIDs {
+		in[id] = true
+	}
+	for _, h := range hits {
+		if !in[h.DocumentID] {
+			return nil, false, nil
+		}
+	}
+	ix.metaSearches.Add(1)
+	return hits, true, nil
+}
+
+// KeepsMetadata reports whether the collection has the metadata field (as seen when the index
+// attached): docmind aws preflight warns when it does not.
+func (ix *Index) KeepsMetadata() bool { return ix.hasMeta.Load() }
+
+// MetaSearches reports how many searches a metadata expression answered and how many fell back to
+// the document-id parts (tests and docs/metadata-filters.md).
+func (ix *Index) MetaSearches() (answered, fellBack int64) {
+	return ix.metaSearches.Load(), ix.metaFallbacks.Load()
 }
 
 // restrictionParts splits f's document restriction into filters of at most MaxFilterIDs distinct
@@ -436,11 +591,16 @@ func sortHits(hits []rag.Hit) {
 }
 
 func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error) {
-	const op = "milvus.Search"
 	expr, err := Expr(f)
 	if err != nil {
-		return nil, rag.E(op, rag.KindInvalid, err)
+		return nil, rag.E("milvus.Search", rag.KindInvalid, err)
 	}
+	return ix.searchExpr(ctx, query, k, expr)
+}
+
+// searchExpr searches under a filter expression built here.
+func (ix *Index) searchExpr(ctx context.Context, query []float32, k int, expr string) ([]rag.Hit, error) {
+	const op = "milvus.Search"
 	if k < 1 || k > milvusexpr.MaxTopK {
 		return nil, rag.Errorf(op, rag.KindInvalid, "k must be within 1..%d, got %d", milvusexpr.MaxTopK, k)
 	}

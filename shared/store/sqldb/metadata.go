@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -44,6 +45,27 @@ func (s *DB) SetDocumentMetadata(ctx context.Context, tenant, kbID, docID string
 		return err
 	}
 	s.applyMeta(tenant, gen, setMeta(docID, m))
+	return s.mirrorMeta(ctx, op, tenant, kbID, docID, m, gen)
+}
+
+// MetadataMirror keeps a copy of documents' metadata somewhere else (the Milvus rows' metadata field,
+// milvus.Index.SetDocumentMeta): called after each committed metadata write with the document's
+// metadata as written (sources and edits together) and the tenant's metadata generation of the write.
+type MetadataMirror func(ctx context.Context, tenant, kbID, docID string, m rag.Metadata, gen int64) error
+
+// SetMetadataMirror makes every later metadata write through this DB (SetDocumentMetadata,
+// EditDocumentMetadata) also call mirror. Set it once, before the DB is shared.
+func (s *DB) SetMetadataMirror(mirror MetadataMirror) { s.mirror = mirror }
+
+// mirrorMeta calls the mirror, if any; its failure is the write's error, kind kept, saying that the
+// metadata itself was saved (a retry of the write mirrors again).
+func (s *DB) mirrorMeta(ctx context.Context, op, tenant, kbID, docID string, m rag.Metadata, gen int64) error {
+	if s.mirror == nil {
+		return nil
+	}
+	if err := s.mirror(ctx, tenant, kbID, docID, m, gen); err != nil {
+		return rag.E(op, rag.KindOf(err), fmt.Errorf("metadata saved, but its copy in the vector index was not updated: %w", err))
+	}
 	return nil
 }
 
@@ -200,7 +222,7 @@ func (s *DB) EditDocumentMetadata(ctx context.Context, tenant, kbID, docID strin
 		return nil, err
 	}
 	s.applyMeta(tenant, gen, setMeta(docID, out))
-	return out, nil
+	return out, s.mirrorMeta(ctx, op, tenant, kbID, docID, out, gen)
 }
 
 func truncateID(s string) string {
@@ -251,7 +273,9 @@ func decodeMetadata(raw string) rag.Metadata {
 // metadata (so {"not":...} and {"exists":false} can match it). Empty when none passes. kbIDs must not
 // be empty: the caller has already resolved which knowledge bases the principal may read. The filter
 // is judged by the in-memory metadata index (one SQL read of the tenant's generation per call), or by
-// a scan of the rows where the index is off or the tenant too big for it.
+// a scan of the rows where the index is off or the tenant too big for it. The index answers the same
+// filter over the same knowledge bases with the same slice until the tenant's metadata changes: the
+// result is shared and must not be modified (callers narrowing it build a new slice).
 func (s *DB) MatchDocuments(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error) {
 	const op = "sqldb.MatchDocuments"
 	if err := validIDs(op, "tenant", tenant); err != nil {
@@ -296,4 +320,53 @@ func (s *DB) matchScan(ctx context.Context, tenant string, kbIDs []string, f *ra
 		}
 	}
 	return out, s.classify(op, rows.Err())
+}
+
+// MirrorAllMetadata calls the mirror (SetMetadataMirror) for every document of the tenant that is not
+// being deleted, with its metadata as stored (empty when it has none) at the current generation: the
+// backfill after a deploy gave the vector index its metadata field (`docmind metadata mirror`). A
+// write racing it mirrors a newer generation, which the mirror keeps. It returns how many documents
+// were mirrored; it stops at the first failure (running it again redoes only what is not in step).
+func (s *DB) MirrorAllMetadata(ctx context.Context, tenant string) (int, error) {
+	const op = "sqldb.MirrorAllMetadata"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return 0, err
+	}
+	if s.mirror == nil {
+		return 0, rag.Errorf(op, rag.KindInvalid, "no metadata mirror is set (the vector index keeps no metadata)")
+	}
+	gen, err := metaGeneration(ctx, s.db, tenant)
+	if err != nil {
+		return 0, s.classify(op, err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT d.id, d.kb_id, COALESCE(m.metadata, '') FROM documents d
+		LEFT JOIN document_metadata m ON m.tenant_id = d.tenant_id AND m.document_id = d.id
+		WHERE d.tenant_id = ? AND d.status <> ? ORDER BY d.id`, tenant, rag.StatusDeleted)
+	if err != nil {
+		return 0, s.classify(op, err)
+	}
+	type doc struct {
+		id, kb string
+		m      rag.Metadata
+	}
+	var docs []doc
+	for rows.Next() {
+		var d doc
+		var raw string
+		if err := rows.Scan(&d.id, &d.kb, &raw); err != nil {
+			rows.Close()
+			return 0, s.classify(op, err)
+		}
+		d.m = decodeMetadata(raw)
+		docs = append(docs, d)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, s.classify(op, err)
+	}
+	for i, d := range docs {
+		if err := s.mirror(ctx, tenant, d.kb, d.id, d.m, gen); err != nil {
+			return i, rag.E(op, rag.KindOf(err), fmt.Errorf("document %s: %w", d.id, err))
+		}
+	}
+	return len(docs), nil
 }

@@ -52,11 +52,17 @@ type tenantMeta struct {
 	// on every question, and the answer changes only with cols
 	facets   map[string][]rag.MetaFacet
 	facetsOf *rag.MetaColumns
-	sorted   bool
-	dead     int    // removed rows still in rows
-	size     int    // bytes of rows, guarded by mu
-	bytes    int    // size as last accounted, guarded by metaIndex.mu
-	lastUse  uint64 // guarded by metaIndex.mu
+	// answers holds the filters answered since the column view was built, by knowledge bases and
+	// filter (rag.MetaFilter.CacheKey): the same filter asked again returns the same slice, so the
+	// retrieval legs, which cache their translation of a restriction by its ids (rag.DocBits), find
+	// it at once, and nothing is allocated per query. Dropped with the column view on any change.
+	answers map[string][]string
+	cached  int // ids held by answers
+	sorted  bool
+	dead    int    // removed rows still in rows
+	size    int    // bytes of rows, guarded by mu
+	bytes   int    // size as last accounted, guarded by metaIndex.mu
+	lastUse uint64 // guarded by metaIndex.mu
 }
 
 type metaRow struct {
@@ -136,6 +142,7 @@ func (e *tenantMeta) view() {
 	if e.cols != nil {
 		return
 	}
+	e.answers, e.cached = map[string][]string{}, 0
 	docs := make([]rag.MetaDoc, len(e.rows))
 	words := (len(e.rows) + 63) / 64
 	e.live = make([][]uint64, len(e.kbs))
@@ -277,13 +284,24 @@ func (s *DB) applyMeta(tenant string, gen int64, change metaChange) {
 // too big for it (the caller scans in SQL).
 func (s *DB) matchIndexed(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) (ids []string, ok bool, err error) {
 	ok, err = s.withMetaIndex(ctx, tenant, func(e *tenantMeta) {
+		key := strings.Join(slices.Compact(slices.Sorted(slices.Values(kbIDs))), ",") + "\x00" + f.CacheKey()
+		if cached, hit := e.answers[key]; hit {
+			ids = cached
+			return
+		}
 		pass := f.Compile(e.keys).Eval(e.cols)
 		mask := e.liveMask(kbIDs, len(pass))
-		ids = []string{}
+		out := []string{}
 		for i := range pass {
 			pass[i] &= mask[i]
 		}
-		rag.Rows(pass, func(row int) { ids = append(ids, e.rows[row].id) })
+		rag.Rows(pass, func(row int) { out = append(out, e.rows[row].id) })
+		// bounded: at most 64 answers holding four ids per document, then the cache starts over
+		if len(e.answers) >= 64 || e.cached+len(out) > 4*len(e.rows)+1024 {
+			e.answers, e.cached = map[string][]string{}, 0
+		}
+		e.answers[key], e.cached = out, e.cached+len(out)
+		ids = out
 	})
 	return ids, ok, err
 }

@@ -38,6 +38,7 @@ type DB struct {
 	dialect Dialect
 	now     func() time.Time
 	meta    *metaIndex
+	mirror  MetadataMirror // nil: none (SetMetadataMirror)
 }
 
 // New wraps an open *sql.DB. now may be nil (time.Now).

@@ -2,15 +2,19 @@
 // served on 127.0.0.1, with exact (brute-force) search and Milvus's data semantics where they matter to
 // docmind: insert does not dedupe primary keys (count(*) sees duplicates), upsert replaces by primary
 // key, delete takes a boolean expression, search needs a loaded collection, count(*) counts live rows.
-// It evaluates the subset of Milvus's expression language docmind emits (==, !=, in, and, or,
-// parentheses, array_contains, array_contains_any) and rejects anything else, so a malformed expression
-// fails the test instead of matching silently. Only tests import it.
+// It evaluates the subset of Milvus's expression language docmind emits (comparisons and in-lists of
+// string and number literals over fields and JSON paths, exists, is null, not, and, or, parentheses,
+// array_contains(_any), json_contains(_any); parseExpr) and rejects anything else, so a malformed
+// expression fails the test instead of matching silently. JSON fields (nullable or not) are stored
+// decoded, and AddCollectionField adds a nullable field that existing rows hold as null. Only tests
+// import it.
 package fakemilvus
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -51,7 +55,7 @@ type Server struct {
 
 type row struct {
 	pk     string
-	fields map[string]any // string, []string, []float32
+	fields map[string]any // string, []string, []float32, or a JSON field's decoded value (nil: null)
 }
 
 type collection struct {
@@ -241,6 +245,36 @@ func (s *Server) CreateCollection(ctx context.Context, req *milvuspb.CreateColle
 	return ok(), nil
 }
 
+// AddCollectionField adds a field to a collection's schema, as Milvus 2.6 does: only a nullable field;
+// the rows already there hold null in it.
+func (s *Server) AddCollectionField(ctx context.Context, req *milvuspb.AddCollectionFieldRequest) (*commonpb.Status, error) {
+	if st := s.inject("AddCollectionField"); st != nil {
+		return st, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, st := s.get(req.GetCollectionName())
+	if st != nil {
+		return st, nil
+	}
+	f := &schemapb.FieldSchema{}
+	if err := proto.Unmarshal(req.GetSchema(), f); err != nil {
+		return fail(codeParameterInvalid, "bad field schema: %v", err), nil
+	}
+	if !f.GetNullable() {
+		return fail(codeParameterInvalid, "added field must be nullable, please check it, field name = %s", f.GetName()), nil
+	}
+	if c.field(f.GetName()) != nil {
+		return fail(codeParameterInvalid, "duplicate field name: %s", f.GetName()), nil
+	}
+	f.FieldID = int64(100 + len(c.schema.GetFields()))
+	c.schema.Fields = append(c.schema.Fields, f)
+	for i := range c.rows {
+		c.rows[i].fields[f.GetName()] = nil
+	}
+	return ok(), nil
+}
+
 func (s *Server) DropCollection(ctx context.Context, req *milvuspb.DropCollectionRequest) (*commonpb.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -366,6 +400,38 @@ func (c *collection) decodeRows(fields []*schemapb.FieldData, n int) ([]row, *co
 			for i, v := range data {
 				rows[i].fields[name] = slices.Clone(v.GetStringData().GetData())
 			}
+		case schemapb.DataType_JSON:
+			data, valid := fd.GetScalars().GetJsonData().GetData(), fd.GetValidData()
+			nValid := n
+			if valid != nil {
+				if len(valid) != n {
+					return nil, fail(codeParameterInvalid, "field %s has %d valid flags, want %d", name, len(valid), n)
+				}
+				nValid = 0
+				for _, v := range valid {
+					if v {
+						nValid++
+					}
+				}
+			}
+			if len(data) != n && len(data) != nValid {
+				return nil, fail(codeParameterInvalid, "field %s has %d values, want %d", name, len(data), n)
+			}
+			at := 0
+			for i := range rows {
+				if valid != nil && !valid[i] {
+					rows[i].fields[name] = nil
+					if len(data) == n {
+						at++
+					}
+					continue
+				}
+				var v any
+				if err := json.Unmarshal(data[at], &v); err != nil {
+					return nil, fail(codeParameterInvalid, "field %s row %d is not JSON: %v", name, i, err)
+				}
+				rows[i].fields[name], at = v, at+1
+			}
 		case schemapb.DataType_FloatVector:
 			vf := fd.GetVectors()
 			data := vf.GetFloatVector().GetData()
@@ -381,7 +447,12 @@ func (c *collection) decodeRows(fields []*schemapb.FieldData, n int) ([]row, *co
 	}
 	for _, f := range c.schema.GetFields() {
 		if !seen[f.GetName()] {
-			return nil, fail(codeParameterInvalid, "field %s is missing", f.GetName())
+			if !f.GetNullable() {
+				return nil, fail(codeParameterInvalid, "field %s is missing", f.GetName())
+			}
+			for i := range rows {
+				rows[i].fields[f.GetName()] = nil
+			}
 		}
 	}
 	for i := range rows {
@@ -543,6 +614,27 @@ func (c *collection) output(names []string, rows []row) ([]*schemapb.FieldData, 
 			}
 			out = append(out, &schemapb.FieldData{Type: schemapb.DataType_Array, FieldName: name, FieldId: f.GetFieldID(),
 				Field: &schemapb.FieldData_Scalars{Scalars: &schemapb.ScalarField{Data: &schemapb.ScalarField_ArrayData{ArrayData: &schemapb.ArrayArray{Data: vals, ElementType: schemapb.DataType_VarChar}}}}})
+		case schemapb.DataType_JSON:
+			vals, valid := make([][]byte, len(rows)), make([]bool, len(rows))
+			for i, r := range rows {
+				if v := r.fields[name]; v != nil {
+					vals[i], _ = json.Marshal(v)
+					valid[i] = true
+				}
+			}
+			fd := &schemapb.FieldData{Type: schemapb.DataType_JSON, FieldName: name, FieldId: f.GetFieldID(),
+				Field: &schemapb.FieldData_Scalars{Scalars: &schemapb.ScalarField{Data: &schemapb.ScalarField_JsonData{JsonData: &schemapb.JSONArray{Data: vals}}}}}
+			if f.GetNullable() {
+				fd.ValidData = valid
+			}
+			out = append(out, fd)
+		case schemapb.DataType_FloatVector:
+			var data []float32
+			for _, r := range rows {
+				data = append(data, r.fields[name].([]float32)...)
+			}
+			out = append(out, &schemapb.FieldData{Type: schemapb.DataType_FloatVector, FieldName: name, FieldId: f.GetFieldID(),
+				Field: &schemapb.FieldData_Vectors{Vectors: &schemapb.VectorField{Dim: int64(c.dim), Data: &schemapb.VectorField_FloatVector{FloatVector: &schemapb.FloatArray{Data: data}}}}})
 		default:
 			return nil, fail(codeParameterInvalid, "output of field %s (%v) is not supported by the fake", name, f.GetDataType())
 		}
