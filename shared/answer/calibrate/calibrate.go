@@ -240,6 +240,17 @@ type Calibrator struct {
 type Sample struct {
 	X       []float64
 	Correct bool
+	// Weight is the answer's weight in the fit (0 counts as 1): the evaluation gives each dataset's
+	// answers together the same weight, so 250 multi-hop answers are not drowned by 4,961 lookups.
+	Weight float64
+}
+
+// w is the sample's weight.
+func (s Sample) w() float64 {
+	if s.Weight <= 0 {
+		return 1
+	}
+	return s.Weight
 }
 
 // Logit is the logistic model's output in [0,1].
@@ -251,6 +262,14 @@ func (c *Calibrator) Logit(x []float64) float64 {
 		}
 	}
 	return 1 / (1 + math.Exp(-z))
+}
+
+// logistic is 1/(1+e^-(bias + w.z)) for standardised features z.
+func logistic(bias float64, w, z []float64) float64 {
+	for i, v := range z {
+		bias += w[i] * v
+	}
+	return 1 / (1 + math.Exp(-bias))
 }
 
 // Predict is the calibrated probability.
@@ -279,22 +298,23 @@ func Fit(answerer string, samples []Sample) (*Calibrator, error) {
 	}
 	d := len(samples[0].X)
 	c := &Calibrator{Answerer: answerer, N: len(samples), Features: slices.Clone(FeatureNames), Mean: make([]float64, d), Scale: make([]float64, d), Weights: make([]float64, d)}
+	var n float64
 	for _, s := range samples {
 		for i, v := range s.X {
-			c.Mean[i] += v
+			c.Mean[i] += s.w() * v
 		}
 		if s.Correct {
-			c.Positive++
+			c.Positive += s.w()
 		}
+		n += s.w()
 	}
-	n := float64(len(samples))
 	c.Positive /= n
 	for i := range c.Mean {
 		c.Mean[i] /= n
 	}
 	for _, s := range samples {
 		for i, v := range s.X {
-			c.Scale[i] += (v - c.Mean[i]) * (v - c.Mean[i])
+			c.Scale[i] += s.w() * (v - c.Mean[i]) * (v - c.Mean[i])
 		}
 	}
 	for i := range c.Scale {
@@ -312,15 +332,22 @@ func Fit(answerer string, samples []Sample) (*Calibrator, error) {
 	}
 	const rate, rounds = 0.5, 3000
 	c.Bias = math.Log((c.Positive + 1e-3) / (1 - c.Positive + 1e-3))
+	z := make([][]float64, len(samples)) // the standardised features, computed once
+	for k, s := range samples {
+		z[k] = make([]float64, d)
+		for i, v := range s.X {
+			z[k][i] = (v - c.Mean[i]) / c.Scale[i]
+		}
+	}
 	grad := make([]float64, d)
 	for range rounds {
 		clear(grad)
 		var gb float64
-		for _, s := range samples {
-			e := c.Logit(s.X) - b2f(s.Correct)
+		for k, s := range samples {
+			e := s.w() * (logistic(c.Bias, c.Weights, z[k]) - b2f(s.Correct))
 			gb += e
-			for i, v := range s.X {
-				grad[i] += e * (v - c.Mean[i]) / c.Scale[i]
+			for i, v := range z[k] {
+				grad[i] += e * v
 			}
 		}
 		c.Bias -= rate * gb / n
@@ -339,12 +366,11 @@ func Fit(answerer string, samples []Sample) (*Calibrator, error) {
 // isotonic fits the step map of the outcome on the logistic output (pool adjacent violators).
 func isotonic(c *Calibrator, samples []Sample, minBlock int) ([]float64, []float64) {
 	type pt struct {
-		p float64
-		y float64
+		p, y, w float64
 	}
 	pts := make([]pt, len(samples))
 	for i, s := range samples {
-		pts[i] = pt{c.Logit(s.X), b2f(s.Correct)}
+		pts[i] = pt{c.Logit(s.X), s.w() * b2f(s.Correct), s.w()}
 	}
 	slices.SortFunc(pts, func(a, b pt) int { return cmpFloat(a.p, b.p) })
 	type block struct {
@@ -363,7 +389,7 @@ func isotonic(c *Calibrator, samples []Sample, minBlock int) ([]float64, []float
 		b := block{lo: pts[i].p}
 		for _, q := range pts[i:j] {
 			b.sum += q.y
-			b.n++
+			b.n += q.w
 		}
 		blocks = append(blocks, b)
 		for len(blocks) > 1 {
