@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -127,5 +128,44 @@ func TestCalibrateWithModelKeepsExtractiveMaps(t *testing.T) {
 	q := res.All[0]
 	if want := answer.Recalibrate(shipped["extractive/en"], q.Features, q.ClaimsSupported); q.Confidence != want {
 		t.Errorf("extractive answer's confidence %v, want the shipped map's %v", q.Confidence, want)
+	}
+}
+
+// Issue #20: within a language, each dataset's answers together weigh the same in the fit, whatever
+// their count (SQuAD's 4,961 lookups beside HotpotQA's 250), and the weights of a language sum to its
+// number of answers; a language with one dataset is weighed 1 per answer, as before.
+func TestCalibrateWeighsDatasetsEqually(t *testing.T) {
+	n := len(answer.FeatureNames)
+	zh := make([]float64, n)
+	zh[11] = 1 // cjk
+	result := func(count int, x []float64) eval.AnswerResult {
+		var res eval.AnswerResult
+		for i := range count {
+			res.All = append(res.All, eval.AnswerQuery{Answerer: "extractive", Features: x, Correct: i%2 == 0})
+		}
+		return res
+	}
+	results := []eval.AnswerResult{result(300, make([]float64, n)), result(60, make([]float64, n)), result(40, zh)}
+	got := samplesByAnswerer(results, func(int) bool { return true })
+	en := got["extractive/en"]
+	if len(en) != 360 || len(got["extractive/zh"]) != 40 {
+		t.Fatalf("samples en %d, zh %d", len(en), len(got["extractive/zh"]))
+	}
+	var big, small, sum float64
+	for i, s := range en {
+		sum += s.Weight
+		if i < 300 {
+			big += s.Weight
+		} else {
+			small += s.Weight
+		}
+	}
+	if math.Abs(big-small) > 1e-9 || math.Abs(sum-360) > 1e-9 {
+		t.Errorf("dataset weights %.3f and %.3f (sum %.3f), want equal halves of 360", big, small, sum)
+	}
+	for _, s := range got["extractive/zh"] {
+		if s.Weight != 1 {
+			t.Fatalf("a language with one dataset weighs %v per answer, want 1", s.Weight)
+		}
 	}
 }

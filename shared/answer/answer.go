@@ -102,16 +102,17 @@ func Assess(question, answer, answerer string, ev []rank.Evidence, g rank.Grade,
 	}
 	f := calibrate.FeaturesOf(question, answer, ev, g, rerankKnown, checked)
 	c.Features = &f
-	k := cal[calibrate.Key(answerer, f.Vector())]
-	if k == nil {
-		k = cal[answerer]
-	}
-	if k != nil && len(k.Weights) == len(f.Vector()) {
+	if k := calibrate.For(cal, answerer, f.Vector()); k != nil {
 		c.Score = math.Max(0, k.Predict(f.Vector())-0.05*float64(c.Invalid))
 		c.Calibrated = true
 		c.Reason = fmt.Sprintf("estimated from %d %s answers of the evaluation data, %.0f%% of them right: %s", k.N, k.Answerer, 100*k.Positive, k.Explain(f))
 		if k.FittedOn != "" { // which data: an English table lookup rated from multi-hop Wikipedia questions should say so
 			c.Reason = fmt.Sprintf("estimated from the %s answers of %s, %.0f%% of them right: %s", k.Answerer, k.FittedOn, 100*k.Positive, k.Explain(f))
+			if strings.Count(k.FittedOn, " answers)") > 1 {
+				// the fit gives each dataset of a language the same total weight (docmind eval --calibrate),
+				// and the share right is weighted the same way: say so, or 56% reads as a count
+				c.Reason = fmt.Sprintf("estimated from the %s answers of %s, weighted by dataset, %.0f%% of them right: %s", k.Answerer, k.FittedOn, 100*k.Positive, k.Explain(f))
+			}
 		}
 	} else {
 		c.Score, c.Reason = uncalibrated(c, answerer, calibrate.Key(answerer, f.Vector()))

@@ -40,6 +40,14 @@ func ShippedCalibrations() Calibrations { return calibrate.ShippedCalibrations()
 // CalibrationKey is the calibration key of an answerer's answer with features x (calibrate.Key).
 func CalibrationKey(answerer string, x []float64) string { return calibrate.Key(answerer, x) }
 
+// CalibrationFor is the calibrator an answer with features x takes from cs (calibrate.For).
+func CalibrationFor(cs Calibrations, answerer string, x []float64) *Calibrator {
+	return calibrate.For(cs, answerer, x)
+}
+
+// CalibrationLanguage is a calibration key without its kind of question (calibrate.Language).
+func CalibrationLanguage(key string) string { return calibrate.Language(key) }
+
 // Recalibrate is Assess's estimate for known features and share of supported claims (calibrate.Recalibrate).
 func Recalibrate(k *Calibrator, x []float64, supported float64) float64 {
 	return calibrate.Recalibrate(k, x, supported)

@@ -30,7 +30,7 @@ import (
 var FeatureNames = []string{"grader_high", "grader_ambiguous", "grader_coverage", "rerank_top", "reranker_ran",
 	"claims_supported", "number_missing", "asked", "asked_held", "quote_coverage", "cites_top", "cjk",
 	"line_coverage", "top_margin", "cited_sources", "question_names", "names_held", "numbers_held", "asked_number",
-	"asked_name", "question_words", "top_passage_coverage", "spread"}
+	"asked_name", "question_words", "top_passage_coverage", "spread", "subjects", "described"}
 
 // Positions in Features.Vector that the run-time rules read.
 const (
@@ -38,6 +38,9 @@ const (
 	featRerankerRan   = 4
 	featNumberMissing = 6
 	featCJK           = 11
+	featWords         = 20
+	featSubjects      = 23
+	featDescribed     = 24
 )
 
 // Features are the signals confidence is estimated from, each in [0,1].
@@ -69,6 +72,16 @@ type Features struct {
 	// the next two passages add to it (a multi-hop question's terms are spread over its passages).
 	TopPassageCoverage float64 `json:"top_passage_coverage"`
 	Spread             float64 `json:"spread"`
+	// Subjects is how many different subjects the top five passages are about, (n-1)/4: a subject is
+	// a passage's document title (the first heading of its chapter path), else its document. A lookup's
+	// passages come from its subject's document; a multi-hop question's from as many documents as its
+	// hops. Described: the question describes what it asks about by a relative clause after its first
+	// two words ("the woman who portrayed Corliss Archer") instead of naming it. Together with the
+	// question's length they pick the English spread map (Key). English questions only: the Chinese map
+	// has seen single-passage questions alone, and held out these features only added noise to it
+	// (CMRC 2018's ECE 0.015 without, 0.026 with).
+	Subjects  float64 `json:"subjects"`
+	Described float64 `json:"described"`
 }
 
 // Vector is the features in FeatureNames order.
@@ -76,7 +89,7 @@ func (f Features) Vector() []float64 {
 	return []float64{f.GraderHigh, f.GraderAmbiguous, f.GraderCoverage, f.RerankTop, f.RerankerRan, f.ClaimsSupported,
 		f.NumberMissing, f.Asked, f.AskedHeld, f.QuoteCoverage, f.CitesTop, f.CJK, f.LineCoverage, f.TopMargin,
 		f.CitedSources, f.QuestionNames, f.NamesHeld, f.NumbersHeld, f.AskedNumber, f.AskedName, f.QuestionWords,
-		f.TopPassageCoverage, f.Spread}
+		f.TopPassageCoverage, f.Spread, f.Subjects, f.Described}
 }
 
 // FeaturesOf reads the features of an answer (any answerer: they come from the text, the grade and the
@@ -136,7 +149,40 @@ func FeaturesOf(question, answer string, ev []rank.Evidence, g rank.Grade, reran
 	f.CitesTop = b2f(slices.Contains(used, 1))
 	f.CitedSources = math.Min(1, float64(len(used))/5)
 	f.CJK = b2f(lang.HasCJK(question))
+	if f.CJK == 0 {
+		f.Subjects, f.Described = subjects(ev), b2f(describes(question))
+	}
 	return f
+}
+
+// relativeWords introduce a clause describing a noun.
+var relativeWords = map[string]bool{"who": true, "that": true, "which": true, "whose": true, "whom": true, "where": true}
+
+// describes reports whether an English question describes what it asks about by a relative clause
+// after its first two words ("What position was held by the woman who portrayed ...").
+func describes(q string) bool {
+	for i, w := range strings.Fields(q) {
+		if i > 1 && relativeWords[strings.ToLower(strings.Trim(w, ",;:\"'()?"))] {
+			return true
+		}
+	}
+	return false
+}
+
+// subjects is Features.Subjects: the distinct subjects of the top five passages, (n-1)/4.
+func subjects(ev []rank.Evidence) float64 {
+	seen := map[string]bool{}
+	for _, e := range ev[:min(5, len(ev))] {
+		key := "doc:" + e.DocumentID
+		if root, _, _ := strings.Cut(e.Chapter, " > "); strings.TrimSpace(root) != "" {
+			key = "title:" + strings.ToLower(strings.TrimSpace(root))
+		}
+		seen[key] = true
+	}
+	if len(seen) == 0 {
+		return 0
+	}
+	return float64(len(seen)-1) / 4
 }
 
 // kindOf reads the features that tell kinds of question apart: how many names and how many words the
@@ -206,17 +252,49 @@ func b2f(b bool) float64 {
 }
 
 // Key names the calibration an answer takes: per answerer and per question language
-// ("extractive/zh", "extractive/en"). One map over both languages was tried: fitted mostly on CMRC's
-// Chinese single-passage questions, its features ran backwards on HotpotQA's English multi-hop ones
-// (held out, ten folds: MEDIUM answers right 46% of the time, LOW ones 53%; ECE 0.088). Per language,
-// the English map has only HotpotQA's 250 answers, is shrunk hard and stays near their base rate (ECE
-// 0.011): every offline English answer is rated about even odds until English single-passage data
-// joins the calibration set.
+// ("extractive/zh", "extractive/en"), and for English, per kind of question: a question of 12 words or
+// more, or one that describes its subject by a clause, whose top five passages are about five
+// different subjects (Features.Subjects), takes "extractive/en/spread", the multi-hop shape. One map
+// over both languages was tried: fitted mostly on CMRC's Chinese single-passage questions, its
+// features ran backwards on HotpotQA's English multi-hop ones (held out, ten folds: MEDIUM answers
+// right 46% of the time, LOW ones 53%; ECE 0.088). One English map over SQuAD's lookups and
+// HotpotQA's multi-hop questions gave the multi-hop answers the lookups' estimates (held out, 106 HIGH
+// answers right 48% of the time, ECE 0.29): no feature of a single map told them apart. Five subjects
+// alone did (all of HotpotQA's answers, 6% of SQuAD's), but a small knowledge base of separate
+// documents gives every question five: the demo's "What is the monthly price of the Team plan?" fell
+// to 0.55, so the question's shape must agree.
 func Key(answerer string, x []float64) string {
 	if len(x) > featCJK && x[featCJK] >= 0.5 {
 		return answerer + "/zh"
 	}
+	if len(x) > featDescribed && x[featSubjects] >= 1 && (x[featWords] >= 12.0/40-1e-9 || x[featDescribed] >= 0.5) {
+		return answerer + "/en/spread"
+	}
 	return answerer + "/en"
+}
+
+// Language is the key without the kind of question ("extractive/en" for "extractive/en/spread"): the
+// map an answer falls back to when its kind has none, and the group whose datasets the evaluation
+// weighs equally when fitting.
+func Language(key string) string {
+	if i := strings.Index(key, "/"); i >= 0 {
+		if j := strings.Index(key[i+1:], "/"); j >= 0 {
+			return key[:i+1+j]
+		}
+	}
+	return key
+}
+
+// For is the calibrator an answer with features x takes from cs: its key's, else its language's,
+// else the answerer's (a file fitted before kinds of question were keyed); nil when none fits x.
+func For(cs Calibrations, answerer string, x []float64) *Calibrator {
+	key := Key(answerer, x)
+	for _, k := range []string{key, Language(key), answerer} {
+		if c := cs[k]; c != nil && len(c.Weights) == len(x) {
+			return c
+		}
+	}
+	return nil
 }
 
 // Calibrator maps features to a probability of being right: a logistic model (weights over
@@ -240,6 +318,17 @@ type Calibrator struct {
 type Sample struct {
 	X       []float64
 	Correct bool
+	// Weight is the answer's weight in the fit (0 counts as 1): the evaluation gives each dataset's
+	// answers together the same weight, so 250 multi-hop answers are not drowned by 4,961 lookups.
+	Weight float64
+}
+
+// w is the sample's weight.
+func (s Sample) w() float64 {
+	if s.Weight <= 0 {
+		return 1
+	}
+	return s.Weight
 }
 
 // Logit is the logistic model's output in [0,1].
@@ -251,6 +340,14 @@ func (c *Calibrator) Logit(x []float64) float64 {
 		}
 	}
 	return 1 / (1 + math.Exp(-z))
+}
+
+// logistic is 1/(1+e^-(bias + w.z)) for standardised features z.
+func logistic(bias float64, w, z []float64) float64 {
+	for i, v := range z {
+		bias += w[i] * v
+	}
+	return 1 / (1 + math.Exp(-bias))
 }
 
 // Predict is the calibrated probability.
@@ -279,22 +376,23 @@ func Fit(answerer string, samples []Sample) (*Calibrator, error) {
 	}
 	d := len(samples[0].X)
 	c := &Calibrator{Answerer: answerer, N: len(samples), Features: slices.Clone(FeatureNames), Mean: make([]float64, d), Scale: make([]float64, d), Weights: make([]float64, d)}
+	var n float64
 	for _, s := range samples {
 		for i, v := range s.X {
-			c.Mean[i] += v
+			c.Mean[i] += s.w() * v
 		}
 		if s.Correct {
-			c.Positive++
+			c.Positive += s.w()
 		}
+		n += s.w()
 	}
-	n := float64(len(samples))
 	c.Positive /= n
 	for i := range c.Mean {
 		c.Mean[i] /= n
 	}
 	for _, s := range samples {
 		for i, v := range s.X {
-			c.Scale[i] += (v - c.Mean[i]) * (v - c.Mean[i])
+			c.Scale[i] += s.w() * (v - c.Mean[i]) * (v - c.Mean[i])
 		}
 	}
 	for i := range c.Scale {
@@ -303,24 +401,31 @@ func Fit(answerer string, samples []Sample) (*Calibrator, error) {
 			c.Scale[i] = 1 // a constant feature: its weight stays 0
 		}
 	}
-	// Fewer answers, stronger shrinkage: on HotpotQA's 250 (ten-fold, held out) the expected
-	// calibration error was 0.091 at lambda 1 and 0.035 at 10, where the estimate stays near the base
-	// rate: the features do not tell its right answers from its wrong ones.
+	// Fewer answers (by their effective number), stronger shrinkage: on HotpotQA's 250 (ten-fold,
+	// held out) the expected calibration error was 0.091 at lambda 1 and 0.035 at 10, where the
+	// estimate stays near the base rate: the features do not tell its right answers from its wrong ones.
 	lambda := 1e-2
-	if len(samples) < 400 {
+	if effective(samples) < 400 {
 		lambda = 10
 	}
 	const rate, rounds = 0.5, 3000
 	c.Bias = math.Log((c.Positive + 1e-3) / (1 - c.Positive + 1e-3))
+	z := make([][]float64, len(samples)) // the standardised features, computed once
+	for k, s := range samples {
+		z[k] = make([]float64, d)
+		for i, v := range s.X {
+			z[k][i] = (v - c.Mean[i]) / c.Scale[i]
+		}
+	}
 	grad := make([]float64, d)
 	for range rounds {
 		clear(grad)
 		var gb float64
-		for _, s := range samples {
-			e := c.Logit(s.X) - b2f(s.Correct)
+		for k, s := range samples {
+			e := s.w() * (logistic(c.Bias, c.Weights, z[k]) - b2f(s.Correct))
 			gb += e
-			for i, v := range s.X {
-				grad[i] += e * (v - c.Mean[i]) / c.Scale[i]
+			for i, v := range z[k] {
+				grad[i] += e * v
 			}
 		}
 		c.Bias -= rate * gb / n
@@ -330,21 +435,32 @@ func Fit(answerer string, samples []Sample) (*Calibrator, error) {
 	}
 	// The isotonic step map needs answers to be stable: below 400 the logistic output stands alone
 	// (held-out ECE on HotpotQA's 250 was worse with a step map fitted on half of them).
-	if len(samples) >= 400 {
+	if effective(samples) >= 400 {
 		c.X, c.Y = isotonic(c, samples, max(20, len(samples)/40))
 	}
 	return c, nil
 }
 
+// effective is how many answers the samples are worth, (sum of weights)^2 / sum of squares (Kish):
+// the count when the weights are equal; the spread map's 221 HotpotQA answers weighted up beside 69
+// SQuAD ones sum to a weight of 2,391 but are worth about 230 answers, and are shrunk as such.
+func effective(samples []Sample) float64 {
+	var sum, sq float64
+	for _, s := range samples {
+		sum += s.w()
+		sq += s.w() * s.w()
+	}
+	return sum * sum / sq
+}
+
 // isotonic fits the step map of the outcome on the logistic output (pool adjacent violators).
 func isotonic(c *Calibrator, samples []Sample, minBlock int) ([]float64, []float64) {
 	type pt struct {
-		p float64
-		y float64
+		p, y, w float64
 	}
 	pts := make([]pt, len(samples))
 	for i, s := range samples {
-		pts[i] = pt{c.Logit(s.X), b2f(s.Correct)}
+		pts[i] = pt{c.Logit(s.X), s.w() * b2f(s.Correct), s.w()}
 	}
 	slices.SortFunc(pts, func(a, b pt) int { return cmpFloat(a.p, b.p) })
 	type block struct {
@@ -363,7 +479,7 @@ func isotonic(c *Calibrator, samples []Sample, minBlock int) ([]float64, []float
 		b := block{lo: pts[i].p}
 		for _, q := range pts[i:j] {
 			b.sum += q.y
-			b.n++
+			b.n += q.w
 		}
 		blocks = append(blocks, b)
 		for len(blocks) > 1 {
@@ -514,6 +630,10 @@ func describeFeature(name string, v float64) string {
 		return fmt.Sprintf("the top passage holds %.0f%% of the question's terms", 100*v)
 	case "spread":
 		return fmt.Sprintf("the next passages add %.0f%% of the question's terms", 100*v)
+	case "subjects":
+		return fmt.Sprintf("the top passages come from %.0f different document(s)", 1+math.Round(4*v))
+	case "described":
+		return map[bool]string{true: "the question describes what it asks about by a clause", false: "the question names what it asks about"}[yes]
 	case "question_words":
 		return fmt.Sprintf("a question of about %.0f words", math.Round(40*v))
 	}

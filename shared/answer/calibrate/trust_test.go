@@ -62,3 +62,48 @@ func TestFeaturePositions(t *testing.T) {
 		t.Fatalf("Vector order differs from FeatureNames: %v", v)
 	}
 }
+
+// A sample's weight counts as that many copies of it in the logistic fit: the evaluation weighs each
+// dataset's answers equally, and a weight that the fit ignored would let the largest dataset set the
+// map again.
+func TestFitWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var weighted, copied []Sample
+	for range 600 {
+		x := make([]float64, len(FeatureNames))
+		x[0], x[1] = rng.Float64(), rng.Float64()
+		ok := rng.Float64() < 0.3+0.5*x[0]
+		k := 1 + int(x[0]*3) // 1 to 3 copies, more where answers are more often right
+		weighted = append(weighted, Sample{X: x, Correct: ok, Weight: float64(k)})
+		for range k {
+			copied = append(copied, Sample{X: x, Correct: ok})
+		}
+	}
+	a, err := Fit("w", weighted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Fit("c", copied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(a.Positive-b.Positive) > 1e-9 {
+		t.Errorf("weighted base rate %.4f, copied %.4f", a.Positive, b.Positive)
+	}
+	for _, v := range []float64{0.1, 0.5, 0.9} {
+		x := make([]float64, len(FeatureNames))
+		x[0], x[1] = v, v
+		if pa, pb := a.Logit(x), b.Logit(x); math.Abs(pa-pb) > 1e-6 {
+			t.Errorf("Logit(%.1f): weighted %.6f, copied %.6f", v, pa, pb)
+		}
+	}
+	// and the weights move the fit: the same answers unweighted give another base rate
+	u := make([]Sample, len(weighted))
+	for i, s := range weighted {
+		u[i] = Sample{X: s.X, Correct: s.Correct}
+	}
+	c, _ := Fit("u", u)
+	if math.Abs(c.Positive-a.Positive) < 1e-3 {
+		t.Errorf("weights ignored: base rate %.4f either way", a.Positive)
+	}
+}

@@ -3,6 +3,7 @@ package reader
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/runes"
 	"golang.org/x/text/transform"
@@ -193,6 +194,10 @@ type Signals struct {
 	Low        bool    `json:"low,omitempty"`  // ... LOW
 	Coverage   float64 `json:"coverage"`       // the grade's coverage of the question's salient terms
 	CJK        bool    `json:"cjk,omitempty"`  // the question is Chinese (or Japanese, Korean)
+	// Titled: the question names the title of the top passage's document ("锦地罗又被称之为什么？"
+	// over the article 锦地罗): the passage is about what the question asks about, however few of the
+	// question's other words it holds.
+	Titled bool `json:"titled,omitempty"`
 }
 
 // AbstainSignals reads the abstain rule's signals for question q over the retrieved passages.
@@ -200,15 +205,57 @@ func AbstainSignals(q string, ev []rank.Evidence, grade rank.Grade) Signals {
 	s := Signals{NoEvidence: len(ev) == 0, High: grade.Tier == rank.TierHigh, Low: grade.Tier == rank.TierLow, Coverage: grade.Coverage, CJK: lang.HasCJK(q)}
 	if !s.NoEvidence {
 		s.Missing = MissingKey(q, ev)
+		s.Titled = namesTitle(q, ev[0].Chapter)
 	}
 	return s
+}
+
+// namesTitle reports whether question q names the document title of a passage with chapter path
+// chapter (its first heading, without a parenthesised qualifier: "Kiss and Tell (1945 film)" is named
+// by "Kiss and Tell"). A title must be two Han characters or four letters long, and a Latin one is
+// matched as whole words ("Art" is not named by "start").
+func namesTitle(q, chapter string) bool {
+	title, _, _ := strings.Cut(chapter, " > ")
+	if i := strings.Index(title, " ("); i > 0 {
+		title = title[:i]
+	}
+	title = strings.ToLower(strings.TrimSpace(foldAccents(title)))
+	n := len([]rune(title))
+	if n < 2 || !lang.HasCJK(title) && n < 4 {
+		return false
+	}
+	lq := strings.ToLower(foldAccents(q))
+	for off := 0; ; {
+		i := strings.Index(lq[off:], title)
+		if i < 0 {
+			return false
+		}
+		i += off
+		if lang.HasCJK(title) || !wordRune(lq[:i], true) && !wordRune(lq[i+len(title):], false) {
+			return true
+		}
+		off = i + 1
+	}
+}
+
+// wordRune reports whether the rune at the end (before) or the start of s is a letter or digit.
+func wordRune(s string, before bool) bool {
+	if s == "" {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s)
+	if before {
+		r, _ = utf8.DecodeLastRuneInString(s)
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // Rule decides from Signals whether to abstain: nothing retrieved, or a missing name unless the grade
 // is HIGH with at least HighCover of the question's terms (over 1: never overridden), or, name or not,
 // a grade coverage below LowCover (0: never) that was measured (a LOW tier, or a coverage above 0: a
 // question without salient terms has coverage 0 and an AMBIGUOUS grade) on a grade that is not HIGH
-// (a rerank model sure of a passage whose words differ).
+// (a rerank model sure of a passage whose words differ) over a top passage whose title the question
+// does not name (Signals.Titled).
 type Rule struct {
 	HighCover float64 `json:"high_cover"`
 	LowCover  float64 `json:"low_cover,omitempty"`
@@ -227,7 +274,7 @@ var DefaultRule = Rule{HighCover: 0.8, LowCover: 0.25}
 // Abstain applies the rule.
 func (r Rule) Abstain(s Signals) bool {
 	switch {
-	case s.NoEvidence, s.Coverage < r.LowCover && !s.High && (s.Low || s.Coverage > 0):
+	case s.NoEvidence, s.Coverage < r.LowCover && !s.High && !s.Titled && (s.Low || s.Coverage > 0):
 		return true
 	case s.Missing == "":
 		return false

@@ -88,6 +88,10 @@ func TestRuleAbstain(t *testing.T) {
 		{DefaultRule, Signals{Missing: "CEO", High: true, Coverage: 0.75}, true},
 		{Rule{HighCover: 0.9}, Signals{Missing: "CEO", High: true, Coverage: 0.8}, true},
 		{DefaultRule, Signals{Missing: "CEO", Coverage: 0.9}, true},
+		// the question names the top passage's title: low coverage does not abstain, a missing name still does
+		{DefaultRule, Signals{Coverage: 0.2, Titled: true}, false},
+		{DefaultRule, Signals{Coverage: 0.2, Low: true, Titled: true}, false},
+		{DefaultRule, Signals{Missing: "CEO", Coverage: 0.2, Titled: true}, true},
 	} {
 		if got := c.r.Abstain(c.s); got != c.want {
 			t.Errorf("%+v on %+v: %v, want %v", c.r, c.s, got, c.want)
@@ -106,6 +110,41 @@ func TestOneEdit(t *testing.T) {
 		{"celeron", "celoron", true}, {"example", "example", true}, {"london", "boston", false}, {"paris", "prague", false}, {"ab", "abcd", false}} {
 		if got := oneEdit(c.a, c.b); got != c.want {
 			t.Errorf("oneEdit(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// A question that names the top passage's document title is about that passage, however few of its
+// other words the passage holds (CMRC 2018: "锦地罗又被称之为什么？" over the article 锦地罗, coverage
+// 0.22, was withheld though the passage answers it).
+func TestTitled(t *testing.T) {
+	titled := func(file, chapter, text string) []rank.Evidence {
+		e := ev(file, text, 0.8)
+		e.Chapter = chapter
+		return []rank.Evidence{e}
+	}
+	low := rank.Grade{Tier: rank.TierLow, Coverage: 0.2}
+	for _, c := range []struct {
+		q, chapter string
+		want       bool
+	}{
+		{"锦地罗又被称之为什么？", "锦地罗", true},
+		{"锦地罗又被称之为什么？", "水栖昆虫", false},
+		{"李日华进士及第后担任什么官职？", "李日华 > 生平", true},
+		{"Who directed Kiss and Tell?", "Kiss and Tell (1945 film)", true},
+		{"When did Beyonce start singing?", "Beyoncé", true},
+		{"When did the start of the season fall?", "Art", false}, // too short
+		{"When did the restart happen?", "Start", false},         // not a whole word
+		{"How many days of parental leave?", "Employee Handbook", false},
+		{"How many days of parental leave?", "", false},
+	} {
+		s := AbstainSignals(c.q, titled("a.md", c.chapter, "passage text"), low)
+		if s.Titled != c.want {
+			t.Errorf("%q over %q: titled %v, want %v", c.q, c.chapter, s.Titled, c.want)
+		}
+		// the passage holds the question's names in its heading, so only the low coverage can abstain
+		if _, abstains := Abstains(c.q, titled("a.md", c.chapter, "passage text"), low); abstains == c.want {
+			t.Errorf("%q over %q at coverage 0.2: abstains %v", c.q, c.chapter, abstains)
 		}
 	}
 }
