@@ -24,6 +24,9 @@ type Params struct {
 	K1          float64 // term frequency saturation (default 0.9, Anserini's BEIR setting)
 	B           float64 // length normalisation (default 0.4)
 	TitleWeight float64 // weight of heading-path terms (default 2)
+	// RM3 is pseudo-relevance feedback for queries not written in CJK, RM3CJK for those that are
+	// (IsCJKQuery); the zero value is off.
+	RM3, RM3CJK RM3
 	// ContextWeight is the weight of the parent chunk's text around the child (0 ignores it): a
 	// child of a long section still matches terms its neighbours carry.
 	ContextWeight float64
@@ -438,6 +441,28 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 	if ix.live == 0 || len(terms) == 0 {
 		return []rag.Hit{}, nil
 	}
+	q := make([]qterm, 0, len(terms))
+	for _, t := range terms {
+		if id, ok := ix.dict[t]; ok {
+			q = append(q, qterm{id, 1}) // a repeated term counts again, as in the query's text
+		}
+	}
+	if fb := ix.p.feedback(query); fb.On() {
+		// the feedback chunks come from the same filter: another tenant's text never shapes the query
+		q = ix.expand(q, ix.top(q, fb.Docs, f), fb)
+	}
+	cands := ix.top(q, k, f)
+	hits := make([]rag.Hit, len(cands))
+	for i, c := range cands {
+		e := &ix.entries[c.at]
+		hits[i] = rag.Hit{ID: e.id, ChunkID: e.id, DocumentID: e.doc, KBID: e.kb, Score: c.score}
+	}
+	return hits, nil
+}
+
+// top scores the weighted query terms and returns the k best entries inside f, best first (ties by
+// chunk id). Caller holds a lock.
+func (ix *Index) top(q []qterm, k int, f rag.Filter) []scored {
 	sc, _ := ix.pool.Get().(*scratch)
 	if sc == nil {
 		sc = &scratch{}
@@ -451,12 +476,12 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 	n := float64(ix.live)
 	avg := ix.totalLen / n
 	k1, b := ix.p.K1, ix.p.B
-	for _, t := range terms {
-		id, ok := ix.dict[t]
-		if !ok || ix.df[id] == 0 {
+	for _, t := range q {
+		id := t.id
+		if ix.df[id] == 0 {
 			continue
 		}
-		idf := IDF(float64(ix.df[id]), n)
+		idf := t.w * IDF(float64(ix.df[id]), n)
 		a, c := k1*(1-b), k1*b/avg // norm = a + c*length
 		for _, p := range ix.postings[id] {
 			l := ix.lens[p.doc]
@@ -520,8 +545,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 			i = m
 		}
 	}
-	cands := h
-	slices.SortFunc(cands, func(a, b scored) int {
+	slices.SortFunc(h, func(a, b scored) int {
 		if worse(a, b) {
 			return 1
 		}
@@ -530,12 +554,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 		}
 		return 0
 	})
-	hits := make([]rag.Hit, len(cands))
-	for i, c := range cands {
-		e := &ix.entries[c.at]
-		hits[i] = rag.Hit{ID: e.id, ChunkID: e.id, DocumentID: e.doc, KBID: e.kb, Score: c.score}
-	}
-	return hits, nil
+	return h
 }
 
 // docNum returns a document id's number, assigning one. Caller holds the write lock.
