@@ -48,7 +48,7 @@ type Grader interface {
 // Options are the chain's sizes and switches (DESIGN.md defaults).
 type Options struct {
 	LegK            int     // candidates per leg (50)
-	FusedK          int     // candidates after fusion, sent to rerank (30)
+	FusedK          int     // candidates after fusion, of distinct parents, sent to rerank (30)
 	RerankK         int     // kept after rerank (8)
 	MMRLambda       float64 // (0.7)
 	SemanticVectors bool    // the embedder captures meaning (false for the offline embedder)
@@ -183,12 +183,10 @@ func (r *Retriever) Candidates(ctx context.Context, q Query) (*Result, []rank.Ev
 
 	start = time.Now()
 	p := res.Profile
-	res.Fused = rank.RRF(p.K, rank.Leg{Hits: res.Keyword, Weight: p.BM25Weight}, rank.Leg{Hits: res.Vector, Weight: p.VectorWeight})
-	if len(res.Fused) > o.FusedK {
-		res.Fused = res.Fused[:o.FusedK]
-	}
-	ev, err := r.load(ctx, q.Filter.Tenant, res.Fused)
-	if err != nil {
+	fused := rank.RRF(p.K, rank.Leg{Hits: res.Keyword, Weight: p.BM25Weight}, rank.Leg{Hits: res.Vector, Weight: p.VectorWeight})
+	var ev []rank.Evidence
+	var err error
+	if res.Fused, ev, err = r.load(ctx, q.Filter.Tenant, fused, o.FusedK); err != nil {
 		return nil, nil, err
 	}
 	stage("fusion", start)
@@ -237,26 +235,43 @@ func (r *Retriever) grade(ctx context.Context, query string, ev []rank.Evidence,
 	return rank.GradeEvidence(query, ev, r.Options.Grade, rerankKnown), failed
 }
 
-// load turns fused hits into evidence with their chunk rows, dropping hits whose chunk is gone (a
-// deleted document must never reach a prompt, whatever a lagging index says).
-func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit) ([]rank.Evidence, error) {
+// load turns the first fused hits of k distinct parents into evidence with their chunk rows, and
+// returns those hits. A hit whose parent is already kept is dropped: the reader is given each parent
+// once (Cut, ExpandParents), so a later sibling adds nothing but takes one of the k places the rerank
+// scores; cutting the fused list at k chunks instead left SciFact's candidates covering fewer than 10
+// documents, and the chain ranked below its BM25 leg (docs/eval/retrieval.md). Hits whose chunk or
+// document is gone are dropped too (a deleted document must never reach a prompt, whatever a lagging
+// index says). A chunk without a parent counts as its own.
+func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit, k int) ([]rag.Hit, []rank.Evidence, error) {
 	ids := make([]string, len(hits))
 	for i, h := range hits {
 		ids[i] = h.ChunkID
 	}
 	rows, err := r.Chunks.GetChunks(ctx, tenant, ids)
 	if err != nil {
-		return nil, fmt.Errorf("load chunks: %w", err)
+		return nil, nil, fmt.Errorf("load chunks: %w", err)
 	}
 	byID := map[string]rag.Chunk{}
 	for _, c := range rows {
 		byID[c.ID] = c
 	}
 	names := map[string]string{}
+	parents := map[string]bool{}
+	var kept []rag.Hit
 	var out []rank.Evidence
 	for _, h := range hits {
+		if len(out) == k {
+			break
+		}
 		c, ok := byID[h.ChunkID]
 		if !ok {
+			continue
+		}
+		parent := c.ParentID
+		if parent == "" {
+			parent = "\x00" + c.ID
+		}
+		if parents[parent] {
 			continue
 		}
 		name, seen := names[c.DocumentID]
@@ -271,10 +286,12 @@ func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit) ([]
 		if name == "\x00gone" {
 			continue
 		}
+		parents[parent] = true
+		kept = append(kept, h)
 		out = append(out, rank.Evidence{ChunkID: c.ID, ParentID: c.ParentID, DocumentID: c.DocumentID, KBID: c.KBID, FileName: name,
 			Chapter: c.Chapter, Page: c.Page, Text: c.Content, ChildText: c.Content, Score: float64(h.Score)})
 	}
-	return out, nil
+	return kept, out, nil
 }
 
 func (r *Retriever) parents(ctx context.Context, tenant string, ev []rank.Evidence) (map[string]rag.Chunk, error) {

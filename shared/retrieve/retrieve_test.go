@@ -189,6 +189,7 @@ func TestKeywordOnly(t *testing.T) {
 // reranked list is its cut, one child per parent.
 func TestRankedIsTheListBeforeTheCut(t *testing.T) {
 	e := setup(t)
+	e.r.Options.RerankK = 3 // the demo corpus has few parents: the cut must leave some of them out
 	res, err := e.r.Retrieve(context.Background(), Query{Text: "how do I change my beneficiary", Filter: rag.Filter{Tenant: "t1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -218,5 +219,52 @@ func TestCutKeepsOneChildPerParent(t *testing.T) {
 	}
 	if len(Cut(ev, 10)) != 5 || len(Cut(nil, 3)) != 0 {
 		t.Fatal("short lists")
+	}
+}
+
+// The fusion cut keeps FusedK candidates of distinct parents: a later child of a parent already kept
+// is dropped, so the rerank's places go to passages the reader can be given (cutting at FusedK chunks
+// left SciFact's candidates covering fewer than 10 documents).
+func TestFusedCandidatesHaveDistinctParents(t *testing.T) {
+	e := setup(t)
+	e.r.Options.FusedK = 4
+	q := Query{Text: "安心保 A 款 等待期 投保年龄 保险责任", Filter: rag.Filter{Tenant: "t1"}}
+	res, ev, err := e.r.Candidates(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parentOf := func(id string) string {
+		rows, err := e.db.GetChunks(context.Background(), "t1", []string{id})
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("chunk %s: %v", id, err)
+		}
+		return rows[0].ParentID
+	}
+	// the precondition that makes this test able to fail: the fused list's first FusedK chunks repeat a parent
+	p := res.Profile
+	all := rank.RRF(p.K, rank.Leg{Hits: res.Keyword, Weight: p.BM25Weight}, rank.Leg{Hits: res.Vector, Weight: p.VectorWeight})
+	first := map[string]bool{}
+	for _, h := range all[:4] {
+		first[parentOf(h.ChunkID)] = true
+	}
+	if len(first) == 4 {
+		t.Fatalf("the query's first 4 fused chunks have 4 parents already; pick a query whose chunks share parents")
+	}
+	if len(res.Fused) != 4 || len(ev) != 4 {
+		t.Fatalf("fused %d, evidence %d, want 4 each", len(res.Fused), len(ev))
+	}
+	parents := map[string]bool{}
+	at := 0
+	for i, h := range res.Fused {
+		if ev[i].ChunkID != h.ChunkID || parents[ev[i].ParentID] || ev[i].ParentID != parentOf(h.ChunkID) {
+			t.Fatalf("position %d: %s (parent %s) repeats a parent or is not its evidence", i, h.ChunkID, ev[i].ParentID)
+		}
+		parents[ev[i].ParentID] = true
+		for at < len(all) && all[at].ChunkID != h.ChunkID { // fused order kept: each kept hit comes later in the full list
+			at++
+		}
+		if at == len(all) {
+			t.Fatalf("position %d: %s is out of the fused order", i, h.ChunkID)
+		}
 	}
 }
