@@ -3,6 +3,7 @@ package retrieve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -266,5 +267,94 @@ func TestFusedCandidatesHaveDistinctParents(t *testing.T) {
 		if at == len(all) {
 			t.Fatalf("position %d: %s is out of the fused order", i, h.ChunkID)
 		}
+	}
+}
+
+type countingKeyword struct {
+	Keyword
+	k int
+}
+
+func (c *countingKeyword) Search(ctx context.Context, q string, k int, f rag.Filter) ([]rag.Hit, error) {
+	c.k = k
+	return c.Keyword.Search(ctx, q, k, f)
+}
+
+type countingVectors struct {
+	Vectors
+	k int
+}
+
+func (c *countingVectors) Search(ctx context.Context, v []float32, k int, f rag.Filter) ([]rag.Hit, error) {
+	c.k = k
+	return c.Vectors.Search(ctx, v, k, f)
+}
+
+// The keyword leg is asked for KeywordK candidates (LegK when 0), the vector leg for LegK.
+func TestKeywordLegSize(t *testing.T) {
+	e := setup(t)
+	kw, vec := &countingKeyword{Keyword: e.r.Keyword}, &countingVectors{Vectors: e.r.Vectors}
+	e.r.Keyword, e.r.Vectors = kw, vec
+	q := Query{Text: "安心保 A 款 等待期", Filter: rag.Filter{Tenant: "t1"}}
+	if _, err := e.r.Retrieve(context.Background(), q); err != nil || kw.k != 100 || vec.k != 50 {
+		t.Fatalf("defaults: keyword asked %d, vector %d (%v)", kw.k, vec.k, err)
+	}
+	e.r.Options.KeywordK = 0
+	if _, err := e.r.Retrieve(context.Background(), q); err != nil || kw.k != 50 {
+		t.Fatalf("KeywordK 0: keyword asked %d (%v)", kw.k, err)
+	}
+}
+
+// fakeChunks serves children of the given parents (chunk id -> parent id) and counts row reads.
+type fakeChunks struct {
+	parent map[string]string
+	read   int
+}
+
+func (f *fakeChunks) GetChunks(_ context.Context, tenant string, ids []string) ([]rag.Chunk, error) {
+	var out []rag.Chunk
+	for _, id := range ids {
+		if p, ok := f.parent[id]; ok {
+			out = append(out, rag.Chunk{ID: id, Tenant: tenant, ParentID: p, DocumentID: "d" + p, Level: rag.LevelChild, Content: id})
+			f.read++
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeChunks) GetDocument(_ context.Context, tenant, id string) (rag.Document, error) {
+	return rag.Document{ID: id, Tenant: tenant, FileName: id + ".md", Status: rag.StatusReady}, nil
+}
+
+// load reads rows window by window until it has k parents: the first window's siblings do not end the
+// list short, and rows past the k-th parent's window are not read.
+func TestLoadReadsWindowsUntilKParents(t *testing.T) {
+	f := &fakeChunks{parent: map[string]string{}}
+	var hits []rag.Hit
+	for i := range 20 {
+		id := fmt.Sprintf("c%02d", i)
+		p := "A" // the first 6 are siblings
+		if i >= 6 {
+			p = fmt.Sprintf("P%02d", i)
+		}
+		if i != 7 { // a hit whose chunk is gone is skipped
+			f.parent[id] = p
+		}
+		hits = append(hits, rag.Hit{ChunkID: id, Score: float32(20 - i)})
+	}
+	r := &Retriever{Chunks: f}
+	kept, ev, err := r.load(context.Background(), "t", hits, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, h := range kept {
+		got = append(got, h.ChunkID+"/"+ev[i].ParentID)
+	}
+	if want := "c00/A c06/P06 c08/P08"; strings.Join(got, " ") != want {
+		t.Fatalf("kept %v, want %s", got, want)
+	}
+	if f.read != 11 { // two windows of 6 hits, one of them gone
+		t.Fatalf("%d rows read, want 11", f.read)
 	}
 }
