@@ -103,8 +103,9 @@ type Retrieval struct {
 	BM25TitleWeight   float64 `json:"bm25_title_weight" env:"DOCMIND_BM25_TITLE_WEIGHT" doc:"weight of heading-path terms in BM25"`
 	BM25ContextWeight float64 `json:"bm25_context_weight" env:"DOCMIND_BM25_CONTEXT_WEIGHT" doc:"weight of the parent chunk's text in a child's BM25 (0 ignores it)"`
 	// RM3 pseudo-relevance feedback, separately for queries written mostly in CJK (their terms are
-	// character bigrams) and the others; chosen by `docmind eval --sweep` (docs/eval/retrieval.md)
-	BM25RM3Docs          int     `json:"bm25_rm3_docs" env:"DOCMIND_BM25_RM3_DOCS" doc:"RM3 feedback chunks for queries not in CJK (0: no feedback)"`
+	// character bigrams) and the others; chosen by `docmind eval --sweep` (docs/eval/retrieval.md).
+	// Off by default, and applied by the embedded keyword index only (not the Lambdas' MySQL adapter).
+	BM25RM3Docs          int     `json:"bm25_rm3_docs" env:"DOCMIND_BM25_RM3_DOCS" doc:"RM3 feedback chunks for queries not in CJK (0: no feedback; embedded keyword index only)"`
 	BM25RM3Terms         int     `json:"bm25_rm3_terms" env:"DOCMIND_BM25_RM3_TERMS" doc:"RM3 expansion terms for queries not in CJK"`
 	BM25RM3OrigWeight    float64 `json:"bm25_rm3_orig_weight" env:"DOCMIND_BM25_RM3_ORIG_WEIGHT" doc:"weight of the original query against its RM3 expansion, queries not in CJK (0..1)"`
 	BM25RM3MaxDF         float64 `json:"bm25_rm3_max_df" env:"DOCMIND_BM25_RM3_MAX_DF" doc:"RM3 skips expansion terms found in more than this share of chunks (0: none skipped)"`
