@@ -19,7 +19,7 @@ import (
 )
 
 // sweepKeys are the parameters a sweep spec may name, in the order settings are printed.
-var sweepKeys = []string{"k1", "b", "title", "context", "fb_docs", "fb_terms", "orig_weight", "max_df"}
+var sweepKeys = []string{"k1", "b", "delta", "title", "context", "fb_docs", "fb_terms", "orig_weight", "max_df"}
 
 // sweepMaxSettings bounds a grid: each setting is one pass over every query of every dataset.
 const sweepMaxSettings = 400
@@ -76,7 +76,7 @@ func sweepBase(r config.Retrieval, cjk bool) sweepSetting {
 	if cjk {
 		fb = r.BM25Params().RM3CJK
 	}
-	return sweepSetting{"k1": r.BM25K1, "b": r.BM25B, "title": r.BM25TitleWeight, "context": r.BM25ContextWeight,
+	return sweepSetting{"k1": r.BM25K1, "b": r.BM25B, "delta": r.BM25Params().Delta, "title": r.BM25TitleWeight, "context": r.BM25ContextWeight,
 		"fb_docs": float64(fb.Docs), "fb_terms": float64(fb.Terms), "orig_weight": fb.OrigWeight, "max_df": fb.MaxDF}
 }
 
@@ -84,7 +84,7 @@ func sweepBase(r config.Retrieval, cjk bool) sweepSetting {
 // datasets share one language).
 func (s sweepSetting) params() bm25.Params {
 	fb := bm25.RM3{Docs: int(s["fb_docs"]), Terms: int(s["fb_terms"]), OrigWeight: s["orig_weight"], MaxDF: s["max_df"]}
-	return bm25.Params{K1: s["k1"], B: s["b"], TitleWeight: s["title"], ContextWeight: s["context"], RM3: fb, RM3CJK: fb}
+	return bm25.Params{K1: s["k1"], B: s["b"], Delta: s["delta"], TitleWeight: s["title"], ContextWeight: s["context"], RM3: fb, RM3CJK: fb}
 }
 
 func (s sweepSetting) String() string {

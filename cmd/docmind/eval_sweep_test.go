@@ -74,7 +74,7 @@ func TestEvalSweepCommand(t *testing.T) {
 		t.Fatalf("sweep: exit %d %s %s", code, out, errOut)
 	}
 	// the configured setting first, then the 8 others of the grid (none repeats it: fb_terms differs)
-	if len(rows) != 9 || !strings.Contains(rows[0].Setting, "k1=0.9 b=0.4 title=2 context=0.3 fb_docs=0") {
+	if len(rows) != 9 || !strings.Contains(rows[0].Setting, "k1=0.9 b=0.4 delta=0 title=2 context=0.3 fb_docs=0") {
 		t.Fatalf("%d rows, first %q", len(rows), rows[0].Setting)
 	}
 	chosen := 0

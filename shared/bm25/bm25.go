@@ -24,6 +24,9 @@ type Params struct {
 	K1          float64 // term frequency saturation (default 0.9, Anserini's BEIR setting)
 	B           float64 // length normalisation (default 0.4)
 	TitleWeight float64 // weight of heading-path terms (default 2)
+	// Delta is BM25+'s lower bound (Lv and Zhai): every chunk holding a term gets at least idf * Delta
+	// for it, whatever its length (0, plain BM25, is the default: docs/eval/retrieval.md)
+	Delta float64
 	// RM3 is pseudo-relevance feedback for queries not written in CJK, RM3CJK for those that are
 	// (IsCJKQuery); the zero value is off.
 	RM3, RM3CJK RM3
@@ -157,7 +160,12 @@ func IDF(df, n float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
 // float32 of each term's score.
 func Score(p Params, tf, df, n, length, avg float64) float32 {
 	a, c := p.K1*(1-p.B), p.K1*p.B/avg
-	return float32(IDF(df, n) * tf / (tf + a + c*length))
+	idf := IDF(df, n)
+	s := idf * tf / (tf + a + c*length)
+	if p.Delta != 0 {
+		s += idf * p.Delta
+	}
+	return float32(s)
 }
 
 // weighted is one chunk's analysis: its distinct terms (numbered by the analyzer that read it) in
@@ -475,7 +483,7 @@ func (ix *Index) top(q []qterm, k int, f rag.Filter) []scored {
 	defer func() { sc.touched = touched[:0] }() // keep the grown list for the next search
 	n := float64(ix.live)
 	avg := ix.totalLen / n
-	k1, b := ix.p.K1, ix.p.B
+	k1, b, delta := ix.p.K1, ix.p.B, ix.p.Delta
 	for _, t := range q {
 		id := t.id
 		if ix.df[id] == 0 {
@@ -489,11 +497,14 @@ func (ix *Index) top(q []qterm, k int, f rag.Filter) []scored {
 				continue
 			}
 			tf := float64(p.tf)
-			s := float32(idf * tf / (tf + a + c*float64(l)))
+			s := idf * tf / (tf + a + c*float64(l))
+			if delta != 0 {
+				s += idf * delta
+			}
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
-			acc[p.doc] += s
+			acc[p.doc] += float32(s)
 		}
 	}
 	kbs, docs := set(f.KBIDs), ix.docSet(f.DocumentIDs)

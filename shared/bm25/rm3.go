@@ -121,7 +121,7 @@ func (ix *Index) expand(q []qterm, top []scored, r RM3) []qterm {
 	return expanded
 }
 
-// Tune replaces the query-time parameters (K1, B and the RM3 settings) of a built index: they are
+// Tune replaces the query-time parameters (K1, B, Delta and the RM3 settings) of a built index: they are
 // applied at search, so changing them needs no re-indexing (`docmind eval --sweep` measures a grid
 // this way). The field weights are baked into the postings: a p with other weights is invalid.
 func (ix *Index) Tune(p Params) error {

@@ -2,6 +2,7 @@ package bm25
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 
@@ -113,5 +114,25 @@ func TestIsCJKQuery(t *testing.T) {
 		if got := IsCJKQuery(q); got != want {
 			t.Errorf("%q: %v, want %v", q, got, want)
 		}
+	}
+}
+
+// BM25+: each matched term adds idf * Delta, in the index and in Score (the MySQL adapter's) alike.
+func TestDelta(t *testing.T) {
+	p := Params{K1: 0.9, B: 0.4, TitleWeight: 1}
+	ix := rm3Index(p)
+	before, _ := ix.Search(context.Background(), "aspirin heart", 10, rag.Filter{Tenant: "t"})
+	p.Delta = 0.5
+	if err := ix.Tune(p); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := ix.Search(context.Background(), "aspirin heart", 10, rag.Filter{Tenant: "t"})
+	n := 5.0
+	idfA, idfH := IDF(3, n), IDF(3, n) // aspirin: a1, a2, u1; heart: a1, a2, b1
+	if len(after) != len(before) || math.Abs(float64(after[0].Score-before[0].Score)-0.5*(idfA+idfH)) > 1e-5 {
+		t.Fatalf("delta 0.5: %v then %v", before, after)
+	}
+	if d := float64(Score(p, 1, 3, n, 4, 5) - Score(Params{K1: 0.9, B: 0.4, TitleWeight: 1}, 1, 3, n, 4, 5)); math.Abs(d-0.5*idfA) > 1e-6 {
+		t.Fatalf("Score with delta adds %v, want %v", d, 0.5*idfA)
 	}
 }
