@@ -24,7 +24,8 @@ import (
 )
 
 // evalVariants are the retrieval variants `docmind eval` runs today.
-var evalVariants = []string{"bm25", "vector", "hybrid", "ranked", "rerank", "full"}
+// bm25 is the configured keyword leg (with its RM3 feedback), bm25-plain the same without feedback.
+var evalVariants = []string{"bm25", "bm25-plain", "vector", "hybrid", "ranked", "rerank", "full"}
 
 // evalStages are the chain's stages in order (--variant stages): what each one does to the ranking.
 var evalStages = []string{"fused", "ranked", "rerank", "filtered", "diverse", "full"}
@@ -35,18 +36,19 @@ func cmdEval(e env, args []string) int {
 	dataset := fs.String("dataset", "", "BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv); with --calibrate, several separated by commas")
 	// rerank and full run the retrieval chain; without a rerank API configured its reranker is lexical
 	split := fs.String("split", "train", "qrels split")
-	variant := fs.String("variant", "all", "bm25, vector, hybrid, ranked (the chain's ranking before the reader's cut), rerank, full (the 8 chunks the reader gets), all (those), stages (the chain stage by stage: fused, ranked, rerank, filtered, diverse, full) or answer (the whole pipeline against answers.jsonl)")
+	variant := fs.String("variant", "all", "bm25 (the configured keyword leg), bm25-plain (without RM3 feedback), vector, hybrid, ranked (the chain's ranking before the reader's cut), rerank, full (the 8 chunks the reader gets), all (those), stages (the chain stage by stage: fused, ranked, rerank, filtered, diverse, full) or answer (the whole pipeline against answers.jsonl)")
 	k := fs.Int("k", 10, "cut-off reported first (Recall@100 is always computed)")
 	out := fs.String("out", "", "answer variant: write one JSON line per question (id, answer, band, confidence, correct, claims_supported) to this file")
 	calibrate := fs.Bool("calibrate", false, "answer variant: fit the confidence calibration per answerer on these datasets and write it to --calibration")
 	unanswerable := fs.Bool("unanswerable", false, "answer variant: also ask every question without its judged-relevant documents, and tune the abstain rule on ten folds (held-out abstain and false-abstain rates); several datasets separated by commas")
 	sample := fs.Int("sample", 0, "answer variant: ask at most this many questions per dataset, evenly spaced (0: all)")
+	sweep := fs.String("sweep", "", "tune the keyword leg: measure the bm25 variant for every setting of a grid such as \"k1=0.9,1.2 b=0.4 title=1,2 context=0.3 fb_docs=0,10 fb_terms=10 orig_weight=0.5 max_df=0.1\" on the datasets given (separated by commas, one language) and choose the best mean nDCG@10 no worse than the configured setting on any of them")
 	calFile := fs.String("calibration", filepath.Join("shared", "answer", "calibrate", "calibration.json"), "where --calibrate writes the calibration (embedded in the next build)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
 	}
 	if *dataset == "" {
-		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|vector|hybrid|ranked|rerank|full|all|stages|answer] [--json] [--out FILE] [--calibrate [--calibration FILE]] [--unanswerable] [--sample N]")
+		fmt.Fprintln(e.stderr, "usage: docmind eval --dataset DIR [--split train] [--variant bm25|bm25-plain|vector|hybrid|ranked|rerank|full|all|stages|answer] [--sweep SPEC] [--json] [--out FILE] [--calibrate [--calibration FILE]] [--unanswerable] [--sample N]")
 		return exitConfig
 	}
 	variants := evalVariants
@@ -64,6 +66,17 @@ func cmdEval(e env, args []string) int {
 			return exitConfig
 		}
 		variants = []string{*variant}
+	}
+	if *sweep != "" {
+		if *variant != "all" && *variant != "bm25" {
+			fmt.Fprintln(e.stderr, "docmind: --sweep measures the bm25 variant")
+			return exitConfig
+		}
+		cfg, ok := c.load(e, nil)
+		if !ok {
+			return exitConfig
+		}
+		return evalSweep(e, c, cfg, strings.Split(*dataset, ","), *split, *sweep, *k)
 	}
 	if (*calibrate || *unanswerable || *out != "" || *sample != 0) && variants[0] != "answer" {
 		fmt.Fprintln(e.stderr, "docmind: --calibrate, --unanswerable, --sample and --out need --variant answer")
@@ -142,7 +155,7 @@ func openEval(e env, c common, cfg config.Config, dir, split string) (*eval.Data
 		closeStores()
 		return nil, nil, nil, err
 	}
-	r, err := newEvalRetriever(e.ctx, ecfg.Tenant, kb, s, bm25.Params{K1: cfg.Retrieval.BM25K1, B: cfg.Retrieval.BM25B, TitleWeight: cfg.Retrieval.BM25TitleWeight, ContextWeight: cfg.Retrieval.BM25ContextWeight})
+	r, err := newEvalRetriever(e.ctx, ecfg.Tenant, kb, s, cfg.Retrieval.BM25Params())
 	if err != nil {
 		closeStores()
 		return nil, nil, nil, err
@@ -489,13 +502,17 @@ type evalRetriever struct {
 	kb     rag.KnowledgeBase
 	s      *Stores
 	bm     *bm25.Index
+	plain  *bm25.Index // bm without RM3 feedback (the bm25-plain variant); built on first use
+	bmDocs []bm25.Doc  // what bm indexes, to rebuild it with other parameters (--sweep)
+	ds     *eval.Dataset
 	beirID map[string]string   // document id -> corpus id
 	docIDs map[string][]string // corpus id -> document ids (the unanswerable mode leaves them out)
 	all    []string            // every document id, sorted
 	embed  interface {
 		Embed(ctx context.Context, texts []string) ([][]float32, error)
 	}
-	semantic  bool // the embedder captures meaning (false for the offline, lexical one)
+	semantic  bool        // the embedder captures meaning (false for the offline, lexical one)
+	params    bm25.Params // bm's
 	chain     *retrieve.Retriever
 	chainRuns map[string]*retrieve.Result // by query text, with --variant stages: its variants share one chain run; nil runs the chain per variant (honest latencies)
 	cfg       config.Config
@@ -503,7 +520,7 @@ type evalRetriever struct {
 }
 
 func newEvalRetriever(ctx context.Context, tenant string, kb rag.KnowledgeBase, s *Stores, p bm25.Params) (*evalRetriever, error) {
-	r := &evalRetriever{tenant: tenant, kb: kb, s: s, bm: bm25.New(p), beirID: map[string]string{}, docIDs: map[string][]string{}}
+	r := &evalRetriever{tenant: tenant, kb: kb, s: s, bm: bm25.New(p), params: p, beirID: map[string]string{}, docIDs: map[string][]string{}}
 	docs, err := s.SQL.ListDocuments(ctx, tenant, kb.ID, rag.StatusReady)
 	if err != nil {
 		return nil, err
@@ -529,6 +546,7 @@ func newEvalRetriever(ctx context.Context, tenant string, kb rag.KnowledgeBase, 
 			}
 		}
 		r.bm.Add(add...)
+		r.bmDocs = append(r.bmDocs, add...)
 	}
 	slices.Sort(r.all)
 	return r, nil
@@ -570,6 +588,12 @@ func (r *evalRetriever) chainResult(ctx context.Context, q string, f rag.Filter)
 
 func (r *evalRetriever) retriever(variant string) eval.Retriever {
 	f := rag.Filter{Tenant: r.tenant, KBIDs: []string{r.kb.ID}}
+	if variant == "bm25-plain" && r.plain == nil {
+		p := r.params
+		p.RM3, p.RM3CJK = bm25.RM3{}, bm25.RM3{}
+		r.plain = bm25.New(p)
+		r.plain.Add(r.bmDocs...)
+	}
 	keyword := func(ctx context.Context, q string, n int) ([]rag.Hit, error) { return r.bm.Search(ctx, q, n, f) }
 	vector := func(ctx context.Context, q string, n int) ([]rag.Hit, error) {
 		v, err := r.embed.Embed(ctx, []string{q})
@@ -601,6 +625,9 @@ func (r *evalRetriever) retriever(variant string) eval.Retriever {
 			return r.docs(hits, k), nil
 		case "bm25":
 			h, err := keyword(ctx, q, n)
+			return r.docs(h, k), err
+		case "bm25-plain":
+			h, err := r.plain.Search(ctx, q, n, f)
 			return r.docs(h, k), err
 		case "vector":
 			h, err := vector(ctx, q, n)

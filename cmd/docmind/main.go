@@ -48,7 +48,7 @@ Commands:
   search    run the retrieval chain for a query and show every stage (search [--kb NAME] "query")
   ask       answer a question with citations, streaming the answer and its timeline (ask [--kb NAME] [--doc ID|NAME]... [--json] "question")
   eval      measure retrieval, or with --variant answer the answers, their confidence bands and calibration, on a BEIR dataset
-            (eval --dataset DIR [--variant bm25|vector|hybrid|rerank|full|all|answer] [--out FILE] [--calibrate [--calibration FILE]] [--unanswerable] [--sample N])
+            (eval --dataset DIR [--variant bm25|bm25-plain|vector|hybrid|ranked|rerank|full|all|stages|answer] [--sweep SPEC] [--out FILE] [--calibrate [--calibration FILE]] [--unanswerable] [--sample N])
   bench     measure speed against same-run references (bench [--suite NAME|all] [--out DIR] [--quick])
   migrate   apply pending database migrations
   kb        list, create or delete knowledge bases, grant and revoke roles (kb list | kb create NAME | kb delete NAME | kb grant KB EMAIL --role R | kb revoke KB EMAIL)

@@ -58,7 +58,7 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 	if s.Migrated, err = s.SQL.Migrate(ctx); err != nil {
 		return s, fmt.Errorf("migrate: %w", err)
 	}
-	s.Keyword = bm25.New(bm25.Params{K1: cfg.Retrieval.BM25K1, B: cfg.Retrieval.BM25B, TitleWeight: cfg.Retrieval.BM25TitleWeight, ContextWeight: cfg.Retrieval.BM25ContextWeight})
+	s.Keyword = bm25.New(cfg.Retrieval.BM25Params())
 	if err = s.Keyword.Load(ctx, s.SQL, cfg.Tenant); err != nil {
 		return s, fmt.Errorf("build the keyword index: %w", err)
 	}

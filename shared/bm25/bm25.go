@@ -24,6 +24,12 @@ type Params struct {
 	K1          float64 // term frequency saturation (default 0.9, Anserini's BEIR setting)
 	B           float64 // length normalisation (default 0.4)
 	TitleWeight float64 // weight of heading-path terms (default 2)
+	// Delta is BM25+'s lower bound (Lv and Zhai): every chunk holding a term gets at least idf * Delta
+	// for it, whatever its length (0, plain BM25, is the default: docs/eval/retrieval.md)
+	Delta float64
+	// RM3 is pseudo-relevance feedback for queries not written in CJK, RM3CJK for those that are
+	// (IsCJKQuery); the zero value is off.
+	RM3, RM3CJK RM3
 	// ContextWeight is the weight of the parent chunk's text around the child (0 ignores it): a
 	// child of a long section still matches terms its neighbours carry.
 	ContextWeight float64
@@ -156,7 +162,12 @@ func IDF(df, n float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
 // float32 of each term's score.
 func Score(p Params, tf, df, n, length, avg float64) float32 {
 	a, c := p.K1*(1-p.B), p.K1*p.B/avg
-	return float32(IDF(df, n) * tf / (tf + a + c*length))
+	idf := IDF(df, n)
+	s := idf * tf / (tf + a + c*length)
+	if p.Delta != 0 {
+		s += idf * p.Delta
+	}
+	return float32(s)
 }
 
 // weighted is one chunk's analysis: its distinct terms (numbered by the analyzer that read it) in
@@ -449,6 +460,28 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 	if ix.live == 0 || len(terms) == 0 {
 		return []rag.Hit{}, nil
 	}
+	q := make([]qterm, 0, len(terms))
+	for _, t := range terms {
+		if id, ok := ix.dict[t]; ok {
+			q = append(q, qterm{id, 1}) // a repeated term counts again, as in the query's text
+		}
+	}
+	if fb := ix.p.feedback(query); fb.On() {
+		// the feedback chunks come from the same filter: another tenant's text never shapes the query
+		q = ix.expand(q, ix.top(q, fb.Docs, f, docs), fb)
+	}
+	cands := ix.top(q, k, f, docs)
+	hits := make([]rag.Hit, len(cands))
+	for i, c := range cands {
+		e := &ix.entries[c.at]
+		hits[i] = rag.Hit{ID: e.id, ChunkID: e.id, DocumentID: e.doc, KBID: e.kb, Score: c.score}
+	}
+	return hits, nil
+}
+
+// top scores the weighted query terms and returns the k best entries inside f (docs: f's document
+// restriction as translated by docSet), best first (ties by chunk id). Caller holds a lock.
+func (ix *Index) top(q []qterm, k int, f rag.Filter, docs docBits) []scored {
 	sc, _ := ix.pool.Get().(*scratch)
 	if sc == nil {
 		sc = &scratch{}
@@ -461,13 +494,13 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 	defer func() { sc.touched = touched[:0] }() // keep the grown list for the next search
 	n := float64(ix.live)
 	avg := ix.totalLen / n
-	k1, b := ix.p.K1, ix.p.B
-	for _, t := range terms {
-		id, ok := ix.dict[t]
-		if !ok || ix.df[id] == 0 {
+	k1, b, delta := ix.p.K1, ix.p.B, ix.p.Delta
+	for _, t := range q {
+		id := t.id
+		if ix.df[id] == 0 {
 			continue
 		}
-		idf := IDF(float64(ix.df[id]), n)
+		idf := t.w * IDF(float64(ix.df[id]), n)
 		a, c := k1*(1-b), k1*b/avg // norm = a + c*length
 		for _, p := range ix.postings[id] {
 			l := ix.lens[p.doc]
@@ -475,11 +508,14 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 				continue
 			}
 			tf := float64(p.tf)
-			s := float32(idf * tf / (tf + a + c*float64(l)))
+			s := idf * tf / (tf + a + c*float64(l))
+			if delta != 0 {
+				s += idf * delta
+			}
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
-			acc[p.doc] += s
+			acc[p.doc] += float32(s)
 		}
 	}
 	kbs := set(f.KBIDs)
@@ -531,8 +567,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 			i = m
 		}
 	}
-	cands := h
-	slices.SortFunc(cands, func(a, b scored) int {
+	slices.SortFunc(h, func(a, b scored) int {
 		if worse(a, b) {
 			return 1
 		}
@@ -541,12 +576,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 		}
 		return 0
 	})
-	hits := make([]rag.Hit, len(cands))
-	for i, c := range cands {
-		e := &ix.entries[c.at]
-		hits[i] = rag.Hit{ID: e.id, ChunkID: e.id, DocumentID: e.doc, KBID: e.kb, Score: c.score}
-	}
-	return hits, nil
+	return h
 }
 
 // docNum returns a document id's number, assigning one. Caller holds the write lock.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/netx"
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -99,19 +100,36 @@ type Rerank struct {
 	Format   string `json:"format" env:"DOCMIND_RERANK_FORMAT" doc:"cohere (also Jina, Voyage, vLLM), tei or dashscope"`
 }
 
+// BM25Params are the keyword leg's parameters.
+func (r Retrieval) BM25Params() bm25.Params {
+	return bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight,
+		RM3:    bm25.RM3{Docs: r.BM25RM3Docs, Terms: r.BM25RM3Terms, OrigWeight: r.BM25RM3OrigWeight, MaxDF: r.BM25RM3MaxDF},
+		RM3CJK: bm25.RM3{Docs: r.BM25RM3DocsCJK, Terms: r.BM25RM3TermsCJK, OrigWeight: r.BM25RM3OrigWeightCJK, MaxDF: r.BM25RM3MaxDF}}
+}
+
 // Retrieval tunes keyword search.
 type Retrieval struct {
 	BM25K1            float64 `json:"bm25_k1" env:"DOCMIND_BM25_K1" doc:"BM25 term-frequency saturation"`
 	BM25B             float64 `json:"bm25_b" env:"DOCMIND_BM25_B" doc:"BM25 length normalisation (0..1)"`
 	BM25TitleWeight   float64 `json:"bm25_title_weight" env:"DOCMIND_BM25_TITLE_WEIGHT" doc:"weight of heading-path terms in BM25"`
 	BM25ContextWeight float64 `json:"bm25_context_weight" env:"DOCMIND_BM25_CONTEXT_WEIGHT" doc:"weight of the parent chunk's text in a child's BM25 (0 ignores it)"`
-	FilterFloor       float64 `json:"filter_floor" env:"DOCMIND_FILTER_FLOOR" doc:"rerank scores below this are dropped unless that empties the list"`
-	FilterDrop        float64 `json:"filter_drop" env:"DOCMIND_FILTER_DROP" doc:"cut at the first relative drop from the top rerank score this large"`
-	MMRLambda         float64 `json:"mmr_lambda" env:"DOCMIND_MMR_LAMBDA" doc:"MMR relevance weight, clamped to [0,1]"`
-	GradeRerankHigh   float64 `json:"grade_rerank_high" env:"DOCMIND_GRADE_RERANK_HIGH" doc:"grader: top rerank score that counts as strong"`
-	GradeRerankLow    float64 `json:"grade_rerank_low" env:"DOCMIND_GRADE_RERANK_LOW" doc:"grader: top rerank score below which it counts as weak"`
-	GradeCoverHigh    float64 `json:"grade_cover_high" env:"DOCMIND_GRADE_COVER_HIGH" doc:"grader: query-term coverage that counts as present"`
-	GradeCoverLow     float64 `json:"grade_cover_low" env:"DOCMIND_GRADE_COVER_LOW" doc:"grader: coverage below which the query's terms count as missing"`
+	// RM3 pseudo-relevance feedback, separately for queries written mostly in CJK (their terms are
+	// character bigrams) and the others; chosen by `docmind eval --sweep` (docs/eval/retrieval.md).
+	// Off by default, and applied by the embedded keyword index only (not the Lambdas' MySQL adapter).
+	BM25RM3Docs          int     `json:"bm25_rm3_docs" env:"DOCMIND_BM25_RM3_DOCS" doc:"RM3 feedback chunks for queries not in CJK (0: no feedback; embedded keyword index only)"`
+	BM25RM3Terms         int     `json:"bm25_rm3_terms" env:"DOCMIND_BM25_RM3_TERMS" doc:"RM3 expansion terms for queries not in CJK"`
+	BM25RM3OrigWeight    float64 `json:"bm25_rm3_orig_weight" env:"DOCMIND_BM25_RM3_ORIG_WEIGHT" doc:"weight of the original query against its RM3 expansion, queries not in CJK (0..1)"`
+	BM25RM3MaxDF         float64 `json:"bm25_rm3_max_df" env:"DOCMIND_BM25_RM3_MAX_DF" doc:"RM3 skips expansion terms found in more than this share of chunks (0: none skipped)"`
+	BM25RM3DocsCJK       int     `json:"bm25_rm3_docs_cjk" env:"DOCMIND_BM25_RM3_DOCS_CJK" doc:"RM3 feedback chunks for queries written mostly in CJK (0: no feedback)"`
+	BM25RM3TermsCJK      int     `json:"bm25_rm3_terms_cjk" env:"DOCMIND_BM25_RM3_TERMS_CJK" doc:"RM3 expansion terms for CJK queries"`
+	BM25RM3OrigWeightCJK float64 `json:"bm25_rm3_orig_weight_cjk" env:"DOCMIND_BM25_RM3_ORIG_WEIGHT_CJK" doc:"weight of the original query against its RM3 expansion, CJK queries (0..1)"`
+	FilterFloor          float64 `json:"filter_floor" env:"DOCMIND_FILTER_FLOOR" doc:"rerank scores below this are dropped unless that empties the list"`
+	FilterDrop           float64 `json:"filter_drop" env:"DOCMIND_FILTER_DROP" doc:"cut at the first relative drop from the top rerank score this large"`
+	MMRLambda            float64 `json:"mmr_lambda" env:"DOCMIND_MMR_LAMBDA" doc:"MMR relevance weight, clamped to [0,1]"`
+	GradeRerankHigh      float64 `json:"grade_rerank_high" env:"DOCMIND_GRADE_RERANK_HIGH" doc:"grader: top rerank score that counts as strong"`
+	GradeRerankLow       float64 `json:"grade_rerank_low" env:"DOCMIND_GRADE_RERANK_LOW" doc:"grader: top rerank score below which it counts as weak"`
+	GradeCoverHigh       float64 `json:"grade_cover_high" env:"DOCMIND_GRADE_COVER_HIGH" doc:"grader: query-term coverage that counts as present"`
+	GradeCoverLow        float64 `json:"grade_cover_low" env:"DOCMIND_GRADE_COVER_LOW" doc:"grader: coverage below which the query's terms count as missing"`
 }
 
 // Log configures log/slog.
@@ -535,6 +553,22 @@ func (c Config) Validate() error {
 	positiveDur("DOCMIND_CACHE_TTL", c.Chat.CacheTTL)
 	if c.Chat.PriceInputPerMTok < 0 || c.Chat.PriceOutputPerMTok < 0 {
 		add("DOCMIND_CHAT_PRICE_INPUT/OUTPUT: prices must not be negative")
+	}
+	for _, v := range []struct {
+		name  string
+		docs  int
+		terms int
+		w     float64
+	}{{"DOCMIND_BM25_RM3", r.BM25RM3Docs, r.BM25RM3Terms, r.BM25RM3OrigWeight}, {"DOCMIND_BM25_RM3_*_CJK", r.BM25RM3DocsCJK, r.BM25RM3TermsCJK, r.BM25RM3OrigWeightCJK}} {
+		if v.docs < 0 || v.docs > 100 || v.terms < 0 || v.terms > 100 {
+			add("%s_DOCS and _TERMS: must be 0 to 100, got %d and %d", v.name, v.docs, v.terms)
+		}
+		if v.docs > 0 && (v.terms == 0 || v.w <= 0 || v.w >= 1) {
+			add("%s: feedback (DOCS %d) needs TERMS > 0 and ORIG_WEIGHT within (0, 1), got %d and %v", v.name, v.docs, v.terms, v.w)
+		}
+	}
+	if r.BM25RM3MaxDF < 0 || r.BM25RM3MaxDF > 1 {
+		add("DOCMIND_BM25_RM3_MAX_DF: must be within [0, 1], got %v", r.BM25RM3MaxDF)
 	}
 	if r.BM25TitleWeight <= 0 || r.BM25TitleWeight > 20 {
 		add("DOCMIND_BM25_TITLE_WEIGHT: must be within (0, 20], got %v", r.BM25TitleWeight)

@@ -47,8 +47,12 @@ type Grader interface {
 
 // Options are the chain's sizes and switches (DESIGN.md defaults).
 type Options struct {
-	LegK            int     // candidates per leg (50)
-	FusedK          int     // candidates after fusion, sent to rerank (30)
+	LegK int // candidates of the vector leg (50), and of the keyword leg when KeywordK is 0
+	// KeywordK is the BM25 leg's candidates (100): a document's children cluster in its ranking (they
+	// share the parent's terms), and 50 chunks held fewer than 10 documents often enough that the
+	// chain ranked below BM25 alone on SciFact (docs/eval/retrieval.md)
+	KeywordK        int
+	FusedK          int     // candidates after fusion, of distinct parents, sent to rerank (30)
 	RerankK         int     // kept after rerank (8)
 	MMRLambda       float64 // (0.7)
 	SemanticVectors bool    // the embedder captures meaning (false for the offline embedder)
@@ -59,7 +63,7 @@ type Options struct {
 
 // DefaultOptions are DESIGN.md's.
 func DefaultOptions() Options {
-	return Options{LegK: 50, FusedK: 30, RerankK: 8, MMRLambda: 0.7, Grade: rank.DefaultGradeOptions()}
+	return Options{LegK: 50, KeywordK: 100, FusedK: 30, RerankK: 8, MMRLambda: 0.7, Grade: rank.DefaultGradeOptions()}
 }
 
 // Retriever runs the chain.
@@ -150,7 +154,11 @@ func (r *Retriever) Candidates(ctx context.Context, q Query) (*Result, []rank.Ev
 	start := time.Now()
 	var wg sync.WaitGroup
 	var kerr, verr error
-	wg.Go(func() { res.Keyword, kerr = r.Keyword.Search(ctx, q.Text, o.LegK, q.Filter) })
+	kk := o.KeywordK
+	if kk <= 0 {
+		kk = o.LegK
+	}
+	wg.Go(func() { res.Keyword, kerr = r.Keyword.Search(ctx, q.Text, kk, q.Filter) })
 	wg.Go(func() {
 		if q.KeywordOnly {
 			return
@@ -183,12 +191,10 @@ func (r *Retriever) Candidates(ctx context.Context, q Query) (*Result, []rank.Ev
 
 	start = time.Now()
 	p := res.Profile
-	res.Fused = rank.RRF(p.K, rank.Leg{Hits: res.Keyword, Weight: p.BM25Weight}, rank.Leg{Hits: res.Vector, Weight: p.VectorWeight})
-	if len(res.Fused) > o.FusedK {
-		res.Fused = res.Fused[:o.FusedK]
-	}
-	ev, err := r.load(ctx, q.Filter.Tenant, res.Fused)
-	if err != nil {
+	fused := rank.RRF(p.K, rank.Leg{Hits: res.Keyword, Weight: p.BM25Weight}, rank.Leg{Hits: res.Vector, Weight: p.VectorWeight})
+	var ev []rank.Evidence
+	var err error
+	if res.Fused, ev, err = r.load(ctx, q.Filter.Tenant, fused, o.FusedK); err != nil {
 		return nil, nil, err
 	}
 	stage("fusion", start)
@@ -237,44 +243,68 @@ func (r *Retriever) grade(ctx context.Context, query string, ev []rank.Evidence,
 	return rank.GradeEvidence(query, ev, r.Options.Grade, rerankKnown), failed
 }
 
-// load turns fused hits into evidence with their chunk rows, dropping hits whose chunk is gone (a
-// deleted document must never reach a prompt, whatever a lagging index says).
-func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit) ([]rank.Evidence, error) {
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ChunkID
-	}
-	rows, err := r.Chunks.GetChunks(ctx, tenant, ids)
-	if err != nil {
-		return nil, fmt.Errorf("load chunks: %w", err)
-	}
-	byID := map[string]rag.Chunk{}
-	for _, c := range rows {
-		byID[c.ID] = c
-	}
+// load turns the first fused hits of k distinct parents into evidence with their chunk rows, and
+// returns those hits. A hit whose parent is already kept is dropped: the reader is given each parent
+// once (Cut, ExpandParents), so a later sibling adds nothing but takes one of the k places the rerank
+// scores; cutting the fused list at k chunks instead left SciFact's candidates covering fewer than 10
+// documents, and the chain ranked below its BM25 leg (docs/eval/retrieval.md). Hits whose chunk or
+// document is gone are dropped too (a deleted document must never reach a prompt, whatever a lagging
+// index says). A chunk without a parent counts as its own.
+func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit, k int) ([]rag.Hit, []rank.Evidence, error) {
 	names := map[string]string{}
+	parents := map[string]bool{}
+	var kept []rag.Hit
 	var out []rank.Evidence
-	for _, h := range hits {
-		c, ok := byID[h.ChunkID]
-		if !ok {
-			continue
+	// rows are read in windows of 2k hits until k parents are kept: the fused list is long (both
+	// legs' candidates) and its head usually suffices
+	for from := 0; from < len(hits) && len(out) < k; from += 2 * k {
+		window := hits[from:min(len(hits), from+2*k)]
+		ids := make([]string, len(window))
+		for i, h := range window {
+			ids[i] = h.ChunkID
 		}
-		name, seen := names[c.DocumentID]
-		if !seen {
-			if d, err := r.Chunks.GetDocument(ctx, tenant, c.DocumentID); err == nil && d.Status == rag.StatusReady {
-				name = d.FileName
-			} else {
-				name = "\x00gone"
+		rows, err := r.Chunks.GetChunks(ctx, tenant, ids)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load chunks: %w", err)
+		}
+		byID := make(map[string]rag.Chunk, len(rows))
+		for _, c := range rows {
+			byID[c.ID] = c
+		}
+		for _, h := range window {
+			if len(out) == k {
+				break
 			}
-			names[c.DocumentID] = name
+			c, ok := byID[h.ChunkID]
+			if !ok {
+				continue
+			}
+			parent := c.ParentID
+			if parent == "" {
+				parent = "\x00" + c.ID
+			}
+			if parents[parent] {
+				continue
+			}
+			name, seen := names[c.DocumentID]
+			if !seen {
+				if d, err := r.Chunks.GetDocument(ctx, tenant, c.DocumentID); err == nil && d.Status == rag.StatusReady {
+					name = d.FileName
+				} else {
+					name = "\x00gone"
+				}
+				names[c.DocumentID] = name
+			}
+			if name == "\x00gone" {
+				continue
+			}
+			parents[parent] = true
+			kept = append(kept, h)
+			out = append(out, rank.Evidence{ChunkID: c.ID, ParentID: c.ParentID, DocumentID: c.DocumentID, KBID: c.KBID, FileName: name,
+				Chapter: c.Chapter, Page: c.Page, Text: c.Content, ChildText: c.Content, Score: float64(h.Score)})
 		}
-		if name == "\x00gone" {
-			continue
-		}
-		out = append(out, rank.Evidence{ChunkID: c.ID, ParentID: c.ParentID, DocumentID: c.DocumentID, KBID: c.KBID, FileName: name,
-			Chapter: c.Chapter, Page: c.Page, Text: c.Content, ChildText: c.Content, Score: float64(h.Score)})
 	}
-	return out, nil
+	return kept, out, nil
 }
 
 func (r *Retriever) parents(ctx context.Context, tenant string, ev []rank.Evidence) (map[string]rag.Chunk, error) {

@@ -3,6 +3,7 @@ package retrieve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,6 +190,7 @@ func TestKeywordOnly(t *testing.T) {
 // reranked list is its cut, one child per parent.
 func TestRankedIsTheListBeforeTheCut(t *testing.T) {
 	e := setup(t)
+	e.r.Options.RerankK = 3 // the demo corpus has few parents: the cut must leave some of them out
 	res, err := e.r.Retrieve(context.Background(), Query{Text: "how do I change my beneficiary", Filter: rag.Filter{Tenant: "t1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -218,5 +220,141 @@ func TestCutKeepsOneChildPerParent(t *testing.T) {
 	}
 	if len(Cut(ev, 10)) != 5 || len(Cut(nil, 3)) != 0 {
 		t.Fatal("short lists")
+	}
+}
+
+// The fusion cut keeps FusedK candidates of distinct parents: a later child of a parent already kept
+// is dropped, so the rerank's places go to passages the reader can be given (cutting at FusedK chunks
+// left SciFact's candidates covering fewer than 10 documents).
+func TestFusedCandidatesHaveDistinctParents(t *testing.T) {
+	e := setup(t)
+	e.r.Options.FusedK = 4
+	q := Query{Text: "安心保 A 款 等待期 投保年龄 保险责任", Filter: rag.Filter{Tenant: "t1"}}
+	res, ev, err := e.r.Candidates(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parentOf := func(id string) string {
+		rows, err := e.db.GetChunks(context.Background(), "t1", []string{id})
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("chunk %s: %v", id, err)
+		}
+		return rows[0].ParentID
+	}
+	// the precondition that makes this test able to fail: the fused list's first FusedK chunks repeat a parent
+	p := res.Profile
+	all := rank.RRF(p.K, rank.Leg{Hits: res.Keyword, Weight: p.BM25Weight}, rank.Leg{Hits: res.Vector, Weight: p.VectorWeight})
+	first := map[string]bool{}
+	for _, h := range all[:4] {
+		first[parentOf(h.ChunkID)] = true
+	}
+	if len(first) == 4 {
+		t.Fatalf("the query's first 4 fused chunks have 4 parents already; pick a query whose chunks share parents")
+	}
+	if len(res.Fused) != 4 || len(ev) != 4 {
+		t.Fatalf("fused %d, evidence %d, want 4 each", len(res.Fused), len(ev))
+	}
+	parents := map[string]bool{}
+	at := 0
+	for i, h := range res.Fused {
+		if ev[i].ChunkID != h.ChunkID || parents[ev[i].ParentID] || ev[i].ParentID != parentOf(h.ChunkID) {
+			t.Fatalf("position %d: %s (parent %s) repeats a parent or is not its evidence", i, h.ChunkID, ev[i].ParentID)
+		}
+		parents[ev[i].ParentID] = true
+		for at < len(all) && all[at].ChunkID != h.ChunkID { // fused order kept: each kept hit comes later in the full list
+			at++
+		}
+		if at == len(all) {
+			t.Fatalf("position %d: %s is out of the fused order", i, h.ChunkID)
+		}
+	}
+}
+
+type countingKeyword struct {
+	Keyword
+	k int
+}
+
+func (c *countingKeyword) Search(ctx context.Context, q string, k int, f rag.Filter) ([]rag.Hit, error) {
+	c.k = k
+	return c.Keyword.Search(ctx, q, k, f)
+}
+
+type countingVectors struct {
+	Vectors
+	k int
+}
+
+func (c *countingVectors) Search(ctx context.Context, v []float32, k int, f rag.Filter) ([]rag.Hit, error) {
+	c.k = k
+	return c.Vectors.Search(ctx, v, k, f)
+}
+
+// The keyword leg is asked for KeywordK candidates (LegK when 0), the vector leg for LegK.
+func TestKeywordLegSize(t *testing.T) {
+	e := setup(t)
+	kw, vec := &countingKeyword{Keyword: e.r.Keyword}, &countingVectors{Vectors: e.r.Vectors}
+	e.r.Keyword, e.r.Vectors = kw, vec
+	q := Query{Text: "安心保 A 款 等待期", Filter: rag.Filter{Tenant: "t1"}}
+	if _, err := e.r.Retrieve(context.Background(), q); err != nil || kw.k != 100 || vec.k != 50 {
+		t.Fatalf("defaults: keyword asked %d, vector %d (%v)", kw.k, vec.k, err)
+	}
+	e.r.Options.KeywordK = 0
+	if _, err := e.r.Retrieve(context.Background(), q); err != nil || kw.k != 50 {
+		t.Fatalf("KeywordK 0: keyword asked %d (%v)", kw.k, err)
+	}
+}
+
+// fakeChunks serves children of the given parents (chunk id -> parent id) and counts row reads.
+type fakeChunks struct {
+	parent map[string]string
+	read   int
+}
+
+func (f *fakeChunks) GetChunks(_ context.Context, tenant string, ids []string) ([]rag.Chunk, error) {
+	var out []rag.Chunk
+	for _, id := range ids {
+		if p, ok := f.parent[id]; ok {
+			out = append(out, rag.Chunk{ID: id, Tenant: tenant, ParentID: p, DocumentID: "d" + p, Level: rag.LevelChild, Content: id})
+			f.read++
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeChunks) GetDocument(_ context.Context, tenant, id string) (rag.Document, error) {
+	return rag.Document{ID: id, Tenant: tenant, FileName: id + ".md", Status: rag.StatusReady}, nil
+}
+
+// load reads rows window by window until it has k parents: the first window's siblings do not end the
+// list short, and rows past the k-th parent's window are not read.
+func TestLoadReadsWindowsUntilKParents(t *testing.T) {
+	f := &fakeChunks{parent: map[string]string{}}
+	var hits []rag.Hit
+	for i := range 20 {
+		id := fmt.Sprintf("c%02d", i)
+		p := "A" // the first 6 are siblings
+		if i >= 6 {
+			p = fmt.Sprintf("P%02d", i)
+		}
+		if i != 7 { // a hit whose chunk is gone is skipped
+			f.parent[id] = p
+		}
+		hits = append(hits, rag.Hit{ChunkID: id, Score: float32(20 - i)})
+	}
+	r := &Retriever{Chunks: f}
+	kept, ev, err := r.load(context.Background(), "t", hits, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, h := range kept {
+		got = append(got, h.ChunkID+"/"+ev[i].ParentID)
+	}
+	if want := "c00/A c06/P06 c08/P08"; strings.Join(got, " ") != want {
+		t.Fatalf("kept %v, want %s", got, want)
+	}
+	if f.read != 11 { // two windows of 6 hits, one of them gone
+		t.Fatalf("%d rows read, want 11", f.read)
 	}
 }

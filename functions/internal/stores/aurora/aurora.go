@@ -9,7 +9,6 @@ import (
 
 	"github.com/docmind/docmind/functions/internal/awsenv"
 
-	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/store/mysql"
 	"github.com/docmind/docmind/shared/store/sqldb"
@@ -35,5 +34,5 @@ func Open(ctx context.Context, cfg config.Config) (*sqldb.DB, error) {
 // Keyword is BM25 over the chunk rows in db, with the configured parameters.
 func Keyword(db *sqldb.DB, cfg config.Config) *mysql.Keyword {
 	r := cfg.Retrieval
-	return &mysql.Keyword{DB: db, Params: bm25.Params{K1: r.BM25K1, B: r.BM25B, TitleWeight: r.BM25TitleWeight, ContextWeight: r.BM25ContextWeight}}
+	return &mysql.Keyword{DB: db, Params: r.BM25Params()}
 }
