@@ -6,18 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
-	"strings"
+	"path/filepath"
 	"time"
 
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
-	"github.com/docmind/docmind/shared/connector/confluence"
-	"github.com/docmind/docmind/shared/connector/gdrive"
-	"github.com/docmind/docmind/shared/connector/sharepoint"
-	"github.com/docmind/docmind/shared/connector/web"
+	"github.com/docmind/docmind/shared/connector/manage"
 	"github.com/docmind/docmind/shared/ingest"
-	"github.com/docmind/docmind/shared/netx"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
@@ -92,7 +87,7 @@ func connectorAdd(e env, cfg config.Config, name, kbName, typ, urlFlag, settings
 	if err := rag.ValidateConnectorName(name); err != nil {
 		return fail(e, rag.E("docmind", rag.KindInvalid, err))
 	}
-	src, err := connectorSource(e.ctx, cfg, c, e.getenv, nil)
+	src, err := connectorBuilder(cfg, e.getenv).Source(e.ctx, c)
 	if err != nil {
 		return fail(e, err)
 	}
@@ -167,7 +162,7 @@ func connectorSync(e env, cfg config.Config, name string, dry, asJSON bool) int 
 		return fail(e, err)
 	}
 	defer s.Close()
-	res, err := syncConnector(e.ctx, cfg, s.SQL, svc, name, dry, e.getenv, nil)
+	res, err := connectorManager(cfg, s.SQL, svc, e.getenv, nil).Sync(e.ctx, cfg.Tenant, name, dry)
 	if asJSON {
 		printJSON(e.stdout, res)
 	} else {
@@ -203,8 +198,7 @@ func connectorRemove(e env, cfg config.Config, name string) int {
 		return fail(e, err)
 	}
 	defer s.Close()
-	eng := &connector.Engine{Indexer: svc, Documents: s.SQL, State: s.SQL, Leases: s.SQL}
-	n, err := eng.Remove(e.ctx, cfg.Tenant, name)
+	n, err := connectorManager(cfg, s.SQL, svc, e.getenv, nil).Remove(e.ctx, cfg.Tenant, name)
 	if err != nil {
 		return fail(e, err)
 	}
@@ -213,53 +207,18 @@ func connectorRemove(e env, cfg config.Config, name string) int {
 	return exitOK
 }
 
-// syncConnector runs one sync of the tenant's connector name.
-func syncConnector(ctx context.Context, cfg config.Config, db *sqldb.DB, svc *ingest.Service, name string, dry bool,
-	getenv func(string) string, log *slog.Logger) (connector.Result, error) {
-	c, err := db.GetConnector(ctx, cfg.Tenant, name)
-	if err != nil {
-		return connector.Result{Connector: name}, err
-	}
-	src, err := connectorSource(ctx, cfg, c, getenv, nil)
-	if err != nil {
-		return connector.Result{Connector: name}, err
-	}
-	eng := &connector.Engine{Indexer: svc, Documents: db, State: db, Leases: db, Metadata: db, Log: log}
-	return eng.Sync(ctx, cfg.Tenant, name, src, connector.Options{DryRun: dry})
+// connectorBuilder builds connectors' sources with docmind's settings: the allow list of
+// DOCMIND_CONNECTOR_ALLOW_HOSTS (validated by config.Validate), the response cap, and credentials
+// from files and variables (secrets: nil here; Secrets Manager is the AWS runtime's).
+func connectorBuilder(cfg config.Config, getenv func(string) string) manage.Builder {
+	return manage.Builder{AllowHosts: cfg.Connectors.AllowHosts, MaxBytes: cfg.Server.MaxBodyBytes, Getenv: getenv}
 }
 
-// connectorHTTP is the hardened client a connector sends through, with the allow list of
-// DOCMIND_CONNECTOR_ALLOW_HOSTS (validated by config.Validate).
-func connectorHTTP(cfg config.Config) *connector.HTTP {
-	prefixes, hosts, _ := netx.ParseAllowList(cfg.Connectors.AllowHosts)
-	return &connector.HTTP{Client: netx.NewClient(netx.Options{Allow: prefixes, AllowHosts: hosts, Timeout: time.Minute,
-		MaxBytes: cfg.Server.MaxBodyBytes})}
-}
-
-// connectorSource builds a connector's Source from its stored settings. secrets reads Secrets Manager
-// where a connector names a secret (nil locally).
-func connectorSource(ctx context.Context, cfg config.Config, c rag.Connector, getenv func(string) string, secrets connector.SecretReader) (connector.Source, error) {
-	switch c.Type {
-	case "web":
-		wc, err := web.ParseConfig([]byte(c.Config))
-		if err != nil {
-			return nil, err
-		}
-		return web.New(wc, connectorHTTP(cfg)), nil
-	case "confluence":
-		return credentialed(ctx, cfg, c, confluence.ParseConfig, func(cc confluence.Config) connector.CredentialRef { return cc.CredentialRef },
-			confluence.CredentialKeys, getenv, secrets, confluence.New)
-	case "sharepoint":
-		return credentialed(ctx, cfg, c, sharepoint.ParseConfig, func(sc sharepoint.Config) connector.CredentialRef { return sc.CredentialRef },
-			sharepoint.CredentialKeys, getenv, secrets, sharepoint.New)
-	case "gdrive":
-		return credentialed(ctx, cfg, c, gdrive.ParseConfig, func(gc gdrive.Config) connector.CredentialRef { return gc.CredentialRef },
-			gdrive.CredentialKeys, getenv, secrets, gdrive.New)
-	}
-	if !slices.Contains(rag.ConnectorTypes, c.Type) {
-		return nil, rag.Errorf("docmind", rag.KindInvalid, "connector type %q is not one of %s", c.Type, strings.Join(rag.ConnectorTypes, ", "))
-	}
-	return nil, rag.Errorf("docmind", rag.KindInvalid, "the %s connector is not available in this build yet (docs/connectors.md)", c.Type)
+// connectorManager runs connector operations over the relational store and the ingestion service.
+// Connectors added from the page keep their credentials files under <data dir>/connector-credentials/<kb id>/.
+func connectorManager(cfg config.Config, db *sqldb.DB, svc *ingest.Service, getenv func(string) string, log *slog.Logger) *manage.Manager {
+	return &manage.Manager{Store: db, Indexer: svc, Build: connectorBuilder(cfg, getenv), Log: log,
+		CredentialsDir: filepath.Join(cfg.DataDir, "connector-credentials")}
 }
 
 // connectorLoop syncs every connector of the tenant every interval, one after another; a sync
@@ -278,38 +237,5 @@ func (m *Main) connectorLoop(ctx context.Context, every time.Duration) {
 }
 
 func (m *Main) syncAll(ctx context.Context) {
-	list, err := m.Stores.SQL.ListConnectors(ctx, m.Config.Tenant)
-	if err != nil {
-		m.Logger.Warn("connector schedule: list failed", "err", err)
-		return
-	}
-	for _, c := range list {
-		if ctx.Err() != nil {
-			return
-		}
-		res, err := syncConnector(ctx, m.Config, m.Stores.SQL, m.Ingest, c.Name, false, os.Getenv, m.Logger)
-		if err != nil {
-			m.Logger.Warn("connector sync failed", "connector", c.Name, "err", err)
-			continue
-		}
-		m.Logger.Info("connector synced", "connector", c.Name, "status", res.Status, "added", res.Added, "updated", res.Updated,
-			"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
-	}
-}
-
-// credentialed builds a connector that signs in to its source: its settings parsed (C), the
-// credentials they name loaded (variables, a file or a secret), then the source over the hardened
-// client.
-func credentialed[C any, S connector.Source](ctx context.Context, cfg config.Config, c rag.Connector, parse func([]byte) (C, error),
-	ref func(C) connector.CredentialRef, keys []string, getenv func(string) string, secrets connector.SecretReader,
-	build func(C, connector.Credentials, *connector.HTTP) S) (connector.Source, error) {
-	settings, err := parse([]byte(c.Config))
-	if err != nil {
-		return nil, err
-	}
-	creds, err := connector.LoadCredentials(ctx, c.Name, ref(settings), keys, getenv, secrets)
-	if err != nil {
-		return nil, err
-	}
-	return build(settings, creds, connectorHTTP(cfg)), nil
+	m.Connectors.SyncAll(ctx, m.Config.Tenant)
 }

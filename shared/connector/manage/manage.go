@@ -1,0 +1,273 @@
+package manage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// Store is the relational store as connectors use it (sqldb.DB).
+type Store interface {
+	connector.State
+	connector.Documents
+	connector.Leases
+	connector.MetadataStore
+	CreateConnector(ctx context.Context, c *rag.Connector) error
+	ListConnectors(ctx context.Context, tenant string) ([]rag.Connector, error)
+}
+
+// Manager runs the operations on a tenant's connectors.
+type Manager struct {
+	Store   Store
+	Indexer connector.Indexer // ingest.Service
+	Build   Builder
+	Log     *slog.Logger // nil: discarded
+	// CredentialsDir is where connectors added by members (AddMember) keep their credentials files,
+	// one folder per knowledge base id: <dir>/<kb id>/<file>. Empty: members name no credentials.
+	CredentialsDir string
+
+	mu     sync.Mutex
+	bg     context.Context // background syncs run under it; Close cancels it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (m *Manager) engine() *connector.Engine {
+	return &connector.Engine{Indexer: m.Indexer, Documents: m.Store, State: m.Store, Leases: m.Store, Metadata: m.Store, Log: m.log()}
+}
+
+func (m *Manager) log() *slog.Logger {
+	if m.Log != nil {
+		return m.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// List returns the tenant's connectors by name.
+func (m *Manager) List(ctx context.Context, tenant string) ([]rag.Connector, error) {
+	return m.Store.ListConnectors(ctx, tenant)
+}
+
+// Get returns one connector; NotFound when the tenant has none of that name.
+func (m *Manager) Get(ctx context.Context, tenant, name string) (rag.Connector, error) {
+	return m.Store.GetConnector(ctx, tenant, name)
+}
+
+// Add records a new connector of c.Tenant into c.KBID, once its name and settings are valid and its
+// credentials load (and, with check, once the source answers: one request). Invalid naming the
+// problem; Conflict when the tenant has a connector of that name; the source's own error (Permission,
+// Unavailable, ...) when check fails.
+func (m *Manager) Add(ctx context.Context, c *rag.Connector, check bool) error {
+	return m.add(ctx, m.Build, c, check)
+}
+
+func (m *Manager) add(ctx context.Context, b Builder, c *rag.Connector, check bool) error {
+	const op = "manage.Add"
+	if err := rag.ValidateConnectorName(c.Name); err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
+	src, err := b.Source(ctx, *c)
+	if err != nil {
+		return err
+	}
+	if check {
+		if err := src.Validate(ctx); err != nil {
+			return fmt.Errorf("connector %s does not answer: %w", c.Name, err)
+		}
+	}
+	if err := m.Store.CreateConnector(ctx, c); err != nil {
+		if rag.Is(err, rag.KindConflict) {
+			return rag.Errorf(op, rag.KindConflict, "a connector named %q exists already", c.Name)
+		}
+		return err
+	}
+	return nil
+}
+
+// Credential keys of a connector's settings.
+const (
+	keyFile   = "credentials_file"
+	keySecret = "credentials_secret"
+)
+
+// AddMember is Add for a knowledge base's editor, who is not an operator: a secret or a file anywhere
+// on the server would let an editor send another team's credentials to a URL of the editor's choice.
+// So a member's connector names no Secrets Manager secret, and its credentials_file is a bare file
+// name in its own knowledge base's folder, <CredentialsDir>/<kb id>/, which an operator fills; the
+// file must hold every key (variables are not read for it).
+func (m *Manager) AddMember(ctx context.Context, c *rag.Connector, check bool) error {
+	const op = "manage.AddMember"
+	raw := map[string]json.RawMessage{}
+	if c.Config != "" {
+		if err := json.Unmarshal([]byte(c.Config), &raw); err != nil {
+			return rag.Errorf(op, rag.KindInvalid, "settings must be a JSON object")
+		}
+	}
+	if _, ok := raw[keySecret]; ok {
+		return rag.Errorf(op, rag.KindInvalid, "%s is set by an operator (docmind connector add); name a file in this knowledge base's credentials folder with %s", keySecret, keyFile)
+	}
+	if f, ok := raw[keyFile]; ok {
+		var name string
+		if err := json.Unmarshal(f, &name); err != nil || !bareName(name) {
+			return rag.Errorf(op, rag.KindInvalid, "%s must be a file name (no folder) in this knowledge base's credentials folder", keyFile)
+		}
+		if m.CredentialsDir == "" {
+			return rag.Errorf(op, rag.KindInvalid, "credentials files are not enabled here")
+		}
+		path, _ := json.Marshal(filepath.Join(m.CredentialsDir, c.KBID, name))
+		raw[keyFile] = path
+		conf, _ := json.Marshal(raw)
+		c.Config = string(conf)
+	}
+	b := m.Build
+	b.Getenv, b.Secrets = nil, nil
+	return m.add(ctx, b, c, check)
+}
+
+// bareName accepts a plain file name: no folder, no parent, nothing hidden.
+func bareName(s string) bool {
+	return s != "" && len(s) <= 255 && !strings.ContainsAny(s, `/\`+"\x00") && !strings.HasPrefix(s, ".")
+}
+
+// Credentials says where a connector's credentials come from, for display: "file", "secret",
+// "variables" (a type that needs credentials and names no file or secret) or "none" (web).
+func Credentials(c rag.Connector) string {
+	var raw map[string]json.RawMessage
+	json.Unmarshal([]byte(c.Config), &raw)
+	switch {
+	case raw[keySecret] != nil:
+		return "secret"
+	case raw[keyFile] != nil:
+		return "file"
+	case c.Type == "web":
+		return "none"
+	}
+	return "variables"
+}
+
+// PublicSettings returns a connector's settings without where its credentials are kept: a page shows
+// what the connector reads, not the server's paths or secret names.
+func PublicSettings(c rag.Connector) json.RawMessage {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(c.Config), &raw); err != nil {
+		return json.RawMessage("{}")
+	}
+	delete(raw, keyFile)
+	delete(raw, keySecret)
+	b, _ := json.Marshal(raw)
+	return b
+}
+
+// Check builds the connector and asks its source one cheap question with its credentials: nil when
+// it answers; Invalid for settings or credentials that cannot work; the source's error otherwise.
+func (m *Manager) Check(ctx context.Context, tenant, name string) error {
+	c, err := m.Store.GetConnector(ctx, tenant, name)
+	if err != nil {
+		return err
+	}
+	src, err := m.Build.Source(ctx, c)
+	if err != nil {
+		return err
+	}
+	return src.Validate(ctx)
+}
+
+// Sync runs one sync of the tenant's connector now and returns what it did (or, with dry, what it
+// would do). See connector.Engine.Sync for the errors.
+func (m *Manager) Sync(ctx context.Context, tenant, name string, dry bool) (connector.Result, error) {
+	c, err := m.Store.GetConnector(ctx, tenant, name)
+	if err != nil {
+		return connector.Result{Connector: name}, err
+	}
+	src, err := m.Build.Source(ctx, c)
+	if err != nil {
+		return connector.Result{Connector: name}, err
+	}
+	return m.engine().Sync(ctx, tenant, name, src, connector.Options{DryRun: dry})
+}
+
+// Start begins a sync and returns once its status reads running; the sync goes on in the background
+// until it ends or Close is called, and its outcome is the connector's status. Conflict when a sync
+// of it is running already; NotFound, or Invalid for settings that cannot work, before anything runs.
+func (m *Manager) Start(ctx context.Context, tenant, name string) error {
+	c, err := m.Store.GetConnector(ctx, tenant, name)
+	if err != nil {
+		return err
+	}
+	src, err := m.Build.Source(ctx, c)
+	if err != nil {
+		return err
+	}
+	bg := m.background()
+	if bg.Err() != nil {
+		return rag.Errorf("manage.Start", rag.KindUnavailable, "the server is stopping")
+	}
+	run, err := m.engine().Begin(ctx, tenant, name, src, connector.Options{})
+	if err != nil {
+		return err
+	}
+	m.wg.Go(func() {
+		res, err := run.Finish(bg)
+		if err != nil {
+			m.log().Warn("connector sync failed", "connector", name, "err", err)
+			return
+		}
+		m.log().Info("connector synced", "connector", name, "status", res.Status, "added", res.Added, "updated", res.Updated,
+			"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
+	})
+	return nil
+}
+
+func (m *Manager) background() context.Context {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bg == nil {
+		m.bg, m.cancel = context.WithCancel(context.Background())
+	}
+	return m.bg
+}
+
+// Close cancels the background syncs and waits for them: each records status failed (the context
+// ended) and releases its lease, so the next sync resumes from the stored cursor.
+func (m *Manager) Close() {
+	m.background()
+	m.mu.Lock()
+	m.cancel()
+	m.mu.Unlock()
+	m.wg.Wait()
+}
+
+// Remove deletes every document the connector indexed, then the connector; it returns how many
+// documents were deleted. NotFound when there is none.
+func (m *Manager) Remove(ctx context.Context, tenant, name string) (int, error) {
+	return m.engine().Remove(ctx, tenant, name)
+}
+
+// SyncAll syncs every connector of the tenant, one after another (the serve schedule); a sync that
+// fails is logged (never its credentials) and tried again at the next call.
+func (m *Manager) SyncAll(ctx context.Context, tenant string) {
+	list, err := m.Store.ListConnectors(ctx, tenant)
+	if err != nil {
+		m.log().Warn("connector schedule: list failed", "err", err)
+		return
+	}
+	for _, c := range list {
+		if ctx.Err() != nil {
+			return
+		}
+		res, err := m.Sync(ctx, tenant, c.Name, false)
+		if err != nil {
+			m.log().Warn("connector sync failed", "connector", c.Name, "err", err)
+			continue
+		}
+		m.log().Info("connector synced", "connector", c.Name, "status", res.Status, "added", res.Added, "updated", res.Updated,
+			"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
+	}
+}
