@@ -99,7 +99,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.Chat = chat
 	deps := httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
 		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, MaxUploadBytes: m.Config.Server.MaxBodyBytes,
-		Chat: chat, Conversations: s.SQL, MCP: mcp.Handler(mcp.Options{Version: m.Version, Logger: m.Logger})}
+		Chat: chat, Conversations: s.SQL, Connectors: m.Connectors, MCP: mcp.Handler(mcp.Options{Version: m.Version, Logger: m.Logger})}
 	if err := m.identity(&deps); err != nil {
 		return err
 	}
@@ -117,6 +117,8 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	return nil
 }
+
+var _ httpapi.Connectors = (*manage.Manager)(nil)
 
 // Addr is the bound address (useful with port 0).
 func (m *Main) Addr() string { return m.ln.Addr().String() }

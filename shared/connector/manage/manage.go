@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -93,8 +94,8 @@ func (m *Manager) add(ctx context.Context, b Builder, c *rag.Connector, check bo
 
 // Credential keys of a connector's settings.
 const (
-	keyFile   = "credentials_file"
-	keySecret = "credentials_secret"
+	keyFile   = connector.KeyCredentialsFile
+	keySecret = connector.KeyCredentialsSecret
 )
 
 // AddMember is Add for a knowledge base's editor, who is not an operator: a secret or a file anywhere
@@ -121,8 +122,13 @@ func (m *Manager) AddMember(ctx context.Context, c *rag.Connector, check bool) e
 		if m.CredentialsDir == "" {
 			return rag.Errorf(op, rag.KindInvalid, "credentials files are not enabled here")
 		}
-		path, _ := json.Marshal(filepath.Join(m.CredentialsDir, c.KBID, name))
-		raw[keyFile] = path
+		path := filepath.Join(m.CredentialsDir, c.KBID, name)
+		if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+			// the server's path stays on the server: the operator knows where the folder is
+			return rag.Errorf(op, rag.KindInvalid, "no credentials file %q in this knowledge base's credentials folder (an operator puts it there)", name)
+		}
+		quoted, _ := json.Marshal(path)
+		raw[keyFile] = quoted
 		conf, _ := json.Marshal(raw)
 		c.Config = string(conf)
 	}
@@ -134,35 +140,6 @@ func (m *Manager) AddMember(ctx context.Context, c *rag.Connector, check bool) e
 // bareName accepts a plain file name: no folder, no parent, nothing hidden.
 func bareName(s string) bool {
 	return s != "" && len(s) <= 255 && !strings.ContainsAny(s, `/\`+"\x00") && !strings.HasPrefix(s, ".")
-}
-
-// Credentials says where a connector's credentials come from, for display: "file", "secret",
-// "variables" (a type that needs credentials and names no file or secret) or "none" (web).
-func Credentials(c rag.Connector) string {
-	var raw map[string]json.RawMessage
-	json.Unmarshal([]byte(c.Config), &raw)
-	switch {
-	case raw[keySecret] != nil:
-		return "secret"
-	case raw[keyFile] != nil:
-		return "file"
-	case c.Type == "web":
-		return "none"
-	}
-	return "variables"
-}
-
-// PublicSettings returns a connector's settings without where its credentials are kept: a page shows
-// what the connector reads, not the server's paths or secret names.
-func PublicSettings(c rag.Connector) json.RawMessage {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(c.Config), &raw); err != nil {
-		return json.RawMessage("{}")
-	}
-	delete(raw, keyFile)
-	delete(raw, keySecret)
-	b, _ := json.Marshal(raw)
-	return b
 }
 
 // Check builds the connector and asks its source one cheap question with its credentials: nil when
