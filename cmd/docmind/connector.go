@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
-	"github.com/docmind/docmind/shared/connector/manage"
+	"github.com/docmind/docmind/shared/connector/sources"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/sqldb"
@@ -87,7 +86,7 @@ func connectorAdd(e env, cfg config.Config, name, kbName, typ, urlFlag, settings
 	if err := rag.ValidateConnectorName(name); err != nil {
 		return fail(e, rag.E("docmind", rag.KindInvalid, err))
 	}
-	src, err := connectorBuilder(cfg, e.getenv).Source(e.ctx, c)
+	src, err := connectorSource(e.ctx, cfg, c, e.getenv, nil)
 	if err != nil {
 		return fail(e, err)
 	}
@@ -162,7 +161,7 @@ func connectorSync(e env, cfg config.Config, name string, dry, asJSON bool) int 
 		return fail(e, err)
 	}
 	defer s.Close()
-	res, err := connectorManager(cfg, s.SQL, svc, e.getenv, nil).Sync(e.ctx, cfg.Tenant, name, dry)
+	res, err := syncConnector(e.ctx, cfg, s.SQL, svc, name, dry, e.getenv, nil)
 	if asJSON {
 		printJSON(e.stdout, res)
 	} else {
@@ -207,18 +206,17 @@ func connectorRemove(e env, cfg config.Config, name string) int {
 	return exitOK
 }
 
-// connectorBuilder builds connectors' sources with docmind's settings: the allow list of
-// DOCMIND_CONNECTOR_ALLOW_HOSTS (validated by config.Validate), the response cap, and credentials
-// from files and variables (secrets: nil here; Secrets Manager is the AWS runtime's).
-func connectorBuilder(cfg config.Config, getenv func(string) string) manage.Builder {
-	return manage.Builder{AllowHosts: cfg.Connectors.AllowHosts, MaxBytes: cfg.Server.MaxBodyBytes, Getenv: getenv}
+// syncConnector runs one sync of the tenant's connector name (manage.Manager.Sync: the same code as
+// the HTTP API's).
+func syncConnector(ctx context.Context, cfg config.Config, db *sqldb.DB, svc *ingest.Service, name string, dry bool,
+	getenv func(string) string, log *slog.Logger) (connector.Result, error) {
+	return connectorManager(cfg, db, svc, getenv, log).Sync(ctx, cfg.Tenant, name, dry)
 }
 
-// connectorManager runs connector operations over the relational store and the ingestion service.
-// Connectors added from the page keep their credentials files under <data dir>/connector-credentials/<kb id>/.
-func connectorManager(cfg config.Config, db *sqldb.DB, svc *ingest.Service, getenv func(string) string, log *slog.Logger) *manage.Manager {
-	return &manage.Manager{Store: db, Indexer: svc, Build: connectorBuilder(cfg, getenv), Log: log,
-		CredentialsDir: filepath.Join(cfg.DataDir, "connector-credentials")}
+// connectorSource builds a connector's Source from its stored settings (sources.Build). secrets reads
+// Secrets Manager where a connector names a secret (nil locally).
+func connectorSource(ctx context.Context, cfg config.Config, c rag.Connector, getenv func(string) string, secrets connector.SecretReader) (connector.Source, error) {
+	return sources.Build(ctx, cfg, c, getenv, secrets)
 }
 
 // connectorLoop syncs every connector of the tenant every interval, one after another; a sync
@@ -237,5 +235,21 @@ func (m *Main) connectorLoop(ctx context.Context, every time.Duration) {
 }
 
 func (m *Main) syncAll(ctx context.Context) {
-	m.Connectors.SyncAll(ctx, m.Config.Tenant)
+	list, err := m.Stores.SQL.ListConnectors(ctx, m.Config.Tenant)
+	if err != nil {
+		m.Logger.Warn("connector schedule: list failed", "err", err)
+		return
+	}
+	for _, c := range list {
+		if ctx.Err() != nil {
+			return
+		}
+		res, err := syncConnector(ctx, m.Config, m.Stores.SQL, m.Ingest, c.Name, false, os.Getenv, m.Logger)
+		if err != nil {
+			m.Logger.Warn("connector sync failed", "connector", c.Name, "err", err)
+			continue
+		}
+		m.Logger.Info("connector synced", "connector", c.Name, "status", res.Status, "added", res.Added, "updated", res.Updated,
+			"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
+	}
 }

@@ -118,8 +118,6 @@ func (m *Main) Open(ctx context.Context) error {
 	return nil
 }
 
-var _ httpapi.Connectors = (*manage.Manager)(nil)
-
 // Addr is the bound address (useful with port 0).
 func (m *Main) Addr() string { return m.ln.Addr().String() }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/chunk"
+	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector/manage"
 	"github.com/docmind/docmind/shared/embed"
 	"github.com/docmind/docmind/shared/ingest"
@@ -80,8 +81,9 @@ func newConnectorRig(t *testing.T) *connectorRig {
 	st := &ingest.Stages{Records: r.db, Vectors: memvec.New(64), Blobs: blobs, Embedder: embed.NewOffline(64), Keyword: bm25.New(bm25.DefaultParams()),
 		Chunking: chunk.Options{ChildChars: 300, Overlap: 30, ParentChars: 1200}}
 	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}, Leases: r.db}
-	r.mgr = &manage.Manager{Store: r.db, Indexer: svc, Build: manage.Builder{AllowHosts: "127.0.0.1", MaxBytes: 1 << 20},
-		CredentialsDir: t.TempDir()}
+	cfg := config.Default()
+	cfg.Connectors.AllowHosts, cfg.Server.MaxBodyBytes = "127.0.0.1", 1<<20
+	r.mgr = &manage.Manager{Store: r.db, Indexer: svc, Config: cfg, CredentialsDir: t.TempDir()}
 	t.Cleanup(r.mgr.Close)
 	r.who = &rag.Principal{Tenant: "acme", UserID: r.ben.ID, Role: rag.RoleMember, Method: "key"}
 	r.h = New(Deps{Library: r.db, Admin: r.db, Members: r.db, Audit: r.db, Connectors: r.mgr, Logger: slog.New(slog.DiscardHandler),

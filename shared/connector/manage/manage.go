@@ -1,3 +1,7 @@
+// Package manage runs the operations on connectors that `docmind connector`, the HTTP API (the page's
+// knowledge-base settings) and `docmind serve` share: add (an operator's, or a member's with its
+// credentials confined to its knowledge base), check, sync (now, in the background or as a dry run) and
+// remove. Sources are built by shared/connector/sources, the one place that knows every connector type.
 package manage
 
 import (
@@ -10,7 +14,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/sources"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -28,7 +34,12 @@ type Store interface {
 type Manager struct {
 	Store   Store
 	Indexer connector.Indexer // ingest.Service
-	Build   Builder
+	// Config gives the sources the allow list of DOCMIND_CONNECTOR_ALLOW_HOSTS and the response cap.
+	Config config.Config
+	// Getenv supplies credentials still missing after a connector's file or secret
+	// (DOCMIND_CONNECTOR_<NAME>_<KEY>); Secrets reads Secrets Manager (nil locally).
+	Getenv  func(string) string
+	Secrets connector.SecretReader
 	Log     *slog.Logger // nil: discarded
 	// CredentialsDir is where connectors added by members (AddMember) keep their credentials files,
 	// one folder per knowledge base id: <dir>/<kb id>/<file>. Empty: members name no credentials.
@@ -66,15 +77,20 @@ func (m *Manager) Get(ctx context.Context, tenant, name string) (rag.Connector, 
 // problem; Conflict when the tenant has a connector of that name; the source's own error (Permission,
 // Unavailable, ...) when check fails.
 func (m *Manager) Add(ctx context.Context, c *rag.Connector, check bool) error {
-	return m.add(ctx, m.Build, c, check)
+	return m.add(ctx, m.Getenv, m.Secrets, c, check)
 }
 
-func (m *Manager) add(ctx context.Context, b Builder, c *rag.Connector, check bool) error {
+// source builds the connector's Source with the manager's credentials sources.
+func (m *Manager) source(ctx context.Context, c rag.Connector) (connector.Source, error) {
+	return sources.Build(ctx, m.Config, c, m.Getenv, m.Secrets)
+}
+
+func (m *Manager) add(ctx context.Context, getenv func(string) string, secrets connector.SecretReader, c *rag.Connector, check bool) error {
 	const op = "manage.Add"
 	if err := rag.ValidateConnectorName(c.Name); err != nil {
 		return rag.E(op, rag.KindInvalid, err)
 	}
-	src, err := b.Source(ctx, *c)
+	src, err := sources.Build(ctx, m.Config, *c, getenv, secrets)
 	if err != nil {
 		return err
 	}
@@ -132,9 +148,7 @@ func (m *Manager) AddMember(ctx context.Context, c *rag.Connector, check bool) e
 		conf, _ := json.Marshal(raw)
 		c.Config = string(conf)
 	}
-	b := m.Build
-	b.Getenv, b.Secrets = nil, nil
-	return m.add(ctx, b, c, check)
+	return m.add(ctx, nil, nil, c, check)
 }
 
 // bareName accepts a plain file name: no folder, no parent, nothing hidden.
@@ -149,7 +163,7 @@ func (m *Manager) Check(ctx context.Context, tenant, name string) error {
 	if err != nil {
 		return err
 	}
-	src, err := m.Build.Source(ctx, c)
+	src, err := m.source(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -163,7 +177,7 @@ func (m *Manager) Sync(ctx context.Context, tenant, name string, dry bool) (conn
 	if err != nil {
 		return connector.Result{Connector: name}, err
 	}
-	src, err := m.Build.Source(ctx, c)
+	src, err := m.source(ctx, c)
 	if err != nil {
 		return connector.Result{Connector: name}, err
 	}
@@ -178,7 +192,7 @@ func (m *Manager) Start(ctx context.Context, tenant, name string) error {
 	if err != nil {
 		return err
 	}
-	src, err := m.Build.Source(ctx, c)
+	src, err := m.source(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -225,26 +239,4 @@ func (m *Manager) Close() {
 // documents were deleted. NotFound when there is none.
 func (m *Manager) Remove(ctx context.Context, tenant, name string) (int, error) {
 	return m.engine().Remove(ctx, tenant, name)
-}
-
-// SyncAll syncs every connector of the tenant, one after another (the serve schedule); a sync that
-// fails is logged (never its credentials) and tried again at the next call.
-func (m *Manager) SyncAll(ctx context.Context, tenant string) {
-	list, err := m.Store.ListConnectors(ctx, tenant)
-	if err != nil {
-		m.log().Warn("connector schedule: list failed", "err", err)
-		return
-	}
-	for _, c := range list {
-		if ctx.Err() != nil {
-			return
-		}
-		res, err := m.Sync(ctx, tenant, c.Name, false)
-		if err != nil {
-			m.log().Warn("connector sync failed", "connector", c.Name, "err", err)
-			continue
-		}
-		m.log().Info("connector synced", "connector", c.Name, "status", res.Status, "added", res.Added, "updated", res.Updated,
-			"deleted", res.Deleted, "failed", len(res.Failed), "not_modified", res.NotModified, "calls", res.Calls, "ms", res.ElapsedMS)
-	}
 }

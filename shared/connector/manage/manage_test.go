@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/sqlite"
 )
@@ -29,7 +30,7 @@ func TestAddMemberCredentialsFile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	env := map[string]string{"DOCMIND_CONNECTOR_WIKI_TOKEN": "from-a-variable"}
-	m := &Manager{Store: db, CredentialsDir: dir, Build: Builder{Getenv: func(k string) string { return env[k] }}}
+	m := &Manager{Store: db, CredentialsDir: dir, Config: config.Default(), Getenv: func(k string) string { return env[k] }}
 	settings := `{"url":"https://acme.atlassian.net/wiki","space":"ENG","credentials_file":"wiki.json"}`
 	os.MkdirAll(filepath.Join(dir, kb.ID), 0o700)
 	// the file lacks the token; the variable that would supply it for the CLI is not read for a member
