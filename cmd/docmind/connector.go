@@ -10,6 +10,7 @@ import (
 
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/manage"
 	"github.com/docmind/docmind/shared/connector/sources"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
@@ -219,10 +220,11 @@ func connectorSource(ctx context.Context, cfg config.Config, c rag.Connector, ge
 	return sources.Build(ctx, cfg, c, getenv, secrets)
 }
 
-// connectorLoop syncs every connector of the tenant every interval, one after another; a sync
-// that fails is logged (never its credentials) and retried at the next tick.
-func (m *Main) connectorLoop(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+// connectorLoop syncs, every tick, the tenant's connectors that are due (manage.Due: each at its own
+// interval, else DOCMIND_CONNECTOR_SYNC_INTERVAL), one after another; a sync that fails is logged
+// (never its credentials) and tried again when next due.
+func (m *Main) connectorLoop(ctx context.Context, tick time.Duration) {
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		select {
@@ -243,6 +245,9 @@ func (m *Main) syncAll(ctx context.Context) {
 	for _, c := range list {
 		if ctx.Err() != nil {
 			return
+		}
+		if !manage.Due(c, m.Config.Connectors.SyncInterval, time.Now()) {
+			continue
 		}
 		res, err := syncConnector(ctx, m.Config, m.Stores.SQL, m.Ingest, c.Name, false, os.Getenv, m.Logger)
 		if err != nil {

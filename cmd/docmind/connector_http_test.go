@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // The page's connector settings through the real server: `docmind serve` with the loopback site
@@ -109,5 +110,51 @@ func TestConnectorsOverServe(t *testing.T) {
 	getJSON(t, base+"/api/kbs/handbook/documents", &docs)
 	if len(docs.Documents) != 0 {
 		t.Fatalf("documents after remove: %+v", docs.Documents)
+	}
+}
+
+// The serve schedule syncs each connector when it is due: one on the default interval is synced by
+// the schedule alone (never synced: due at once), one set "off" is left for a sync by hand.
+func TestConnectorScheduleKeepsEachInterval(t *testing.T) {
+	srv, _ := testSite(t)
+	_, base := startServer(t, func(m *Main) {
+		m.NoDemo, m.NoWatch = true, true
+		m.Config.Connectors.AllowHosts = "127.0.0.1"
+		m.Config.Connectors.SyncInterval = 100 * time.Millisecond // the tick too (manage.ScheduleTick)
+	})
+	post := func(path string, body any) int {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("/api/kbs", map[string]string{"name": "handbook"}); code != http.StatusCreated {
+		t.Fatalf("create kb = %d", code)
+	}
+	// "by-hand" sorts first: each pass of the schedule considers it before "scheduled"
+	for _, c := range []map[string]any{
+		{"name": "by-hand", "type": "web", "settings": map[string]any{"url": srv.URL + "/kb/"}, "interval": "off"},
+		{"name": "scheduled", "type": "web", "settings": map[string]any{"url": srv.URL + "/kb/"}},
+	} {
+		if code := post("/api/kbs/handbook/connectors", c); code != http.StatusCreated {
+			t.Fatalf("add %v = %d", c["name"], code)
+		}
+	}
+	status := func(name string) string {
+		var c struct {
+			Status string `json:"status"`
+		}
+		getJSON(t, base+"/api/kbs/handbook/connectors/"+name, &c)
+		return c.Status
+	}
+	poll(t, "the scheduled connector to be synced", func() bool { return status("scheduled") == "ok" })
+	if got := status("by-hand"); got != "idle" {
+		t.Fatalf("the connector set off is %q; want idle (never synced by the schedule)", got)
 	}
 }

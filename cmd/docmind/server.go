@@ -155,9 +155,8 @@ func (m *Main) background(ctx context.Context) (stop func()) {
 	if m.demoFiles > 0 && m.watcher != nil && m.Progress != nil {
 		wg.Go(func() { m.demoProgress(bg, time.Second) })
 	}
-	if every := m.Config.Connectors.SyncInterval; every > 0 {
-		wg.Go(func() { m.connectorLoop(bg, every) })
-	}
+	// always: a connector may have its own interval when the default is off
+	wg.Go(func() { m.connectorLoop(bg, manage.ScheduleTick(m.Config.Connectors.SyncInterval)) })
 	if m.watcher != nil {
 		wg.Go(func() {
 			if err := m.watcher.Run(bg); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/docmind/docmind/shared/connector"
@@ -26,6 +27,8 @@ type Connectors interface {
 	Start(ctx context.Context, tenant, name string) error
 	Sync(ctx context.Context, tenant, name string, dry bool) (connector.Result, error)
 	Remove(ctx context.Context, tenant, name string) (int, error)
+	// SetInterval changes how often the schedule syncs it (rag.Connector.IntervalSeconds).
+	SetInterval(ctx context.Context, tenant, name string, seconds int64) error
 }
 
 // connectorRoutes serves a knowledge base's connectors to its editors; a reader gets 403, a caller
@@ -35,6 +38,7 @@ func (l *library) connectorRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/kbs/{kb}/connectors", l.addConnector)
 	mux.HandleFunc("GET /api/kbs/{kb}/connectors/{name}", l.getConnector)
 	mux.HandleFunc("DELETE /api/kbs/{kb}/connectors/{name}", l.removeConnector)
+	mux.HandleFunc("PATCH /api/kbs/{kb}/connectors/{name}", l.patchConnector)
 	mux.HandleFunc("POST /api/kbs/{kb}/connectors/{name}/check", l.checkConnector)
 	mux.HandleFunc("POST /api/kbs/{kb}/connectors/{name}/sync", l.syncConnector)
 }
@@ -48,6 +52,7 @@ type connectorView struct {
 	KBID        string          `json:"kb_id"`
 	Settings    json.RawMessage `json:"settings"`
 	Credentials string          `json:"credentials"`
+	Interval    string          `json:"interval"` // "default", "off" or a duration ("15m", "6h")
 	Status      string          `json:"status"`
 	Progress    json.RawMessage `json:"progress,omitempty"`
 	LastError   string          `json:"last_error,omitempty"`
@@ -59,7 +64,7 @@ type connectorView struct {
 
 func viewConnector(c rag.Connector) connectorView {
 	v := connectorView{Name: c.Name, Type: c.Type, KBID: c.KBID, Settings: connector.PublicSettings(c.Config),
-		Credentials: connector.CredentialSource(c.Type, c.Config), Status: c.Status, LastError: c.LastError,
+		Credentials: connector.CredentialSource(c.Type, c.Config), Interval: formatInterval(c.IntervalSeconds), Status: c.Status, LastError: c.LastError,
 		StartedAt: c.StartedAt, FinishedAt: c.FinishedAt, SucceededAt: c.SucceededAt, CreatedAt: c.CreatedAt}
 	if c.Progress != "" && json.Valid([]byte(c.Progress)) {
 		v.Progress = json.RawMessage(c.Progress)
@@ -134,8 +139,14 @@ func (l *library) addConnector(w http.ResponseWriter, r *http.Request) {
 		Type     string          `json:"type"`
 		Settings json.RawMessage `json:"settings"`
 		Check    *bool           `json:"check"`
+		Interval string          `json:"interval"`
 	}
-	if err := decodeBody(w, r, &in, `{"name": ..., "type": ..., "settings": {...}, "check": true}`); err != nil {
+	if err := decodeBody(w, r, &in, `{"name": ..., "type": ..., "settings": {...}, "check": true, "interval": "default"}`); err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	interval, err := parseInterval(in.Interval)
+	if err != nil {
 		l.fail(w, r, err)
 		return
 	}
@@ -148,7 +159,7 @@ func (l *library) addConnector(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, "settings must be a JSON object"))
 		return
 	}
-	c := rag.Connector{Tenant: p.Tenant, Name: in.Name, Type: in.Type, KBID: kb.ID, Config: string(settings)}
+	c := rag.Connector{Tenant: p.Tenant, Name: in.Name, Type: in.Type, KBID: kb.ID, Config: string(settings), IntervalSeconds: interval}
 	check := in.Check == nil || *in.Check
 	if err := l.h.d.Connectors.AddMember(r.Context(), &c, check); err != nil {
 		switch k := rag.KindOf(err); {
@@ -258,4 +269,83 @@ func (l *library) removeConnector(w http.ResponseWriter, r *http.Request) {
 	}
 	l.h.audit(r.Context(), p, "connector.remove", c.Name, fmt.Sprintf("%d documents deleted", n))
 	WriteJSON(w, http.StatusOK, map[string]int{"deleted": n})
+}
+
+// patchConnector answers PATCH /api/kbs/{kb}/connectors/{name} with {"interval": "default"|"off"|
+// duration}: how often the schedule syncs it ("default": every DOCMIND_CONNECTOR_SYNC_INTERVAL;
+// "off": only by hand; a duration from 5m to 720h). 200 with the connector; 400 naming the problem;
+// audited.
+func (l *library) patchConnector(w http.ResponseWriter, r *http.Request) {
+	p, _, c, ok := l.connectorOf(w, r)
+	if !ok {
+		return
+	}
+	var in struct {
+		Interval *string `json:"interval"`
+	}
+	if err := decodeBody(w, r, &in, `{"interval": "default" | "off" | "30m" | "6h"}`); err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	if in.Interval == nil {
+		l.fail(w, r, rag.Errorf("httpapi", rag.KindInvalid, `the patch changes nothing: send {"interval": ...}`))
+		return
+	}
+	secs, err := parseInterval(*in.Interval)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	if err := l.h.d.Connectors.SetInterval(r.Context(), p.Tenant, c.Name, secs); err != nil {
+		if rag.Is(err, rag.KindNotFound) { // removed meanwhile
+			err = rag.Errorf("httpapi", rag.KindNotFound, "no connector %q in this knowledge base", c.Name)
+		}
+		l.fail(w, r, err)
+		return
+	}
+	l.h.audit(r.Context(), p, "connector.interval", c.Name, formatInterval(secs))
+	now, err := l.h.d.Connectors.Get(r.Context(), p.Tenant, c.Name)
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, viewConnector(now))
+}
+
+// parseInterval reads an interval as the API writes it: "" or "default" (0), "off"
+// (rag.IntervalNever) or a Go duration of whole seconds within rag.ValidateConnectorInterval's range.
+func parseInterval(s string) (int64, error) {
+	switch strings.TrimSpace(strings.ToLower(s)) {
+	case "", "default":
+		return 0, nil
+	case "off", "never":
+		return rag.IntervalNever, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d%time.Second != 0 {
+		return 0, rag.Errorf("httpapi", rag.KindInvalid, `interval %q must be "default", "off" or a duration such as "30m" or "6h"`, s)
+	}
+	secs := int64(d / time.Second)
+	if secs == 0 || secs == rag.IntervalNever {
+		return 0, rag.Errorf("httpapi", rag.KindInvalid, "interval %q is too short", s)
+	}
+	if err := rag.ValidateConnectorInterval(secs); err != nil {
+		return 0, rag.E("httpapi", rag.KindInvalid, err)
+	}
+	return secs, nil
+}
+
+// formatInterval writes an interval for the API: "default", "off", or "90m", "6h", "45s".
+func formatInterval(secs int64) string {
+	switch {
+	case secs == 0:
+		return "default"
+	case secs == rag.IntervalNever:
+		return "off"
+	case secs%3600 == 0:
+		return fmt.Sprintf("%dh", secs/3600)
+	case secs%60 == 0:
+		return fmt.Sprintf("%dm", secs/60)
+	}
+	return fmt.Sprintf("%ds", secs)
 }

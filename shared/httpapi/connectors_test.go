@@ -269,6 +269,7 @@ func TestConnectorAccess(t *testing.T) {
 		{http.MethodPost, base + "/site/sync", `{"dry_run":true}`},
 		{http.MethodPost, base + "/site/check", ""},
 		{http.MethodDelete, base + "/site", ""},
+		{http.MethodPatch, base + "/site", `{"interval":"30m"}`},
 	} {
 		if code, out := r.do(tc.method, tc.path, tc.body); code != http.StatusForbidden {
 			t.Errorf("reader %s %s = %d %v; want 403", tc.method, tc.path, code, out)
@@ -359,5 +360,52 @@ func TestConnectorViewHidesCredentialRefs(t *testing.T) {
 	raw, _ := json.Marshal(out)
 	if code != http.StatusOK || out["credentials"] != "file" || strings.Contains(string(raw), "/etc/docmind") {
 		t.Fatalf("view = %d %s; want the kind of place only", code, raw)
+	}
+}
+
+// A connector's own interval: set when it is added or with PATCH ("default", "off", a duration from
+// 5m to 720h), shown as written, refused with the reason when out of range; audited.
+func TestConnectorInterval(t *testing.T) {
+	r := newConnectorRig(t)
+	r.role(r.kb, rag.KBEditor)
+	base := "/api/kbs/" + r.kb.ID + "/connectors"
+	b, _ := json.Marshal(map[string]any{"name": "site", "type": "web", "settings": map[string]any{"url": r.site.URL + "/kb/"}, "interval": "6h", "check": false})
+	if code, out := r.do(http.MethodPost, base, string(b)); code != http.StatusCreated || out["interval"] != "6h" {
+		t.Fatalf("add with 6h = %d %v", code, out)
+	}
+	for _, tc := range []struct{ in, want string }{{"90m", "90m"}, {"off", "off"}, {"default", "default"}, {"720h", "720h"}} {
+		code, out := r.do(http.MethodPatch, base+"/site", `{"interval":"`+tc.in+`"}`)
+		if code != http.StatusOK || out["interval"] != tc.want {
+			t.Errorf("PATCH %s = %d %v; want %s", tc.in, code, out, tc.want)
+		}
+	}
+	got, _ := r.db.GetConnector(context.Background(), "acme", "site")
+	if got.IntervalSeconds != 720*3600 {
+		t.Fatalf("stored interval %d; want 720h", got.IntervalSeconds)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"interval":"1m"}`, "between 5m0s and 720h"},
+		{`{"interval":"721h"}`, "between 5m0s and 720h"},
+		{`{"interval":"banana"}`, `"default", "off" or a duration`},
+		{`{"interval":"1.5s"}`, `"default", "off" or a duration`},
+		{`{}`, "changes nothing"},
+		{`{"interval":"30m","name":"x"}`, `unknown field "name"`},
+	} {
+		if code, out := r.do(http.MethodPatch, base+"/site", tc.body); code != http.StatusBadRequest || !strings.Contains(errMessage(out), tc.want) {
+			t.Errorf("PATCH %s = %d %q; want 400 with %q", tc.body, code, errMessage(out), tc.want)
+		}
+	}
+	if got, _ := r.db.GetConnector(context.Background(), "acme", "site"); got.IntervalSeconds != 720*3600 {
+		t.Fatalf("a refused PATCH changed the interval to %d", got.IntervalSeconds)
+	}
+	entries, _ := r.db.ListAudit(context.Background(), "acme", 20)
+	n := 0
+	for _, e := range entries {
+		if e.Action == "connector.interval" {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d connector.interval audit entries; want 4 (one per accepted change)", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
@@ -28,6 +29,7 @@ type Store interface {
 	connector.MetadataStore
 	CreateConnector(ctx context.Context, c *rag.Connector) error
 	ListConnectors(ctx context.Context, tenant string) ([]rag.Connector, error)
+	SetConnectorInterval(ctx context.Context, tenant, name string, seconds int64) error
 }
 
 // Manager runs the operations on a tenant's connectors.
@@ -239,4 +241,37 @@ func (m *Manager) Close() {
 // documents were deleted. NotFound when there is none.
 func (m *Manager) Remove(ctx context.Context, tenant, name string) (int, error) {
 	return m.engine().Remove(ctx, tenant, name)
+}
+
+// Due says whether the schedule should sync c now: its own interval (rag.Connector.IntervalSeconds),
+// else def (DOCMIND_CONNECTOR_SYNC_INTERVAL; 0: off), counted from the start of its last sync,
+// whatever its outcome; a connector never synced is due at once. A sync still running is left to
+// its lease.
+func Due(c rag.Connector, def time.Duration, now time.Time) bool {
+	every := time.Duration(c.IntervalSeconds) * time.Second
+	switch {
+	case c.IntervalSeconds == rag.IntervalNever:
+		return false
+	case c.IntervalSeconds == 0:
+		every = def
+	}
+	if every <= 0 {
+		return false
+	}
+	return c.StartedAt.IsZero() || !now.Before(c.StartedAt.Add(every))
+}
+
+// ScheduleTick is how often the schedule looks for due connectors: every minute, or at the default
+// interval when that is shorter, so that per-connector intervals are kept to within a minute.
+func ScheduleTick(def time.Duration) time.Duration {
+	if def > 0 && def < time.Minute {
+		return def
+	}
+	return time.Minute
+}
+
+// SetInterval changes how often the schedule syncs a connector (rag.Connector.IntervalSeconds).
+// Invalid for an interval out of range; NotFound when there is no such connector.
+func (m *Manager) SetInterval(ctx context.Context, tenant, name string, seconds int64) error {
+	return m.Store.SetConnectorInterval(ctx, tenant, name, seconds)
 }
