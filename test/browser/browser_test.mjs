@@ -1544,6 +1544,12 @@ test("connectors: a web site is added from the knowledge base's settings, dry-ru
   assert.match(await row.textContent(), /never synced/);
   assert.match(await row.textContent(), new RegExp(`url ${site}/kb/`));
 
+  // the schedule: "off" is kept by the server and shown after the list reloads
+  await p.getByRole("combobox", { name: "Schedule of handbook-site" }).selectOption("off");
+  await p.locator("#conn-msg", { hasText: "handbook-site syncs only by hand" }).waitFor();
+  assert.equal((await (await fetch(`${url}/api/kbs/site-kb/connectors/handbook-site`)).json()).interval, "off");
+  assert.equal(await p.getByRole("combobox", { name: "Schedule of handbook-site" }).inputValue(), "off");
+
   await p.getByRole("button", { name: "Dry run of handbook-site" }).click();
   await p.locator("#conn-dry table").waitFor();
   const actions = await p.locator("#conn-dry tbody tr").allTextContents();

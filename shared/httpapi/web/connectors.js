@@ -157,9 +157,42 @@ function renderConnectors(list) {
       button("Dry run", () => dryRun(c), "", `Dry run of ${c.name}`),
       button("Check", () => check(c), "", `Check ${c.name}`),
       button("Remove", () => remove(c), "", `Remove ${c.name}`));
+    actions.append(intervalPicker(c));
     li.append(actions);
     ul.append(li);
   }
+}
+
+// INTERVALS are the schedule's choices; a connector's own other value (set through the API) is kept.
+export const INTERVALS = ["default", "15m", "1h", "6h", "24h", "off"];
+
+// intervalChoices lists the picker's options for a connector's current interval, its own first when
+// it is not one of INTERVALS.
+export function intervalChoices(current) {
+  return INTERVALS.includes(current) || !current ? INTERVALS : [current, ...INTERVALS];
+}
+
+const intervalText = (v) => (v === "default" ? "server default" : v === "off" ? "off (by hand only)" : `every ${v}`);
+
+// intervalPicker changes how often the schedule syncs the connector (PATCH, audited).
+function intervalPicker(c) {
+  const l = el("label", "conn-every", "Schedule ");
+  const sel = el("select");
+  sel.setAttribute("aria-label", `Schedule of ${c.name}`);
+  for (const v of intervalChoices(c.interval)) { const o = el("option", "", intervalText(v)); o.value = v; sel.append(o); }
+  sel.value = c.interval || "default";
+  sel.onchange = async () => {
+    const cur = open;
+    try {
+      await api(`${base(cur.kb)}/${encodeURIComponent(c.name)}`, { method: "PATCH", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ interval: sel.value }) });
+      say(`${c.name} syncs ${sel.value === "default" ? "on the server's default schedule" : sel.value === "off" ? "only by hand" : `every ${sel.value}`}.`);
+    } catch (err) {
+      say(`Schedule not changed: ${err.message}`, true);
+    }
+    loadConnectors();
+  };
+  l.append(sel);
+  return l;
 }
 
 async function syncNow(c, b) {

@@ -2,7 +2,7 @@
 // functions (the DOM code is driven by test/browser).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { webSettings, parseSettings, syncCounts, lastSync, settingsSummary, canManage } from "./connectors.js";
+import { webSettings, parseSettings, syncCounts, lastSync, settingsSummary, canManage, intervalChoices, INTERVALS } from "./connectors.js";
 
 test("webSettings takes the URL and the prefixes one a line, by commas or spaces; none leaves the server's default", () => {
   assert.deepEqual(webSettings(" https://a.example/docs/ ", ""), { url: "https://a.example/docs/" });
@@ -43,4 +43,10 @@ test("only editors and owners manage connectors", () => {
   assert.equal(canManage({ role: "owner" }), true);
   assert.equal(canManage({ role: "editor" }), true);
   assert.equal(canManage({ role: "reader" }), false);
+});
+
+test("the schedule picker offers the usual intervals and keeps a connector's own other one first", () => {
+  assert.deepEqual(intervalChoices("1h"), INTERVALS);
+  assert.deepEqual(intervalChoices(undefined), INTERVALS);
+  assert.deepEqual(intervalChoices("90m"), ["90m", ...INTERVALS]);
 });
