@@ -43,9 +43,8 @@ type Connectors struct {
 	// AllowHosts lets a connector reach private and loopback addresses (an intranet wiki): host names
 	// or CIDRs. Everything else non-public stays refused at dial time (netx).
 	AllowHosts string `json:"allow_hosts" env:"DOCMIND_CONNECTOR_ALLOW_HOSTS" doc:"host names or CIDRs connectors may reach although private or loopback, comma-separated (empty: public addresses only)"`
-	// SyncInterval is how often serve syncs a connector that has no interval of its own (set on the
-	// page); 0 syncs those only by hand.
-	SyncInterval time.Duration `json:"sync_interval" env:"DOCMIND_CONNECTOR_SYNC_INTERVAL" doc:"how often serve syncs a connector without an interval of its own (0: never; docmind connector sync runs one by hand)"`
+	// SyncInterval is how often serve syncs every connector; 0 turns the schedule off.
+	SyncInterval time.Duration `json:"sync_interval" env:"DOCMIND_CONNECTOR_SYNC_INTERVAL" doc:"how often serve syncs every connector (0: never; docmind connector sync runs one by hand)"`
 }
 
 // Auth is identity, browser-origin safety and per-user limits (issue 10).
