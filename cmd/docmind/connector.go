@@ -10,6 +10,7 @@ import (
 
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/manage"
 	"github.com/docmind/docmind/shared/connector/sources"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
@@ -218,8 +219,7 @@ func connectorRemove(e env, cfg config.Config, name string) int {
 			return fail(e, fmt.Errorf("connector %s not removed: its schedule: %w", name, err))
 		}
 	}
-	eng := &connector.Engine{Indexer: svc, Documents: s.SQL, State: s.SQL, Leases: s.SQL}
-	n, err := eng.Remove(e.ctx, cfg.Tenant, name)
+	n, err := connectorManager(cfg, s.SQL, svc, e.getenv, nil).Remove(e.ctx, cfg.Tenant, name)
 	if err != nil {
 		return fail(e, err)
 	}
@@ -228,19 +228,11 @@ func connectorRemove(e env, cfg config.Config, name string) int {
 	return exitOK
 }
 
-// syncConnector runs one sync of the tenant's connector name.
+// syncConnector runs one sync of the tenant's connector name (manage.Manager.Sync: the same code as
+// the HTTP API's).
 func syncConnector(ctx context.Context, cfg config.Config, db *sqldb.DB, svc *ingest.Service, name string, dry bool,
 	getenv func(string) string, log *slog.Logger) (connector.Result, error) {
-	c, err := db.GetConnector(ctx, cfg.Tenant, name)
-	if err != nil {
-		return connector.Result{Connector: name}, err
-	}
-	src, err := connectorSource(ctx, cfg, c, getenv, nil)
-	if err != nil {
-		return connector.Result{Connector: name}, err
-	}
-	eng := &connector.Engine{Indexer: svc, Documents: db, State: db, Leases: db, Metadata: db, Log: log}
-	return eng.Sync(ctx, cfg.Tenant, name, src, connector.Options{DryRun: dry})
+	return connectorManager(cfg, db, svc, getenv, log).Sync(ctx, cfg.Tenant, name, dry)
 }
 
 // connectorSource builds a connector's Source from its stored settings (sources.Build). secrets reads
@@ -249,19 +241,19 @@ func connectorSource(ctx context.Context, cfg config.Config, c rag.Connector, ge
 	return sources.Build(ctx, cfg, c, getenv, secrets)
 }
 
-// connectorLoop keeps serve's schedule (connector.Ticker, the local connector.Scheduler): every
-// connector of the tenant synced every interval on its own timer, one sync at a time. The connectors
-// are read again every minute (or interval, when shorter), so one added or removed by `docmind
-// connector` in another process is scheduled or dropped; a sync that fails is logged (never its
+// connectorLoop keeps serve's schedule (connector.Ticker, the local connector.Scheduler): each
+// connector of the tenant synced on its own timer at its own interval (manage.Every: its interval,
+// else def, DOCMIND_CONNECTOR_SYNC_INTERVAL), one sync at a time. The connectors are read again every
+// manage.ScheduleTick, so one added, removed or re-timed by `docmind connector` or the HTTP API in
+// another process is scheduled, dropped or re-timed; a sync that fails is logged (never its
 // credentials) and retried at its next tick.
-func (m *Main) connectorLoop(ctx context.Context, every time.Duration) {
+func (m *Main) connectorLoop(ctx context.Context, def time.Duration) {
 	t := &connector.Ticker{Sync: func(ctx context.Context, tenant, name string) { m.syncOne(ctx, name) }}
 	defer t.Close()
-	reread := min(every, time.Minute)
-	tick := time.NewTicker(reread)
+	tick := time.NewTicker(manage.ScheduleTick(def))
 	defer tick.Stop()
 	for {
-		m.scheduleConnectors(ctx, t, every)
+		m.scheduleConnectors(ctx, t, def)
 		select {
 		case <-ctx.Done():
 			return
@@ -271,7 +263,7 @@ func (m *Main) connectorLoop(ctx context.Context, every time.Duration) {
 }
 
 // scheduleConnectors brings the ticker in line with the connectors table.
-func (m *Main) scheduleConnectors(ctx context.Context, t *connector.Ticker, every time.Duration) {
+func (m *Main) scheduleConnectors(ctx context.Context, t *connector.Ticker, def time.Duration) {
 	list, err := m.Stores.SQL.ListConnectors(ctx, m.Config.Tenant)
 	if err != nil {
 		m.Logger.Warn("connector schedule: list failed", "err", err)
@@ -279,6 +271,10 @@ func (m *Main) scheduleConnectors(ctx context.Context, t *connector.Ticker, ever
 	}
 	live := map[string]bool{}
 	for _, c := range list {
+		every := manage.Every(c, def)
+		if every <= 0 {
+			continue // off: not scheduled (dropped below if it was)
+		}
 		live[c.Name] = true
 		if err := t.Upsert(ctx, c, every); err != nil {
 			m.Logger.Warn("connector schedule failed", "connector", c.Name, "err", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
 	"github.com/docmind/docmind/shared/connector/awssched"
+	"github.com/docmind/docmind/shared/connector/manage"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -37,10 +38,10 @@ func connectorAWS(ctx context.Context, cfg config.Config) (connector.Scheduler, 
 		awsrt.SecretsManager{Client: secretsmanager.NewFromConfig(ac)}, nil
 }
 
-// scheduleConnector creates or replaces c's schedule (every SyncInterval; none when it is 0) and says
-// so.
+// scheduleConnector creates or replaces c's schedule (every manage.Every: its own interval, else
+// SyncInterval; none when that is 0) and says so.
 func scheduleConnector(e env, cfg config.Config, sched connector.Scheduler, c rag.Connector) error {
-	every := cfg.Connectors.SyncInterval
+	every := manage.Every(c, cfg.Connectors.SyncInterval)
 	if every <= 0 {
 		if err := sched.Delete(e.ctx, c.Tenant, c.Name); err != nil {
 			return err

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/config"
+	"github.com/docmind/docmind/shared/connector/manage"
 	"github.com/docmind/docmind/shared/demo"
 	"github.com/docmind/docmind/shared/httpapi"
 	"github.com/docmind/docmind/shared/ingest"
@@ -41,14 +43,17 @@ type Main struct {
 
 	demoFiles int // demo documents copied at this start, whose ingestion Serve reports
 
-	Stores  *Stores
-	Ingest  *ingest.Service
-	Chat    *answer.Pipeline // the question pipeline, built by Open
-	queue   *ingest.Queue
-	watcher *ingest.Watcher
-	ln      net.Listener
-	srv     *http.Server
-	deps    httpapi.Deps // what the HTTP handler was built with (docmind mcp serves the same operations on stdio)
+	Stores *Stores
+	Ingest *ingest.Service
+	Chat   *answer.Pipeline // the question pipeline, built by Open
+	// Connectors runs connector syncs for the schedule and the HTTP API (its background syncs end
+	// with Serve).
+	Connectors *manage.Manager
+	queue      *ingest.Queue
+	watcher    *ingest.Watcher
+	ln         net.Listener
+	srv        *http.Server
+	deps       httpapi.Deps // what the HTTP handler was built with (docmind mcp serves the same operations on stdio)
 }
 
 // Open opens the stores (applying migrations) and binds the listener.
@@ -67,6 +72,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.queue = &ingest.Queue{Service: m.Ingest, Log: m.Logger}
+	m.Connectors = connectorManager(m.Config, s.SQL, m.Ingest, os.Getenv, m.Logger)
 	inbox := filepath.Join(m.Config.DataDir, "inbox")
 	if !m.NoDemo {
 		if installed, err := demo.Install(m.Config.DataDir); err != nil {
@@ -93,7 +99,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.Chat = chat
 	deps := httpapi.Deps{Version: m.Version, Logger: m.Logger, Checks: s.Checks(),
 		Library: s.SQL, Ingester: uploads{m.queue, m.Ingest}, MaxUploadBytes: m.Config.Server.MaxBodyBytes,
-		Chat: chat, Conversations: s.SQL, MCP: mcp.Handler(mcp.Options{Version: m.Version, Logger: m.Logger})}
+		Chat: chat, Conversations: s.SQL, Connectors: m.Connectors, MCP: mcp.Handler(mcp.Options{Version: m.Version, Logger: m.Logger})}
 	if err := m.identity(&deps); err != nil {
 		return err
 	}
@@ -149,9 +155,8 @@ func (m *Main) background(ctx context.Context) (stop func()) {
 	if m.demoFiles > 0 && m.watcher != nil && m.Progress != nil {
 		wg.Go(func() { m.demoProgress(bg, time.Second) })
 	}
-	if every := m.Config.Connectors.SyncInterval; every > 0 {
-		wg.Go(func() { m.connectorLoop(bg, every) })
-	}
+	// always: a connector may have its own interval when the default is off
+	wg.Go(func() { m.connectorLoop(bg, m.Config.Connectors.SyncInterval) })
 	if m.watcher != nil {
 		wg.Go(func() {
 			if err := m.watcher.Run(bg); err != nil {
@@ -159,7 +164,7 @@ func (m *Main) background(ctx context.Context) (stop func()) {
 			}
 		})
 	}
-	return func() { stopBG(); wg.Wait() }
+	return func() { stopBG(); m.Connectors.Close(); wg.Wait() }
 }
 
 // Close releases the listener and the stores (the vector index is flushed to disk).

@@ -85,3 +85,39 @@ func LoadCredentials(ctx context.Context, name string, ref CredentialRef, keys [
 	}
 	return c, nil
 }
+
+// The settings keys of a CredentialRef.
+const (
+	KeyCredentialsFile   = "credentials_file"
+	KeyCredentialsSecret = "credentials_secret"
+)
+
+// CredentialSource says where a connector's credentials come from, for display: "file", "secret",
+// "variables" (a type that signs in and names neither) or "none" (web, which needs none).
+func CredentialSource(typ, settings string) string {
+	var raw map[string]json.RawMessage
+	json.Unmarshal([]byte(settings), &raw)
+	switch {
+	case raw[KeyCredentialsSecret] != nil:
+		return "secret"
+	case raw[KeyCredentialsFile] != nil:
+		return "file"
+	case typ == "web":
+		return "none"
+	}
+	return "variables"
+}
+
+// PublicSettings returns a connector's settings without where its credentials are kept: an API
+// shows what a connector reads, not the server's paths or secret names. "{}" for settings that are
+// not a JSON object.
+func PublicSettings(settings string) json.RawMessage {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(settings), &raw); err != nil || raw == nil {
+		return json.RawMessage("{}")
+	}
+	delete(raw, KeyCredentialsFile)
+	delete(raw, KeyCredentialsSecret)
+	b, _ := json.Marshal(raw)
+	return b
+}

@@ -130,16 +130,18 @@ func SourceURI(connector, id string) string {
 
 // run is one sync's small state.
 type run struct {
-	e      *Engine
-	tenant string
-	c      rag.Connector
-	src    Source
-	opt    Options
-	known  map[string]rag.ConnectorItem
-	res    Result
-	st     rag.SyncState
-	done   int
-	holder string
+	e       *Engine
+	tenant  string
+	c       rag.Connector
+	src     Source
+	opt     Options
+	known   map[string]rag.ConnectorItem
+	res     Result
+	st      rag.SyncState
+	done    int
+	holder  string
+	start   time.Time
+	release func()
 }
 
 // Sync brings the connector's knowledge base in line with its source: lists the changes since the
@@ -148,23 +150,47 @@ type run struct {
 // the connector does not exist; Conflict when another sync of it holds its lease; a listing error
 // (Unavailable, Permission, ...) ends the sync with status failed and the cursor where it was.
 func (e *Engine) Sync(ctx context.Context, tenant, name string, src Source, opt Options) (Result, error) {
-	start := e.now()
-	c, err := e.State.GetConnector(ctx, tenant, name)
+	r, err := e.Begin(ctx, tenant, name, src, opt)
 	if err != nil {
 		return Result{Connector: name}, err
 	}
-	r := &run{e: e, tenant: tenant, c: c, src: src, opt: opt, res: Result{Connector: name, DryRun: opt.DryRun, Failed: []Failure{}}}
+	return r.Finish(ctx)
+}
+
+// Run is one sync that has begun: its lease is held and its status reads running.
+type Run struct{ r *run }
+
+// Begin starts a sync: it takes the connector's lease and records status running, so that a caller
+// that goes on in the background (the HTTP API answers 202) has a run everyone can see. Finish must
+// follow; it releases the lease. Errors as Sync's before anything is listed (NotFound, Conflict).
+func (e *Engine) Begin(ctx context.Context, tenant, name string, src Source, opt Options) (*Run, error) {
+	start := e.now()
+	c, err := e.State.GetConnector(ctx, tenant, name)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{e: e, tenant: tenant, c: c, src: src, opt: opt, start: start, res: Result{Connector: name, DryRun: opt.DryRun, Failed: []Failure{}}}
 	release, err := r.lease(ctx)
 	if err != nil {
-		return r.res, err
+		return nil, err
 	}
-	defer release()
+	r.release = release
 	r.st = rag.SyncState{Cursor: c.Cursor, Status: rag.SyncRunning, StartedAt: start, SucceededAt: c.SucceededAt}
 	if err := r.save(ctx); err != nil {
-		return r.res, err
+		release()
+		return nil, err
 	}
-	err = r.sync(ctx)
-	r.res.ElapsedMS = e.now().Sub(start).Milliseconds()
+	return &Run{r: r}, nil
+}
+
+// Finish lists and applies the changes, stores the cursor and the final status, and releases the
+// lease (see Sync).
+func (run *Run) Finish(ctx context.Context) (Result, error) {
+	r := run.r
+	defer r.release()
+	e := r.e
+	err := r.sync(ctx)
+	r.res.ElapsedMS = e.now().Sub(r.start).Milliseconds()
 	r.st.FinishedAt = e.now()
 	switch {
 	case err != nil:

@@ -81,6 +81,10 @@ type Deps struct {
 	// Guard configures the browser-origin checks.
 	Guard GuardOptions
 
+	// Connectors, when set (with Library), serves a knowledge base's connectors to its editors
+	// (connectors.go): `docmind serve`; on AWS connectors are managed with the CLI.
+	Connectors Connectors
+
 	// MCP, when set, serves the Model Context Protocol at /mcp (mcp.Handler in shared/mcp): it is given
 	// the operations behind these routes (Service), for a caller identified as on every /api/ route.
 	MCP func(*Service) http.Handler

@@ -96,6 +96,9 @@ func (l *library) routes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/documents/{id}", l.deleteDoc)
 	mux.HandleFunc("POST /api/documents/{id}/reprocess", l.reprocessDoc)
 	mux.HandleFunc("PATCH /api/documents/{id}/metadata", l.patchDocMetadata)
+	if l.h.d.Connectors != nil {
+		l.connectorRoutes(mux)
+	}
 }
 
 func (l *library) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -280,7 +283,7 @@ func (l *library) listKBs(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	out := kbList{KnowledgeBases: []kbView{}, Ingest: l.ing != nil, Upload: l.uploadMode()}
+	out := kbList{KnowledgeBases: []kbView{}, Ingest: l.ing != nil, Upload: l.uploadMode(), Connectors: l.h.d.Connectors != nil}
 	for _, kb := range roles.Readable(kbs) {
 		out.KnowledgeBases = append(out.KnowledgeBases, kbView{KnowledgeBase: kb, Role: roles.Of(kb.ID).String()})
 	}
@@ -300,6 +303,8 @@ type kbList struct {
 	// Upload says how the page sends a file: "direct" to POST /api/kbs/{kb}/documents, or "presigned"
 	// through POST /api/kbs/{kb}/uploads (AWS, where a direct upload is cut at 6 MB), and the largest.
 	Upload uploadMode `json:"upload"`
+	// Connectors says whether editors manage connectors here (GET /api/kbs/{kb}/connectors).
+	Connectors bool `json:"connectors"`
 }
 
 // createKB creates a knowledge base owned by the caller.

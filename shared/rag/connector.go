@@ -15,7 +15,28 @@ type Connector struct {
 	Type      string    `json:"type"`
 	Config    string    `json:"config"`
 	CreatedAt time.Time `json:"created_at"`
+	// IntervalSeconds is how often the schedule syncs it: 0 at the server's default interval,
+	// IntervalNever never (only by hand), else every that many seconds.
+	IntervalSeconds int64 `json:"interval_s"`
 	SyncState
+}
+
+// IntervalNever is a connector synced only by hand.
+const IntervalNever = -1
+
+// MinConnectorInterval is the shortest interval a connector may have: a sync costs the source at
+// least a listing.
+const MinConnectorInterval = 5 * time.Minute
+
+// ValidateConnectorInterval accepts 0 (the default), IntervalNever, or MinConnectorInterval to 30 days.
+func ValidateConnectorInterval(seconds int64) error {
+	if seconds == 0 || seconds == IntervalNever {
+		return nil
+	}
+	if seconds < int64(MinConnectorInterval/time.Second) || seconds > 30*24*3600 {
+		return fmt.Errorf("a connector's interval must be between %s and 720h, or off", MinConnectorInterval)
+	}
+	return nil
 }
 
 // SyncState is a connector's change-feed position and the status of its running or last sync.

@@ -1532,3 +1532,146 @@ test("with the server gone mid-answer or stopped, asking shows a clear error, ke
   assert.deepEqual(p.errors, []);
 });
 
+
+// connectorSite serves a small site on 127.0.0.1 for the connector tests: a home page linking to two
+// others, one titled with markup (a source's text is untrusted) and one that fails with 500.
+async function connectorSite(t) {
+  const http = await import("node:http");
+  const pages = {
+    "/kb/": `<html><head><title>Home</title></head><body><h1>Home</h1><p>The kestrel rota starts on Mondays.</p><a href="rules">rules</a> <a href="broken">broken</a></body></html>`,
+    "/kb/rules": `<html><head><title>&lt;img src=x onerror="window.__xss=1"&gt;Rules</title></head><body><h1>Rules</h1><p>Badgers must sign the ledger twice.</p></body></html>`,
+  };
+  const srv = http.createServer((req, res) => {
+    if (req.url === "/kb/broken") { res.writeHead(500); res.end("down"); return; }
+    const body = pages[req.url];
+    if (!body) { res.writeHead(404); res.end(); return; }
+    res.writeHead(200, { "Content-Type": "text/html" });
+    res.end(body);
+  });
+  await new Promise((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  t.after(() => srv.close());
+  return `http://127.0.0.1:${srv.address().port}`;
+}
+
+// connectorServer starts `docmind serve` (no demo) with the loopback site allow-listed.
+async function connectorServer(t) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const { p: srv } = await run(process.env.DOCMIND_BIN || "../../bin/docmind", ["serve", "--addr", `127.0.0.1:${port}`, "--data", join(work, `conn-${port}`), "--no-demo"],
+    { DOCMIND_CONNECTOR_ALLOW_HOSTS: "127.0.0.1", DOCMIND_CONNECTOR_SYNC_INTERVAL: "0", DOCMIND_LOG_LEVEL: "warn" });
+  t.after(() => srv.kill("SIGTERM"));
+  await until("the connector test server", async () => (await fetch(`${url}/healthz`)).ok);
+  const r = await fetch(`${url}/api/kbs`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ name: "site-kb" }) });
+  assert.equal(r.status, 201);
+  return url;
+}
+
+test("connectors: a web site is added from the knowledge base's settings, dry-run (its items as text), synced in the background to partial with its counts and failure, and removed with its documents", async (t) => {
+  const site = await connectorSite(t);
+  const url = await connectorServer(t);
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  t.after(() => ctx.close());
+  const p = await ctx.newPage();
+  p.setDefaultTimeout(WAIT);
+  const errors = [];
+  p.on("pageerror", (e) => errors.push(e.message));
+  await p.goto(url + "/#kb");
+  await p.getByRole("button", { name: "Connectors of site-kb" }).click();
+  await p.locator("#conn-list", { hasText: "No connectors yet" }).waitFor();
+
+  // settings the server refuses come back with the reason; nothing is added
+  await p.click(".conn-other summary");
+  await p.selectOption("#conn-any-type", "confluence");
+  await p.fill("#conn-any-name", "wiki");
+  await p.fill("#conn-any-settings", '{"url": "https://acme.atlassian.net/wiki", "space": "ENG", "token": "pasted"}');
+  await p.click("#conn-any button[type=submit]");
+  await p.locator("#conn-msg", { hasText: 'unknown field "token"' }).waitFor();
+  await p.fill("#conn-any-settings", "[1]");
+  await p.click("#conn-any button[type=submit]");
+  await p.locator("#conn-msg", { hasText: "must be a JSON object" }).waitFor();
+
+  await p.fill("#conn-web-name", "handbook-site");
+  await p.fill("#conn-web-url", `${site}/kb/`);
+  await p.click("#conn-web button[type=submit]");
+  const row = p.locator('#conn-list li[data-connector="handbook-site"]');
+  await row.locator(".status.idle").waitFor();
+  assert.match(await row.textContent(), /never synced/);
+  assert.match(await row.textContent(), new RegExp(`url ${site}/kb/`));
+
+  // the schedule: "off" is kept by the server and shown after the list reloads
+  await p.getByRole("combobox", { name: "Schedule of handbook-site" }).selectOption("off");
+  await p.locator("#conn-msg", { hasText: "handbook-site syncs only by hand" }).waitFor();
+  assert.equal((await (await fetch(`${url}/api/kbs/site-kb/connectors/handbook-site`)).json()).interval, "off");
+  assert.equal(await p.getByRole("combobox", { name: "Schedule of handbook-site" }).inputValue(), "off");
+
+  await p.getByRole("button", { name: "Dry run of handbook-site" }).click();
+  await p.locator("#conn-dry table").waitFor();
+  const actions = await p.locator("#conn-dry tbody tr").allTextContents();
+  assert.equal(actions.length, 3, actions.join(" | "));
+  assert.ok(actions.some(a => a.startsWith("add") && a.includes('<img src=x onerror="window.__xss=1">Rules')), "the markup title is shown as text");
+  assert.ok(actions.some(a => a.startsWith("fail")), "the broken page would fail");
+  assert.match(await p.textContent("#conn-dry h3"), /2 added · 0 updated · 0 deleted · 1 failed/);
+  assert.equal(await p.locator("#conn-dry img").count(), 0);
+  assert.equal((await (await fetch(`${url}/api/kbs/site-kb/documents`)).json()).documents.length, 0, "a dry run adds nothing");
+
+  await p.getByRole("button", { name: "Sync handbook-site now" }).click();
+  await row.locator(".status.partial").waitFor();
+  assert.match(await row.locator(".conn-counts").textContent(), /2 added · 0 updated · 0 deleted · 1 failed/);
+  assert.match(await row.locator(".conn-error").textContent(), /1 items failed/);
+  assert.match(await row.locator(".conn-last").textContent(), /last sync/);
+  // the documents table follows the sync's end
+  await p.locator("#documents tbody tr", { hasText: "Home.html" }).waitFor();
+  assert.equal(await p.evaluate(() => window.__xss), undefined);
+
+  await p.getByRole("button", { name: "Remove handbook-site" }).click();
+  await p.click("#dlg-confirm button[value=ok]");
+  await p.locator("#conn-msg", { hasText: "Removed handbook-site; 2 documents deleted" }).waitFor();
+  await p.locator("#conn-list", { hasText: "No connectors yet" }).waitFor();
+  assert.equal((await (await fetch(`${url}/api/kbs/site-kb/documents`)).json()).documents.length, 0);
+  assert.equal((await (await fetch(`${url}/api/kbs/site-kb/connectors`)).json()).connectors.length, 0);
+  assert.deepEqual(errors, []);
+});
+
+test("connectors: at 375 px the settings, a connector with a long URL and the dry run's table stay inside the screen", async (t) => {
+  const site = await connectorSite(t);
+  const url = await connectorServer(t);
+  const long = `${site}/kb/` + "a-very-long-path-segment/".repeat(6);
+  const r = await fetch(`${url}/api/kbs/site-kb/connectors`, { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ name: "long-site-with-a-long-name", type: "web", settings: { url: `${site}/kb/`, prefixes: [`${site}/kb/`, long] }, check: false }) });
+  assert.equal(r.status, 201);
+  const ctx = await browser.newContext({ viewport: { width: 375, height: 812 } });
+  t.after(() => ctx.close());
+  const p = await ctx.newPage();
+  p.setDefaultTimeout(WAIT);
+  const errors = [];
+  p.on("pageerror", (e) => errors.push(e.message));
+  await p.goto(url + "/#kb");
+  await p.getByRole("button", { name: "Connectors of site-kb" }).click();
+  await p.locator('#conn-list li[data-connector="long-site-with-a-long-name"]').waitFor();
+  await p.getByRole("button", { name: "Dry run of long-site-with-a-long-name" }).click();
+  await p.locator("#conn-dry table").waitFor();
+  if (SHOTS) {
+    await p.locator("#kb-settings").evaluate((e) => e.scrollIntoView({ block: "start" }));
+    await p.screenshot({ path: join(SHOTS, "connectors-375.png"), fullPage: false });
+  }
+  await p.click(".conn-other summary");
+  const over = await p.evaluate(() => {
+    const out = [];
+    const card = document.getElementById("kb-settings").getBoundingClientRect();
+    if (document.documentElement.scrollWidth > window.innerWidth) out.push(`page ${document.documentElement.scrollWidth} > ${window.innerWidth}`);
+    if (card.right > window.innerWidth + 0.5) out.push(`card right ${card.right}`);
+    for (const e of document.querySelectorAll("#kb-settings *")) {
+      const b = e.getBoundingClientRect();
+      if (b.width && b.right > card.right + 0.5 && !e.closest(".tablewrap")) out.push(`${e.tagName}.${e.className} right ${b.right}`);
+    }
+    return out;
+  });
+  assert.deepEqual(over, []);
+  // each action is a reachable button of at least 24 px
+  const n = "long-site-with-a-long-name";
+  for (const name of [`Sync ${n} now`, `Dry run of ${n}`, `Check ${n}`, `Remove ${n}`]) {
+    const b = await p.getByRole("button", { name }).boundingBox();
+    assert.ok(b && b.height >= 24 && b.x >= 0 && b.x + b.width <= 375, `${name}: ${JSON.stringify(b)}`);
+  }
+  assert.deepEqual(errors, []);
+});

@@ -1,6 +1,7 @@
 // Knowledge bases (list, choose, create, delete) and their documents (status, stage times, chunks).
 
 import { api, postJSON } from "./api.js";
+import { canManage, openConnectors } from "./connectors.js";
 import { $, el, button, state, confirmDialog } from "./dom.js";
 import { parseMarkdown, renderMarkdown } from "./markdown.js";
 import { settleUploads } from "./uploads.js";
@@ -52,8 +53,9 @@ export const isBusy = (d) => d.status === "pending" || d.status === "processing"
 // ---- knowledge bases
 
 export async function loadKBs() {
-  const { knowledge_bases, ingest, upload } = await api("/api/kbs");
+  const { knowledge_bases, ingest, upload, connectors } = await api("/api/kbs");
   state.kbs = knowledge_bases;
+  state.connectors = connectors === true; // editors manage connectors here (docmind serve)
   // how files are sent: "direct" (multipart to this server) or "presigned" (to the storage, with a URL
   // this server signs); an older server says nothing, and takes them directly
   state.upload = upload && typeof upload === "object" ? upload : { mode: "direct" };
@@ -86,6 +88,7 @@ export function renderKBList() {
     if (kb.description) { choose.append(el("span", "kbdesc", kb.description)); choose.title = kb.description; }
     choose.setAttribute("aria-pressed", String(kb.name === $("kb").value));
     li.append(choose);
+    if (kb.name && state.connectors && canManage(kb)) li.append(button("⚙", () => { chooseKB(kb.name); openConnectors(kb, loadDocuments); }, "del", `Connectors of ${kb.name}`));
     if (kb.name && state.ingest) li.append(button("✕", () => deleteKB(kb), "del", `Delete knowledge base ${kb.name}`));
     ul.append(li);
   }

@@ -39,21 +39,24 @@ func (s *DB) CreateConnector(ctx context.Context, c *rag.Connector) error {
 	if c.Config == "" {
 		c.Config = "{}"
 	}
+	if err := rag.ValidateConnectorInterval(c.IntervalSeconds); err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
 	c.CreatedAt = fromMS(ms(s.now()))
 	c.SyncState = rag.SyncState{Status: rag.SyncIdle}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO connectors (tenant_id, name, kb_id, type, config, sync_cursor, status, progress,
-		last_error, started_at, finished_at, succeeded_at, created_at) VALUES (?, ?, ?, ?, ?, '', ?, '', '', 0, 0, 0, ?)`,
-		c.Tenant, c.Name, c.KBID, c.Type, c.Config, rag.SyncIdle, ms(c.CreatedAt))
+		last_error, started_at, finished_at, succeeded_at, created_at, sync_interval_s) VALUES (?, ?, ?, ?, ?, '', ?, '', '', 0, 0, 0, ?, ?)`,
+		c.Tenant, c.Name, c.KBID, c.Type, c.Config, rag.SyncIdle, ms(c.CreatedAt), c.IntervalSeconds)
 	return s.classify(op, err)
 }
 
-const connectorCols = `name, kb_id, type, config, sync_cursor, status, progress, last_error, started_at, finished_at, succeeded_at, created_at`
+const connectorCols = `name, kb_id, type, config, sync_cursor, status, progress, last_error, started_at, finished_at, succeeded_at, created_at, sync_interval_s`
 
 func scanConnector(tenant string, sc interface{ Scan(...any) error }) (rag.Connector, error) {
 	c := rag.Connector{Tenant: tenant}
 	var started, finished, succeeded, created int64
 	err := sc.Scan(&c.Name, &c.KBID, &c.Type, &c.Config, &c.Cursor, &c.Status, &c.Progress, &c.LastError,
-		&started, &finished, &succeeded, &created)
+		&started, &finished, &succeeded, &created, &c.IntervalSeconds)
 	c.CreatedAt = fromMS(created)
 	c.StartedAt, c.FinishedAt, c.SucceededAt = fromMSOrZero(started), fromMSOrZero(finished), fromMSOrZero(succeeded)
 	return c, err
@@ -103,6 +106,23 @@ func (s *DB) SaveSyncState(ctx context.Context, tenant, name string, st rag.Sync
 		started_at = ?, finished_at = ?, succeeded_at = ? WHERE tenant_id = ? AND name = ?`,
 		st.Cursor, st.Status, st.Progress, st.LastError, msOrZero(st.StartedAt), msOrZero(st.FinishedAt),
 		msOrZero(st.SucceededAt), tenant, name)
+	if err != nil {
+		return s.classify(op, err)
+	}
+	return s.mustExist(ctx, op, res, tenant, name)
+}
+
+// SetConnectorInterval changes how often the schedule syncs a connector (rag.Connector.IntervalSeconds).
+// Invalid for an interval out of range; NotFound when there is no such connector.
+func (s *DB) SetConnectorInterval(ctx context.Context, tenant, name string, seconds int64) error {
+	const op = "sqldb.SetConnectorInterval"
+	if err := validConnector(op, tenant, name); err != nil {
+		return err
+	}
+	if err := rag.ValidateConnectorInterval(seconds); err != nil {
+		return rag.E(op, rag.KindInvalid, err)
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE connectors SET sync_interval_s = ? WHERE tenant_id = ? AND name = ?`, seconds, tenant, name)
 	if err != nil {
 		return s.classify(op, err)
 	}

@@ -106,6 +106,40 @@ func TestConnectors(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		}
 	})
 
+	t.Run("IntervalRoundTrips", func(t *testing.T) {
+		db := migrated(t)
+		c := rag.Connector{Tenant: "t1", Name: "hourly", KBID: "kb_1", Type: "web", Config: "{}", IntervalSeconds: 3600}
+		if err := db.CreateConnector(ctxT(t), &c); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := db.GetConnector(ctxT(t), "t1", "hourly"); got.IntervalSeconds != 3600 {
+			t.Fatalf("created with 3600 s, read back %d", got.IntervalSeconds)
+		}
+		for _, v := range []int64{rag.IntervalNever, 0, 900} {
+			if err := db.SetConnectorInterval(ctxT(t), "t1", "hourly", v); err != nil {
+				t.Fatalf("SetConnectorInterval(%d): %v", v, err)
+			}
+			if list, _ := db.ListConnectors(ctxT(t), "t1"); len(list) != 1 || list[0].IntervalSeconds != v {
+				t.Fatalf("after setting %d: %+v", v, list)
+			}
+		}
+		// setting the value it has already still finds the row (engines that count changed rows say 0)
+		if err := db.SetConnectorInterval(ctxT(t), "t1", "hourly", 900); err != nil {
+			t.Fatalf("SetConnectorInterval to the same value: %v", err)
+		}
+		for _, bad := range []int64{1, 299, -2, 31 * 24 * 3600} {
+			if err := db.SetConnectorInterval(ctxT(t), "t1", "hourly", bad); !rag.Is(err, rag.KindInvalid) {
+				t.Errorf("SetConnectorInterval(%d) = %v; want Invalid", bad, err)
+			}
+		}
+		if err := db.SetConnectorInterval(ctxT(t), "t2", "hourly", 900); !rag.Is(err, rag.KindNotFound) {
+			t.Errorf("another tenant's SetConnectorInterval = %v; want NotFound", err)
+		}
+		if got, _ := db.GetConnector(ctxT(t), "t1", "hourly"); got.IntervalSeconds != 900 {
+			t.Fatalf("after the refused changes: %d; want 900", got.IntervalSeconds)
+		}
+	})
+
 	t.Run("ItemsPutReplaceDelete", func(t *testing.T) {
 		db := migrated(t)
 		create(t, db, "t1", "wiki")
