@@ -484,11 +484,14 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 	for _, at := range touched {
 		s := acc[at]
 		acc[at] = 0
+		c := scored{at, s}
+		if len(h) == k && !worse(h[0], c) {
+			continue // cannot enter the heap: no need to test the filter (string compares and a map look-up)
+		}
 		e := &ix.entries[at]
 		if e.tenant != f.Tenant || (kbs != nil && !kbs[e.kb]) || (docs != nil && !docs.has(e.docN)) {
 			continue
 		}
-		c := scored{at, s}
 		if len(h) < k {
 			h = append(h, c)
 			for i := len(h) - 1; i > 0; { // sift up
@@ -499,9 +502,6 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 				h[i], h[p] = h[p], h[i]
 				i = p
 			}
-			continue
-		}
-		if !worse(h[0], c) {
 			continue
 		}
 		h[0] = c
