@@ -13,11 +13,16 @@ func cmdBench(e env, args []string) int {
 	if len(args) > 0 && args[0] == "--measure-int8" { // the vector-int8 suite's fresh process
 		return benchQuantChild(e, args[1:])
 	}
+	if len(args) > 0 && args[0] == "--measure-million" { // the million suite's fresh process
+		return benchMillionChild(e, args[1:])
+	}
 	var c common
 	fs := newFlags("bench", e, &c)
 	suite := fs.String("suite", "all", "suites to run: all, or a comma-separated list of "+suiteNames())
 	out := fs.String("out", "", "folder for results.json and results.md (default: print only)")
 	quick := fs.Bool("quick", false, "small sizes (a CI smoke run of a few minutes)")
+	chunks := fs.Int("chunks", 0, "the million suite's size in child chunks (default 1,000,000; 20,000 with --quick)")
+	same := fs.Bool("same-process", false, "measure the million suite's start-up, memory and queries in this process instead of a fresh one")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
 	}
@@ -36,7 +41,16 @@ func cmdBench(e env, args []string) int {
 		suites = append([]bench.Suite{bench.Suites()[0]}, suites...) // every "% of floor" needs the roofline
 	}
 	runtime.GOMAXPROCS(runtime.NumCPU()) // fixed for the whole run
-	rep := bench.Run(e.ctx, suites, bench.Options{Quick: *quick})
+	if *chunks < 0 {
+		fmt.Fprintf(e.stderr, "docmind: --chunks must be positive, got %d\n", *chunks)
+		return exitConfig
+	}
+	o := bench.Options{Quick: *quick, Chunks: *chunks, Open: benchLocal, Fresh: benchFresh,
+		Progress: func(s string) { fmt.Fprintln(e.stderr, s) }}
+	if *same {
+		o.Fresh = nil
+	}
+	rep := bench.Run(e.ctx, suites, o)
 	if *out != "" {
 		if err := rep.Write(*out); err != nil {
 			return fail(e, err)
