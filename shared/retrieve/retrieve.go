@@ -252,7 +252,7 @@ func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit) ([]
 	for _, c := range rows {
 		byID[c.ID] = c
 	}
-	names := map[string]string{}
+	names := r.documentNames(ctx, tenant, rows)
 	var out []rank.Evidence
 	for _, h := range hits {
 		c, ok := byID[h.ChunkID]
@@ -275,6 +275,39 @@ func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit) ([]
 			Chapter: c.Chapter, Page: c.Page, Text: c.Content, ChildText: c.Content, Score: float64(h.Score)})
 	}
 	return out, nil
+}
+
+// documentBatch is the chunk store's look-up of many documents in one query (sqldb.DB has it).
+type documentBatch interface {
+	GetDocuments(ctx context.Context, tenant string, ids []string) ([]rag.Document, error)
+}
+
+// documentNames returns the file name of every ready document of rows, and "\x00gone" for one that is
+// not ready or missing, when the store reads them in one query; load asks the others one at a time (a
+// store without the batch, or a batch that failed).
+func (r *Retriever) documentNames(ctx context.Context, tenant string, rows []rag.Chunk) map[string]string {
+	names := map[string]string{}
+	b, ok := r.Chunks.(documentBatch)
+	if !ok || len(rows) == 0 {
+		return names
+	}
+	var ids []string
+	for _, c := range rows {
+		if _, dup := names[c.DocumentID]; !dup {
+			names[c.DocumentID] = "\x00gone"
+			ids = append(ids, c.DocumentID)
+		}
+	}
+	docs, err := b.GetDocuments(ctx, tenant, ids)
+	if err != nil {
+		return map[string]string{}
+	}
+	for _, d := range docs {
+		if d.Status == rag.StatusReady {
+			names[d.ID] = d.FileName
+		}
+	}
+	return names
 }
 
 func (r *Retriever) parents(ctx context.Context, tenant string, ev []rank.Evidence) (map[string]rag.Chunk, error) {
