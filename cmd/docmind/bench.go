@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ func cmdBench(e env, args []string) int {
 	out := fs.String("out", "", "folder for results.json and results.md (default: print only)")
 	quick := fs.Bool("quick", false, "small sizes (a CI smoke run of a few minutes)")
 	chunks := fs.Int("chunks", 0, "the million suite's size in child chunks (default 1,000,000; 20,000 with --quick)")
+	profile := fs.String("cpuprofile", "", "write the CPU profile of the million suite's measured queries to this file")
 	same := fs.Bool("same-process", false, "measure the million suite's start-up, memory and queries in this process instead of a fresh one")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
@@ -45,7 +47,13 @@ func cmdBench(e env, args []string) int {
 		fmt.Fprintf(e.stderr, "docmind: --chunks must be positive, got %d\n", *chunks)
 		return exitConfig
 	}
-	o := bench.Options{Quick: *quick, Chunks: *chunks, Open: benchLocal, Fresh: benchFresh,
+	if *profile != "" {
+		var err error
+		if *profile, err = filepath.Abs(*profile); err != nil {
+			return fail(e, err)
+		}
+	}
+	o := bench.Options{Quick: *quick, Chunks: *chunks, Open: benchLocal, Fresh: benchFresh, CPUProfile: *profile,
 		Progress: func(s string) { fmt.Fprintln(e.stderr, s) }}
 	if *same {
 		o.Fresh = nil

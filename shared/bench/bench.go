@@ -43,6 +43,8 @@ type Options struct {
 	// Fresh starts this program measuring the million suite's stack in a fresh process, so its resident
 	// memory is a server's; nil measures in this process.
 	Fresh func(args ...string) *exec.Cmd
+	// CPUProfile names a file for the CPU profile of the million suite's measured queries.
+	CPUProfile string
 	// Progress receives a line now and then during long builds; nil discards.
 	Progress func(string)
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,9 @@ func Million(ctx context.Context, o Options) ([]Row, error) {
 	}
 	reps := map[bool]int{true: 200, false: 1000}[o.Quick]
 	args := []string{data, qfile, strconv.Itoa(reps)}
+	if o.CPUProfile != "" {
+		args = append(args, o.CPUProfile)
+	}
 	var res MillionResult
 	if o.Fresh != nil {
 		cmd := o.Fresh(args...)
@@ -216,10 +220,11 @@ func ingestRound(ctx context.Context, loc *Local, srcs []ingest.Source) (chunks 
 }
 
 // MeasureMillion opens the stack at args[0], runs args[2] queries from the file args[1] (one a line,
-// cycled) after a warm-up, then a reconcile check; docmind bench runs it in a fresh process.
+// cycled) after a warm-up, then a reconcile check; docmind bench runs it in a fresh process. An
+// args[3] names a file for the CPU profile of the measured queries.
 func MeasureMillion(ctx context.Context, open OpenLocal, args []string) (MillionResult, error) {
 	var res MillionResult
-	if len(args) != 3 {
+	if len(args) != 3 && len(args) != 4 {
 		return res, fmt.Errorf("want data folder, queries file and count, got %q", args)
 	}
 	reps, err := strconv.Atoi(args[2])
@@ -255,6 +260,16 @@ func MeasureMillion(ctx context.Context, open OpenLocal, args []string) (Million
 	for i := range min(50, len(qs)) { // warm-up: the index pages a server touches in its first minutes
 		loc.Retrieve(ctx, qs[(i*7+1)%len(qs)])
 	}
+	if len(args) == 4 {
+		f, err := os.Create(args[3])
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return res, err
+		}
+	}
 	cpu = cpuTime()
 	for i := range reps {
 		q := qs[i%len(qs)]
@@ -269,6 +284,7 @@ func MeasureMillion(ctx context.Context, open OpenLocal, args []string) (Million
 		}
 	}
 	res.QueryCPUMS = ms(cpuTime()-cpu) / float64(reps)
+	pprof.StopCPUProfile()
 	res.RSSQueries, _ = rss()
 	start, cpu = time.Now(), cpuTime()
 	res.RecDocuments, res.RecVectors, res.RecDrift, err = loc.Reconcile(ctx)
