@@ -124,3 +124,62 @@ func TestReplaceDocumentsMatchesFreshIndex(t *testing.T) {
 		}
 	}
 }
+
+// memSource is a Source over maps.
+type memSource struct {
+	kbs  []rag.KnowledgeBase
+	docs map[string][]rag.Document // by kb id
+	rows map[string][]rag.Chunk    // by document id
+}
+
+func (m memSource) ListKBs(context.Context, string) ([]rag.KnowledgeBase, error) { return m.kbs, nil }
+func (m memSource) ListDocuments(_ context.Context, _, kb, _ string) ([]rag.Document, error) {
+	return m.docs[kb], nil
+}
+func (m memSource) ListChunks(_ context.Context, _, doc string) ([]rag.Chunk, error) {
+	return m.rows[doc], nil
+}
+
+// TestLoadMatchesIndexDocument: Load indexes in large batches what IndexDocument indexes a document at
+// a time, parents' text as context included, across more than one batch.
+func TestLoadMatchesIndexDocument(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	src := memSource{docs: map[string][]rag.Document{}, rows: map[string][]rag.Chunk{}}
+	one := New(DefaultParams())
+	for k := range 2 {
+		kb := rag.KnowledgeBase{ID: fmt.Sprintf("k%d", k)}
+		src.kbs = append(src.kbs, kb)
+		for d := range 300 {
+			doc := rag.Document{ID: fmt.Sprintf("d%d_%d", k, d), KBID: kb.ID}
+			src.docs[kb.ID] = append(src.docs[kb.ID], doc)
+			var rows []rag.Chunk
+			for p := range 5 {
+				parent := fmt.Sprintf("%s_p%d", doc.ID, p)
+				rows = append(rows, rag.Chunk{ID: parent, KBID: kb.ID, DocumentID: doc.ID, Level: rag.LevelParent, Content: fmt.Sprintf("parent w%d w%d", r.IntN(500), r.IntN(500))})
+				for c := range 10 {
+					rows = append(rows, rag.Chunk{ID: fmt.Sprintf("%s_c%d", parent, c), KBID: kb.ID, DocumentID: doc.ID, ParentID: parent, Level: rag.LevelChild,
+						Content: fmt.Sprintf("# T w%d\n\nw%d w%d w%d", r.IntN(500), r.IntN(500), r.IntN(500), r.IntN(500))})
+				}
+			}
+			src.rows[doc.ID] = rows
+			one.IndexDocument("t", doc.ID, rows)
+		}
+	}
+	loaded := New(DefaultParams())
+	if err := loaded.Load(context.Background(), src, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Len() != one.Len() || loaded.Len() < loadBatch+1 {
+		t.Fatalf("Len = %d, want %d (more than one batch of %d)", loaded.Len(), one.Len(), loadBatch)
+	}
+	for q := range 40 {
+		query := fmt.Sprintf("w%d parent w%d", q*3, q*7)
+		got, _ := loaded.Search(context.Background(), query, 10, rag.Filter{Tenant: "t"})
+		want, _ := one.Search(context.Background(), query, 10, rag.Filter{Tenant: "t"})
+		for i := range want {
+			if i >= len(got) || got[i].ID != want[i].ID {
+				t.Fatalf("%q: got %v, want %v", query, got, want)
+			}
+		}
+	}
+}
