@@ -61,7 +61,7 @@ func BenchmarkRetrieve100k(b *testing.B) {
 	db.Migrate(ctx)
 	kb := rag.KnowledgeBase{Tenant: "t", Name: "bench"}
 	db.CreateKB(ctx, &kb)
-	vec := memvec.New(dim)
+	vec, _ := memvec.NewWith(dim, memvec.Options{Quant: "int8"}) // the default scan (vector.quant), as users get it
 	kw := bm25.New(bm25.DefaultParams())
 	emb := embed.NewOffline(dim)
 	var queries []string
