@@ -23,7 +23,7 @@ func cmdBench(e env, args []string) int {
 	out := fs.String("out", "", "folder for results.json and results.md (default: print only)")
 	quick := fs.Bool("quick", false, "small sizes (a CI smoke run of a few minutes)")
 	chunks := fs.Int("chunks", 0, "the million suite's size in child chunks (default 1,000,000; 20,000 with --quick)")
-	profile := fs.String("cpuprofile", "", "write the CPU profile of the million suite's measured queries to this file")
+	profile := fs.String("cpuprofile", "", "write the CPU profile of the million suite's measured queries to this file (and its heap profile to FILE.heap)")
 	same := fs.Bool("same-process", false, "measure the million suite's start-up, memory and queries in this process instead of a fresh one")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig

@@ -221,7 +221,8 @@ func ingestRound(ctx context.Context, loc *Local, srcs []ingest.Source) (chunks 
 
 // MeasureMillion opens the stack at args[0], runs args[2] queries from the file args[1] (one a line,
 // cycled) after a warm-up, then a reconcile check; docmind bench runs it in a fresh process. An
-// args[3] names a file for the CPU profile of the measured queries.
+// args[3] names a file for the CPU profile of the measured queries (and args[3].heap gets the heap
+// profile after them).
 func MeasureMillion(ctx context.Context, open OpenLocal, args []string) (MillionResult, error) {
 	var res MillionResult
 	if len(args) != 3 && len(args) != 4 {
@@ -285,6 +286,12 @@ func MeasureMillion(ctx context.Context, open OpenLocal, args []string) (Million
 	}
 	res.QueryCPUMS = ms(cpuTime()-cpu) / float64(reps)
 	pprof.StopCPUProfile()
+	if len(args) == 4 { // and the heap after the queries, beside it
+		if f, err := os.Create(args[3] + ".heap"); err == nil {
+			pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	res.RSSQueries, _ = rss()
 	start, cpu = time.Now(), cpuTime()
 	res.RecDocuments, res.RecVectors, res.RecDrift, err = loc.Reconcile(ctx)
