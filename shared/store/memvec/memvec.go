@@ -379,6 +379,21 @@ type topK struct {
 	ix    *Index
 	k     int
 	items []scored
+	// rowTies orders equal scores by row instead of by id: the int8 scan's candidates are approximate
+	// (re-scored and then ordered by id), and comparing ids cost a string comparison per heap step among
+	// tied scores, which the offline embedder's sparse vectors give often.
+	rowTies bool
+}
+
+// worse reports whether a ranks below b.
+func (t *topK) worse(a, b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	if t.rowTies {
+		return a.row > b.row
+	}
+	return t.ix.order(a, b) > 0
 }
 
 // offer keeps s if it ranks among the k best so far. The heap is written out rather than driven through
@@ -390,7 +405,7 @@ func (t *topK) offer(s scored) {
 		h = append(h, s)
 		for i := len(h) - 1; i > 0; { // sift up: a worse item moves towards the root
 			p := (i - 1) / 2
-			if t.ix.order(h[i], h[p]) <= 0 {
+			if !t.worse(h[i], h[p]) {
 				break
 			}
 			h[i], h[p] = h[p], h[i]
@@ -399,16 +414,16 @@ func (t *topK) offer(s scored) {
 		t.items = h
 		return
 	}
-	if t.ix.order(s, h[0]) >= 0 {
+	if !t.worse(h[0], s) {
 		return
 	}
 	h[0] = s
 	for i := 0; ; { // sift down
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && t.ix.order(h[l], h[m]) > 0 {
+		if l < len(h) && t.worse(h[l], h[m]) {
 			m = l
 		}
-		if r < len(h) && t.ix.order(h[r], h[m]) > 0 {
+		if r < len(h) && t.worse(h[r], h[m]) {
 			m = r
 		}
 		if m == i {

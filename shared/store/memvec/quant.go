@@ -121,7 +121,7 @@ func (ix *Index) searchQuant(q []float32, k int, m matcher) []scored {
 // scanCodes is the int8 twin of scan: the approximate score is the code dot product times the row's
 // scale (the query's own scale is one constant factor and does not change the order).
 func (ix *Index) scanCodes(q16 []int16, k int, m matcher, lo, hi int) topK {
-	t := topK{ix: ix, k: k}
+	t := topK{ix: ix, k: k, rowTies: true}
 	scales := ix.scales[:hi]
 	for i := lo; i < hi; i++ {
 		if !m.match(&ix.rows[i]) {

@@ -57,3 +57,43 @@ func norm(v []float32) float32 {
 	n, _ := normalize(v)
 	return Dot(v, v) / Dot(n, v)
 }
+
+// TestQuantisedTiesKeepBestScores: with the int8 scan, rows that tie are taken in row order rather than
+// by id (the candidates are approximate), but the result is still the best scores, best first, ties by
+// id among the rows returned.
+func TestQuantisedTiesKeepBestScores(t *testing.T) {
+	const dim = 8
+	dirs := [][]float32{{1, 0, 0, 0, 0, 0, 0, 0}, {1, 1, 0, 0, 0, 0, 0, 0}, {0, 1, 1, 0, 0, 0, 0, 0}}
+	ix, err := NewWith(dim, Options{Quant: "int8", MinRows: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []rag.VectorRecord
+	for i := range 600 {
+		recs = append(recs, rag.VectorRecord{ID: fmt.Sprintf("v%04d", (i*7919)%10000), Tenant: "t", KBID: "k", DocumentID: fmt.Sprint(i), Vector: dirs[i%3]})
+	}
+	if err := ix.Upsert(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	q := []float32{1, 0.2, 0, 0, 0, 0, 0, 0}
+	got, err := ix.Search(context.Background(), q, 7, rag.Filter{Tenant: "t"})
+	if err != nil || len(got) != 7 {
+		t.Fatalf("Search = %d hits, %v", len(got), err)
+	}
+	for i, h := range got {
+		if h.DocumentID == "" || mustAtoi(t, h.DocumentID)%3 != 0 { // dirs[0] scores best for q
+			t.Fatalf("hit %d (%s) is not one of the best-scoring rows", i, h.ID)
+		}
+		if i > 0 && (h.Score > got[i-1].Score || (h.Score == got[i-1].Score && h.ID < got[i-1].ID)) {
+			t.Fatalf("hits out of order at %d: %+v", i, got)
+		}
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
