@@ -144,7 +144,7 @@ test-lambda:
 
 ## bench: docmind bench with the peer libraries linked (tag bench_compare), results in docs/bench; then
 ## the Go micro-benchmarks. The million suite in it ingests 1,000,000 generated chunks and measures them
-## in a fresh process (docs/bench/million.md: about 25 GB of headroom free on disk and 8 GiB of memory;
+## in a fresh process (docs/bench/million.md: about 5 GB free in $TMPDIR and 10 GiB of memory, an hour on a loaded machine;
 ## `docmind bench --suite million --chunks 100000` for the 100k figures)
 bench:
 	$(GO) run -tags bench_compare ./cmd/docmind bench --out docs/bench
