@@ -145,7 +145,9 @@ test-lambda:
 	DOCMIND_TEST_RIE=1 $(GO) test -count=1 -v -run 'RIE' ./infra/ 2>&1 | tee /tmp/docmind-rie.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS|\s+\w+_test.go)' ; exit $${PIPESTATUS[0]}
 
 ## bench: docmind bench with the peer libraries linked (tag bench_compare), results in docs/bench; then
-## the Go micro-benchmarks
+## the Go micro-benchmarks. The million suite in it ingests 1,000,000 generated chunks and measures them
+## in a fresh process (docs/bench/million.md: about 5 GB free in $TMPDIR and 10 GiB of memory, an hour on a loaded machine;
+## `docmind bench --suite million --chunks 100000` for the 100k figures)
 bench:
 	$(GO) run -tags bench_compare ./cmd/docmind bench --out docs/bench
 	$(GO) test -run '^$$' -bench . -benchtime 20x -count 5 ./shared/store/memvec

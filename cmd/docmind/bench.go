@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -13,11 +14,17 @@ func cmdBench(e env, args []string) int {
 	if len(args) > 0 && args[0] == "--measure-int8" { // the vector-int8 suite's fresh process
 		return benchQuantChild(e, args[1:])
 	}
+	if len(args) > 0 && args[0] == "--measure-million" { // the million suite's fresh process
+		return benchMillionChild(e, args[1:])
+	}
 	var c common
 	fs := newFlags("bench", e, &c)
 	suite := fs.String("suite", "all", "suites to run: all, or a comma-separated list of "+suiteNames())
 	out := fs.String("out", "", "folder for results.json and results.md (default: print only)")
 	quick := fs.Bool("quick", false, "small sizes (a CI smoke run of a few minutes)")
+	chunks := fs.Int("chunks", 0, "the million suite's size in child chunks (default 1,000,000; 20,000 with --quick)")
+	profile := fs.String("cpuprofile", "", "write the CPU profile of the million suite's measured queries to this file (and its heap profile to FILE.heap)")
+	same := fs.Bool("same-process", false, "measure the million suite's start-up, memory and queries in this process instead of a fresh one")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
 	}
@@ -36,7 +43,22 @@ func cmdBench(e env, args []string) int {
 		suites = append([]bench.Suite{bench.Suites()[0]}, suites...) // every "% of floor" needs the roofline
 	}
 	runtime.GOMAXPROCS(runtime.NumCPU()) // fixed for the whole run
-	rep := bench.Run(e.ctx, suites, bench.Options{Quick: *quick})
+	if *chunks < 0 {
+		fmt.Fprintf(e.stderr, "docmind: --chunks must be positive, got %d\n", *chunks)
+		return exitConfig
+	}
+	if *profile != "" {
+		var err error
+		if *profile, err = filepath.Abs(*profile); err != nil {
+			return fail(e, err)
+		}
+	}
+	o := bench.Options{Quick: *quick, Chunks: *chunks, Open: benchLocal, Fresh: benchFresh, CPUProfile: *profile,
+		Progress: func(s string) { fmt.Fprintln(e.stderr, s) }}
+	if *same {
+		o.Fresh = nil
+	}
+	rep := bench.Run(e.ctx, suites, o)
 	if *out != "" {
 		if err := rep.Write(*out); err != nil {
 			return fail(e, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/config"
@@ -35,12 +36,17 @@ type Stores struct {
 	Blobs    store.Blobs
 	Keyword  *bm25.Index // the embedded keyword index, loaded from SQL at open
 	Migrated []int       // the schema migrations this open applied
-	cfg      config.Config
+	// Opened is how long each store took to open: sql (with migrations), keyword (the BM25 index
+	// rebuilt from SQL), vectors (start-up figures in docs/bench/million.md).
+	Opened map[string]time.Duration
+	cfg    config.Config
 }
 
 // OpenStores opens every store the config names and applies pending migrations.
 func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
-	s = &Stores{cfg: cfg}
+	s = &Stores{cfg: cfg, Opened: map[string]time.Duration{}}
+	start := time.Now()
+	opened := func(name string) { s.Opened[name] = time.Since(start); start = time.Now() }
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -58,10 +64,12 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 	if s.Migrated, err = s.SQL.Migrate(ctx); err != nil {
 		return s, fmt.Errorf("migrate: %w", err)
 	}
+	opened("sql")
 	s.Keyword = bm25.New(cfg.Retrieval.BM25Params())
 	if err = s.Keyword.Load(ctx, s.SQL, cfg.Tenant); err != nil {
 		return s, fmt.Errorf("build the keyword index: %w", err)
 	}
+	opened("keyword")
 	if s.Vectors, err = openVectors(ctx, cfg, ""); err == nil {
 		if mv, ok := s.Vectors.(*milvus.Index); ok { // rows keep their document's metadata (metadata-filters.md)
 			s.SQL.SetMetadataMirror(mv.SetDocumentMeta)
@@ -70,6 +78,7 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 	if err != nil {
 		return s, fmt.Errorf("open %s vector index: %w", cfg.Vector.Driver, err)
 	}
+	opened("vectors")
 	if s.Memories, err = openVectors(ctx, cfg, "memories"); err != nil {
 		return s, fmt.Errorf("open %s memory index: %w", cfg.Vector.Driver, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -34,6 +35,18 @@ type Row struct {
 type Options struct {
 	Quick bool // small sizes, for a CI smoke run
 	Reps  int  // repetitions per comparison (default 5, at least 5)
+	// Chunks is the million suite's size in child chunks (0: 1,000,000, or 20,000 with Quick).
+	Chunks int
+	// Open opens the one-machine stack the million suite ingests into and queries (docmind bench wires
+	// the stores and chain of `docmind serve`); nil skips that suite with an error.
+	Open OpenLocal
+	// Fresh starts this program measuring the million suite's stack in a fresh process, so its resident
+	// memory is a server's; nil measures in this process.
+	Fresh func(args ...string) *exec.Cmd
+	// CPUProfile names a file for the CPU profile of the million suite's measured queries.
+	CPUProfile string
+	// Progress receives a line now and then during long builds; nil discards.
+	Progress func(string)
 }
 
 // Suite is one named group of measurements.

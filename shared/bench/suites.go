@@ -27,6 +27,7 @@ func Suites() []Suite {
 		{"bm25", Keyword},
 		{"ingest", Ingest},
 		{"retrieve", Retrieve},
+		{"million", Million},
 	}
 }
 

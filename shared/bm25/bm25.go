@@ -98,10 +98,14 @@ type Index struct {
 	docNums map[string]int32
 	// restrictions caches long document restrictions as bitsets over docNums
 	restrictions *rag.DocBits
-	live         int
-	totalLen     float64
-	dead         int
-	pool         sync.Pool
+	// byDoc lists each document's entries by its number (dead ones too, until the next compaction), so
+	// that replacing a document touches its own chunks: a scan of every entry per document made loading
+	// and ingesting n chunks quadratic (minutes at a million chunks; docs/bench/million.md)
+	byDoc    [][]int32
+	live     int
+	totalLen float64
+	dead     int
+	pool     sync.Pool
 }
 
 // New returns an empty index.
@@ -321,8 +325,10 @@ func (ix *Index) Add(docs ...Doc) {
 			ix.postings[id] = append(ix.postings[id], posting{at, w.tf[j]})
 			ix.df[id]++
 		}
-		ix.entries = append(ix.entries, entry{id: d.ID, tenant: d.Tenant, kb: d.KBID, doc: d.DocumentID, docN: ix.docNum(d.DocumentID),
+		docN := ix.docNum(d.DocumentID)
+		ix.entries = append(ix.entries, entry{id: d.ID, tenant: d.Tenant, kb: d.KBID, doc: d.DocumentID, docN: docN,
 			length: w.length, terms: w.terms})
+		ix.byDoc[docN] = append(ix.byDoc[docN], at)
 		ix.lens = append(ix.lens, w.length)
 		ix.byID[k] = at
 		ix.live++
@@ -381,8 +387,12 @@ func (ix *Index) compact() {
 	for _, e := range kept {
 		ix.lens = append(ix.lens, e.length)
 	}
+	for n := range ix.byDoc {
+		ix.byDoc[n] = ix.byDoc[n][:0]
+	}
 	for i, e := range kept {
 		ix.byID[e.tenant+"\x00"+e.id] = int32(i)
+		ix.byDoc[e.docN] = append(ix.byDoc[e.docN], int32(i))
 	}
 	ix.dead = 0
 }
@@ -403,11 +413,22 @@ func (ix *Index) Remove(tenant string, ids ...string) {
 func (ix *Index) RemoveDocument(tenant, documentID string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	for i := range ix.entries {
-		if e := &ix.entries[i]; !e.dead && e.tenant == tenant && e.doc == documentID {
-			ix.kill(int32(i))
+	n, ok := ix.docNums[documentID]
+	if !ok {
+		return
+	}
+	kept := ix.byDoc[n][:0] // another tenant's document of the same id keeps its entries
+	for _, at := range ix.byDoc[n] {
+		e := &ix.entries[at]
+		switch {
+		case e.dead:
+		case e.tenant == tenant:
+			ix.kill(at)
+		default:
+			kept = append(kept, at)
 		}
 	}
+	ix.byDoc[n] = kept
 	ix.maybeCompact()
 }
 
@@ -531,11 +552,14 @@ func (ix *Index) top(q []qterm, k int, f rag.Filter, docs docBits) []scored {
 	for _, at := range touched {
 		s := acc[at]
 		acc[at] = 0
+		c := scored{at, s}
+		if len(h) == k && !worse(h[0], c) {
+			continue // cannot enter the heap: no need to test the filter (string compares and a map look-up)
+		}
 		e := &ix.entries[at]
 		if e.tenant != f.Tenant || (kbs != nil && !kbs[e.kb]) || (docs != nil && !docs.has(e.docN)) {
 			continue
 		}
-		c := scored{at, s}
 		if len(h) < k {
 			h = append(h, c)
 			for i := len(h) - 1; i > 0; { // sift up
@@ -546,9 +570,6 @@ func (ix *Index) top(q []qterm, k int, f rag.Filter, docs docBits) []scored {
 				h[i], h[p] = h[p], h[i]
 				i = p
 			}
-			continue
-		}
-		if !worse(h[0], c) {
 			continue
 		}
 		h[0] = c
@@ -585,6 +606,7 @@ func (ix *Index) docNum(id string) int32 {
 	if !ok {
 		n = int32(len(ix.docNums))
 		ix.docNums[id] = n
+		ix.byDoc = append(ix.byDoc, nil)
 	}
 	return n
 }
@@ -633,6 +655,12 @@ func set(ids []string) map[string]bool {
 // IndexDocument replaces a document's chunks with its current child rows (parents give the context
 // field): the hook ingestion calls after a document's rows are swapped.
 func (ix *Index) IndexDocument(tenant, documentID string, rows []rag.Chunk) {
+	ix.RemoveDocument(tenant, documentID)
+	ix.Add(childDocs(tenant, documentID, rows)...)
+}
+
+// childDocs are a document's child rows as index documents, each with its parent's text as context.
+func childDocs(tenant, documentID string, rows []rag.Chunk) []Doc {
 	parents := map[string]string{}
 	for _, c := range rows {
 		if c.Level == rag.LevelParent {
@@ -645,8 +673,7 @@ func (ix *Index) IndexDocument(tenant, documentID string, rows []rag.Chunk) {
 			docs = append(docs, Doc{ID: c.ID, Tenant: tenant, KBID: c.KBID, DocumentID: documentID, Content: c.Content, Context: parents[c.ParentID]})
 		}
 	}
-	ix.RemoveDocument(tenant, documentID)
-	ix.Add(docs...)
+	return docs
 }
 
 // Source lists what Load reads: every knowledge base, document and chunk of a tenant.
@@ -668,16 +695,26 @@ func (ix *Index) Load(ctx context.Context, src Source, tenant string) error {
 		if err != nil {
 			return err
 		}
+		var batch []Doc
 		for _, d := range docs {
 			rows, err := src.ListChunks(ctx, tenant, d.ID)
 			if err != nil {
 				return err
 			}
-			ix.IndexDocument(tenant, d.ID, rows)
+			ix.RemoveDocument(tenant, d.ID)
+			if batch = append(batch, childDocs(tenant, d.ID, rows)...); len(batch) >= loadBatch {
+				ix.Add(batch...)
+				batch = batch[:0]
+			}
 		}
+		ix.Add(batch...)
 	}
 	return nil
 }
+
+// loadBatch is how many chunks Load indexes at a time: a large batch is analyzed on every core and
+// grows each posting list once, where a document at a time (its fifty-odd chunks) ran on one core.
+const loadBatch = 20_000
 
 // Token encodes a term as a FULLTEXT-safe token: "t" and the term's UTF-8 bytes in hex (or a hash for
 // long terms). Any MySQL tokenizer keeps such a token whole, whatever its minimum token size, stop

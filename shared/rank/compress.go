@@ -29,12 +29,13 @@ func Compress(ev []Evidence, o CompressOptions) []Evidence {
 		o.NearDup = 0.85
 	}
 	var kept []Evidence
-	var grams []map[string]struct{}
+	var grams []gramSet
+	var texts []folded // each kept text folded once, not once per comparison
 	for _, e := range ev {
-		g := bigrams(e.Text)
+		g, t := bigrams(e.Text), fold(e.Text)
 		dup := false
-		for i, k := range kept {
-			if contains(k.Text, e.Text) || jaccardSets(grams[i], g) >= o.NearDup {
+		for i := range kept {
+			if containsFolded(texts[i], t) || jaccardSets(grams[i], g) >= o.NearDup {
 				dup = true
 				break
 			}
@@ -42,6 +43,7 @@ func Compress(ev []Evidence, o CompressOptions) []Evidence {
 		if !dup {
 			kept = append(kept, e)
 			grams = append(grams, g)
+			texts = append(texts, t)
 		}
 	}
 	var out []Evidence

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -24,52 +25,77 @@ type Evidence struct {
 
 // bigrams returns the set of character bigrams of s's analyzed-free normalised runes (letters, digits,
 // CJK; case-folded), the cheap similarity every stage shares.
-func bigrams(s string) map[string]struct{} {
-	var rs []rune
+func bigrams(s string) gramSet {
+	out := make(gramSet, 0, len(s))
+	var prev rune
+	n := 0
 	for _, r := range s {
 		r = text.Fold(r)
 		if r == ' ' || r == '\n' || r == '\t' {
 			continue
 		}
-		rs = append(rs, r)
+		if n > 0 {
+			out = append(out, uint64(uint32(prev))<<32|uint64(uint32(r)))
+		}
+		prev = r
+		n++
 	}
-	out := make(map[string]struct{}, len(rs))
-	for i := 0; i+1 < len(rs); i++ {
-		out[string(rs[i:i+2])] = struct{}{}
+	if n == 1 {
+		out = append(out, gramSingle|uint64(uint32(prev)))
 	}
-	if len(rs) == 1 {
-		out[string(rs)] = struct{}{}
-	}
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
+
+// gramSet is a set of bigrams, each pair of runes packed in a uint64 (first rune high), sorted and
+// without repeats, so that Jaccard is one merge of two slices. It was a map of two-rune strings: an
+// allocation per bigram, and with the map look-ups a third of the retrieval chain's own time at 100k
+// chunks (compression compares parents of a few thousand characters; docs/bench/million.md).
+type gramSet []uint64
+
+// gramSingle marks the one-rune text's only "bigram" (runes stay below 1<<21, so no pair has this bit).
+const gramSingle = 1 << 63
 
 // Jaccard is the bigram Jaccard similarity of two texts (1 for two empty texts).
 func Jaccard(a, b string) float64 {
 	return jaccardSets(bigrams(a), bigrams(b))
 }
 
-func jaccardSets(x, y map[string]struct{}) float64 {
+func jaccardSets(x, y gramSet) float64 {
 	if len(x) == 0 && len(y) == 0 {
 		return 1
 	}
 	inter := 0
-	small, large := x, y
-	if len(small) > len(large) {
-		small, large = large, small
-	}
-	for g := range small {
-		if _, ok := large[g]; ok {
+	for i, j := 0, 0; i < len(x) && j < len(y); {
+		switch {
+		case x[i] < y[j]:
+			i++
+		case x[i] > y[j]:
+			j++
+		default:
 			inter++
+			i++
+			j++
 		}
 	}
 	return float64(inter) / float64(len(x)+len(y)-inter)
 }
 
-// contains reports whether the shorter text is (after whitespace folding) inside the longer one.
-func contains(a, b string) bool {
-	a, b = strings.Join(strings.Fields(a), " "), strings.Join(strings.Fields(b), " ")
-	if utf8.RuneCountInString(a) > utf8.RuneCountInString(b) {
+// folded is a text as contains compares it: whitespace runs folded to one space, with its rune count.
+type folded struct {
+	s     string
+	runes int
+}
+
+func fold(s string) folded {
+	f := strings.Join(strings.Fields(s), " ")
+	return folded{f, utf8.RuneCountInString(f)}
+}
+
+// containsFolded is contains over texts already folded (compression folds each kept text once).
+func containsFolded(a, b folded) bool {
+	if a.runes > b.runes {
 		a, b = b, a
 	}
-	return a != "" && strings.Contains(b, a)
+	return a.s != "" && strings.Contains(b.s, a.s)
 }

@@ -23,7 +23,7 @@ func MMR(ev []Evidence, k int, lambda float64) []Evidence {
 		}
 		return e.Score / top
 	}
-	grams := make([]map[string]struct{}, len(ev))
+	grams := make([]gramSet, len(ev))
 	sim := func(i, j int) float64 {
 		if a, b := ev[i].Vector, ev[j].Vector; len(a) > 0 && len(a) == len(b) {
 			return cosine(a, b)

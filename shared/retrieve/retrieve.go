@@ -271,6 +271,11 @@ func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit, k i
 		for _, c := range rows {
 			byID[c.ID] = c
 		}
+		for id, name := range r.documentNames(ctx, tenant, rows) { // one query per window where the store can
+			if _, seen := names[id]; !seen {
+				names[id] = name
+			}
+		}
 		for _, h := range window {
 			if len(out) == k {
 				break
@@ -305,6 +310,39 @@ func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit, k i
 		}
 	}
 	return kept, out, nil
+}
+
+// documentBatch is the chunk store's look-up of many documents in one query (sqldb.DB has it).
+type documentBatch interface {
+	GetDocuments(ctx context.Context, tenant string, ids []string) ([]rag.Document, error)
+}
+
+// documentNames returns the file name of every ready document of rows, and "\x00gone" for one that is
+// not ready or missing, when the store reads them in one query; load asks the others one at a time (a
+// store without the batch, or a batch that failed).
+func (r *Retriever) documentNames(ctx context.Context, tenant string, rows []rag.Chunk) map[string]string {
+	names := map[string]string{}
+	b, ok := r.Chunks.(documentBatch)
+	if !ok || len(rows) == 0 {
+		return names
+	}
+	var ids []string
+	for _, c := range rows {
+		if _, dup := names[c.DocumentID]; !dup {
+			names[c.DocumentID] = "\x00gone"
+			ids = append(ids, c.DocumentID)
+		}
+	}
+	docs, err := b.GetDocuments(ctx, tenant, ids)
+	if err != nil {
+		return map[string]string{}
+	}
+	for _, d := range docs {
+		if d.Status == rag.StatusReady {
+			names[d.ID] = d.FileName
+		}
+	}
+	return names
 }
 
 func (r *Retriever) parents(ctx context.Context, tenant string, ev []rank.Evidence) (map[string]rag.Chunk, error) {

@@ -103,6 +103,55 @@ func (s *DB) GetDocument(ctx context.Context, tenant, id string) (rag.Document, 
 	return d, s.classify(op, err)
 }
 
+// GetDocuments returns the tenant's documents with these ids, in the order of ids, each once; ids that
+// do not exist (or belong to another tenant) are left out. The retrieval chain reads the documents of
+// its candidates with it: one query instead of one per document (a tenth of a retrieval at 100k chunks).
+func (s *DB) GetDocuments(ctx context.Context, tenant string, ids []string) ([]rag.Document, error) {
+	const op = "sqldb.GetDocuments"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if err := validIDs(op, "document id", id); err != nil {
+			return nil, err
+		}
+	}
+	byID := map[string]rag.Document{}
+	for start := 0; start < len(ids); start += 500 {
+		batch := ids[start:min(start+500, len(ids))]
+		args := make([]any, 0, len(batch)+1)
+		for _, id := range batch {
+			args = append(args, id)
+		}
+		// "+tenant_id" keeps SQLite's planner on the primary key, as in GetChunks
+		rows, err := s.db.QueryContext(ctx, `SELECT `+docColumns+` FROM documents WHERE id IN (`+placeholders(len(batch))+`) AND +tenant_id = ?`, append(args, tenant)...)
+		if err != nil {
+			return nil, s.classify(op, err)
+		}
+		for rows.Next() {
+			d, err := scanDoc(rows)
+			if err != nil {
+				rows.Close()
+				return nil, s.classify(op, err)
+			}
+			byID[d.ID] = d
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, s.classify(op, err)
+		}
+	}
+	out := make([]rag.Document, 0, len(byID))
+	for _, id := range ids {
+		if d, ok := byID[id]; ok {
+			out = append(out, d)
+			delete(byID, id)
+		}
+	}
+	return out, nil
+}
+
 // GetDocumentBySource returns the knowledge base's document for a source uri; NotFound when there is none.
 func (s *DB) GetDocumentBySource(ctx context.Context, tenant, kbID, sourceURI string) (rag.Document, error) {
 	const op = "sqldb.GetDocumentBySource"

@@ -80,6 +80,8 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		must(t, db.Ping(ctx))
 	})
 
+	t.Run("GetDocuments", func(t *testing.T) { testGetDocuments(t, migrated(t)) })
+
 	t.Run("KnowledgeBases", func(t *testing.T) {
 		db := migrated(t)
 		ctx := ctxT(t)
