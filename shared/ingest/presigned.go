@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -169,19 +168,7 @@ func (t *Trigger) presigned(ctx context.Context, ch SourceChange) (TriggerResult
 	name := t.Name("upload", tenant, ch.Bucket, ch.Key, ch.VersionID, ch.Sequencer)
 	job := Job{Doc: Doc{Tenant: tenant, KBID: kbID, DocumentID: doc.ID}, SourceURI: doc.SourceURI, Bucket: ch.Bucket, Key: ch.Key,
 		VersionID: ch.VersionID, Sequencer: ch.Sequencer, FileName: doc.FileName, Holder: name}
-	input, err := json.Marshal(job)
-	if err != nil {
-		return res, rag.E(op, rag.KindInternal, err)
-	}
-	started, err := t.Executions.Start(ctx, name, input)
-	if err != nil {
-		return res, err
-	}
-	res.Execution, res.Action = name, ActionDuplicate
-	if started {
-		res.Action = ActionStarted
-	}
-	return res, nil
+	return t.start(ctx, name, job, res)
 }
 
 // mayEdit requires the editor role on the knowledge base of the user, as SQL records it now: a tenant

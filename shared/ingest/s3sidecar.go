@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 
@@ -55,19 +54,7 @@ func (t *Trigger) sidecarEvent(ctx context.Context, ch SourceChange, main string
 	name := t.Name("ingest", t.Tenant, ch.Bucket, ch.Key, ch.VersionID, ch.Sequencer)
 	job := Job{Doc: Doc{Tenant: t.Tenant, KBID: kb.ID, DocumentID: doc.ID}, SourceURI: uri, Bucket: ch.Bucket, Key: main,
 		VersionID: ev.VersionID, Sequencer: ev.Sequencer, FileName: path.Base(rel), Holder: name}
-	input, err := json.Marshal(job)
-	if err != nil {
-		return res, rag.E("ingest.Trigger", rag.KindInternal, err)
-	}
-	started, err := t.Executions.Start(ctx, name, input)
-	if err != nil {
-		return res, err
-	}
-	res.Execution, res.Action = name, ActionDuplicate
-	if started {
-		res.Action = ActionStarted
-	}
-	return res, nil
+	return t.start(ctx, name, job, res)
 }
 
 // s3Sidecar reads the current version of a drop-folder object's sidecar: nil without one. A sidecar

@@ -137,19 +137,7 @@ func (t *Trigger) Handle(ctx context.Context, ch SourceChange) (TriggerResult, e
 	name := t.Name("ingest", t.Tenant, ch.Bucket, ch.Key, ch.VersionID, ch.Sequencer)
 	job := Job{Doc: Doc{Tenant: t.Tenant, KBID: kb.ID, DocumentID: doc.ID}, SourceURI: uri, Bucket: ch.Bucket, Key: ch.Key,
 		VersionID: ch.VersionID, Sequencer: ch.Sequencer, FileName: path.Base(rel), Holder: name}
-	input, err := json.Marshal(job)
-	if err != nil {
-		return res, rag.E(op, rag.KindInternal, err)
-	}
-	started, err := t.Executions.Start(ctx, name, input)
-	if err != nil {
-		return res, err
-	}
-	res.Execution, res.Action = name, ActionDuplicate
-	if started {
-		res.Action = ActionStarted
-	}
-	return res, nil
+	return t.start(ctx, name, job, res)
 }
 
 // kb is the event's knowledge base: for a put, an operator channel's (created when missing, Permission
@@ -227,5 +215,23 @@ func (t *Trigger) remove(ctx context.Context, kb rag.KnowledgeBase, uri string, 
 		return res, err
 	}
 	t.Service.AuditOperator(ctx, t.Tenant, "s3", "document.delete", doc.ID, uri)
+	return res, nil
+}
+
+// start starts the ingestion state machine for job under the execution name (deterministic: a
+// replayed event finds its execution and is reported a duplicate) and says which happened in res.
+func (t *Trigger) start(ctx context.Context, name string, job Job, res TriggerResult) (TriggerResult, error) {
+	input, err := json.Marshal(job)
+	if err != nil {
+		return res, rag.E("ingest.Trigger", rag.KindInternal, err)
+	}
+	started, err := t.Executions.Start(ctx, name, input)
+	if err != nil {
+		return res, err
+	}
+	res.Execution, res.Action = name, ActionDuplicate
+	if started {
+		res.Action = ActionStarted
+	}
 	return res, nil
 }
