@@ -124,7 +124,8 @@ func (p *Pipeline) applyInferred(ctx context.Context, st *State, matches []Infer
 		return false
 	}
 	if len(req.Restrict) > 0 { // the user's filter holds too
-		ids = slices.DeleteFunc(ids, func(id string) bool { return !slices.Contains(req.Restrict, id) })
+		// on a copy: MatchDocuments' answer is shared by every query of the same filter until a write
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !slices.Contains(req.Restrict, id) })
 	}
 	if len(ids) == 0 {
 		return false // the values exist, but not together among what the question may read

@@ -420,3 +420,30 @@ func TestInferredFilterByModel(t *testing.T) {
 		t.Fatalf("cache keys with and without the model's value: %q %q; want two", hr, none)
 	}
 }
+
+// sharedMatches answers every filter with one slice, as the metadata index does until a write.
+type sharedMatches struct {
+	MetaCatalog
+	ids []string
+}
+
+func (s sharedMatches) MatchDocuments(context.Context, string, []string, *rag.MetaFilter) ([]string, error) {
+	return s.ids, nil
+}
+
+// Narrowing an inferred restriction to the user's filter must not write into the index's shared answer:
+// the next question with the same filter would read the narrowed (and zero-padded) list.
+func TestInferredRestrictionLeavesTheSharedAnswer(t *testing.T) {
+	shared := []string{"d1", "d2", "d3"}
+	p := &Pipeline{Infer: sharedMatches{ids: shared}}
+	st := &State{Request: Request{Tenant: "t1", Restrict: []string{"d3"}}, inferKBs: []string{"kb1"}}
+	if !p.applyInferred(context.Background(), st, []InferredMatch{{Words: "hr", Key: "department", Value: "HR", By: "rules"}}) {
+		t.Fatal("applyInferred found nothing")
+	}
+	if !slices.Equal(st.InferredRestrict, []string{"d3"}) {
+		t.Errorf("restriction %v; want d3 (the user's filter and the inference)", st.InferredRestrict)
+	}
+	if !slices.Equal(shared, []string{"d1", "d2", "d3"}) {
+		t.Fatalf("the shared answer became %q", shared)
+	}
+}
