@@ -197,8 +197,11 @@ function intervalPicker(c) {
 
 async function syncNow(c, b) {
   b.disabled = true;
+  const cur = open;
   try {
-    await api(`${base(open.kb)}/${encodeURIComponent(c.name)}/sync`, { method: "POST" });
+    await api(`${base(cur.kb)}/${encodeURIComponent(c.name)}/sync`, { method: "POST" });
+    // started (202): its end refreshes the documents even when it ends before the first poll sees it run
+    cur.running = true;
     say(`Syncing ${c.name}…`);
   } catch (err) {
     say(`Not synced: ${err.message}`, true);
