@@ -168,8 +168,8 @@ type Vector struct {
 	MilvusToken string        `json:"milvus_token" env:"DOCMIND_MILVUS_TOKEN" secret:"true" doc:"Milvus / Zilliz API token (user:password or key)"`
 	Collection  string        `json:"collection" env:"DOCMIND_MILVUS_COLLECTION" doc:"Milvus collection name"`
 	CallTimeout time.Duration `json:"call_timeout" env:"DOCMIND_VECTOR_CALL_TIMEOUT" doc:"upper bound of one vector-store call"`
-	Quant       string        `json:"quant" env:"DOCMIND_VECTOR_QUANT" doc:"memvec scan: int8 (codes scanned, candidates re-scored in float32, exact below 20,000 rows or when a snapshot's recall@10 check falls under 0.99) or none (exact float32)"`
-	Rescore     int           `json:"rescore" env:"DOCMIND_VECTOR_RESCORE" doc:"memvec int8: candidates re-scored exactly, as a multiple of k"`
+	Quant       string        `json:"quant" env:"DOCMIND_VECTOR_QUANT" doc:"memvec scan: binary (1-bit codes scanned by Hamming distance, candidates re-scored with int8 then float32), int8 (int8 codes scanned, candidates re-scored in float32) or none (exact float32); exact below 20,000 rows; a snapshot's recall@10 check widens binary's candidates, then falls back to int8, then to exact below 0.99"`
+	Rescore     int           `json:"rescore" env:"DOCMIND_VECTOR_RESCORE" doc:"memvec int8 and binary: candidates re-scored exactly in float32, as a multiple of k"`
 }
 
 // KV selects the key-value cache.
@@ -429,7 +429,7 @@ func (c Config) Validate() error {
 		add("DOCMIND_VECTOR_DIM: must be within 2..32768, got %d", c.Vector.Dim)
 	}
 	positiveDur("DOCMIND_VECTOR_CALL_TIMEOUT", c.Vector.CallTimeout)
-	oneOf("DOCMIND_VECTOR_QUANT", c.Vector.Quant, "int8", "none")
+	oneOf("DOCMIND_VECTOR_QUANT", c.Vector.Quant, "binary", "int8", "none")
 	if c.Vector.Rescore < 1 || c.Vector.Rescore > 100 {
 		add("DOCMIND_VECTOR_RESCORE: must be within 1..100, got %d", c.Vector.Rescore)
 	}

@@ -207,11 +207,11 @@ func TestVectorQuantSetting(t *testing.T) {
 	if err != nil || c.Vector.Quant != "int8" || c.Vector.Rescore != 8 {
 		t.Fatalf("default: %+v %v", c.Vector, err)
 	}
-	c, err = Load("", env(map[string]string{"DOCMIND_VECTOR_QUANT": "none", "DOCMIND_VECTOR_RESCORE": "4"}))
-	if err != nil || c.Vector.Quant != "none" || c.Vector.Rescore != 4 {
+	c, err = Load("", env(map[string]string{"DOCMIND_VECTOR_QUANT": "binary", "DOCMIND_VECTOR_RESCORE": "4"}))
+	if err != nil || c.Vector.Quant != "binary" || c.Vector.Rescore != 4 {
 		t.Fatalf("overlay: %+v %v", c.Vector, err)
 	}
-	_, err = Load("", env(map[string]string{"DOCMIND_VECTOR_QUANT": "binary", "DOCMIND_VECTOR_RESCORE": "0"}))
+	_, err = Load("", env(map[string]string{"DOCMIND_VECTOR_QUANT": "int4", "DOCMIND_VECTOR_RESCORE": "0"}))
 	var ve *ValidationError
 	if !errors.As(err, &ve) || len(ve.Problems) != 2 || !strings.Contains(err.Error(), "DOCMIND_VECTOR_QUANT") || !strings.Contains(err.Error(), "DOCMIND_VECTOR_RESCORE") {
 		t.Fatalf("want both settings refused, got %v", err)

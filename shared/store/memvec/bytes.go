@@ -56,3 +56,36 @@ func decodeFloat32(b []byte) []float32 {
 	}
 	return out
 }
+
+// uint64Bytes views v as its little-endian bytes (on a big-endian machine, a little-endian copy).
+func uint64Bytes(v []uint64) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	if nativeLE {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*8)
+	}
+	out := make([]byte, 0, len(v)*8)
+	for _, x := range v {
+		out = binary.LittleEndian.AppendUint64(out, x)
+	}
+	return out
+}
+
+// asUint64 views b (little endian, 8-byte aligned: the section is padded to 8 in a page-aligned map) as
+// uint64s. Only used when nativeLE.
+func asUint64(b []byte) []uint64 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+// decodeUint64 copies little-endian uint64s onto the heap.
+func decodeUint64(b []byte) []uint64 {
+	out := make([]uint64, len(b)/8)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(b[i*8:])
+	}
+	return out
+}

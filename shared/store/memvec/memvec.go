@@ -13,7 +13,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -41,16 +40,20 @@ type Index struct {
 
 	opt Options
 
-	mu      sync.RWMutex
-	vecs    seg[float32] // row i's L2-normalised vector at vecs.row(i)
-	codes   seg[int8]    // its int8 code (Quant "int8" only)
-	scales  []float32    // and the code's scale
-	quantOK bool         // the last recall check passed (or none ran yet)
-	recall  float64      // recall@10 of the last check; NaN before one
-	mapped  []byte       // the memory-mapped snapshot backing vecs.base and codes.base; nil when none
-	rows    []row
-	byID    map[string]int // "tenant\x00id" -> row
-	names   interner
+	mu        sync.RWMutex
+	vecs      seg[float32] // row i's L2-normalised vector at vecs.row(i)
+	codes     seg[int8]    // its int8 code (Quant "int8" or "binary")
+	scales    []float32    // and the code's scale
+	bits      seg[uint64]  // its binary code against centre (Quant "binary": binary.go)
+	bscales   []float32    // and that code's scale
+	centre    []float32    // the mean the binary codes are taken against; nil is the origin
+	use       string       // the path the last recall check chose (Quant until one runs): none, int8, binary
+	binFactor int          // binary candidates per result that passed the check
+	recall    float64      // recall@10 of the last check; NaN before one
+	mapped    []byte       // the memory-mapped snapshot backing vecs.base and codes.base; nil when none
+	rows      []row
+	byID      map[string]int // "tenant\x00id" -> row
+	names     interner
 
 	// persistence (path != ""): writes since the last Flush, appended to the log on Flush
 	flushMu  sync.Mutex // one Flush (or Close) at a time; taken before mu
@@ -72,8 +75,8 @@ func NewWith(dim int, o Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{dim: dim, opt: o, byID: map[string]int{}, names: newInterner(), quantOK: true, recall: math.NaN(),
-		vecs: seg[float32]{w: dim}, codes: seg[int8]{w: dim}}, nil
+	return &Index{dim: dim, opt: o, byID: map[string]int{}, names: newInterner(), use: o.Quant, binFactor: defaultBinFactor,
+		recall: math.NaN(), vecs: seg[float32]{w: dim}, codes: seg[int8]{w: dim}, bits: seg[uint64]{w: words(dim)}}, nil
 }
 
 // Open loads the exact index persisted at path; see OpenWith.
@@ -157,8 +160,11 @@ func (ix *Index) put(m metaRow, v []float32) {
 		ix.rows = append(ix.rows, rw)
 		ix.vecs.push(v)
 	}
-	if ix.opt.Quant == "int8" {
+	if ix.hasCodes() {
 		ix.putCode(at, v)
+	}
+	if ix.opt.Quant == "binary" {
+		ix.putBits(at, v)
 	}
 }
 
@@ -237,6 +243,9 @@ func (ix *Index) removeAt(at int) {
 			copy(ix.codes.row(at), ix.codes.row(last))
 			ix.scales[at] = ix.scales[last]
 		}
+		if ix.bits.n > last {
+			copy(ix.bits.row(at), ix.bits.row(last))
+		}
 		ix.byID[key(ix.names.name(ix.rows[at].tenant), ix.rows[at].id)] = at
 	}
 	ix.rows = ix.rows[:last]
@@ -244,6 +253,9 @@ func (ix *Index) removeAt(at int) {
 	if ix.codes.n > last {
 		ix.codes.truncate(last)
 		ix.scales = ix.scales[:last]
+	}
+	if ix.bits.n > last {
+		ix.bits.truncate(last)
 	}
 }
 
@@ -317,10 +329,13 @@ func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filte
 		return []rag.Hit{}, nil
 	}
 	var all []scored
-	if !exact && ix.useQuant() {
-		all = ix.searchQuant(q, k, m)
-	} else {
+	switch scheme := ix.scheme(); {
+	case exact || scheme == "none":
 		all = ix.searchExact(q, k, m)
+	case scheme == "binary":
+		all = ix.searchBinary(q, k, m, ix.binFactor)
+	default:
+		all = ix.searchQuant(q, k, m)
 	}
 	slices.SortFunc(all, func(a, b scored) int { return ix.order(a, b) })
 	if len(all) > k {
@@ -336,20 +351,7 @@ func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filte
 
 // searchExact fans the float32 scan out over the cores. Caller holds a read lock.
 func (ix *Index) searchExact(q []float32, k int, m matcher) []scored {
-	n := len(ix.rows)
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/minRowsPerWorker))
-	tops := make([]topK, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := n*w/workers, n*(w+1)/workers
-		wg.Go(func() { tops[w] = ix.scan(q, k, m, lo, hi) })
-	}
-	wg.Wait()
-	var all []scored
-	for _, t := range tops {
-		all = append(all, t.items...)
-	}
-	return all
+	return ix.fanOut(func(lo, hi int) topK { return ix.scan(q, k, m, lo, hi) })
 }
 
 type scored struct {

@@ -19,3 +19,5 @@ func mapFile(f *os.File, size int64) ([]byte, error) {
 func unmap([]byte) error { return nil }
 
 func adviseRandom([]byte, bool) {}
+
+func release([]byte) {}

@@ -21,14 +21,23 @@ import (
 // the snapshot (or 64 MiB) Flush writes a new snapshot and removes the log. Open loads the snapshot and
 // replays the log; a torn record at the log's end (a crash mid-append) is dropped.
 //
-// Snapshot file layout, version 2 (little endian; written by every save):
+// Snapshot file layout, version 3 (little endian; written by every save):
 //
-//	header, one 4 KiB page: magic "DMVEC002" | dim u32 | rows u64 | flags u32 (1: codes present) |
-//	  recall f64 (of the last check; NaN if none) | rescore u32 (the factor it was measured with) |
-//	  metaLen u64 | crcVectors u32 | crcRest u32 | crcHeader u32 (of the bytes before it)
+//	header, one 4 KiB page: magic "DMVEC003" | dim u32 | rows u64 | flags u32 (1: int8 codes present,
+//	  2: binary codes present) | recall f64 (of the last check; NaN if none) | rescore u32 (the factor
+//	  it was measured with) | metaLen u64 | crcVectors u32 | crcRest u32 | binFactor u32 (binary
+//	  candidates per result the check chose) | mode u32 (the setting the check ran under: 0 none,
+//	  1 int8, 2 binary) | use u32 (the path it chose, same numbering) | crcHeader u32 (of the bytes
+//	  before it)
 //	rows*dim float32 vectors, page-aligned so the file maps straight onto []float32
 //	[rows*dim int8 codes | padding to 4 bytes | rows float32 scales]   (flag 1)
+//	[padding to 8 bytes | rows*ceil(dim/64) uint64 binary codes | dim float32 centre]   (flag 2)
 //	metadata: per row uvarint-prefixed id, chunk, tenant, kb, document, uvarint tag count, tags
+//
+// Version 2 ("DMVEC002") is version 3 without flag 2 and with the header ending at binFactor's offset
+// (crcHeader there, of the 52 bytes before it); it still loads, mapped, and the next save writes
+// version 3. A binary index opened on a file without binary codes builds them (and checks recall) at
+// open and says so.
 //
 // Open maps the file and reads the header, the codes and the metadata (their checksum, crcRest, is
 // verified); the vectors are read by the page when a search touches them, so start-up costs what the
@@ -41,9 +50,23 @@ import (
 const (
 	magic      = "DMVEC001"
 	magicV2    = "DMVEC002"
+	magicV3    = "DMVEC003"
 	headerSize = 4096
 	flagCodes  = 1
+	flagBits   = 2
 )
+
+// modes numbers the quantisation settings in the header.
+var modes = []string{"none", "int8", "binary"}
+
+func modeNum(m string) uint32 {
+	for i, s := range modes {
+		if s == m {
+			return uint32(i)
+		}
+	}
+	return 0
+}
 
 type metaRow struct {
 	ID     string   `json:"i"`
@@ -254,14 +277,18 @@ func (ix *Index) replay(data []byte) int64 {
 	return int64(off)
 }
 
-// save writes a version 2 snapshot of the index and maps it in place of the old one. It runs the recall
+// save writes a version 3 snapshot of the index and maps it in place of the old one. It runs the recall
 // check first, so the snapshot records whether the quantised scan still holds. Caller holds the write lock.
 func (ix *Index) save() error {
 	flags := uint32(0)
-	if ix.opt.Quant == "int8" {
+	if ix.hasCodes() {
 		ix.buildCodes()
-		ix.checkRecall()
 		flags |= flagCodes
+		if ix.opt.Quant == "binary" {
+			ix.recentre() // rows added since the last snapshot move the mean
+			flags |= flagBits
+		}
+		ix.checkRecall()
 	}
 	n := len(ix.rows)
 	if err := os.MkdirAll(filepath.Dir(ix.path), 0o755); err != nil {
@@ -293,6 +320,14 @@ func (ix *Index) save() error {
 		w.Write(make([]byte, pad4(n*ix.dim)))
 		w.Write(float32Bytes(ix.scales[:n]))
 	}
+	if flags&flagBits != 0 {
+		off := headerSize + n*ix.dim*4 + n*ix.dim + pad4(n*ix.dim) + n*4
+		w.Write(make([]byte, pad8(off)))
+		for i := range n {
+			w.Write(uint64Bytes(ix.bits.row(i)))
+		}
+		w.Write(float32Bytes(ix.centre))
+	}
 	var metaLen uint64
 	var buf []byte
 	for i := range ix.rows {
@@ -305,7 +340,7 @@ func (ix *Index) save() error {
 		return err
 	}
 	hdr := make([]byte, headerSize)
-	copy(hdr, magicV2)
+	copy(hdr, magicV3)
 	binary.LittleEndian.PutUint32(hdr[8:], uint32(ix.dim))
 	binary.LittleEndian.PutUint64(hdr[12:], uint64(n))
 	binary.LittleEndian.PutUint32(hdr[20:], flags)
@@ -314,7 +349,10 @@ func (ix *Index) save() error {
 	binary.LittleEndian.PutUint64(hdr[36:], metaLen)
 	binary.LittleEndian.PutUint32(hdr[44:], crcVec.Sum32())
 	binary.LittleEndian.PutUint32(hdr[48:], crcRest.Sum32())
-	binary.LittleEndian.PutUint32(hdr[52:], crc32.ChecksumIEEE(hdr[:52]))
+	binary.LittleEndian.PutUint32(hdr[52:], uint32(ix.binFactor))
+	binary.LittleEndian.PutUint32(hdr[56:], modeNum(ix.opt.Quant))
+	binary.LittleEndian.PutUint32(hdr[60:], modeNum(ix.use))
+	binary.LittleEndian.PutUint32(hdr[64:], crc32.ChecksumIEEE(hdr[:64]))
 	if _, err := tmp.WriteAt(hdr, 0); err != nil {
 		tmp.Close()
 		return err
@@ -366,8 +404,12 @@ func (ix *Index) remap() {
 func (ix *Index) attach(b []byte, l layout) {
 	old := ix.mapped
 	ix.vecs = seg[float32]{w: ix.dim, base: asFloat32(b[headerSize : headerSize+l.rows*ix.dim*4]), n: l.rows}
-	if l.codes && ix.opt.Quant == "int8" {
+	if l.codes && ix.hasCodes() {
 		ix.codes = seg[int8]{w: ix.dim, base: asInt8(b[l.codesOff : l.codesOff+l.rows*ix.dim]), n: l.rows}
+	}
+	if l.bits && ix.opt.Quant == "binary" {
+		ix.bits = seg[uint64]{w: words(ix.dim), base: asUint64(b[l.bitsOff : l.bitsOff+l.rows*words(ix.dim)*8]), n: l.rows}
+		ix.centre = decodeFloat32(b[l.centreOff : l.centreOff+ix.dim*4])
 	}
 	ix.mapped = b
 	if old != nil {
@@ -376,30 +418,48 @@ func (ix *Index) attach(b []byte, l layout) {
 }
 
 // advise sets the float32 map's read-ahead for the path searches take: off for the quantised search's
-// scattered re-scores, on for the exact scan. Caller holds the write lock.
+// scattered re-scores, on for the exact scan; and the int8 codes' the same way when the binary scan
+// re-scores a few of them. Caller holds the write lock.
 func (ix *Index) advise() {
 	if ix.mapped != nil {
 		adviseRandom(float32Bytes(ix.vecs.base), ix.useQuant())
+		adviseRandom(int8Bytes(ix.codes.base), ix.scheme() == "binary")
 	}
 }
 
-// layout is a parsed version 2 header.
+// layout is a parsed version 2 or 3 header.
 type layout struct {
-	rows, codesOff, scalesOff, metaOff int
-	codes                              bool
-	recall                             float64
-	rescore                            int
-	crcRest                            uint32
+	version                                                int
+	rows, codesOff, scalesOff, bitsOff, centreOff, metaOff int
+	codes, bits                                            bool
+	recall                                                 float64
+	rescore, binFactor                                     int
+	mode, use                                              string // v3: the check's setting and verdict
+	crcRest                                                uint32
 }
 
-// layout checks b's version 2 header against its size and returns where each section starts.
+// layout checks b's version 2 or 3 header against its size and returns where each section starts.
 func (ix *Index) layout(b []byte) (layout, error) {
 	var l layout
-	if len(b) < headerSize || string(b[:8]) != magicV2 {
+	if len(b) < headerSize || (string(b[:8]) != magicV2 && string(b[:8]) != magicV3) {
 		return l, errors.New("bad header")
 	}
-	if crc32.ChecksumIEEE(b[:52]) != binary.LittleEndian.Uint32(b[52:]) {
+	l.version, l.mode, l.use = 2, "int8", "int8"
+	crcAt := 52
+	if string(b[:8]) == magicV3 {
+		l.version, crcAt = 3, 64
+	}
+	if crc32.ChecksumIEEE(b[:crcAt]) != binary.LittleEndian.Uint32(b[crcAt:]) {
 		return l, errors.New("header checksum mismatch")
+	}
+	if l.version == 3 {
+		l.binFactor = int(binary.LittleEndian.Uint32(b[52:]))
+		mode, use := binary.LittleEndian.Uint32(b[56:]), binary.LittleEndian.Uint32(b[60:])
+		if mode >= uint32(len(modes)) || use >= uint32(len(modes)) {
+			return l, errors.New("unknown quantisation in header")
+		}
+		l.mode, l.use = modes[mode], modes[use]
+		l.bits = binary.LittleEndian.Uint32(b[20:])&flagBits != 0
 	}
 	if dim := int(binary.LittleEndian.Uint32(b[8:])); dim != ix.dim {
 		return l, errDim{dim}
@@ -421,6 +481,16 @@ func (ix *Index) layout(b []byte) (layout, error) {
 		l.scalesOff = off
 		off += l.rows * 4
 	}
+	if l.bits {
+		if !l.codes || l.binFactor < 1 {
+			return l, errors.New("binary codes without int8 codes or a candidate factor")
+		}
+		off += pad8(off)
+		l.bitsOff = off
+		off += l.rows * words(ix.dim) * 8
+		l.centreOff = off
+		off += ix.dim * 4
+	}
 	l.metaOff = off
 	if metaLen > uint64(len(b)) || uint64(off)+metaLen != uint64(len(b)) {
 		return l, fmt.Errorf("size %d does not match header", len(b))
@@ -433,6 +503,8 @@ type errDim struct{ dim int }
 func (e errDim) Error() string { return fmt.Sprintf("dimension %d", e.dim) }
 
 func pad4(n int) int { return (4 - n%4) % 4 }
+
+func pad8(n int) int { return (8 - n%8) % 8 }
 
 func (ix *Index) appendMeta(buf []byte, r *row) []byte {
 	str := func(s string) {
@@ -518,7 +590,7 @@ func (ix *Index) load() error {
 		return rag.Errorf(op, rag.KindInternal, "%s: corrupt snapshot: %s (stop docmind, delete it and its .log, then run `docmind reconcile --repair`: every ready document's vectors are re-embedded from its chunk rows in SQL)", ix.path, fmt.Sprintf(format, args...))
 	}
 	var m [8]byte
-	if _, err := io.ReadFull(f, m[:]); err == nil && string(m[:]) == magicV2 {
+	if _, err := io.ReadFull(f, m[:]); err == nil && (string(m[:]) == magicV2 || string(m[:]) == magicV3) {
 		if err := ix.loadV2(f, st.Size(), corrupt); err != nil {
 			return err
 		}
@@ -575,14 +647,14 @@ func (ix *Index) load() error {
 		return err
 	}
 	ix.snapRows = len(ix.rows)
-	if ix.opt.Quant == "int8" { // converting a version 1 file is this index's build: quantise and check
+	if ix.hasCodes() { // converting a version 1 file is this index's build: quantise and check
 		ix.buildCodes()
 		ix.checkRecall()
 	}
 	return ix.loadLog()
 }
 
-// loadV2 maps a version 2 snapshot: the metadata is decoded and the codes checked, the vectors stay on
+// loadV2 maps a version 2 or 3 snapshot: the metadata is decoded and the codes checked, the vectors stay on
 // disk until a search reads them.
 func (ix *Index) loadV2(f *os.File, size int64, corrupt func(string, ...any) error) error {
 	b, err := mapFile(f, size)
@@ -617,23 +689,49 @@ func (ix *Index) loadV2(f *os.File, size int64, corrupt func(string, ...any) err
 	} else {
 		ix.attach(b, l)
 	}
-	if l.codes && ix.opt.Quant == "int8" {
+	if l.codes && ix.hasCodes() {
 		ix.scales = decodeFloat32(b[l.scalesOff : l.scalesOff+l.rows*4])
 		if !nativeLE {
 			for i := range l.rows {
 				ix.codes.push(asInt8(b[l.codesOff+i*ix.dim : l.codesOff+(i+1)*ix.dim]))
 			}
 		}
-		if l.rescore == ix.opt.Rescore { // measured with these settings; else unknown until the next save
-			ix.recall = l.recall
-			ix.quantOK = math.IsNaN(l.recall) || l.recall >= ix.opt.MinRecall
-			if !ix.quantOK && ix.opt.Logf != nil {
-				ix.opt.Logf("memvec: %s: int8 recall@10 %.3f is below %.2f: searching exactly in float32 (raise DOCMIND_VECTOR_RESCORE or set DOCMIND_VECTOR_QUANT=none)", ix.path, l.recall, ix.opt.MinRecall)
-			}
+	}
+	if l.bits && ix.opt.Quant == "binary" && !nativeLE {
+		w := words(ix.dim)
+		ix.bits = seg[uint64]{w: w}
+		for i := range l.rows {
+			ix.bits.push(decodeUint64(b[l.bitsOff+i*w*8 : l.bitsOff+(i+1)*w*8]))
 		}
-	} else if ix.opt.Quant == "int8" { // switched to int8 since the last save: quantise and check now
+		ix.centre = decodeFloat32(b[l.centreOff : l.centreOff+ix.dim*4])
+	}
+	switch {
+	case !ix.hasCodes():
+	case !l.codes || (ix.opt.Quant == "binary" && !l.bits):
+		// switched to a quantised scan since the last save, or a version 2 file opened binary: build the
+		// codes and check now; the next snapshot stores them
+		if ix.opt.Logf != nil {
+			ix.opt.Logf("memvec: %s (snapshot version %d) has no %s codes: building them for %d rows and checking recall now; the next snapshot stores them", ix.path, l.version, ix.opt.Quant, l.rows)
+		}
 		ix.buildCodes()
 		ix.checkRecall()
+	case l.mode == ix.opt.Quant && l.rescore == ix.opt.Rescore:
+		// measured with these settings; otherwise unknown (the setting is trusted) until the next save
+		if l.version == 2 && !math.IsNaN(l.recall) && l.recall < ix.opt.MinRecall {
+			l.use = "none"
+		}
+		ix.recall, ix.use = l.recall, l.use
+		if l.bits {
+			ix.binFactor = l.binFactor
+		}
+		if ix.use != ix.opt.Quant && ix.opt.Logf != nil {
+			ix.opt.Logf("memvec: %s: the last recall check chose %s over %s (recall@10 %.3f, minimum %.2f; DOCMIND_VECTOR_RESCORE or DOCMIND_VECTOR_QUANT=none change it)", ix.path, ix.use, ix.opt.Quant, l.recall, ix.opt.MinRecall)
+		}
+	}
+	if ix.mapped != nil && ix.scheme() == "binary" {
+		// The checksum read every int8 code through the map; the binary scan re-scores a few of them per
+		// query, so let the rest go from this process (they stay in the page cache).
+		release(int8Bytes(ix.codes.base))
 	}
 	ix.snapRows = l.rows
 	ix.advise()

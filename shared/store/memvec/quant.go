@@ -10,17 +10,19 @@ import (
 	"github.com/docmind/docmind/shared/rag"
 )
 
-// Quantised scan. With Options.Quant "int8" every vector also has an int8 code (each component divided
-// by the vector's largest magnitude over 127, rounded) and that scale. A search scans the codes, a
+// Quantised scan. With Options.Quant "int8" (or "binary", which scans bits first: binary.go) every vector
+// also has an int8 code (each component divided by the vector's largest magnitude over 127, rounded) and
+// that scale. A search scans the codes, a
 // quarter of the float32 bytes, keeps the Rescore x k best approximate scores, and re-scores those
 // candidates exactly in float32: the answer is the exact ranking of the candidates, so quantisation can
 // only lose a result that fell out of the candidate list, never reorder what it returns. Whether that
 // happens is measured (CheckRecall) when a snapshot is written or an old one converted; below
-// MinRecall the index falls back to the exact scan and says so.
+// MinRecall the index widens the binary candidates, then falls back to int8, then to the exact scan,
+// and says so.
 
 // Options tune the embedded index; the zero value is the exact float32 index.
 type Options struct {
-	Quant     string               // "int8" or "" / "none" (exact float32 scan)
+	Quant     string               // "binary", "int8" or "" / "none" (exact float32 scan)
 	Rescore   int                  // candidates re-scored exactly, as a multiple of k; 0 means 8
 	MinRows   int                  // below this many rows every search is exact (the scan is cheap anyway); 0 means 20,000
 	MinRecall float64              // recall@10 against exact below which the quantised scan is switched off; 0 means 0.99
@@ -38,9 +40,9 @@ func (o Options) withDefaults() (Options, error) {
 	switch o.Quant {
 	case "", "none":
 		o.Quant = "none"
-	case "int8":
+	case "int8", "binary":
 	default:
-		return o, rag.Errorf("memvec.Open", rag.KindInvalid, "quantisation %q is not one of none, int8", o.Quant)
+		return o, rag.Errorf("memvec.Open", rag.KindInvalid, "quantisation %q is not one of none, int8, binary", o.Quant)
 	}
 	if o.Rescore < 0 || o.MinRows < 0 || o.MinRecall < 0 || o.MinRecall > 1 {
 		return o, rag.Errorf("memvec.Open", rag.KindInvalid, "negative rescore or minimum rows, or a minimum recall outside 0..1")
@@ -85,29 +87,51 @@ func quantizeQuery(q []float32) []int16 {
 	return out
 }
 
-// useQuant reports whether a search over n rows takes the quantised path. Caller holds a lock.
-func (ix *Index) useQuant() bool {
-	return ix.opt.Quant == "int8" && ix.quantOK && len(ix.rows) >= ix.opt.MinRows
+// hasCodes reports whether rows keep int8 codes: the int8 scan reads them, the binary one re-scores
+// with them.
+func (ix *Index) hasCodes() bool { return ix.opt.Quant == "int8" || ix.opt.Quant == "binary" }
+
+// scheme is the path a search takes now: the one the last recall check chose (ix.use), or the exact
+// scan below MinRows. Caller holds a lock.
+func (ix *Index) scheme() string {
+	if len(ix.rows) < ix.opt.MinRows {
+		return "none"
+	}
+	return ix.use
+}
+
+// useQuant reports whether a search takes a quantised path. Caller holds a lock.
+func (ix *Index) useQuant() bool { return ix.scheme() != "none" }
+
+// fanOut runs scan over GOMAXPROCS contiguous shards of the rows (one shard below minRowsPerWorker rows
+// a worker, where starting goroutines would cost more than it saves) and merges the per-shard top lists.
+// One query's latency drops with the cores; its CPU stays that of one scan plus a goroutine per core.
+func (ix *Index) fanOut(scan func(lo, hi int) topK) []scored {
+	n := len(ix.rows)
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/minRowsPerWorker))
+	if workers == 1 {
+		return scan(0, n).items
+	}
+	tops := make([]topK, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Go(func() { tops[w] = scan(lo, hi) })
+	}
+	wg.Wait()
+	var all []scored
+	for _, t := range tops {
+		all = append(all, t.items...)
+	}
+	return all
 }
 
 // searchQuant is the quantised search: approximate top candidates from the codes, re-scored exactly.
 // Caller holds a read lock.
 func (ix *Index) searchQuant(q []float32, k int, m matcher) []scored {
-	n := len(ix.rows)
 	want := k * ix.opt.Rescore
 	q16 := quantizeQuery(q)
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/minRowsPerWorker))
-	tops := make([]topK, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := n*w/workers, n*(w+1)/workers
-		wg.Go(func() { tops[w] = ix.scanCodes(q16, want, m, lo, hi) })
-	}
-	wg.Wait()
-	var cand []scored
-	for _, t := range tops {
-		cand = append(cand, t.items...)
-	}
+	cand := ix.fanOut(func(lo, hi int) topK { return ix.scanCodes(q16, want, m, lo, hi) })
 	if len(cand) > want { // keep the best want approximate scores over all workers
 		slices.SortFunc(cand, ix.order)
 		cand = cand[:want]
@@ -141,14 +165,21 @@ func (ix *Index) scanCodes(q16 []int16, k int, m matcher, lo, hi int) topK {
 
 // checkRecall measures recall@10 of the quantised search against the exact scan on recallQueries
 // queries, each the normalised midpoint of two stored vectors of one tenant (a query lands between
-// documents, as real ones do; a stored vector alone would find itself first for free). It switches the
-// quantised path off below MinRecall. Caller holds the write lock.
+// documents, as real ones do; a stored vector alone would find itself first for free), and chooses the
+// path searches take (ix.use). Binary codes start at defaultBinFactor candidates per result and double
+// while recall@10 is below MinRecall, up to maxBinFactor; then int8 is measured, and below MinRecall
+// too the search is exact. Every widening and fallback is logged. Caller holds the write lock.
 func (ix *Index) checkRecall() float64 {
 	n := len(ix.rows)
-	if ix.opt.Quant != "int8" || n < ix.opt.MinRows {
+	if ix.opt.Quant == "none" || n < ix.opt.MinRows {
 		return math.NaN()
 	}
-	var found, total int
+	type probe struct {
+		q     []float32
+		m     matcher
+		exact []scored
+	}
+	var probes []probe
 	for j := range recallQueries {
 		a := int(uint64(j*2+1) * 0x9E3779B97F4A7C15 % uint64(n))
 		b := int(uint64(j*2+2) * 0xC2B2AE3D27D4EB4F % uint64(n))
@@ -164,23 +195,54 @@ func (ix *Index) checkRecall() float64 {
 			continue
 		}
 		m := matcher{tenant: ix.rows[a].tenant}
-		exact, approx := ix.best(ix.searchExact(q, 10, m), 10), ix.best(ix.searchQuant(q, 10, m), 10)
-		for _, e := range exact {
-			total++
-			if slices.ContainsFunc(approx, func(s scored) bool { return s.row == e.row }) {
-				found++
+		probes = append(probes, probe{q, m, ix.best(ix.searchExact(q, 10, m), 10)})
+	}
+	measure := func(search func(q []float32, m matcher) []scored) float64 {
+		var found, total int
+		for _, p := range probes {
+			approx := ix.best(search(p.q, p.m), 10)
+			for _, e := range p.exact {
+				total++
+				if slices.ContainsFunc(approx, func(s scored) bool { return s.row == e.row }) {
+					found++
+				}
 			}
 		}
+		if total == 0 {
+			return 1
+		}
+		return float64(found) / float64(total)
 	}
-	r := 1.0
-	if total > 0 {
-		r = float64(found) / float64(total)
+	logf := func(format string, args ...any) {
+		if ix.opt.Logf != nil {
+			ix.opt.Logf(format, args...)
+		}
 	}
+	if ix.opt.Quant == "binary" {
+		var r float64
+		for f := defaultBinFactor; f <= maxBinFactor; f *= 2 {
+			r = measure(func(q []float32, m matcher) []scored { return ix.searchBinary(q, 10, m, f) })
+			if r >= ix.opt.MinRecall {
+				if f > defaultBinFactor {
+					logf("memvec: binary recall@10 at %d rows was below %.2f with %d candidates per result: widened to %d (recall@10 %.3f)", n, ix.opt.MinRecall, defaultBinFactor, f, r)
+				}
+				ix.use, ix.binFactor, ix.recall = "binary", f, r
+				return r
+			}
+		}
+		logf("memvec: binary recall@10 %.3f is below %.2f at %d rows even with %d candidates per result: falling back to the int8 scan", r, ix.opt.MinRecall, n, maxBinFactor)
+	}
+	r := measure(func(q []float32, m matcher) []scored { return ix.searchQuant(q, 10, m) })
 	ix.recall = r
-	ix.quantOK = r >= ix.opt.MinRecall
-	if !ix.quantOK && ix.opt.Logf != nil {
-		ix.opt.Logf("memvec: int8 recall@10 %.3f is below %.2f at %d rows: searching exactly in float32 (raise DOCMIND_VECTOR_RESCORE or set DOCMIND_VECTOR_QUANT=none)", r, ix.opt.MinRecall, n)
+	if r >= ix.opt.MinRecall {
+		ix.use = "int8"
+		if ix.opt.Quant == "binary" {
+			logf("memvec: int8 recall@10 %.3f at %d rows: searching with int8 codes", r, n)
+		}
+		return r
 	}
+	ix.use = "none"
+	logf("memvec: int8 recall@10 %.3f is below %.2f at %d rows: searching exactly in float32 (raise DOCMIND_VECTOR_RESCORE or set DOCMIND_VECTOR_QUANT=none)", r, ix.opt.MinRecall, n)
 	return r
 }
 
@@ -192,27 +254,35 @@ func (ix *Index) best(s []scored, k int) []scored {
 
 // QuantStatus describes the quantised path for status pages and benchmarks.
 type QuantStatus struct {
-	Mode   string  // none or int8
-	Active bool    // searches of this index size take the quantised path now
-	Recall float64 // recall@10 of the last check (NaN: not checked yet)
+	Mode      string  // the setting: none, int8 or binary
+	Use       string  // the path searches of this index size take now: none, int8 or binary
+	Active    bool    // Use is a quantised path
+	Recall    float64 // recall@10 of the last check, for the path it chose (NaN: not checked yet)
+	BinFactor int     // binary candidates per result (Use binary)
 }
 
 func (s QuantStatus) String() string {
-	return fmt.Sprintf("%s (active %t, recall@10 %.3f)", s.Mode, s.Active, s.Recall)
+	if s.Use == "binary" {
+		return fmt.Sprintf("%s (using binary, %dx candidates, recall@10 %.3f)", s.Mode, s.BinFactor, s.Recall)
+	}
+	return fmt.Sprintf("%s (using %s, recall@10 %.3f)", s.Mode, s.Use, s.Recall)
 }
 
 // Quant reports the quantisation mode, whether it is in use and the last measured recall.
 func (ix *Index) Quant() QuantStatus {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return QuantStatus{Mode: ix.opt.Quant, Active: ix.useQuant(), Recall: ix.recall}
+	return QuantStatus{Mode: ix.opt.Quant, Use: ix.scheme(), Active: ix.useQuant(), Recall: ix.recall, BinFactor: ix.binFactor}
 }
 
-// CheckRecall runs the recall check now (it also runs on every snapshot) and returns recall@10; NaN when
-// the index is exact or smaller than MinRows.
+// CheckRecall runs the recall check now (it also runs on every snapshot, binary codes recentred first)
+// and returns recall@10 of the path it chose; NaN when the index is exact or smaller than MinRows.
 func (ix *Index) CheckRecall() float64 {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if ix.opt.Quant == "binary" {
+		ix.recentre()
+	}
 	return ix.checkRecall()
 }
 
@@ -227,9 +297,13 @@ func (ix *Index) putCode(at int, v []float32) {
 }
 
 // buildCodes quantises every row that has no code yet (an index opened from a snapshot without codes, or
-// switched to int8). Caller holds the write lock.
+// switched to int8 or binary); binary codes are recentred when any row lacks one. Caller holds the write
+// lock.
 func (ix *Index) buildCodes() {
 	for i := ix.codes.n; i < len(ix.rows); i++ {
 		ix.putCode(i, ix.vecs.row(i))
+	}
+	if ix.opt.Quant == "binary" && ix.bits.n < len(ix.rows) {
+		ix.recentre()
 	}
 }

@@ -235,9 +235,15 @@ func TestRecallCheckFallsBack(t *testing.T) {
 // mapped part and in the heap tail) and a crash with a log to replay, each surviving vector, used as a
 // query, finds itself first through the codes alone (Rescore 1: the k candidates are the codes' best).
 func TestCodesFollowWritesAcrossSnapshotAndLog(t *testing.T) {
+	for _, quant := range []string{"int8", "binary"} {
+		t.Run(quant, func(t *testing.T) { codesFollowWrites(t, quant) })
+	}
+}
+
+func codesFollowWrites(t *testing.T, quant string) {
 	const n, dim = 2000, 64
 	ctx := context.Background()
-	o := Options{Quant: "int8", MinRows: 1, Rescore: 1}
+	o := Options{Quant: quant, MinRows: 1, Rescore: 1}
 	path := filepath.Join(t.TempDir(), "vectors.bin")
 	ix, err := OpenWith(path, dim, o)
 	if err != nil {
@@ -325,7 +331,7 @@ func TestCodesFollowWritesAcrossSnapshotAndLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	if ex.codes.n != 0 {
+	if ex.codes.n != 0 || ex.bits.n != 0 {
 		t.Fatal("an exact index must not load codes")
 	}
 	check(ex, "opened exact")
@@ -390,7 +396,7 @@ func TestVersion1SnapshotStillLoads(t *testing.T) {
 				t.Fatal(err)
 			}
 			b, _ := os.ReadFile(path)
-			if string(b[:8]) != magicV2 {
+			if string(b[:8]) != magicV3 {
 				t.Fatalf("saved as %q", b[:8])
 			}
 			re, err := OpenWith(path, dim, o)

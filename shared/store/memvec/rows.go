@@ -5,7 +5,7 @@ package memvec
 // rows appended since. The map is private, so writing a base row (an update, or a delete moving the last
 // row into the hole) copies that one page onto anonymous memory and never writes the file; the next
 // snapshot folds both parts into a new file and maps it again.
-type seg[T float32 | int8] struct {
+type seg[T float32 | int8 | uint64] struct {
 	w    int // elements per row
 	base []T // rows [0, len(base)/w)
 	tail []T // rows from len(base)/w on
