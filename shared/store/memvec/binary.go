@@ -118,13 +118,22 @@ func (ix *Index) queryBits(q []float32) []uint64 {
 func (ix *Index) searchBinary(q []float32, k int, m matcher, binFactor int) []scored {
 	qb := ix.queryBits(q)
 	dim := ix.dim
+	w, base, tail, nb := ix.bits.w, ix.bits.base, ix.bits.tail, ix.bits.baseRows()
 	cand := ix.fanOut(func(lo, hi int) topK {
 		t := topK{ix: ix, k: k * binFactor, rowTies: true}
 		for i := lo; i < hi; i++ {
 			if !m.match(&ix.rows[i]) {
 				continue
 			}
-			s := float32(dim - 2*hamming(qb, ix.bits.row(i)))
+			// the row's code, addressed here rather than through seg.row: its division per row cost
+			// as much as the popcounts
+			var code []uint64
+			if i < nb {
+				code = base[i*w : (i+1)*w]
+			} else {
+				code = tail[(i-nb)*w : (i-nb+1)*w]
+			}
+			s := float32(dim - 2*hamming(qb, code))
 			if len(t.items) == t.k && s <= t.items[0].score {
 				continue // ties with the worst candidate are not taken (see scanCodes)
 			}
