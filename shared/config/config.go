@@ -295,7 +295,7 @@ func Default() Config {
 			PDFIdle:           15 * time.Second,
 		},
 		SQL:        SQL{Driver: "sqlite", MaxOpenConns: 10, ConnMaxLifetime: 4 * time.Minute},
-		Vector:     Vector{Driver: "memvec", Dim: 512, Collection: "docmind_chunks", CallTimeout: 5 * time.Second, Quant: "int8", Rescore: 8},
+		Vector:     Vector{Driver: "memvec", Dim: 512, Collection: "docmind_chunks", CallTimeout: 5 * time.Second, Quant: "binary", Rescore: 8},
 		KV:         KV{Driver: "memory", Prefix: "dm:"},
 		Blob:       Blob{Driver: "fs", Region: "us-east-1"},
 		Embeddings: Embeddings{Provider: "offline", BatchSize: 10},

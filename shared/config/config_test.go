@@ -204,11 +204,11 @@ func TestExtractMemory(t *testing.T) {
 
 func TestVectorQuantSetting(t *testing.T) {
 	c, err := Load("", env(nil))
-	if err != nil || c.Vector.Quant != "int8" || c.Vector.Rescore != 8 {
+	if err != nil || c.Vector.Quant != "binary" || c.Vector.Rescore != 8 {
 		t.Fatalf("default: %+v %v", c.Vector, err)
 	}
-	c, err = Load("", env(map[string]string{"DOCMIND_VECTOR_QUANT": "binary", "DOCMIND_VECTOR_RESCORE": "4"}))
-	if err != nil || c.Vector.Quant != "binary" || c.Vector.Rescore != 4 {
+	c, err = Load("", env(map[string]string{"DOCMIND_VECTOR_QUANT": "int8", "DOCMIND_VECTOR_RESCORE": "4"}))
+	if err != nil || c.Vector.Quant != "int8" || c.Vector.Rescore != 4 {
 		t.Fatalf("overlay: %+v %v", c.Vector, err)
 	}
 	_, err = Load("", env(map[string]string{"DOCMIND_VECTOR_QUANT": "int4", "DOCMIND_VECTOR_RESCORE": "0"}))
