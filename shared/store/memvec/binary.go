@@ -141,6 +141,12 @@ func (ix *Index) searchBinary(q []float32, k int, m matcher, binFactor int) []sc
 		}
 		return t
 	})
+	if want := k * binFactor; len(cand) > want {
+		// every shard kept its own want best: cut the merged list back before the int8 re-score, or a
+		// fanned-out query would re-score a list per core
+		slices.SortFunc(cand, byScoreThenRow)
+		cand = cand[:want]
+	}
 	// int8 re-score: the candidates' codes are scattered single rows, a kilobyte each at 1,024 dimensions
 	q16 := quantizeQuery(q)
 	for i := range cand {
