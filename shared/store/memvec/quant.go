@@ -263,9 +263,9 @@ type QuantStatus struct {
 
 func (s QuantStatus) String() string {
 	if s.Use == "binary" {
-		return fmt.Sprintf("%s (using binary, %dx candidates, recall@10 %.3f)", s.Mode, s.BinFactor, s.Recall)
+		return fmt.Sprintf("%s (active %t, using binary at %dx candidates, recall@10 %.3f)", s.Mode, s.Active, s.BinFactor, s.Recall)
 	}
-	return fmt.Sprintf("%s (using %s, recall@10 %.3f)", s.Mode, s.Use, s.Recall)
+	return fmt.Sprintf("%s (active %t, using %s, recall@10 %.3f)", s.Mode, s.Active, s.Use, s.Recall)
 }
 
 // Quant reports the quantisation mode, whether it is in use and the last measured recall.
