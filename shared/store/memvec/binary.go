@@ -72,6 +72,17 @@ func hamming(a, b []uint64) int {
 	return h0 + h1 + h2 + h3
 }
 
+// hammingRowsGeneric is the portable hammingRows.
+func hammingRowsGeneric(q, codes []uint64, w int, out []int32) {
+	for r := range out {
+		out[r] = int32(hamming(q[:w], codes[r*w:(r+1)*w]))
+	}
+}
+
+// hammingBlock is how many rows one hammingRows call scores: the call and the per-row bookkeeping after
+// it stay out of the kernel's loop, and the counts (a kilobyte) stay in the L1 cache.
+const hammingBlock = 256
+
 // putBits writes row at's binary code against the current centre. Caller holds the write lock.
 func (ix *Index) putBits(at int, v []float32) {
 	if at == ix.bits.n {
@@ -121,23 +132,29 @@ func (ix *Index) searchBinary(q []float32, k int, m matcher, binFactor int) []sc
 	w, base, tail, nb := ix.bits.w, ix.bits.base, ix.bits.tail, ix.bits.baseRows()
 	cand := ix.fanOut(func(lo, hi int) topK {
 		t := topK{ix: ix, k: k * binFactor, rowTies: true}
-		for i := lo; i < hi; i++ {
-			if !m.match(&ix.rows[i]) {
-				continue
-			}
-			// the row's code, addressed here rather than through seg.row: its division per row cost
-			// as much as the popcounts
-			var code []uint64
+		var counts [hammingBlock]int32
+		for i := lo; i < hi; {
+			// a block of consecutive rows, all in the map or all in the heap tail
+			j := min(hi, i+hammingBlock)
+			var codes []uint64
 			if i < nb {
-				code = base[i*w : (i+1)*w]
+				j = min(j, nb)
+				codes = base[i*w : j*w]
 			} else {
-				code = tail[(i-nb)*w : (i-nb+1)*w]
+				codes = tail[(i-nb)*w : (j-nb)*w]
 			}
-			s := float32(dim - 2*hamming(qb, code))
-			if len(t.items) == t.k && s <= t.items[0].score {
-				continue // ties with the worst candidate are not taken (see scanCodes)
+			hammingRows(qb, codes, w, counts[:j-i])
+			for r := i; r < j; r++ {
+				s := float32(dim - 2*int(counts[r-i]))
+				if len(t.items) == t.k && s <= t.items[0].score {
+					continue // ties with the worst candidate are not taken (see scanCodes)
+				}
+				if !m.match(&ix.rows[r]) { // after the score: most rows fail the threshold first
+					continue
+				}
+				t.offer(scored{s, r})
 			}
-			t.offer(scored{s, i})
+			i = j
 		}
 		return t
 	})

@@ -241,3 +241,35 @@ func TestVersion2OpenedBinaryBuildsCodes(t *testing.T) {
 		t.Fatalf("saved as %q flags %d", b[:8], binary.LittleEndian.Uint32(b[20:]))
 	}
 }
+
+// The block kernel (assembly on amd64 with AVX2) gives the same counts as the math/bits loop, for row
+// widths it takes and ones it leaves to the loop.
+func TestHammingRowsMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, w := range []int{1, 3, 4, 8, 12, 16, 17, 124, 128} {
+		for _, rows := range []int{0, 1, 5, 256} {
+			q, codes := make([]uint64, w), make([]uint64, rows*w)
+			for i := range q {
+				q[i] = r.Uint64()
+			}
+			for i := range codes {
+				codes[i] = r.Uint64()
+			}
+			if rows > 1 {
+				copy(codes[:w], q) // distance 0
+				for i := range w { // all bits differ
+					codes[w+i] = ^q[i]
+				}
+			}
+			got, want := make([]int32, rows), make([]int32, rows)
+			hammingRows(q, codes, w, got)
+			hammingRowsGeneric(q, codes, w, want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("w %d rows %d: %v, want %v", w, rows, got[:min(rows, 8)], want[:min(rows, 8)])
+			}
+			if rows > 1 && (got[0] != 0 || got[1] != int32(64*w)) {
+				t.Fatalf("w %d: extremes %d %d", w, got[0], got[1])
+			}
+		}
+	}
+}
