@@ -2,7 +2,8 @@
 // one file in the data directory that is memory-mapped on open (start-up reads the metadata, not the
 // vectors). Exact search needs no tuning and gives the recall ceiling; a flat scan of 100,000 x 1,024
 // vectors runs near memory bandwidth on two cores. With int8 quantisation (Options.Quant) the scan reads
-// one byte per dimension and re-scores its best candidates exactly (quant.go).
+// one byte per dimension and re-scores its best candidates exactly (quant.go); with binary codes it reads
+// one bit per dimension first and re-scores with the int8 codes, then exactly (binary.go).
 package memvec
 
 import (

@@ -22,7 +22,7 @@ import (
 
 // Options tune the embedded index; the zero value is the exact float32 index.
 type Options struct {
-	Quant     string               // "binary", "int8" or "" / "none" (exact float32 scan)
+	Quant     string               // "binary", "int8" or "" / "none" (exact float32 scan); binary codes are centred at each snapshot or CheckRecall, so an index that is never persisted should call CheckRecall once filled
 	Rescore   int                  // candidates re-scored exactly, as a multiple of k; 0 means 8
 	MinRows   int                  // below this many rows every search is exact (the scan is cheap anyway); 0 means 20,000
 	MinRecall float64              // recall@10 against exact below which the quantised scan is switched off; 0 means 0.99
