@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/text"
@@ -106,6 +107,8 @@ type Index struct {
 	totalLen float64
 	dead     int
 	pool     sync.Pool
+	// version counts changes; saved is the version the snapshot file holds (snapshot.go)
+	version, saved atomic.Uint64
 }
 
 // New returns an empty index.
@@ -334,6 +337,7 @@ func (ix *Index) Add(docs ...Doc) {
 		ix.live++
 		ix.totalLen += float64(w.length)
 	}
+	ix.version.Add(1)
 	ix.maybeCompact()
 }
 
@@ -406,6 +410,7 @@ func (ix *Index) Remove(tenant string, ids ...string) {
 			ix.kill(at)
 		}
 	}
+	ix.version.Add(1)
 	ix.maybeCompact()
 }
 
@@ -429,6 +434,7 @@ func (ix *Index) RemoveDocument(tenant, documentID string) {
 		}
 	}
 	ix.byDoc[n] = kept
+	ix.version.Add(1)
 	ix.maybeCompact()
 }
 
