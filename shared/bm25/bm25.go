@@ -78,7 +78,7 @@ type entry struct {
 	id, tenant, kb, doc string
 	docN                int32 // doc's number in Index.docNums
 	length              float32
-	terms               []int32
+	terms               termList
 	dead                bool
 }
 
@@ -330,7 +330,7 @@ func (ix *Index) Add(docs ...Doc) {
 		}
 		docN := ix.docNum(d.DocumentID)
 		ix.entries = append(ix.entries, entry{id: d.ID, tenant: d.Tenant, kb: d.KBID, doc: d.DocumentID, docN: docN,
-			length: w.length, terms: w.terms})
+			length: w.length, terms: packTerms(w.terms)})
 		ix.byDoc[docN] = append(ix.byDoc[docN], at)
 		ix.lens = append(ix.lens, w.length)
 		ix.byID[k] = at
@@ -349,9 +349,7 @@ func (ix *Index) kill(at int32) {
 	}
 	e.dead = true
 	ix.lens[at] = -1
-	for _, t := range e.terms {
-		ix.df[t]--
-	}
+	e.terms.each(func(t int32) { ix.df[t]-- })
 	delete(ix.byID, e.tenant+"\x00"+e.id)
 	ix.live--
 	ix.totalLen -= float64(e.length)

@@ -547,7 +547,6 @@ func decode(body []byte, p Params, tenant string) (*Index, map[string]string, er
 		return nil, nil, r.err
 	}
 	all := make([]posting, total)
-	perEntry := make([]int32, n)
 	nx.postings = make([][]posting, 0, terms)
 	nx.df = make([]int32, 0, terms)
 	nx.dict = make(map[string]int32, terms)
@@ -569,7 +568,6 @@ func decode(body []byte, p Params, tenant string) (*Index, map[string]string, er
 				return nil, nil, r.err
 			}
 			ps[j] = posting{int32(at), tfs[k]}
-			perEntry[at]++
 		}
 		if _, dup := nx.dict[t]; dup {
 			r.fail("duplicate term")
@@ -585,15 +583,33 @@ func decode(body []byte, p Params, tenant string) (*Index, map[string]string, er
 	if r.err != nil {
 		return nil, nil, r.err
 	}
-	fwd := make([]int32, total)
+	// the entries' term lists (termList), in two passes over the postings: their sizes, then their bytes
+	// in one arena; term ids ascend, so each entry's list comes out sorted
+	last := make([]int32, n)
+	for i := range last {
+		last[i] = -1
+	}
+	size := make([]int, n)
+	for id, ps := range nx.postings {
+		for _, p := range ps {
+			size[p.doc] += uvarintLen(uint64(int32(id) - last[p.doc]))
+			last[p.doc] = int32(id)
+		}
+	}
+	sum := 0
+	for _, c := range size {
+		sum += c
+	}
+	fwd := make([]byte, sum)
 	for i := range nx.entries {
-		c := perEntry[i]
-		nx.entries[i].terms, fwd = fwd[:0:c], fwd[c:]
+		nx.entries[i].terms, fwd = termList(fwd[:0:size[i]]), fwd[size[i]:]
+		last[i] = -1
 	}
 	for id, ps := range nx.postings {
 		for _, p := range ps {
 			e := &nx.entries[p.doc]
-			e.terms = append(e.terms, int32(id))
+			e.terms = binary.AppendUvarint(e.terms, uint64(int32(id)-last[p.doc]))
+			last[p.doc] = int32(id)
 		}
 	}
 	return nx, docStamps, nil

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -390,4 +391,18 @@ func TestSaverWritesWhenSettledAndAtClose(t *testing.T) {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
 	sameSearches(t, ix, loaded, true)
+}
+
+func TestTermListRoundTrip(t *testing.T) {
+	ids := []int32{900000, 3, 0, 127, 128, 16384, 5}
+	l := packTerms(slices.Clone(ids))
+	var got []int32
+	l.each(func(id int32) { got = append(got, id) })
+	slices.Sort(ids)
+	if !slices.Equal(got, ids) {
+		t.Fatalf("%v, want %v", got, ids)
+	}
+	if len(l) >= 4*len(ids) {
+		t.Fatalf("%d bytes for %d ids: not packed", len(l), len(ids))
+	}
 }
