@@ -95,12 +95,15 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 		// a posting is 8 bytes in its list plus its term in the entry's packed list (4 bytes as []int32)
 		b.ReportMetric(float64(fwd)/float64(postings), "termListB/posting")
+		b.ReportMetric((heapInUse()-base)/(1<<20), "heapMB")
 	})
 	if err := built.SaveSnapshot(ctx, src, "t", path); err != nil {
 		b.Fatal(err)
 	}
 	var loaded *Index
 	b.Run("snapshot", func(b *testing.B) {
+		loaded = nil
+		before := heapInUse()
 		cpu := cpuTime()
 		for range b.N {
 			loaded = New(DefaultParams())
@@ -114,16 +117,8 @@ func BenchmarkSnapshot(b *testing.B) {
 		fi, _ := os.Stat(path)
 		b.ReportMetric(float64(fi.Size())/float64(postings), "fileB/posting")
 		b.ReportMetric(float64(fi.Size())/(1<<20), "fileMB")
+		b.ReportMetric((heapInUse()-before)/(1<<20), "heapMB")
 	})
-	// heap held by each index alone: drop one, measure, then the other
-	keep := built
-	built = nil
-	loadedHeap := heapInUse() - base
-	built, keep, loaded = keep, loaded, nil
-	builtHeap := heapInUse() - base
-	loaded = keep
-	fmt.Printf("BM25 snapshot bench: %d chunks, %d postings: heap held by the index built from text %.0f MB, read from its snapshot %.0f MB\n",
-		built.Len(), postings, builtHeap/(1<<20), loadedHeap/(1<<20))
 	r := rand.New(rand.NewPCG(3, 4))
 	zipf := rand.NewZipf(r, 1.1, 3, 50_000)
 	qs := make([]string, 200)
