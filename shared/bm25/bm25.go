@@ -1,7 +1,7 @@
 // Package bm25 is keyword retrieval over child chunks: Okapi BM25 with Lucene's idf and length
 // normalisation, terms from text.Analyze, and the heading path weighted as a title field (BM25F-style:
 // title term frequencies and length count TitleWeight times). Index is the embedded adapter, kept in
-// memory and built from the SQL chunk table; the MySQL adapter scores FULLTEXT candidates with the same
+// memory, built from the SQL chunk table or read from its snapshot file (snapshot.go); the MySQL adapter scores FULLTEXT candidates with the same
 // Scorer, so both rank alike.
 package bm25
 

@@ -2,6 +2,7 @@ package bm25
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -14,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/text"
@@ -93,7 +93,8 @@ func (ix *Index) Version() uint64 { return ix.version.Load() }
 // SaveSnapshot writes tenant's part of the index to path: the document stamps are read from src first,
 // then the index is written under its read lock (searches go on; writers wait) to a temporary file in
 // the same directory, synced, renamed over path and the directory synced, so that path is always a
-// whole snapshot, the old one or the new one. Stamps are read before the index because ingestion
+// whole snapshot, the old one or the new one. Only the encoding runs under the lock (its bytes go to
+// the page cache; the sync runs after it): a writer arriving meanwhile waits, and searches behind it. Stamps are read before the index because ingestion
 // updates the index before it commits the document row: a stamp read here is never newer than the
 // chunks written (an older stamp only makes the next start re-index that document).
 func (ix *Index) SaveSnapshot(ctx context.Context, src Source, tenant, path string) (err error) {
@@ -240,13 +241,13 @@ func (ix *Index) encode(w *snapWriter, tenant string, st map[string]string) {
 		w.u32(math.Float32bits(e.length))
 	}
 	// distinct frequencies, most used first so that their indexes take one byte
-	use := map[float32]int{}
+	use := newFreqs()
 	terms, total := 0, 0
 	for t, ps := range ix.postings {
 		live := 0
 		for _, p := range ps {
 			if renum[p.doc] >= 0 {
-				use[p.tf]++
+				use.vals[use.slot(p.tf)]++
 				live++
 			}
 		}
@@ -255,15 +256,10 @@ func (ix *Index) encode(w *snapWriter, tenant string, st map[string]string) {
 			total += live
 		}
 	}
-	tfs := make([]float32, 0, len(use))
-	for f := range use {
-		tfs = append(tfs, f)
-	}
-	sortByUse(tfs, use)
-	tfIndex := make(map[float32]uint64, len(tfs))
+	tfs := use.byUse()
 	w.uvarint(uint64(len(tfs)))
 	for i, f := range tfs {
-		tfIndex[f] = uint64(i)
+		use.vals[use.slot(f)] = i // from here on, vals are indexes
 		w.u32(math.Float32bits(f))
 	}
 	names := make([]string, len(ix.postings))
@@ -291,26 +287,77 @@ func (ix *Index) encode(w *snapWriter, tenant string, st map[string]string) {
 				continue
 			}
 			w.uvarint(uint64(r - prev))
-			w.uvarint(tfIndex[p.tf])
+			w.uvarint(uint64(use.vals[use.slot(p.tf)]))
 			prev = r
 		}
 	}
 }
 
-func sortByUse(tfs []float32, use map[float32]int) {
-	// insertion order independent: by use descending, then value
-	slices.SortFunc(tfs, func(a, b float32) int {
-		if use[a] != use[b] {
-			return use[b] - use[a]
-		}
+// freqs maps the distinct weighted frequencies to a count, then an index: an open-addressed table on
+// the float32's bits, looked up once or twice per posting (a Go map there was most of a save's CPU).
+type freqs struct {
+	keys []float32
+	vals []int
+	used []bool
+	n    int
+}
+
+func newFreqs() *freqs {
+	return &freqs{keys: make([]float32, 1024), vals: make([]int, 1024), used: make([]bool, 1024)}
+}
+
+// slot is f's slot, added with value 0 when new.
+func (t *freqs) slot(f float32) int {
+	mask := uint32(len(t.keys) - 1)
+	for i := (math.Float32bits(f) * 0x9e3779b1 >> 7) & mask; ; i = (i + 1) & mask {
 		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
+		case !t.used[i]:
+			if 2*(t.n+1) > len(t.keys) {
+				t.grow()
+				return t.slot(f)
+			}
+			t.used[i], t.keys[i], t.vals[i] = true, f, 0
+			t.n++
+			return int(i)
+		case t.keys[i] == f:
+			return int(i)
 		}
-		return 0
+	}
+}
+
+func (t *freqs) grow() {
+	old := *t
+	*t = freqs{keys: make([]float32, 2*len(old.keys)), vals: make([]int, 2*len(old.keys)), used: make([]bool, 2*len(old.keys))}
+	for i, u := range old.used {
+		if u {
+			t.vals[t.slot(old.keys[i])] = old.vals[i]
+		}
+	}
+}
+
+// byUse lists the frequencies by count descending, then value (independent of insertion order).
+func (t *freqs) byUse() []float32 {
+	type fc struct {
+		f float32
+		c int
+	}
+	var all []fc
+	for i, u := range t.used {
+		if u {
+			all = append(all, fc{t.keys[i], t.vals[i]})
+		}
+	}
+	slices.SortFunc(all, func(a, b fc) int {
+		if a.c != b.c {
+			return b.c - a.c
+		}
+		return cmp.Compare(a.f, b.f)
 	})
+	out := make([]float32, len(all))
+	for i, x := range all {
+		out[i] = x.f
+	}
+	return out
 }
 
 // LoadReport says what LoadSnapshot did.
@@ -619,4 +666,4 @@ func decode(body []byte, p Params, tenant string) (*Index, map[string]string, er
 const snapshotSuffix = ".bm25"
 
 // SnapshotPath is the snapshot's file for a database at dbPath ("docmind.db" -> "docmind.db.bm25").
-func SnapshotPath(dbPath string) string { return strings.TrimSuffix(dbPath, "/") + snapshotSuffix }
+func SnapshotPath(dbPath string) string { return dbPath + snapshotSuffix }

@@ -406,3 +406,30 @@ func TestTermListRoundTrip(t *testing.T) {
 		t.Fatalf("%d bytes for %d ids: not packed", len(l), len(ids))
 	}
 }
+
+// The frequency table keeps every value through its growth and orders them by use.
+func TestFreqsGrowAndOrder(t *testing.T) {
+	f := newFreqs()
+	for i := range 5000 {
+		f.slot(float32(i) * 0.3) // count 0 for every seventh
+		for range i % 7 {
+			f.vals[f.slot(float32(i)*0.3)]++
+		}
+	}
+	order := f.byUse()
+	if len(order) != 5000 {
+		t.Fatalf("%d distinct values, want 5000", len(order))
+	}
+	for i, v := range order {
+		c := f.vals[f.slot(v)]
+		if i > 0 {
+			p := f.vals[f.slot(order[i-1])]
+			if p < c || p == c && order[i-1] >= v {
+				t.Fatalf("order broken at %d: %v (%d) after %v (%d)", i, v, c, order[i-1], p)
+			}
+		}
+	}
+	if f.n != 5000 {
+		t.Fatalf("n = %d", f.n)
+	}
+}
