@@ -34,10 +34,13 @@ type Stores struct {
 	Memories store.VectorIndex
 	KV       store.KV
 	Blobs    store.Blobs
-	Keyword  *bm25.Index // the embedded keyword index, loaded from SQL at open
-	Migrated []int       // the schema migrations this open applied
+	Keyword  *bm25.Index // the embedded keyword index, loaded from its snapshot and SQL at open
+	keywords *bm25.Saver // keeps Keyword's snapshot current (nil without a data directory)
+	// KeywordLoad says whether Keyword came from its snapshot and what it re-indexed from SQL
+	KeywordLoad bm25.LoadReport
+	Migrated    []int // the schema migrations this open applied
 	// Opened is how long each store took to open: sql (with migrations), keyword (the BM25 index
-	// rebuilt from SQL), vectors (start-up figures in docs/bench/million.md).
+	// read from its snapshot, or rebuilt from SQL), vectors (start-up figures in docs/bench/million.md).
 	Opened map[string]time.Duration
 	cfg    config.Config
 }
@@ -65,8 +68,7 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 		return s, fmt.Errorf("migrate: %w", err)
 	}
 	opened("sql")
-	s.Keyword = bm25.New(cfg.Retrieval.BM25Params())
-	if err = s.Keyword.Load(ctx, s.SQL, cfg.Tenant); err != nil {
+	if s.Keyword, s.keywords, s.KeywordLoad, err = openKeyword(ctx, cfg, s.SQL); err != nil {
 		return s, fmt.Errorf("build the keyword index: %w", err)
 	}
 	opened("keyword")
@@ -158,6 +160,7 @@ func (s *Stores) Close() error {
 	if s.KV != nil {
 		errs = append(errs, s.KV.Close())
 	}
+	closeKeyword(s.keywords) // reads SQL: before it closes
 	if s.SQL != nil {
 		errs = append(errs, s.SQL.Close())
 	}

@@ -1,7 +1,7 @@
 // Package bm25 is keyword retrieval over child chunks: Okapi BM25 with Lucene's idf and length
 // normalisation, terms from text.Analyze, and the heading path weighted as a title field (BM25F-style:
 // title term frequencies and length count TitleWeight times). Index is the embedded adapter, kept in
-// memory and built from the SQL chunk table; the MySQL adapter scores FULLTEXT candidates with the same
+// memory, built from the SQL chunk table or read from its snapshot file (snapshot.go); the MySQL adapter scores FULLTEXT candidates with the same
 // Scorer, so both rank alike.
 package bm25
 
@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/text"
@@ -77,7 +78,7 @@ type entry struct {
 	id, tenant, kb, doc string
 	docN                int32 // doc's number in Index.docNums
 	length              float32
-	terms               []int32
+	terms               termList
 	dead                bool
 }
 
@@ -106,6 +107,8 @@ type Index struct {
 	totalLen float64
 	dead     int
 	pool     sync.Pool
+	// version counts changes; saved is the version the snapshot file holds (snapshot.go)
+	version, saved atomic.Uint64
 }
 
 // New returns an empty index.
@@ -327,13 +330,14 @@ func (ix *Index) Add(docs ...Doc) {
 		}
 		docN := ix.docNum(d.DocumentID)
 		ix.entries = append(ix.entries, entry{id: d.ID, tenant: d.Tenant, kb: d.KBID, doc: d.DocumentID, docN: docN,
-			length: w.length, terms: w.terms})
+			length: w.length, terms: packTerms(w.terms)})
 		ix.byDoc[docN] = append(ix.byDoc[docN], at)
 		ix.lens = append(ix.lens, w.length)
 		ix.byID[k] = at
 		ix.live++
 		ix.totalLen += float64(w.length)
 	}
+	ix.version.Add(1)
 	ix.maybeCompact()
 }
 
@@ -345,9 +349,7 @@ func (ix *Index) kill(at int32) {
 	}
 	e.dead = true
 	ix.lens[at] = -1
-	for _, t := range e.terms {
-		ix.df[t]--
-	}
+	e.terms.each(func(t int32) { ix.df[t]-- })
 	delete(ix.byID, e.tenant+"\x00"+e.id)
 	ix.live--
 	ix.totalLen -= float64(e.length)
@@ -406,6 +408,7 @@ func (ix *Index) Remove(tenant string, ids ...string) {
 			ix.kill(at)
 		}
 	}
+	ix.version.Add(1)
 	ix.maybeCompact()
 }
 
@@ -429,6 +432,7 @@ func (ix *Index) RemoveDocument(tenant, documentID string) {
 		}
 	}
 	ix.byDoc[n] = kept
+	ix.version.Add(1)
 	ix.maybeCompact()
 }
 

@@ -43,6 +43,7 @@ func (ix *Index) refAdd(docs ...Doc) {
 			terms = append(terms, t)
 		}
 		slices.Sort(terms) // deterministic term ids
+		var ids []int32
 		for _, t := range terms {
 			id, ok := ix.dict[t]
 			if !ok {
@@ -53,8 +54,9 @@ func (ix *Index) refAdd(docs ...Doc) {
 			}
 			ix.postings[id] = append(ix.postings[id], posting{at, p.tf[t]})
 			ix.df[id]++
-			e.terms = append(e.terms, id)
+			ids = append(ids, id)
 		}
+		e.terms = packTerms(ids)
 		ix.entries = append(ix.entries, e)
 		ix.lens = append(ix.lens, p.len)
 		ix.byID[k] = at

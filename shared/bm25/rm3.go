@@ -81,12 +81,12 @@ func (ix *Index) expand(q []qterm, top []scored, r RM3) []qterm {
 		if e.length <= 0 {
 			continue
 		}
-		for _, id := range e.terms {
+		e.terms.each(func(id int32) {
 			if r.MaxDF > 0 && float64(ix.df[id]) > r.MaxDF*n {
-				continue
+				return
 			}
 			rel[id] += float64(c.score) * float64(ix.tf(id, c.at)) / float64(e.length)
-		}
+		})
 	}
 	fb := make([]qterm, 0, len(rel))
 	for id, w := range rel {
