@@ -26,7 +26,11 @@ func scanChunk(row interface{ Scan(...any) error }, more ...any) (rag.Chunk, err
 	var tags string
 	err := row.Scan(append([]any{&c.ID, &c.Tenant, &c.KBID, &c.DocumentID, &c.ParentID, &c.Level, &c.Index, &c.Content, &c.ContentHash,
 		&c.VectorID, &c.Chapter, &c.ContentType, &tags, &c.Page, &c.TokenCount}, more...)...)
-	if err == nil && tags != "" {
+	switch {
+	case err != nil || tags == "":
+	case tags == "[]": // most chunks (what ApplyChunks writes for none): what Unmarshal gives, without its reflection
+		c.Tags = []string{}
+	default:
 		err = json.Unmarshal([]byte(tags), &c.Tags)
 	}
 	return c, err
