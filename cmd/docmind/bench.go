@@ -24,6 +24,7 @@ func cmdBench(e env, args []string) int {
 	quick := fs.Bool("quick", false, "small sizes (a CI smoke run of a few minutes)")
 	chunks := fs.Int("chunks", 0, "the million suite's size in child chunks (default 1,000,000; 20,000 with --quick)")
 	profile := fs.String("cpuprofile", "", "write the CPU profile of the million suite's measured queries to this file (and its heap profile to FILE.heap)")
+	conc := fs.Int("concurrency", bench.DefaultConcurrency, "the million suite's second round of queries: how many in flight at once (the first round runs them one at a time)")
 	same := fs.Bool("same-process", false, "measure the million suite's start-up, memory and queries in this process instead of a fresh one")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
@@ -47,13 +48,17 @@ func cmdBench(e env, args []string) int {
 		fmt.Fprintf(e.stderr, "docmind: --chunks must be positive, got %d\n", *chunks)
 		return exitConfig
 	}
+	if *conc < 1 {
+		fmt.Fprintf(e.stderr, "docmind: --concurrency must be at least 1, got %d\n", *conc)
+		return exitConfig
+	}
 	if *profile != "" {
 		var err error
 		if *profile, err = filepath.Abs(*profile); err != nil {
 			return fail(e, err)
 		}
 	}
-	o := bench.Options{Quick: *quick, Chunks: *chunks, Open: benchLocal, Fresh: benchFresh, CPUProfile: *profile,
+	o := bench.Options{Quick: *quick, Chunks: *chunks, Concurrency: *conc, Open: benchLocal, Fresh: benchFresh, CPUProfile: *profile,
 		Progress: func(s string) { fmt.Fprintln(e.stderr, s) }}
 	if *same {
 		o.Fresh = nil

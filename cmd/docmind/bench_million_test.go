@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -15,7 +17,7 @@ func TestBenchMillionSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ingests a few thousand chunks")
 	}
-	code, out, errOut := runCLI(t, nil, "bench", "--suite", "million", "--chunks", "3000", "--same-process", "--json")
+	code, out, errOut := runCLI(t, nil, "bench", "--suite", "million", "--chunks", "3000", "--concurrency", "3", "--same-process", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 	}
@@ -33,17 +35,21 @@ func TestBenchMillionSmall(t *testing.T) {
 			rows["ingest"] = r
 		case strings.HasPrefix(r.What, "start-up"):
 			rows["start-up"] = r
-		case strings.HasSuffix(r.What, ": p50"):
+		case strings.HasSuffix(r.What, "one query at a time: p50"):
 			rows["p50"] = r
-		case strings.HasSuffix(r.What, ": p99"):
+		case strings.HasSuffix(r.What, "one query at a time: p99"):
 			rows["p99"] = r
+		case strings.HasSuffix(r.What, "3 queries in flight: p50"):
+			rows["p50 at 3"] = r
+		case strings.HasSuffix(r.What, "3 queries in flight: p99"):
+			rows["p99 at 3"] = r
 		case strings.HasPrefix(r.What, "reconcile"):
 			rows["reconcile"] = r
 		case strings.Contains(r.What, "resident memory"):
 			rows["memory"] = r
 		}
 	}
-	for _, k := range []string{"ingest", "start-up", "p50", "p99", "reconcile", "memory"} {
+	for _, k := range []string{"ingest", "start-up", "p50", "p99", "p50 at 3", "p99 at 3", "reconcile", "memory"} {
 		r, ok := rows[k]
 		if !ok {
 			t.Fatalf("no %s row in %+v", k, rep.Rows)
@@ -61,8 +67,23 @@ func TestBenchMillionSmall(t *testing.T) {
 	if !strings.Contains(rows["p50"].Note, " 0 with no evidence") {
 		t.Errorf("queries drawn from the corpus came back empty: %s", rows["p50"].Note)
 	}
-	if rows["p99"].Ours < rows["p50"].Ours {
-		t.Errorf("p99 %v below p50 %v", rows["p99"].Ours, rows["p50"].Ours)
+	for _, c := range []string{"", " at 3"} {
+		if rows["p99"+c].Ours < rows["p50"+c].Ours {
+			t.Errorf("p99%s %v below p50%s %v", c, rows["p99"+c].Ours, c, rows["p50"+c].Ours)
+		}
+		// each round says the load average at its start and at its end (on Linux, where there is one)
+		if note := rows["p99"+c].Note; runtime.GOOS == "linux" && !regexp.MustCompile(`load average \d+\.\d+ .+ at the start, \d+\.\d+ .+ at the end`).MatchString(note) {
+			t.Errorf("p99%s note %q has no load averages", c, note)
+		}
+	}
+	if !strings.Contains(rows["p50 at 3"].Note, "1000 queries") || !strings.Contains(rows["p50"].Note, "1000 queries") {
+		t.Errorf("rounds of %q and %q, want 1000 queries each", rows["p50"].Note, rows["p50 at 3"].Note)
+	}
+}
+
+func TestBenchConcurrencyFlag(t *testing.T) {
+	if code, _, errOut := runCLI(t, nil, "bench", "--suite", "million", "--concurrency", "0"); code != exitConfig || !strings.Contains(errOut, "--concurrency") {
+		t.Fatalf("--concurrency 0: exit %d, %s", code, errOut)
 	}
 }
 

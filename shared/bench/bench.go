@@ -43,6 +43,9 @@ type Options struct {
 	// Fresh starts this program measuring the million suite's stack in a fresh process, so its resident
 	// memory is a server's; nil measures in this process.
 	Fresh func(args ...string) *exec.Cmd
+	// Concurrency is the million suite's second round of queries: how many in flight at once (0:
+	// DefaultConcurrency). The first round runs them one at a time.
+	Concurrency int
 	// CPUProfile names a file for the CPU profile of the million suite's measured queries.
 	CPUProfile string
 	// Progress receives a line now and then during long builds; nil discards.

@@ -2,6 +2,7 @@ package rank
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -97,5 +98,54 @@ func BenchmarkCompress(b *testing.B) {
 	}
 	for b.Loop() {
 		Compress(ev, CompressOptions{})
+	}
+}
+
+// sortedBigrams is bigrams as it was before its ASCII bitmap: every pair packed, sorted, compacted.
+func sortedBigrams(s string) gramSet {
+	out := gramSet{}
+	var prev rune
+	n := 0
+	for _, r := range s {
+		r = text.Fold(r)
+		if r == ' ' || r == '\n' || r == '\t' {
+			continue
+		}
+		if n > 0 {
+			out = append(out, uint64(uint32(prev))<<32|uint64(uint32(r)))
+		}
+		prev = r
+		n++
+	}
+	if n == 1 {
+		out = append(out, gramSingle|uint64(uint32(prev)))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestBigramsMatchSorted: the bitmap of ASCII pairs merged with the sorted other pairs is exactly the
+// sorted set of every pair, on random texts that mix ASCII, accented, CJK, control and invalid bytes, of
+// lengths up to a parent's.
+func TestBigramsMatchSorted(t *testing.T) {
+	alphabet := []rune("abcxyzABZ019 .,\n\t~\x7f\x00éÉ中文数据。ÿĀ\U0001F600")
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 3000 {
+		n := r.IntN(3000)
+		if i%3 == 0 {
+			n = r.IntN(8)
+		}
+		var sb strings.Builder
+		for range n {
+			if r.IntN(50) == 0 {
+				sb.WriteByte(0xff) // invalid UTF-8
+				continue
+			}
+			sb.WriteRune(alphabet[r.IntN(len(alphabet))])
+		}
+		s := sb.String()
+		if got, want := bigrams(s), sortedBigrams(s); !slices.Equal(got, want) {
+			t.Fatalf("bigrams(%q):\n%x\nwant\n%x", s, got, want)
+		}
 	}
 }

@@ -252,9 +252,9 @@ func (r *Retriever) grade(ctx context.Context, query string, ev []rank.Evidence,
 // index says). A chunk without a parent counts as its own.
 func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit, k int) ([]rag.Hit, []rank.Evidence, error) {
 	names := map[string]string{}
-	parents := map[string]bool{}
-	var kept []rag.Hit
-	var out []rank.Evidence
+	parents := make(map[string]bool, k)
+	kept := make([]rag.Hit, 0, k)
+	out := make([]rank.Evidence, 0, k)
 	// rows are read in windows of 2k hits until k parents are kept: the fused list is long (both
 	// legs' candidates) and its head usually suffices
 	for from := 0; from < len(hits) && len(out) < k; from += 2 * k {
@@ -263,18 +263,13 @@ func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit, k i
 		for i, h := range window {
 			ids[i] = h.ChunkID
 		}
-		rows, err := r.Chunks.GetChunks(ctx, tenant, ids)
+		rows, err := r.rows(ctx, tenant, ids, names)
 		if err != nil {
 			return nil, nil, fmt.Errorf("load chunks: %w", err)
 		}
-		byID := make(map[string]rag.Chunk, len(rows))
-		for _, c := range rows {
-			byID[c.ID] = c
-		}
-		for id, name := range r.documentNames(ctx, tenant, rows) { // one query per window where the store can
-			if _, seen := names[id]; !seen {
-				names[id] = name
-			}
+		byID := make(map[string]*rag.Chunk, len(rows))
+		for i := range rows {
+			byID[rows[i].ID] = &rows[i]
 		}
 		for _, h := range window {
 			if len(out) == k {
@@ -310,6 +305,40 @@ func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit, k i
 		}
 	}
 	return kept, out, nil
+}
+
+// readyChunks is the chunk store's look-up of chunks joined to their ready documents in one query
+// (sqldb.DB has it): the candidates' rows and file names without a second query for the documents.
+type readyChunks interface {
+	GetReadyChunks(ctx context.Context, tenant string, ids []string) ([]rag.Chunk, map[string]string, error)
+}
+
+// rows reads the chunk rows of ids and records their documents' file names in names (first one wins;
+// "\x00gone" for a document not ready or missing, where the store says so). With readyChunks a chunk of
+// a document not ready is not returned at all, which load treats as the same drop.
+func (r *Retriever) rows(ctx context.Context, tenant string, ids []string, names map[string]string) ([]rag.Chunk, error) {
+	if rc, ok := r.Chunks.(readyChunks); ok {
+		rows, docs, err := rc.GetReadyChunks(ctx, tenant, ids)
+		if err != nil {
+			return nil, err
+		}
+		for id, name := range docs {
+			if _, seen := names[id]; !seen {
+				names[id] = name
+			}
+		}
+		return rows, nil
+	}
+	rows, err := r.Chunks.GetChunks(ctx, tenant, ids)
+	if err != nil {
+		return nil, err
+	}
+	for id, name := range r.documentNames(ctx, tenant, rows) { // one query per window where the store can
+		if _, seen := names[id]; !seen {
+			names[id] = name
+		}
+	}
+	return rows, nil
 }
 
 // documentBatch is the chunk store's look-up of many documents in one query (sqldb.DB has it).

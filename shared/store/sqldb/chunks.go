@@ -20,12 +20,17 @@ var validContentType = map[string]bool{
 	rag.ContentTable: true, rag.ContentCode: true, rag.ContentGeneral: true,
 }
 
-func scanChunk(row interface{ Scan(...any) error }) (rag.Chunk, error) {
+// scanChunk reads chunkColumns, then the row's further columns into more.
+func scanChunk(row interface{ Scan(...any) error }, more ...any) (rag.Chunk, error) {
 	var c rag.Chunk
 	var tags string
-	err := row.Scan(&c.ID, &c.Tenant, &c.KBID, &c.DocumentID, &c.ParentID, &c.Level, &c.Index, &c.Content, &c.ContentHash,
-		&c.VectorID, &c.Chapter, &c.ContentType, &tags, &c.Page, &c.TokenCount)
-	if err == nil && tags != "" {
+	err := row.Scan(append([]any{&c.ID, &c.Tenant, &c.KBID, &c.DocumentID, &c.ParentID, &c.Level, &c.Index, &c.Content, &c.ContentHash,
+		&c.VectorID, &c.Chapter, &c.ContentType, &tags, &c.Page, &c.TokenCount}, more...)...)
+	switch {
+	case err != nil || tags == "":
+	case tags == "[]": // most chunks (what ApplyChunks writes for none): what Unmarshal gives, without its reflection
+		c.Tags = []string{}
+	default:
 		err = json.Unmarshal([]byte(tags), &c.Tags)
 	}
 	return c, err
@@ -321,7 +326,7 @@ func (s *DB) CountChunks(ctx context.Context, f rag.Filter, level string) (int, 
 }
 
 func (s *DB) queryChunks(ctx context.Context, op, q string, args ...any) ([]rag.Chunk, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.readQuery(ctx, q, args...)
 	if err != nil {
 		return nil, s.classify(op, err)
 	}

@@ -39,6 +39,7 @@ type DB struct {
 	now     func() time.Time
 	meta    *metaIndex
 	mirror  MetadataMirror // nil: none (SetMetadataMirror)
+	reads   readStmts      // prepared read statements (readQuery)
 }
 
 // New wraps an open *sql.DB. now may be nil (time.Now).
@@ -56,7 +57,10 @@ func (s *DB) SQL() *sql.DB { return s.db }
 func (s *DB) Dialect() string { return s.dialect.Name }
 
 // Close closes the pool.
-func (s *DB) Close() error { return s.db.Close() }
+func (s *DB) Close() error {
+	s.closeReads()
+	return s.db.Close()
+}
 
 // Ping checks the server within ctx.
 func (s *DB) Ping(ctx context.Context) error {

@@ -81,6 +81,7 @@ func TestRelational(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 	})
 
 	t.Run("GetDocuments", func(t *testing.T) { testGetDocuments(t, migrated(t)) })
+	t.Run("GetReadyChunks", func(t *testing.T) { testGetReadyChunks(t, migrated(t)) })
 
 	t.Run("KnowledgeBases", func(t *testing.T) {
 		db := migrated(t)

@@ -1,0 +1,124 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+
+	"github.com/docmind/docmind/shared/rag"
+)
+
+// GetReadyChunks returns the tenant's chunks with these ids whose document is ready, in the order of
+// ids, each once, and the file name of each of their documents. It is the retrieval chain's look-up of
+// its fused candidates: one query joining chunks to documents where GetChunks and GetDocuments took two
+// (at 100k chunks the second was as dear as the first: docs/bench/million.md). A chunk whose document is
+// missing or not ready is left out, as are ids that do not exist or belong to another tenant.
+func (s *DB) GetReadyChunks(ctx context.Context, tenant string, ids []string) ([]rag.Chunk, map[string]string, error) {
+	const op = "sqldb.GetReadyChunks"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return nil, nil, err
+	}
+	for _, id := range ids {
+		if err := validIDs(op, "chunk id", id); err != nil {
+			return nil, nil, err
+		}
+	}
+	byID := make(map[string]rag.Chunk, len(ids))
+	names := map[string]string{}
+	for start := 0; start < len(ids); start += 500 {
+		batch := ids[start:min(start+500, len(ids))]
+		args := make([]any, 0, len(batch)+2)
+		for _, id := range batch {
+			args = append(args, id)
+		}
+		// "+c.tenant_id" keeps SQLite's planner on the chunks' primary key, as in GetChunks, and CROSS JOIN
+		// makes chunks the outer loop there (each document is then read by its primary key; MySQL reads
+		// CROSS JOIN as an inner join and plans it itself)
+		q := `SELECT ` + chunkColumnsOf("c") + `, d.file_name FROM chunks c CROSS JOIN documents d
+			WHERE c.id IN (` + placeholders(len(batch)) + `) AND +c.tenant_id = ? AND d.id = c.document_id AND d.tenant_id = ? AND d.status = '` + rag.StatusReady + `'`
+		rows, err := s.readQuery(ctx, q, append(args, tenant, tenant)...)
+		if err != nil {
+			return nil, nil, s.classify(op, err)
+		}
+		for rows.Next() {
+			var name string
+			c, err := scanChunk(rows, &name)
+			if err != nil {
+				rows.Close()
+				return nil, nil, s.classify(op, err)
+			}
+			byID[c.ID] = c
+			names[c.DocumentID] = name
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, nil, s.classify(op, err)
+		}
+	}
+	out := make([]rag.Chunk, 0, len(byID))
+	for _, id := range ids {
+		if c, ok := byID[id]; ok {
+			out = append(out, c)
+			delete(byID, id) // a repeated id is returned once
+		}
+	}
+	return out, names, nil
+}
+
+// chunkColumnsOf is chunkColumns qualified by a table alias.
+func chunkColumnsOf(alias string) string {
+	return alias + `.id, ` + alias + `.tenant_id, ` + alias + `.kb_id, ` + alias + `.document_id, ` + alias + `.parent_id, ` +
+		alias + `.level, ` + alias + `.chunk_index, ` + alias + `.content, ` + alias + `.content_hash, ` + alias + `.vector_id, ` +
+		alias + `.chapter, ` + alias + `.content_type, ` + alias + `.tags, ` + alias + `.page, ` + alias + `.token_count`
+}
+
+// maxReadStmts bounds the prepared read statements kept: one per distinct query text, and the texts
+// differ by their number of placeholders (the retrieval chain asks for 60 and up to 8 ids a query).
+const maxReadStmts = 64
+
+// readStmts keeps prepared statements of the hot read queries (the retrieval chain's look-ups). SQLite
+// parses and plans a statement every time it is prepared, a tenth of a look-up's cost at 100k chunks; a
+// *sql.Stmt is prepared once per pooled connection and reused. Only SQLite keeps them (MySQL's prepared
+// statements are a server resource per connection, and the driver's round trips are what count there).
+type readStmts struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// readQuery runs a read query through a cached prepared statement where the store keeps them, and
+// directly otherwise (MySQL, or once maxReadStmts are kept).
+func (s *DB) readQuery(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if s.dialect.Name != "sqlite" {
+		return s.db.QueryContext(ctx, q, args...)
+	}
+	s.reads.mu.Lock()
+	st, ok := s.reads.m[q]
+	if !ok && len(s.reads.m) < maxReadStmts {
+		var err error
+		if st, err = s.db.PrepareContext(ctx, q); err != nil {
+			s.reads.mu.Unlock()
+			return nil, err
+		}
+		if s.reads.m == nil {
+			s.reads.m = map[string]*sql.Stmt{}
+		}
+		s.reads.m[q] = st
+		ok = true
+	}
+	s.reads.mu.Unlock()
+	if !ok {
+		return s.db.QueryContext(ctx, q, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// closeReads closes the kept statements (Close).
+func (s *DB) closeReads() {
+	s.reads.mu.Lock()
+	defer s.reads.mu.Unlock()
+	for _, st := range s.reads.m {
+		st.Close()
+	}
+	s.reads.m = nil
+}
