@@ -23,30 +23,15 @@ import (
 	"github.com/docmind/docmind/shared/store/milvus/milvustest"
 )
 
-// travelDocs are two policies alike but for their year and amount, and documents around them: a
-// question about the allowance finds both equally, so only a filter decides which one is cited.
-func travelDocs() []milvustest.Doc {
-	policy := func(year, amount int) string {
-		return fmt.Sprintf("---\nyear: %d\ndept: finance\n---\n# Travel allowance\n\nThe daily travel allowance for business trips is %d euros per day.\n", year, amount)
-	}
-	docs := []milvustest.Doc{{Name: "travel-2024.md", Text: policy(2024, 100)}, {Name: "travel-2025.md", Text: policy(2025, 140)}}
-	for i, topic := range []string{"Support answers on weekdays from 9 to 17.", "Laptops are replaced every four years.",
-		"Parental leave is sixteen weeks.", "Expense reports are filed within a month."} {
-		docs = append(docs, milvustest.Doc{Name: fmt.Sprintf("other-%d.md", i),
-			Text: fmt.Sprintf("---\nyear: %d\ndept: ops\n---\n# Note %d\n\n%s\n", 2024+i%2, i, topic)})
-	}
-	return docs
-}
-
 // milvusFixture is the query function's handler with its vector leg on Milvus (the fake), opened as
-// the function opens it (openVectors), over travelDocs ingested with their metadata mirrored.
+// the function opens it (openVectors), over milvustest.TravelDocs ingested with their metadata mirrored.
 func milvusFixture(t *testing.T) (*fixture, *milvustest.KB, *milvus.Index) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.Auth.Mode = "keys"
 	cfg.Chat.CacheEnabled, cfg.Chat.MemoryEnabled, cfg.Chat.AgentRounds = false, false, 0
-	kb := milvustest.New(t, cfg, travelDocs())
+	kb := milvustest.New(t, cfg, milvustest.TravelDocs())
 	cfg.Vector.MilvusAddr = kb.Server.Addr()
 	vec, err := openVectors(context.Background(), cfg, milvustest.Collection)
 	if err != nil {

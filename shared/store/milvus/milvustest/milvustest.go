@@ -7,6 +7,7 @@ package milvustest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -105,4 +106,20 @@ func (kb *KB) Searches() []string {
 	}
 	kb.Server.ResetCalls()
 	return out
+}
+
+// TravelDocs are two policies alike but for their year (front matter) and amount (travel-2024.md: 100
+// euros, travel-2025.md: 140 euros), and four documents about other things: a question about the
+// allowance finds both policies equally, so only a filter decides which one is cited.
+func TravelDocs() []Doc {
+	policy := func(year, amount int) string {
+		return fmt.Sprintf("---\nyear: %d\ndept: finance\n---\n# Travel allowance\n\nThe daily travel allowance for business trips is %d euros per day.\n", year, amount)
+	}
+	docs := []Doc{{Name: "travel-2024.md", Text: policy(2024, 100)}, {Name: "travel-2025.md", Text: policy(2025, 140)}}
+	for i, topic := range []string{"Support answers on weekdays from 9 to 17.", "Laptops are replaced every four years.",
+		"Parental leave is sixteen weeks.", "Expense reports are filed within a month."} {
+		docs = append(docs, Doc{Name: fmt.Sprintf("other-%d.md", i),
+			Text: fmt.Sprintf("---\nyear: %d\ndept: ops\n---\n# Note %d\n\n%s\n", 2024+i%2, i, topic)})
+	}
+	return docs
 }
