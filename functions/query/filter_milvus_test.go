@@ -18,6 +18,7 @@ import (
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/mcp"
 	"github.com/docmind/docmind/shared/obs"
+	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/memkv"
 	"github.com/docmind/docmind/shared/store/milvus"
 	"github.com/docmind/docmind/shared/store/milvus/milvustest"
@@ -27,11 +28,17 @@ import (
 // the function opens it (openVectors), over milvustest.TravelDocs ingested with their metadata mirrored.
 func milvusFixture(t *testing.T) (*fixture, *milvustest.KB, *milvus.Index) {
 	t.Helper()
+	return milvusFixtureWith(t, milvustest.TravelDocs())
+}
+
+// milvusFixtureWith is milvusFixture over docs.
+func milvusFixtureWith(t *testing.T, docs []milvustest.Doc) (*fixture, *milvustest.KB, *milvus.Index) {
+	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.Auth.Mode = "keys"
 	cfg.Chat.CacheEnabled, cfg.Chat.MemoryEnabled, cfg.Chat.AgentRounds = false, false, 0
-	kb := milvustest.New(t, cfg, milvustest.TravelDocs())
+	kb := milvustest.New(t, cfg, docs)
 	cfg.Vector.MilvusAddr = kb.Server.Addr()
 	vec, err := openVectors(context.Background(), cfg, milvustest.Collection)
 	if err != nil {
@@ -219,4 +226,46 @@ func TestQuestionPathsSendTheFilterToMilvus(t *testing.T) {
 	if answered, fellBack := ix.MetaSearches(); answered == 0 || fellBack != 0 {
 		t.Errorf("the query function's index: %d searches by expression, %d fell back to ids; want all by expression", answered, fellBack)
 	}
+}
+
+// TestLongFilterQuestion: a filter passing more than 1,000 documents (the most one id list carried)
+// answers a question from the right policy with one expression per search, no id list and no parts.
+func TestLongFilterQuestion(t *testing.T) {
+	docs := milvustest.TravelDocs()
+	for i := range 1100 {
+		docs = append(docs, milvustest.Doc{Name: fmt.Sprintf("memo-%04d.md", i),
+			Text: fmt.Sprintf("---\nyear: 2025\ndept: ops\n---\n# Memo %d\n\nRoom %d is booked on day %d for the team meeting.\n", i, i%97, i%28)})
+	}
+	f, kb, ix := milvusFixtureWith(t, docs)
+	passing, err := kb.DB.MatchDocuments(context.Background(), "local", []string{kb.KB.ID}, mustFilter(t, `{"key":"year","eq":2025}`))
+	if err != nil || len(passing) <= 1000 {
+		t.Fatalf("%d documents pass: %v; want over 1,000", len(passing), err)
+	}
+	key := f.key(t)
+	kb.Searches()
+	res, err := f.h(context.Background(), urlEvent("POST", "/api/ask", `{"question":"What is the daily travel allowance for business trips?","filter":{"key":"year","eq":2025}}`,
+		map[string]string{"authorization": "Bearer " + key}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := readPrelude(t, res)
+	var raw bytes.Buffer
+	raw.ReadFrom(s.body)
+	if s.prelude.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", s.prelude.StatusCode, raw.Bytes())
+	}
+	onlyPolicy(t, "/api/ask over 1,000 documents", 2025, citedFiles(t, raw.Bytes()), raw.Bytes())
+	sentExpression(t, "/api/ask over 1,000 documents", kb, "year")
+	if a, fb := ix.MetaSearches(); a == 0 || fb != 0 {
+		t.Errorf("%d searches by expression, %d fell back to id parts", a, fb)
+	}
+}
+
+func mustFilter(t *testing.T, raw string) *rag.MetaFilter {
+	t.Helper()
+	f, err := rag.ParseMetaFilter([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
