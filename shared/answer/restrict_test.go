@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"testing"
 
+	"github.com/docmind/docmind/shared/llm"
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/rank"
+	"github.com/docmind/docmind/shared/retrieve"
 
 	"github.com/docmind/docmind/shared/embed"
 	"github.com/docmind/docmind/shared/store/memkv"
@@ -121,5 +125,46 @@ func TestRetrievalFilterCarriesTheMetaFilter(t *testing.T) {
 	other.Restrict = []string{"d1"}
 	if key(base) != key(noFilter) || key(base) == key(other) || key(base) == key(Request{Tenant: "t1", Question: "q", KBIDs: []string{"kb1"}}) {
 		t.Error("the cache key does not follow the restriction's documents")
+	}
+}
+
+// filterRecorder records the filter of every retrieval, answering from the wrapped retriever.
+type filterRecorder struct {
+	next    Retriever
+	mu      sync.Mutex
+	filters []rag.Filter
+}
+
+func (f *filterRecorder) Retrieve(ctx context.Context, q retrieve.Query) (*retrieve.Result, error) {
+	f.mu.Lock()
+	f.filters = append(f.filters, q.Filter)
+	f.mu.Unlock()
+	return f.next.Retrieve(ctx, q)
+}
+
+// The agentic loop's searches carry the user's filter beside its documents, as the standard path's do.
+func TestAgentSearchesCarryTheFilter(t *testing.T) {
+	leave := ev("handbook.docx", "Full-time employees receive 20 days of paid annual leave per year.", 0.9)
+	r := &filterRecorder{next: &toolRetriever{ev: map[string][]rank.Evidence{"annual leave": {leave}}}}
+	agent := &scriptedAgent{replies: []func(int) (llm.Reply, error){
+		calls(call("1", "search_docs", "annual leave")),
+		calls(call("2", "keyword_search", "annual leave")),
+	}}
+	mf, err := rag.ParseMetaFilter([]byte(`{"key":"dept","eq":"HR"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Pipeline{Retriever: r, LLM: &fakeLLM{deltas: []string{"20 days [1]."}}, Model: "main", Agent: &Agent{LLM: agent, Model: "main"}}
+	done, err := p.Run(context.Background(), Request{Tenant: "acme", Question: complexQuestion, Restrict: []string{"d1", "d2"}, Filter: mf}, func(string, any) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Path != PathAgentic || len(r.filters) < 2 {
+		t.Fatalf("path %s, %d retrievals", done.Path, len(r.filters))
+	}
+	for i, f := range r.filters {
+		if f.Meta == nil || f.Meta.CacheKey() != mf.CacheKey() || !slices.Equal(f.DocumentIDs, []string{"d1", "d2"}) {
+			t.Errorf("retrieval %d: filter %+v; want the documents and the filter beside them", i, f)
+		}
 	}
 }
