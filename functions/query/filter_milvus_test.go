@@ -93,13 +93,13 @@ func onlyPolicy(t *testing.T, path string, year int, cited []string, raw []byte)
 		}
 		return false
 	}
-	if !has(want) || has(other) {
+	if !has(want) || has(other) || has("travel-2025-other.md") || strings.Contains(string(raw), "999") {
 		t.Errorf("%s year %d: cited %v, want %s and never %s: %s", path, year, cited, want, other, raw)
 	}
 }
 
 // sentExpression checks that the searches Milvus received since the last check carried the filter as
-// an expression over the rows' metadata, and never a document id list.
+// an expression over the rows' metadata, and-ed with the tenant, and never a document id list.
 func sentExpression(t *testing.T, path string, kb *milvustest.KB, key string) {
 	t.Helper()
 	exprs := kb.Searches()
@@ -107,7 +107,7 @@ func sentExpression(t *testing.T, path string, kb *milvustest.KB, key string) {
 		t.Errorf("%s: no search reached Milvus", path)
 	}
 	for _, e := range exprs {
-		if !strings.Contains(e, `meta["n"][`+milvusQuote(key)+`]`) || strings.Contains(e, "doc_id in") || strings.Contains(e, "doc_id ==") {
+		if !strings.HasPrefix(e, `tenant == "local" and `) || !strings.Contains(e, `meta["n"][`+milvusQuote(key)+`]`) || strings.Contains(e, "doc_id") {
 			t.Errorf("%s: Milvus got %q; want the filter on %s as an expression and no id list", path, e, key)
 		}
 	}
@@ -117,11 +117,20 @@ func milvusQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // TestQuestionPathsSendTheFilterToMilvus: on the query function with its vector leg on Milvus, a
 // question under a metadata filter is answered from the documents passing it on every path
-// (/api/ask, /api/chat, /v1/chat/completions, MCP ask), and Milvus is searched with the filter as a
+// (/api/ask, /api/chat, /v1/chat/completions, MCP ask), never another tenant's, and Milvus is searched with the filter as a
 // scalar expression over the rows' metadata, never with the passing documents' ids; a filter the
 // question names (inferred) reaches Milvus the same way.
 func TestQuestionPathsSendTheFilterToMilvus(t *testing.T) {
 	f, kb, ix := milvusFixture(t)
+	// another tenant's policy of 2025, the same words: its rows pass the filter, never its tenant
+	otherDoc := kb.Ingest(t, "other", milvustest.Doc{Name: "travel-2025-other.md",
+		Text: "---\nyear: 2025\ndept: finance\n---\n# Travel allowance\n\nThe daily travel allowance for business trips is 999 euros per day.\n"})
+	q := make([]float32, config.Default().Vector.Dim)
+	q[0] = 1
+	if hits, err := kb.Vectors.Search(context.Background(), q, 5, rag.Filter{Tenant: "other", DocumentIDs: []string{otherDoc},
+		Meta: mustFilter(t, `{"key":"year","eq":2025}`)}); err != nil || len(hits) == 0 {
+		t.Fatalf("the other tenant's rows are not mirrored with their year: %v %v", hits, err)
+	}
 	key := f.key(t)
 	auth := map[string]string{"authorization": "Bearer " + key}
 	const question = "What is the daily travel allowance for business trips?"

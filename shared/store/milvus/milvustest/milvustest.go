@@ -44,6 +44,7 @@ type KB struct {
 	KB      rag.KnowledgeBase
 	// IDs maps each file's name to its document id.
 	IDs map[string]string
+	svc *ingest.Service
 }
 
 // New ingests docs into the knowledge base "handbook" with cfg's embedder, BM25 parameters, vector
@@ -80,13 +81,9 @@ func New(t testing.TB, cfg config.Config, docs []Doc) *KB {
 	}
 	st := &ingest.Stages{Records: db, Vectors: ix, Blobs: memblob.New(), Staging: memblob.New(), Embedder: emb, Keyword: kb.Keyword,
 		Limits: extract.Limits{MaxFileBytes: 1 << 20}, Chunking: chunk.Options{ChildChars: cfg.Chunking.ChildChars, Overlap: cfg.Chunking.Overlap, ParentChars: cfg.Chunking.ParentChars}}
-	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
+	kb.svc = &ingest.Service{Runner: &ingest.Runner{Stages: st, Policy: ingest.DefaultPolicy()}}
 	for _, d := range docs {
-		rep, err := svc.Ingest(ctx, cfg.Tenant, ingest.Source{KBName: "handbook", URI: "inbox/handbook/" + d.Name, Name: d.Name, Data: []byte(d.Text)})
-		if err != nil || rep.Status != rag.StatusReady {
-			t.Fatalf("ingest %s: %+v %v", d.Name, rep, err)
-		}
-		kb.IDs[d.Name] = rep.DocumentID
+		kb.IDs[d.Name] = kb.Ingest(t, cfg.Tenant, d)
 	}
 	if kb.KB, err = db.GetKBByName(ctx, cfg.Tenant, "handbook"); err != nil {
 		t.Fatal(err)
@@ -95,6 +92,17 @@ func New(t testing.TB, cfg config.Config, docs []Doc) *KB {
 		t.Fatal(err)
 	}
 	return kb
+}
+
+// Ingest adds d to the knowledge base "handbook" of tenant (another tenant's, to check scoping) and
+// returns its document id; it fails the test unless the document ends ready.
+func (kb *KB) Ingest(t testing.TB, tenant string, d Doc) string {
+	t.Helper()
+	rep, err := kb.svc.Ingest(context.Background(), tenant, ingest.Source{KBName: "handbook", URI: "inbox/handbook/" + d.Name, Name: d.Name, Data: []byte(d.Text)})
+	if err != nil || rep.Status != rag.StatusReady {
+		t.Fatalf("ingest %s: %+v %v", d.Name, rep, err)
+	}
+	return rep.DocumentID
 }
 
 // Searches returns the filter expressions of the searches Milvus received since the last call, and
