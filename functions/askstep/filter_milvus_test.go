@@ -103,3 +103,46 @@ func TestWorkflowSendsTheFilterToMilvus(t *testing.T) {
 		}
 	}
 }
+
+// TestFilteredStateSize measures the largest state of an execution whose filter passes 5,000
+// documents (ids as docmind makes them; the documents themselves need not exist for the size): the
+// states carry the ids beside the filter, which bounds how many documents a filtered /api/ask may
+// pass on AWS. Logged (go test ./functions/askstep -run FilteredStateSize -v); fails above the limit.
+func TestFilteredStateSize(t *testing.T) {
+	cfg := config.Default()
+	kb := milvustest.New(t, cfg, milvustest.TravelDocs())
+	s, err := stages(cfg, kb.DB, kb.Keyword, kb.Vectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFlow(t, s, (&rankfn.Reranker{Rank: rank.Lexical{}, Model: "lexical"}).Rerank, (&rankfn.Grader{Options: s.Chain.Options.Grade}).Grade)
+	mf, err := rag.ParseMetaFilter([]byte(`{"key":"year","eq":2025}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := 0
+	for _, n := range []int{0, 5000} {
+		ids := []string{kb.IDs["travel-2025.md"]}
+		for len(ids) < n {
+			ids = append(ids, rag.NewID("doc"))
+		}
+		req := answer.Request{Tenant: cfg.Tenant, KBIDs: []string{kb.KB.ID}, Restrict: ids, Filter: mf, Question: "What is the daily travel allowance for business trips?"}
+		if n == 0 {
+			req.Restrict, req.Filter = nil, nil
+		}
+		_, tr, err := f.ask(t, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			base = tr.MaxStateBytes
+			continue
+		}
+		per := float64(tr.MaxStateBytes-base) / float64(n)
+		t.Logf("%d documents passing: largest state %d bytes (%.0f%% of 256 KiB; %d unfiltered), %.1f bytes a document: at most about %.0f documents fit",
+			n, tr.MaxStateBytes, 100*float64(tr.MaxStateBytes)/maxPayload, base, per, float64(maxPayload-base)/per)
+		if tr.MaxStateBytes > maxPayload {
+			t.Errorf("a state of %d bytes is over the Step Functions limit", tr.MaxStateBytes)
+		}
+	}
+}
