@@ -96,9 +96,9 @@ func cmdAsk(e env, args []string) int {
 		}
 		return fail(e, err)
 	}
-	req.Restrict = f.DocumentIDs
-	if mf, _ := rag.ParseMetaFilter([]byte(*filter)); mf != nil {
-		req.FilterKeys = mf.Keys()
+	req.Restrict, req.Filter = f.DocumentIDs, f.Meta // the filter beside its documents, for Milvus
+	if f.Meta != nil {
+		req.FilterKeys = f.Meta.Keys()
 	}
 	if req.DocumentIDs, err = selectDocs(e, s, cfg.Tenant, req.KBIDs, docs); err != nil {
 		return fail(e, err)

@@ -34,6 +34,11 @@ type Request struct {
 	// Restrict is the documents a metadata filter lets through (docs/metadata-filters.md): retrieval is
 	// limited to them on every path, without the SELECTED_DOC reading. Empty: no restriction.
 	Restrict []string `json:"restrict,omitempty"`
+	// Filter is the metadata filter Restrict was resolved from (nil: none). It never widens Restrict,
+	// which stays the authority; it travels beside it so that an index keeping metadata on its rows
+	// (Milvus on AWS) searches by it as an expression instead of a long id list. An edge composing
+	// filters (the user's, a permission filter) sets their and here and their documents in Restrict.
+	Filter *rag.MetaFilter `json:"filter,omitempty"`
 	// FilterKeys are the keys the user's metadata filter names: filter inference leaves them alone.
 	FilterKeys []string `json:"filter_keys,omitempty"`
 	Question   string   `json:"question"`

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+
+	"github.com/docmind/docmind/shared/rag"
 )
 
 // scopeDocs is the document restriction retrieval applies: the selected documents (SELECTED_DOC), or
@@ -30,6 +32,27 @@ func scopeDocs(req Request) []string {
 	return both
 }
 
+// scopeMeta is the metadata filter the vector leg may search by instead of scopeDocs' ids: the
+// request's, when the restriction is exactly its documents (with selected documents, the ids alone:
+// they are few, and the filter would select far more than the search may keep).
+func scopeMeta(req Request) *rag.MetaFilter {
+	if req.Filter == nil || len(req.Restrict) == 0 || len(req.DocumentIDs) > 0 {
+		return nil
+	}
+	return req.Filter
+}
+
+// andFilters is a and b (either may be nil: the other alone).
+func andFilters(a, b *rag.MetaFilter) *rag.MetaFilter {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return &rag.MetaFilter{And: []*rag.MetaFilter{a, b}}
+}
+
 // restrictKey is the restriction in the semantic cache's key: "" without one.
 func restrictKey(req Request) string {
 	if len(req.Restrict) == 0 {
@@ -39,4 +62,14 @@ func restrictKey(req Request) string {
 	slices.Sort(ids)
 	h := sha256.Sum256([]byte(strings.Join(ids, ",")))
 	return hex.EncodeToString(h[:8])
+}
+
+// parsed is the inferred filter as a filter (nil when it does not parse, which the inference never
+// writes: the ids then stay the only restriction the legs get).
+func (f *InferredFilter) parsed() *rag.MetaFilter {
+	mf, err := rag.ParseMetaFilter(f.Filter)
+	if err != nil {
+		return nil
+	}
+	return mf
 }

@@ -64,18 +64,21 @@ type State struct {
 	Done           *Done     `json:"done"`
 }
 
-// filter is the request's retrieval scope.
+// filter is the request's retrieval scope: the documents it may read, and the metadata filter they
+// were resolved from, for the vector leg (rag.Filter.Meta).
 func (st *State) filter() rag.Filter {
 	req := st.scoped()
-	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs, DocumentIDs: scopeDocs(req)}
+	return rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs, DocumentIDs: scopeDocs(req), Meta: scopeMeta(req)}
 }
 
 // scoped is the request with an inferred filter applied as a user's filter is: its documents are the
-// restriction (already within the user's), until the filtered retrieval falls back.
+// restriction (already within the user's) and its filter is and-ed with the user's, until the
+// filtered retrieval falls back.
 func (st *State) scoped() Request {
 	req := st.Request
 	if st.Inferred != nil && !st.Inferred.Fallback {
 		req.Restrict = st.InferredRestrict
+		req.Filter = andFilters(req.Filter, st.Inferred.parsed())
 	}
 	return req
 }

@@ -94,9 +94,10 @@ func (l *library) restrictByFilter(ctx context.Context, raw json.RawMessage, req
 	case none:
 		return rag.Errorf("httpapi", rag.KindNotFound, "no document in the knowledge bases asked passes the filter")
 	}
-	req.Restrict = q.Filter.DocumentIDs
-	if f, _ := rag.ParseMetaFilter(raw); f != nil { // filter inference leaves the user's keys alone
-		req.FilterKeys = f.Keys()
+	// the filter travels beside its documents, to the vector leg (answer.Request.Filter)
+	req.Restrict, req.Filter = q.Filter.DocumentIDs, q.Filter.Meta
+	if req.Filter != nil { // filter inference leaves the user's keys alone
+		req.FilterKeys = req.Filter.Keys()
 	}
 	return nil
 }

@@ -485,24 +485,28 @@ func (ix *Index) SetDocumentMeta(ctx context.Context, tenant, kbID, docID string
 	return ix.upsert(ctx, op, recs, meta)
 }
 
-// Search implements store.VectorIndex. A document restriction longer than one expression carries (a
-// metadata filter passing thousands of documents) is searched in parts of at most
+// Search implements store.VectorIndex.
+//
+// When the restriction came from a metadata filter (f.Meta: every question and search path carries
+// it beside the ids) and the collection keeps metadata on its rows, the filter is searched as an
+// expression (searchMeta), whatever the number of documents: the request is the size of the filter,
+// not of its matches. Otherwise, or when that search cannot be trusted, the ids are the expression:
+// a restriction longer than one expression carries is searched in parts of at most
 // milvusexpr.MaxFilterIDs documents and the parts' hits merged: each part's top k holds every hit of
 // the overall top k that lies in it, so the merge is the exact top k among all the documents, still
 // chosen by Milvus under the restriction (before ranking), never by cutting an unrestricted result.
-//
-// When the restriction came from a metadata filter (f.Meta) and the collection keeps metadata on its
-// rows, one search with the filter as an expression replaces the parts (searchMeta).
 func (ix *Index) Search(ctx context.Context, query []float32, k int, f rag.Filter) ([]rag.Hit, error) {
-	parts := restrictionParts(f)
-	if len(parts) <= 1 {
-		return ix.search(ctx, query, k, f)
-	}
-	if f.Meta != nil && ix.hasMeta.Load() {
+	// attached first: a Lazy index learns whether the collection keeps metadata when it attaches, and
+	// a cold start's first question is a filtered one as often as not
+	if f.Meta != nil && len(f.DocumentIDs) > 0 && ix.ready(ctx, "milvus.Search") == nil && ix.hasMeta.Load() {
 		if hits, ok, err := ix.searchMeta(ctx, query, k, f); err != nil || ok {
 			return hits, err
 		}
 		ix.metaFallbacks.Add(1)
+	}
+	parts := restrictionParts(f)
+	if len(parts) <= 1 {
+		return ix.search(ctx, query, k, f)
 	}
 	var all []rag.Hit
 	for _, p := range parts {

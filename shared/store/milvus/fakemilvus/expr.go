@@ -50,6 +50,9 @@ type cmpExpr struct {
 type inExpr struct {
 	lhs    operand
 	values []any
+	// strs holds values when they are all strings: a set, as Milvus evaluates a term list, so that a
+	// long id list costs the fake what it costs a server and not a scan per row
+	strs map[string]bool
 }
 type existsExpr struct{ lhs operand }
 type nullExpr struct {
@@ -139,6 +142,9 @@ func (e inExpr) eval(f map[string]any) (bool, error) {
 	v, present, err := e.lhs.resolve(f)
 	if err != nil || !present {
 		return false, err
+	}
+	if s, isStr := v.(string); isStr && e.strs != nil {
+		return e.strs[s], nil
 	}
 	for _, w := range e.values {
 		if c, ok := compare(v, w); ok && c == 0 {
@@ -355,7 +361,16 @@ func (p *parser) atom() (predicate, error) {
 			return cmpExpr{lhs: o, op: op, value: v}, err
 		case "in":
 			vals, err := p.list()
-			return inExpr{lhs: o, values: vals}, err
+			e := inExpr{lhs: o, values: vals, strs: map[string]bool{}}
+			for _, v := range vals {
+				s, ok := v.(string)
+				if !ok {
+					e.strs = nil
+					break
+				}
+				e.strs[s] = true
+			}
+			return e, err
 		case "is":
 			if len(o.path) > 0 {
 				return nil, fmt.Errorf("is null takes a field")

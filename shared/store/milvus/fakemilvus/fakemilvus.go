@@ -51,6 +51,16 @@ type Server struct {
 	mdMu  sync.Mutex
 	md    map[string]metadata.MD   // the last call's metadata by method name
 	reqs  map[string]proto.Message // the last call's request by method name
+	calls []Call                   // every call, in order (Calls)
+}
+
+// Call is one request the fake received: its method, its size on the wire (protobuf bytes) and its
+// filter expression (Search, Query, Delete; "" for the others). Tests assert what reached Milvus (an
+// expression, never an id list) and measure what a path sends.
+type Call struct {
+	Method string
+	Bytes  int
+	Expr   string
 }
 
 type row struct {
@@ -102,6 +112,13 @@ func (s *Server) authenticate(ctx context.Context, req any, info *grpc.UnaryServ
 	s.md[method] = md.Copy()
 	if m, ok := req.(proto.Message); ok {
 		s.reqs[method] = proto.Clone(m)
+		c := Call{Method: method, Bytes: proto.Size(m)}
+		if e, ok := req.(interface{ GetDsl() string }); ok {
+			c.Expr = e.GetDsl()
+		} else if e, ok := req.(interface{ GetExpr() string }); ok {
+			c.Expr = e.GetExpr()
+		}
+		s.calls = append(s.calls, c)
 	}
 	s.mdMu.Unlock()
 	if s.token != "" {
@@ -125,6 +142,26 @@ func (s *Server) Request(method string) proto.Message {
 	s.mdMu.Lock()
 	defer s.mdMu.Unlock()
 	return s.reqs[method]
+}
+
+// Calls returns the calls of method received so far, oldest first (every method for "").
+func (s *Server) Calls(method string) []Call {
+	s.mdMu.Lock()
+	defer s.mdMu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if method == "" || c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ResetCalls forgets the calls received so far.
+func (s *Server) ResetCalls() {
+	s.mdMu.Lock()
+	defer s.mdMu.Unlock()
+	s.calls = nil
 }
 
 // Addr is the server's host:port.
