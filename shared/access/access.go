@@ -178,10 +178,11 @@ func SplitSettings(raw []byte) (rest []byte, enforce bool, err error) {
 }
 
 // RecordList reads the access list from an item's record (connector.ItemRecord's JSON: its
-// "permissions"), normalised. ok is false for a record that does not decode: the caller denies.
+// "permissions"), normalised. ok is false for a record that does not decode, or an empty one (the
+// record of an item that failed before it was ever fetched): the caller denies.
 func RecordList(record string) (list []string, ok bool) {
 	if strings.TrimSpace(record) == "" {
-		return nil, true
+		return nil, false
 	}
 	var r struct {
 		Permissions []string `json:"permissions"`

@@ -70,7 +70,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		if err := l.restrictKBs(r.Context(), p, &req); err != nil {
 			return err
 		}
-		return l.restrictByFilter(r.Context(), in.Filter, &req)
+		return l.restrictByFilter(r.Context(), p, in.Filter, &req)
 	}
 	var conv *turn
 	if l.h.d.Conversations != nil {

@@ -241,6 +241,9 @@ func (l *library) docOf(ctx context.Context, p rag.Principal, id string, need ra
 		if err == nil {
 			err = l.require(ctx, p, kb, need)
 		}
+		if err == nil {
+			err = l.checkReadable(ctx, p, d) // its source's access list, for every role
+		}
 	}
 	if err != nil && !rag.Is(err, rag.KindPermission) {
 		err = notFoundAs(err, "no document %q", id)
@@ -377,11 +380,14 @@ func (l *library) deleteKB(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) getKB(w http.ResponseWriter, r *http.Request) {
-	tenant, kb, ok := l.kbScope(w, r)
+	p, kb, ok := l.kbAccess(w, r, rag.KBReader)
 	if !ok {
 		return
 	}
-	docs, err := l.lib.ListDocuments(r.Context(), tenant, kb.ID, "")
+	docs, err := l.lib.ListDocuments(r.Context(), p.Tenant, kb.ID, "")
+	if err == nil {
+		docs, err = l.readableDocs(r.Context(), p, kb.ID, docs) // the counts are of what the caller may read
+	}
 	if err != nil {
 		l.fail(w, r, err)
 		return
@@ -397,11 +403,14 @@ func (l *library) getKB(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) listDocs(w http.ResponseWriter, r *http.Request) {
-	tenant, kb, ok := l.kbScope(w, r)
+	p, kb, ok := l.kbAccess(w, r, rag.KBReader)
 	if !ok {
 		return
 	}
-	docs, err := l.lib.ListDocuments(r.Context(), tenant, kb.ID, r.URL.Query().Get("status"))
+	docs, err := l.lib.ListDocuments(r.Context(), p.Tenant, kb.ID, r.URL.Query().Get("status"))
+	if err == nil {
+		docs, err = l.readableDocs(r.Context(), p, kb.ID, docs)
+	}
 	if err != nil {
 		l.fail(w, r, err)
 		return
