@@ -149,6 +149,9 @@ func (l *library) question(ctx context.Context, p rag.Principal, question string
 		if err == nil && (roles.Of(doc.KBID) < rag.KBReader || doc.Status == rag.StatusDeleted) {
 			err = rag.E("httpapi", rag.KindNotFound, nil)
 		}
+		if err == nil {
+			err = l.checkReadable(ctx, p, doc) // its source's access list
+		}
 		if err != nil {
 			if rag.Is(err, rag.KindInvalid) || rag.Is(err, rag.KindNotFound) {
 				err = rag.Errorf("httpapi", rag.KindNotFound, "no document %q", id)
