@@ -279,3 +279,50 @@ func fromAny(uri string, cs []rag.Connector) bool {
 	}
 	return false
 }
+
+// Info is one document's access as GET /api/documents/{id} shows it.
+type Info struct {
+	// Connector is the connector the document comes from; Enforced whether it enforces permissions.
+	Connector string `json:"connector"`
+	Enforced  bool   `json:"enforced"`
+	// Principals is the access list as recorded (normalised); empty with Restricted false: every
+	// reader of the knowledge base.
+	Principals []string `json:"principals"`
+	// Restricted says that not every reader of the knowledge base may read it: a list without anyone
+	// that is enforced, or an enforced document whose list is not known yet (denied until it is).
+	Restricted bool `json:"restricted"`
+}
+
+// Of returns d's access, nil for a document no connector delivered (an upload, the drop folder).
+func (g Guard) Of(ctx context.Context, tenant string, d rag.Document) (*Info, error) {
+	if g.Store == nil {
+		return nil, nil
+	}
+	conns, err := g.Store.ListConnectors(ctx, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("access: list connectors: %w", err)
+	}
+	for _, c := range conns {
+		if c.KBID != d.KBID || !strings.HasPrefix(d.SourceURI, SourcePrefix(c.Name)) {
+			continue
+		}
+		info := &Info{Connector: c.Name, Enforced: Enforced(c.Config), Principals: []string{}}
+		items, err := g.Store.ListConnectorItems(ctx, tenant, c.Name)
+		if err != nil {
+			return nil, fmt.Errorf("access: list items of %s: %w", c.Name, err)
+		}
+		known := false
+		for _, it := range items {
+			if it.SourceURI == d.SourceURI {
+				l, ok := RecordList(it.Metadata)
+				known = ok
+				if l != nil {
+					info.Principals = l
+				}
+			}
+		}
+		info.Restricted = info.Enforced && (!known || len(info.Principals) > 0 && !slices.Contains(info.Principals, Anyone))
+		return info, nil
+	}
+	return nil, nil
+}

@@ -63,3 +63,17 @@ func (l *library) readableDocs(ctx context.Context, p rag.Principal, kbID string
 	}
 	return out, nil
 }
+
+// accessInfo is a document's access for GET /api/documents/{id}; nil for an upload, or where it
+// cannot be read (the document itself was readable: its access list is detail, logged).
+func (l *library) accessInfo(ctx context.Context, tenant string, d rag.Document) *access.Info {
+	st, ok := l.lib.(access.Store)
+	if !ok {
+		return nil
+	}
+	info, err := access.Guard{Store: st}.Of(ctx, tenant, d)
+	if err != nil {
+		l.h.d.Logger.Warn("reading a document's access list failed", "document", d.ID, "err", err)
+	}
+	return info
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docmind/docmind/shared/access"
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/embed"
 	"github.com/docmind/docmind/shared/rag"
@@ -192,6 +193,17 @@ func TestAccessTwoUsersEveryPath(t *testing.T) {
 		if code != http.StatusOK || kbv.Documents != len(want[who]) {
 			t.Errorf("GET /api/kbs/{kb} as %s: %d, %d documents; want %d", who, code, kbv.Documents, len(want[who]))
 		}
+	}
+	// the page shows who may read a connector's document
+	_, body := f.do(t, "ann", "GET", "/api/documents/"+f.hrDoc.ID, "")
+	var doc struct{ Access *access.Info }
+	if json.Unmarshal(body, &doc); doc.Access == nil || !doc.Access.Restricted || !doc.Access.Enforced || doc.Access.Connector != "wiki" ||
+		!slices.Equal(doc.Access.Principals, []string{"group:hr"}) {
+		t.Errorf("GET the HR page's access = %+v; want wiki, enforced, restricted to group:hr", doc.Access)
+	}
+	_, body = f.do(t, "ann", "GET", "/api/documents/"+f.wikiDoc.ID, "")
+	if json.Unmarshal(body, &doc); doc.Access == nil || doc.Access.Restricted || len(doc.Access.Principals) != 0 {
+		t.Errorf("the open page's access = %+v; want not restricted", doc.Access)
 	}
 	// bob picking the HR page by id is refused like a missing document, and asks nothing
 	calls := len(f.corpus.got)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/docmind/docmind/shared/access"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -540,7 +541,9 @@ func (l *library) getDoc(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, struct {
 		docView
 		Metadata rag.Metadata `json:"metadata"`
-	}{viewDoc(d), l.docMetadata(r.Context(), p.Tenant, d.ID)})
+		// Access is who may read it at its source (a connector's document; absent for an upload)
+		Access *access.Info `json:"access,omitempty"`
+	}{viewDoc(d), l.docMetadata(r.Context(), p.Tenant, d.ID), l.accessInfo(r.Context(), p.Tenant, d)})
 }
 
 func (l *library) chunks(w http.ResponseWriter, r *http.Request) {
