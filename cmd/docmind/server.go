@@ -226,6 +226,7 @@ func (m *Main) identity(d *httpapi.Deps) error {
 		d.OAuthIssuer = m.Config.Auth.Issuer // MCP clients discover it (RFC 9728)
 	}
 	d.Members, d.Admin, d.Audit = s.SQL, s.SQL, s.SQL
+	d.AccessMap = wire.AccessMap(m.Config)
 	if lim := wire.Limiter(m.Config, s.KV); lim != nil {
 		d.Limits = lim.WithLogger(m.Logger)
 	}

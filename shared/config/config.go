@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docmind/docmind/shared/access"
 	"github.com/docmind/docmind/shared/bm25"
 	"github.com/docmind/docmind/shared/netx"
 	"github.com/docmind/docmind/shared/rag"
@@ -70,6 +71,7 @@ type Auth struct {
 	UserClaim      string `json:"user_claim" env:"DOCMIND_JWT_USER_CLAIM" doc:"claim holding the user's subject"`
 	EmailClaim     string `json:"email_claim" env:"DOCMIND_JWT_EMAIL_CLAIM" doc:"claim holding the user's email"`
 	AdminGroup     string `json:"admin_group" env:"DOCMIND_JWT_ADMIN_GROUP" doc:"a groups-claim value (cognito:groups) that makes a tenant admin (empty: the role in SQL decides)"`
+	AccessMap      string `json:"access_map" env:"DOCMIND_ACCESS_MAP" doc:"JSON object granting docmind identities the principals of sources that do not name people by email, for per-document access lists, e.g. {\"group:hr\": [\"sitegroup:hr members\"], \"domain:example.com\": [\"organization\"]} (docs/connectors.md)"`
 	AllowedOrigins string `json:"allowed_origins" env:"DOCMIND_ALLOWED_ORIGINS" doc:"other browser origins allowed to call the API and read its answers (CORS, exact match), comma-separated (the server's own is always allowed)"`
 	RatePerMinute  int    `json:"rate_limit_per_minute" env:"DOCMIND_RATE_LIMIT_PER_MINUTE" doc:"chat and search requests per user per minute (0: no limit)"`
 	RateBurst      int    `json:"rate_limit_burst" env:"DOCMIND_RATE_LIMIT_BURST" doc:"requests a user may send at once (0: the per-minute figure)"`
@@ -399,6 +401,9 @@ func (c Config) Validate() error {
 	}
 	if cn := c.Connectors; cn.OnAWS() && cn.SyncInterval > 0 && (cn.SyncInterval < time.Minute || cn.SyncInterval%time.Minute != 0) {
 		add("DOCMIND_CONNECTOR_SYNC_INTERVAL: a schedule on AWS runs every whole number of minutes, got %s", cn.SyncInterval)
+	}
+	if _, err := access.ParseMap(c.Auth.AccessMap); err != nil {
+		add("DOCMIND_ACCESS_MAP: %v", err)
 	}
 	if _, _, err := netx.ParseAllowList(c.Connectors.AllowHosts); err != nil {
 		add("DOCMIND_CONNECTOR_ALLOW_HOSTS: %v", err)

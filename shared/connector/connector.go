@@ -77,8 +77,10 @@ type Item struct {
 	Modified time.Time
 	// Metadata is the item's key/value fields at the source (author, labels, space, path, ...).
 	Metadata map[string]string
-	// Permissions are the principals the source lets read the item, as the source names them. docmind
-	// grants by knowledge base: they are recorded, not enforced per document.
+	// Permissions are the principals the source lets read the item, as the source names them
+	// (user:<email>, group:<name>, domain:<d>, anyone, or the source's own form). They are recorded
+	// normalised with the item (ItemRecord) and enforced per document unless the connector sets
+	// enforce_permissions to false (shared/access); nil is no list: every reader of the knowledge base.
 	Permissions []string
 	// State is the connector's own JSON to keep for the next sync (validators, links).
 	State string

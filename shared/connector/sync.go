@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/docmind/docmind/shared/access"
 	"github.com/docmind/docmind/shared/ingest"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store/sqldb"
@@ -303,6 +305,11 @@ func (r *run) apply(ctx context.Context, ch Change) {
 		it.ID = ch.ID
 	}
 	if it.NotModified {
+		if it.Permissions != nil && !r.opt.DryRun {
+			// the content is unchanged, the sharing may not be (Drive lists a permission change as a
+			// change); an unchanged item without permissions says nothing about them
+			r.accessFirst(ctx, it)
+		}
 		r.res.NotModified++
 		r.res.Unchanged++
 		r.note(it, ActUnchanged)
@@ -324,6 +331,9 @@ func (r *run) apply(ctx context.Context, ch Change) {
 		r.count(act)
 		r.note(it, act)
 		return
+	}
+	if existed {
+		r.accessFirst(ctx, it)
 	}
 	rep, err := r.e.Indexer.Ingest(ctx, r.tenant, ingest.Source{KBID: r.c.KBID, URI: uri, Name: it.Name, Data: it.Data, ETag: it.Version})
 	if err != nil {
@@ -370,15 +380,36 @@ func (r *run) setMetadata(ctx context.Context, docID string, it *Item) {
 	}
 }
 
+// accessFirst records a changed access list of an item already indexed before its new content is:
+// a page narrowed at the source (moved to HR only) is refused to the others from now, not once its
+// ingestion ends. The record keeps its version and state (the new ones are written after the
+// ingestion): a failed ingestion is still fetched again by the next sync.
+func (r *run) accessFirst(ctx context.Context, it *Item) {
+	k, ok := r.known[it.ID]
+	if !ok {
+		return // no record: shared/access denies the document until the record exists
+	}
+	was, okWas := access.RecordList(k.Metadata)
+	if okWas && slices.Equal(was, access.NormalizeAll(it.Permissions)) {
+		return
+	}
+	k.Metadata = ItemRecord(it)
+	if err := r.e.State.PutConnectorItem(ctx, r.tenant, r.c.Name, k); err != nil {
+		r.e.log().Warn("connector item access record failed", "connector", r.c.Name, "item", it.ID, "err", err)
+	}
+}
+
 // ItemRecord is what connector_items keeps of an item beside its version and state: its URL,
-// modification time, metadata and permissions at the source, as JSON.
+// modification time, metadata and permissions at the source, as JSON. The permissions are
+// normalised (access.NormalizeAll: user:<email lower-case>, group:<name>, domain:<d>, anyone, or the
+// source's own form) and are the document's access list (shared/access).
 func ItemRecord(it *Item) string {
 	meta, _ := json.Marshal(struct {
 		URL         string            `json:"url,omitempty"`
 		Modified    time.Time         `json:"modified,omitzero"`
 		Metadata    map[string]string `json:"metadata,omitempty"`
 		Permissions []string          `json:"permissions,omitempty"`
-	}{it.URL, it.Modified, it.Metadata, it.Permissions})
+	}{it.URL, it.Modified, it.Metadata, access.NormalizeAll(it.Permissions)})
 	return string(meta)
 }
 

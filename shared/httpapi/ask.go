@@ -43,7 +43,7 @@ func (l *library) ask(w http.ResponseWriter, r *http.Request) {
 		err = l.restrictKBs(r.Context(), p, &req)
 	}
 	if err == nil {
-		err = l.restrictByFilter(r.Context(), in.Filter, &req)
+		err = l.restrictByFilter(r.Context(), p, in.Filter, &req)
 	}
 	if err != nil {
 		l.fail(w, r, err)

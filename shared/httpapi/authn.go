@@ -100,7 +100,7 @@ type rolesMemo struct {
 // every caller owns every knowledge base of its tenant (the local single-user mode).
 func (h *handler) roles(ctx context.Context, p rag.Principal) (identity.Roles, error) {
 	memo, _ := ctx.Value(rolesKey{}).(*rolesMemo)
-	if memo != nil && memo.loaded && memo.who == p {
+	if memo != nil && memo.loaded && memo.who.Equal(p) {
 		return memo.roles, nil
 	}
 	who := p

@@ -70,7 +70,7 @@ func (l *library) chat(w http.ResponseWriter, r *http.Request) {
 		if err := l.restrictKBs(r.Context(), p, &req); err != nil {
 			return err
 		}
-		return l.restrictByFilter(r.Context(), in.Filter, &req)
+		return l.restrictByFilter(r.Context(), p, in.Filter, &req)
 	}
 	var conv *turn
 	if l.h.d.Conversations != nil {
@@ -148,6 +148,9 @@ func (l *library) question(ctx context.Context, p rag.Principal, question string
 		doc, err := l.lib.GetDocument(ctx, tenant, id)
 		if err == nil && (roles.Of(doc.KBID) < rag.KBReader || doc.Status == rag.StatusDeleted) {
 			err = rag.E("httpapi", rag.KindNotFound, nil)
+		}
+		if err == nil {
+			err = l.checkReadable(ctx, p, doc) // its source's access list
 		}
 		if err != nil {
 			if rag.Is(err, rag.KindInvalid) || rag.Is(err, rag.KindNotFound) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docmind/docmind/shared/access"
 	"github.com/docmind/docmind/shared/answer"
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -84,6 +85,11 @@ type Deps struct {
 	// Connectors, when set (with Library), serves a knowledge base's connectors to its editors
 	// (connectors.go): `docmind serve`; on AWS connectors are managed with the CLI.
 	Connectors Connectors
+
+	// AccessMap grants docmind identities the principals of sources that do not name people by email
+	// (DOCMIND_ACCESS_MAP, shared/access). Per-document access lists are enforced wherever the Library
+	// keeps connectors (access.Store); the map only widens whom a list names.
+	AccessMap access.Map
 
 	// MCP, when set, serves the Model Context Protocol at /mcp (mcp.Handler in shared/mcp): it is given
 	// the operations behind these routes (Service), for a caller identified as on every /api/ route.

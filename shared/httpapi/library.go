@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/docmind/docmind/shared/access"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -241,6 +242,9 @@ func (l *library) docOf(ctx context.Context, p rag.Principal, id string, need ra
 		if err == nil {
 			err = l.require(ctx, p, kb, need)
 		}
+		if err == nil {
+			err = l.checkReadable(ctx, p, d) // its source's access list, for every role
+		}
 	}
 	if err != nil && !rag.Is(err, rag.KindPermission) {
 		err = notFoundAs(err, "no document %q", id)
@@ -377,11 +381,14 @@ func (l *library) deleteKB(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) getKB(w http.ResponseWriter, r *http.Request) {
-	tenant, kb, ok := l.kbScope(w, r)
+	p, kb, ok := l.kbAccess(w, r, rag.KBReader)
 	if !ok {
 		return
 	}
-	docs, err := l.lib.ListDocuments(r.Context(), tenant, kb.ID, "")
+	docs, err := l.lib.ListDocuments(r.Context(), p.Tenant, kb.ID, "")
+	if err == nil {
+		docs, err = l.readableDocs(r.Context(), p, kb.ID, docs) // the counts are of what the caller may read
+	}
 	if err != nil {
 		l.fail(w, r, err)
 		return
@@ -397,11 +404,14 @@ func (l *library) getKB(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *library) listDocs(w http.ResponseWriter, r *http.Request) {
-	tenant, kb, ok := l.kbScope(w, r)
+	p, kb, ok := l.kbAccess(w, r, rag.KBReader)
 	if !ok {
 		return
 	}
-	docs, err := l.lib.ListDocuments(r.Context(), tenant, kb.ID, r.URL.Query().Get("status"))
+	docs, err := l.lib.ListDocuments(r.Context(), p.Tenant, kb.ID, r.URL.Query().Get("status"))
+	if err == nil {
+		docs, err = l.readableDocs(r.Context(), p, kb.ID, docs)
+	}
 	if err != nil {
 		l.fail(w, r, err)
 		return
@@ -531,7 +541,9 @@ func (l *library) getDoc(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, struct {
 		docView
 		Metadata rag.Metadata `json:"metadata"`
-	}{viewDoc(d), l.docMetadata(r.Context(), p.Tenant, d.ID)})
+		// Access is who may read it at its source (a connector's document; absent for an upload)
+		Access *access.Info `json:"access,omitempty"`
+	}{viewDoc(d), l.docMetadata(r.Context(), p.Tenant, d.ID), l.accessInfo(r.Context(), p.Tenant, d)})
 }
 
 func (l *library) chunks(w http.ResponseWriter, r *http.Request) {

@@ -22,21 +22,26 @@ type MetadataReader interface {
 }
 
 // applyMetaFilter narrows q to the documents of its knowledge bases whose metadata passes the
-// request's "filter" (rag.MetaFilter's JSON form). The retrieval legs then restrict by document id
-// before ranking. none is true when no document passes: the caller answers with no results rather
-// than an unrestricted search. Invalid for a malformed filter.
-func (l *library) applyMetaFilter(ctx context.Context, tenant string, raw json.RawMessage, q *retrieve.Query) (none bool, err error) {
+// request's "filter" (rag.MetaFilter's JSON form) and that the principal may read (their access
+// lists, shared/access): the two are ANDed into the one document-id restriction the retrieval legs
+// apply before ranking. none is true when no document passes: the caller answers with no results
+// rather than an unrestricted search. Without a filter and with nothing denied, q is left as is.
+// Invalid for a malformed filter.
+func (l *library) applyMetaFilter(ctx context.Context, p rag.Principal, raw json.RawMessage, q *retrieve.Query) (none bool, err error) {
 	f, err := rag.ParseMetaFilter(raw)
-	if err != nil || f == nil {
+	if err != nil {
 		return false, err
 	}
-	m, ok := l.lib.(DocumentMatcher)
-	if !ok {
+	m, isMatcher := l.lib.(DocumentMatcher)
+	if f != nil && !isMatcher {
 		return false, rag.Errorf("httpapi", rag.KindInvalid, "metadata filters are not available here")
+	}
+	if f == nil && !l.enforcesAccess(p) {
+		return false, nil
 	}
 	kbs := q.Filter.KBIDs
 	if len(kbs) == 0 { // every knowledge base of the tenant the caller may read
-		all, err := l.lib.ListKBs(ctx, tenant)
+		all, err := l.lib.ListKBs(ctx, p.Tenant)
 		if err != nil {
 			return false, err
 		}
@@ -44,27 +49,54 @@ func (l *library) applyMetaFilter(ctx context.Context, tenant string, raw json.R
 			kbs = append(kbs, kb.ID)
 		}
 		if len(kbs) == 0 {
-			return true, nil
+			return f != nil, nil
 		}
 	}
-	ids, err := m.MatchDocuments(ctx, tenant, kbs, f)
+	denied, err := l.denied(ctx, p, kbs)
 	if err != nil {
 		return false, err
 	}
-	if len(q.Filter.DocumentIDs) > 0 { // documents picked by the caller: both restrictions hold
-		// a new slice: MatchDocuments' answer is shared by every query of the same filter
-		var both []string
-		for _, id := range ids {
-			if slices.Contains(q.Filter.DocumentIDs, id) {
-				both = append(both, id)
-			}
-		}
-		ids = both
+	if f == nil && len(denied) == 0 {
+		return false, nil // nothing restricted here: today's scope, and the cache key without a restriction
 	}
-	// the filter travels beside its documents: an index keeping metadata on its rows (Milvus) may
-	// search by it instead of a long id list, the ids staying the authority
-	q.Filter.DocumentIDs, q.Filter.Meta = ids, f
-	return len(ids) == 0, nil
+	var ids []string
+	if isMatcher {
+		// MatchDocuments with no filter is every live document of the knowledge bases
+		if ids, err = m.MatchDocuments(ctx, p.Tenant, kbs, f); err != nil {
+			return false, err
+		}
+	} else if ids, err = l.liveDocuments(ctx, p.Tenant, kbs); err != nil {
+		return false, err
+	}
+	// a new slice: MatchDocuments' answer is shared by every query of the same filter
+	var keep []string
+	for _, id := range ids {
+		if denied[id] || len(q.Filter.DocumentIDs) > 0 && !slices.Contains(q.Filter.DocumentIDs, id) {
+			continue // not readable by the caller, or not among the documents the caller picked
+		}
+		keep = append(keep, id)
+	}
+	// the user's filter travels beside its documents: an index keeping metadata on its rows (Milvus) may
+	// search by it instead of a long id list, the ids (which also carry the access lists) staying the
+	// authority
+	q.Filter.DocumentIDs, q.Filter.Meta = keep, f
+	return len(keep) == 0, nil
+}
+
+// liveDocuments lists the ids of the knowledge bases' documents not being deleted, for a library
+// without a metadata matcher.
+func (l *library) liveDocuments(ctx context.Context, tenant string, kbs []string) ([]string, error) {
+	var ids []string
+	for _, kb := range kbs {
+		docs, err := l.lib.ListDocuments(ctx, tenant, kb, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range withoutDeleted(docs) {
+			ids = append(ids, d.ID)
+		}
+	}
+	return ids, nil
 }
 
 // docMetadata is a document's metadata for GET /api/documents/{id}; empty where none is kept.
@@ -82,17 +114,20 @@ func emptyResult() *retrieve.Result {
 	return &retrieve.Result{Keyword: []rag.Hit{}, Vector: []rag.Hit{}, Fused: []rag.Hit{}, StageMS: map[string]int64{}}
 }
 
-// restrictByFilter limits a question to the documents whose metadata passes raw (Request.Restrict),
-// within the request's knowledge bases (already restricted to what the caller may read). NotFound,
-// saying so, when no document passes: an empty restriction would mean the whole scope.
-func (l *library) restrictByFilter(ctx context.Context, raw json.RawMessage, req *answer.Request) error {
+// restrictByFilter limits a question to the documents whose metadata passes raw and that p may read
+// (Request.Restrict), within the request's knowledge bases (already restricted to what the caller
+// may read). NotFound, saying so, when no document passes: an empty restriction would mean the whole
+// scope.
+func (l *library) restrictByFilter(ctx context.Context, p rag.Principal, raw json.RawMessage, req *answer.Request) error {
 	q := retrieve.Query{Filter: rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}}
-	none, err := l.applyMetaFilter(ctx, req.Tenant, raw, &q)
+	none, err := l.applyMetaFilter(ctx, p, raw, &q)
 	switch {
 	case err != nil:
 		return err
-	case none:
+	case none && len(raw) > 0 && string(raw) != "null":
 		return rag.Errorf("httpapi", rag.KindNotFound, "no document in the knowledge bases asked passes the filter")
+	case none:
+		return rag.Errorf("httpapi", rag.KindNotFound, "no document in the knowledge bases asked is one you may read")
 	}
 	// the filter travels beside its documents, to the vector leg (answer.Request.Filter)
 	req.Restrict, req.Filter = q.Filter.DocumentIDs, q.Filter.Meta

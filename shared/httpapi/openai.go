@@ -340,7 +340,7 @@ func (l *library) oaiAsk(r *http.Request) (rag.Principal, oaiRequest, answer.Req
 		err = l.restrictKBs(r.Context(), p, &req)
 	}
 	if err == nil {
-		err = l.restrictByFilter(r.Context(), in.Filter, &req)
+		err = l.restrictByFilter(r.Context(), p, in.Filter, &req)
 	}
 	req.History = history
 	return p, in, req, err

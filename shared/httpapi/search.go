@@ -47,7 +47,7 @@ func (l *library) search(w http.ResponseWriter, r *http.Request) {
 		l.fail(w, r, err)
 		return
 	}
-	none, err := l.applyMetaFilter(r.Context(), p.Tenant, in.Filter, &q)
+	none, err := l.applyMetaFilter(r.Context(), p, in.Filter, &q)
 	if err != nil {
 		l.fail(w, r, err)
 		return

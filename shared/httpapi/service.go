@@ -154,7 +154,7 @@ func (s *Service) Search(ctx context.Context, p rag.Principal, query string, kbs
 	if err != nil {
 		return nil, err
 	}
-	none, err := s.l.applyMetaFilter(ctx, p.Tenant, filter, &q)
+	none, err := s.l.applyMetaFilter(ctx, p, filter, &q)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (s *Service) Ask(ctx context.Context, p rag.Principal, question string, kbs
 		err = l.restrictKBs(ctx, p, &req)
 	}
 	if err == nil {
-		err = l.restrictByFilter(ctx, filter, &req)
+		err = l.restrictByFilter(ctx, p, filter, &req)
 	}
 	if err != nil {
 		return nil, err

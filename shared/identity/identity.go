@@ -183,7 +183,9 @@ func (a *Authenticator) byJWT(ctx context.Context, token string) (rag.Principal,
 	if err != nil {
 		return rag.Principal{}, err
 	}
-	return rag.Principal{Tenant: u.Tenant, UserID: u.ID, Email: u.Email, Role: role, Method: "jwt"}, nil
+	// the groups come from the verified token on every request: someone removed from a group at the
+	// identity provider loses what it granted with the token's expiry, never later
+	return rag.Principal{Tenant: u.Tenant, UserID: u.ID, Email: u.Email, Role: role, Method: "jwt", Groups: slices.Clone(c.Groups)}, nil
 }
 
 // groupRole is the tenant role of a JWT sign-in: with AdminGroup configured the token's groups decide and

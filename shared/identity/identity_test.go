@@ -265,3 +265,14 @@ func TestKeysOfTokenUsersNeverCarryAdmin(t *testing.T) {
 		}
 	}
 }
+
+// A token's groups travel on the principal (per-document access lists name them); a key carries none.
+func TestPrincipalCarriesTokenGroups(t *testing.T) {
+	st := newFakeStore()
+	v := fakeVerifier{"hr": {Tenant: "t1", Subject: "sub-hr", Email: "hr@x.io", EmailVerified: true, Groups: []string{"HR", "staff"}}}
+	a := &Authenticator{Mode: Mode{JWT: true}, Store: st, JWT: v}
+	p, err := a.Authenticate(t.Context(), "Bearer hr")
+	if err != nil || !slices.Equal(p.Groups, []string{"HR", "staff"}) || p.Email != "hr@x.io" {
+		t.Fatalf("principal %+v, %v; want the token's groups [HR staff]", p, err)
+	}
+}

@@ -1,6 +1,9 @@
 package rag
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Principal is who a request acts for. It comes only from a verified credential (an API key found in the
 // relational store, a JWT whose signature and claims were checked) or, in the local single-user mode, from
@@ -15,6 +18,15 @@ type Principal struct {
 	Method string `json:"auth"`
 	// KeyID is the API key used, for the audit log ("" for other methods).
 	KeyID string `json:"key_id,omitempty"`
+	// Groups are the verified token's groups (auth.Claims.Groups; none for a key or the local mode):
+	// with Email they are whom per-document access lists name (shared/access).
+	Groups []string `json:"groups,omitempty"`
+}
+
+// Equal reports the same principal, groups included (a Principal holds a slice: == does not compile).
+func (p Principal) Equal(q Principal) bool {
+	return p.Tenant == q.Tenant && p.UserID == q.UserID && p.Email == q.Email && p.Role == q.Role &&
+		p.Method == q.Method && p.KeyID == q.KeyID && slices.Equal(p.Groups, q.Groups)
 }
 
 // Tenant-wide roles.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/docmind/docmind/shared/access"
 	"github.com/docmind/docmind/shared/auth"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/identity"
@@ -30,6 +31,13 @@ func Authenticator(cfg config.Config, store identity.Store) (*identity.Authentic
 		a.JWT = v
 	}
 	return a, nil
+}
+
+// AccessMap is DOCMIND_ACCESS_MAP parsed (config.Validate refused a bad one): the principals of
+// sources that do not name people by email, granted to docmind identities (shared/access).
+func AccessMap(cfg config.Config) access.Map {
+	m, _ := access.ParseMap(cfg.Auth.AccessMap)
+	return m
 }
 
 // Limiter builds the per-user limits over the KV port; nil when none is configured.

@@ -131,6 +131,7 @@ func Identity(cfg config.Config, s Stores, deps *httpapi.Deps, log *slog.Logger)
 	a.Log = log
 	deps.Auth, deps.AuthMode = StackTenant{Next: a, Tenant: cfg.Tenant}, a.Mode.String()
 	deps.Members, deps.Admin, deps.Audit = s.SQL, s.SQL, s.SQL
+	deps.AccessMap = wire.AccessMap(cfg)
 	if lim := wire.Limiter(cfg, s.KV); lim != nil {
 		deps.Limits = lim.WithLogger(log)
 	}

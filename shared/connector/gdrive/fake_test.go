@@ -74,6 +74,8 @@ type ffile struct {
 	modified       time.Time
 	owner, editor  string
 	failMedia      int
+	// perms, when set, are the file's permissions resource list (else the owner and the domain)
+	perms []map[string]any
 }
 
 const (
@@ -135,6 +137,13 @@ func (f *fake) fileJSON(x *ffile) map[string]any {
 	owner, _ := m["owners"].([]any)[0].(map[string]any)
 	m["permissions"] = []any{map[string]any{"kind": "drive#permission", "type": "user", "role": "owner", "emailAddress": owner["emailAddress"]},
 		map[string]any{"kind": "drive#permission", "type": "domain", "role": "reader", "domain": "acme.example"}}
+	if x.perms != nil {
+		list := make([]any, len(x.perms))
+		for i, p := range x.perms {
+			list[i] = p
+		}
+		m["permissions"] = list
+	}
 	if f.shared != "" {
 		delete(m, "owners")
 		m["driveId"] = f.shared

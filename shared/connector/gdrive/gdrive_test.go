@@ -86,7 +86,7 @@ func TestSyncAgainstFake(t *testing.T) {
 			perms = it.Metadata
 		}
 	}
-	if !strings.Contains(perms, `"permissions":["user:ana@acme.example","domain:acme.example"]`) {
+	if !strings.Contains(perms, `"permissions":["domain:acme.example","user:ana@acme.example"]`) {
 		t.Errorf("DOC1's recorded item = %s; want the owner and the domain as permissions", perms)
 	}
 

@@ -54,7 +54,7 @@ type Config struct {
 	// LoginURL is the identity platform's base (default https://login.microsoftonline.com).
 	LoginURL string `json:"login_url,omitempty"`
 	// Permissions reads who may read each new or changed file (GET /items/{id}/permissions: one more
-	// request per file) and records it with the item.
+	// request per file) and records it with the item: the document's access list (shared/access).
 	Permissions bool `json:"permissions,omitempty"`
 	connector.CredentialRef
 }
@@ -396,17 +396,22 @@ func (c *Connector) Fetch(ctx context.Context, id string, prev connector.Known) 
 	}
 	item.Data = data
 	if c.cfg.Permissions {
-		item.Permissions = c.permissions(ctx, it.ID)
+		item.Permissions, err = c.permissions(ctx, it.ID)
 		item.Calls = c.http.Calls - before
+		if err != nil {
+			// enforced, an unread list would open the file to every reader: the item fails and the
+			// next sync fetches it again
+			return item, fmt.Errorf("read the permissions of item %s: %w", id, err)
+		}
 	}
 	return item, nil
 }
 
 // permissions lists who may read a file, as Graph names them: user:/group: an address (or id),
-// sitegroup: a SharePoint group's name, organization or anyone for sharing links. A file whose
-// permissions cannot be read is indexed all the same (docmind grants by knowledge base; they are
-// recorded, not enforced), with none recorded.
-func (c *Connector) permissions(ctx context.Context, id string) []string {
+// sitegroup: a SharePoint group's name, organization or anyone for sharing links (normalised when
+// recorded, shared/access). An error when they cannot be read: the file is not indexed with an
+// unknown list.
+func (c *Connector) permissions(ctx context.Context, id string) ([]string, error) {
 	var res struct {
 		Value []struct {
 			GrantedTo  identityRef   `json:"grantedToV2"`
@@ -417,7 +422,7 @@ func (c *Connector) permissions(ctx context.Context, id string) []string {
 		} `json:"value"`
 	}
 	if err := c.getJSON(ctx, c.cfg.GraphURL+"/drives/"+url.PathEscape(c.driveID)+"/items/"+url.PathEscape(id)+"/permissions", &res); err != nil {
-		return nil
+		return nil, err
 	}
 	var out []string
 	seen := map[string]bool{}
@@ -440,7 +445,7 @@ func (c *Connector) permissions(ctx context.Context, id string) []string {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // identityRef is a Graph sharePointIdentitySet (grantedToV2).

@@ -207,7 +207,7 @@ func TestPermissions(t *testing.T) {
 		t.Fatalf("sync with permissions = %+v (%v); want 1 added and one permissions request", res, f.calls)
 	}
 	items, _ := env.DB.ListConnectorItems(context.Background(), connectortest.Tenant, env.Name)
-	if len(items) != 1 || !strings.Contains(items[0].Metadata, `"permissions":["user:megan@contoso.com","sitegroup:Engineering Members","organization"]`) {
+	if len(items) != 1 || !strings.Contains(items[0].Metadata, `"permissions":["organization","sitegroup:engineering members","user:megan@contoso.com"]`) {
 		t.Fatalf("recorded items = %+v; want the owner, the site group and the organization link", items)
 	}
 }

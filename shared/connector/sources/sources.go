@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docmind/docmind/shared/access"
 	"github.com/docmind/docmind/shared/config"
 	"github.com/docmind/docmind/shared/connector"
 	"github.com/docmind/docmind/shared/connector/confluence"
@@ -31,6 +32,13 @@ func HTTP(cfg config.Config) *connector.HTTP {
 // Build builds a connector's Source from its stored settings. secrets reads Secrets Manager where a
 // connector names a secret (nil locally).
 func Build(ctx context.Context, cfg config.Config, c rag.Connector, getenv func(string) string, secrets connector.SecretReader) (connector.Source, error) {
+	// enforce_permissions is every connector's setting (shared/access reads it from the stored
+	// settings): each connector's own strict parser gets the rest
+	rest, _, err := access.SplitSettings([]byte(c.Config))
+	if err != nil {
+		return nil, err
+	}
+	c.Config = string(rest)
 	switch c.Type {
 	case "web":
 		wc, err := web.ParseConfig([]byte(c.Config))
