@@ -51,6 +51,8 @@ type Store interface {
 	GetDocumentBySource(ctx context.Context, tenant, kbID, uri string) (rag.Document, error)
 	GetDocumentMetadata(ctx context.Context, tenant, docID string) (rag.Metadata, error)
 	SetDocumentMetadata(ctx context.Context, tenant, kbID, docID string, m rag.Metadata) error
+	// AddSyncProgress adds to a running sync's progress counts (each item's result as it comes).
+	AddSyncProgress(ctx context.Context, tenant, name string, delta map[string]int) error
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
 	ReleaseLease(ctx context.Context, name, holder string) error
 }
@@ -223,8 +225,8 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 		return out, nil
 	}
 	start := f.now()
-	if err := f.Store.SaveSyncState(ctx, f.Tenant, c.Name, rag.SyncState{Cursor: c.Cursor, Status: rag.SyncRunning,
-		StartedAt: start, SucceededAt: c.SucceededAt, Progress: `{"listed":0}`}); err != nil {
+	running := rag.SyncState{Cursor: c.Cursor, Status: rag.SyncRunning, StartedAt: start, SucceededAt: c.SucceededAt, Progress: `{"listed":0}`}
+	if err := f.Store.SaveSyncState(ctx, f.Tenant, c.Name, running); err != nil {
 		return out, err
 	}
 	items, err := f.Store.ListConnectorItems(ctx, f.Tenant, c.Name)
@@ -282,6 +284,13 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 	}
 	if err := f.putJSON(ctx, f.prefix(in)+"run.json", runState{Cursor: listing.Cursor, Listed: len(listing.Changes), Calls: listing.Calls,
 		Count: len(work), IDs: ids, Started: start}); err != nil {
+		return out, err
+	}
+	// the progress from here on: what the listing found and how many items the Map has to do; each
+	// item's result adds to it (putOutcome)
+	prog, _ := json.Marshal(map[string]int{"listed": len(listing.Changes), "total": len(work), "done": 0, "calls": listing.Calls})
+	running.Progress = string(prog)
+	if err := f.Store.SaveSyncState(ctx, f.Tenant, c.Name, running); err != nil {
 		return out, err
 	}
 	out.Count = len(work)
@@ -623,7 +632,7 @@ func (f *Flow) Commit(ctx context.Context, in RunRef) (connector.Result, error) 
 		st.LastError = fmt.Sprintf("%d items failed; retried on the next sync", len(res.Failed))
 	}
 	res.ElapsedMS = now.Sub(rs.Started).Milliseconds()
-	prog, _ := json.Marshal(map[string]int{"listed": res.Listed, "done": len(rs.IDs), "added": res.Added, "updated": res.Updated,
+	prog, _ := json.Marshal(map[string]int{"listed": res.Listed, "total": len(rs.IDs), "done": len(rs.IDs), "added": res.Added, "updated": res.Updated,
 		"unchanged": res.Unchanged, "not_modified": res.NotModified, "deleted": res.Deleted, "failed": len(res.Failed), "calls": res.Calls})
 	st.Progress = string(prog)
 	if err := f.Store.SaveSyncState(ctx, f.Tenant, c.Name, st); err != nil {
@@ -705,8 +714,79 @@ func (f *Flow) outcomeKey(r RunRef, id string) string {
 	return f.prefix(r) + "outcomes/" + itemHash(id) + ".json"
 }
 
+// putOutcome keeps an item's outcome for Commit and, when it is the item's result (not "ingest", the
+// mark Item leaves before the ingestion), adds it to the running sync's progress, so the connector's
+// row shows a long sync moving (`connector list`, GET /api/kbs/{kb}/connectors). A retried step
+// replaces its earlier result in the counts instead of counting the item twice. The progress is a
+// report: a write that fails is logged, and Commit writes the exact counts at the end.
 func (f *Flow) putOutcome(ctx context.Context, r RunRef, o outcome) error {
-	return f.putJSON(ctx, f.outcomeKey(r, o.ID), o)
+	key := f.outcomeKey(r, o.ID)
+	var prev outcome
+	if err := f.getJSON(ctx, key, &prev); err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	if err := f.putJSON(ctx, key, o); err != nil {
+		return err
+	}
+	delta := progressDelta(prev, o)
+	if len(delta) == 0 {
+		return nil
+	}
+	if err := f.Store.AddSyncProgress(ctx, f.Tenant, r.Connector, delta); err != nil {
+		f.log().Warn("connector progress write failed", "connector", r.Connector, "run", r.Run, "err", err)
+	}
+	return nil
+}
+
+// counted says whether an outcome is an item's result, and under which count of the progress ("" for
+// an item deleted before it was ever indexed: done, but neither added nor deleted).
+func counted(o outcome) (key string, ok bool) {
+	switch o.Action {
+	case connector.ActAdd:
+		return "added", true
+	case connector.ActUpdate:
+		return "updated", true
+	case connector.ActUnchanged:
+		return "unchanged", true
+	case connector.ActDelete:
+		return "deleted", true
+	case connector.ActFail:
+		return "failed", true
+	case "none":
+		return "", true
+	}
+	return "", false // "ingest", or no outcome yet
+}
+
+// progressDelta is what replacing prev by o changes in the progress counts (the keys of
+// connector.Engine's progress: done, added, updated, unchanged, not_modified, deleted, failed, calls).
+func progressDelta(prev, o outcome) map[string]int {
+	d := map[string]int{}
+	add := func(x outcome, sign int) {
+		key, ok := counted(x)
+		if !ok {
+			return
+		}
+		d["done"] += sign
+		if key != "" {
+			d[key] += sign
+		}
+		if x.NotModified {
+			d["not_modified"] += sign
+		}
+		d["calls"] += sign * x.Calls
+	}
+	if _, ok := counted(o); !ok {
+		return nil
+	}
+	add(prev, -1)
+	add(o, 1)
+	for k, v := range d {
+		if v == 0 {
+			delete(d, k)
+		}
+	}
+	return d
 }
 
 // outcomes reads every outcome of the run, by item id.

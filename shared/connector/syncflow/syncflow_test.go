@@ -134,6 +134,8 @@ type env struct {
 	ingests map[string]bool // execution names started
 	reads   int             // manifests read by the Distributed Map
 	runs    int
+	// observe, when set, is called before each step of the connector function runs
+	observe func(step string)
 }
 
 func newTestEnv(t *testing.T) *env {
@@ -175,6 +177,9 @@ func newTestEnv(t *testing.T) *env {
 				var env Envelope
 				if err := json.Unmarshal(in, &env); err != nil {
 					return nil, err
+				}
+				if e.observe != nil {
+					e.observe(env.Step)
 				}
 				out, err := e.flow.Dispatch(ctx, env)
 				if err != nil {
@@ -445,5 +450,90 @@ func TestStepsRefuseBadInput(t *testing.T) {
 	}
 	if got := Reason("Unavailable", `{"errorMessage":"db down","errorType":"Unavailable"}`); got != "Unavailable: db down" {
 		t.Errorf("Reason of a Lambda error = %q", got)
+	}
+}
+
+// A running sync's progress is in the connector's row while the Map runs (the state machine, run by
+// aslrun: 14 items over the Distributed Map, at most 8 at once, so the later items start after earlier
+// ones reported): each item's result is added as it comes, and when Commit starts the counts are
+// already those of the whole run. A step run again (an instance that died after writing) replaces its
+// result in the counts instead of counting the item twice.
+func TestProgressDuringSync(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	for i := range 14 {
+		e.src.put(fmt.Sprintf("page-%02d", i), fmt.Sprintf("# Page %d\n\nLedger %d is kept %d years.\n", i, i, i+3))
+	}
+	e.src.failFetch["page-05"] = true
+	type snap struct {
+		step   string
+		status string
+		counts map[string]int
+	}
+	var mu sync.Mutex
+	var seen []snap
+	e.observe = func(step string) {
+		c, err := e.db.GetConnector(ctx, tenant, "eng-wiki")
+		if err != nil {
+			t.Errorf("GetConnector during the sync: %v", err)
+			return
+		}
+		var m map[string]int
+		json.Unmarshal([]byte(c.Progress), &m)
+		mu.Lock()
+		seen = append(seen, snap{step, c.Status, m})
+		mu.Unlock()
+	}
+	res, tr, err := e.syncNow()
+	if err != nil || res.Added != 13 || len(res.Failed) != 1 || !visited(tr, "FetchMany") {
+		t.Fatalf("sync = %+v, %v (states %v); want 13 added and page-05 failed through the Distributed Map", res, err, tr.States)
+	}
+	var midway, atCommit bool
+	for _, s := range seen {
+		switch {
+		case s.step == "Item" && s.status == rag.SyncRunning && s.counts["total"] == 14 && s.counts["listed"] == 14 &&
+			s.counts["done"] > 0 && s.counts["done"] < 14:
+			midway = true
+			if s.counts["done"] != s.counts["added"]+s.counts["failed"] {
+				t.Errorf("progress midway = %v; done is not the sum of its counts", s.counts)
+			}
+		case s.step == "Commit":
+			atCommit = true
+			want := map[string]int{"listed": 14, "total": 14, "done": 14, "added": 13, "failed": 1, "calls": 15}
+			for k, v := range want {
+				if s.counts[k] != v {
+					t.Errorf("progress when Commit starts = %v; want %v", s.counts, want)
+					break
+				}
+			}
+		}
+	}
+	if !midway || !atCommit {
+		t.Fatalf("progress seen before the steps: %+v; want a running sync part done, then the whole run's counts before Commit", seen)
+	}
+
+	// a retried Fail for an item already counted as failed, then a late Record turning it into an add:
+	// the counts move the item, never count it twice
+	run := RunRef{Connector: "eng-wiki", Run: "retry-run"}
+	if err := e.db.SaveSyncState(ctx, tenant, "eng-wiki", rag.SyncState{Status: rag.SyncRunning, Progress: `{"done":0}`}); err != nil {
+		t.Fatal(err)
+	}
+	fail := FailIn{RunRef: run, ID: "page-05"}
+	fail.Error.Error = "States.TaskFailed"
+	for range 2 {
+		if _, err := e.flow.Fail(ctx, fail); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	if c.Progress != `{"done":1,"failed":1}` {
+		t.Fatalf("progress after a Fail retried = %s; want one failed item", c.Progress)
+	}
+	if err := e.flow.putOutcome(ctx, run, outcome{ID: "page-05", Action: connector.ActAdd, Calls: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = e.db.GetConnector(ctx, tenant, "eng-wiki")
+	if c.Progress != `{"added":1,"calls":2,"done":1,"failed":0}` {
+		t.Fatalf("progress after the item's result changed = %s; want it moved from failed to added", c.Progress)
 	}
 }
