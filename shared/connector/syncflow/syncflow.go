@@ -82,6 +82,10 @@ type Flow struct {
 	LeaseTTL time.Duration
 	Now      func() time.Time
 	Log      *slog.Logger
+	// Engine runs the connector operations the HTTP API asks of this function (Check, DryRun,
+	// Remove): it holds the rights to reach sources, read their secrets and delete documents, which
+	// the function serving the API does not. Nil: those steps are refused.
+	Engine *connector.Engine
 
 	mu      sync.Mutex
 	sources map[string]connector.Source // by connector and settings: one OAuth token per instance, not per item
@@ -95,6 +99,10 @@ type Envelope struct {
 
 // Steps are the step names the ASL's Tasks use.
 func Steps() []string { return []string{"Abort", "Begin", "Commit", "Fail", "Item", "Record"} }
+
+// Operations are the steps the HTTP API's connector routes invoke on AWS (awsops), outside the state
+// machine.
+func Operations() []string { return []string{"Check", "DryRun", "Remove"} }
 
 // Dispatch runs one step.
 func (f *Flow) Dispatch(ctx context.Context, env Envelope) (any, error) {
@@ -141,6 +149,12 @@ func (f *Flow) Dispatch(ctx context.Context, env Envelope) (any, error) {
 			return nil, err
 		}
 		return f.Abort(ctx, in)
+	case "Check", "DryRun", "Remove":
+		var in OpIn
+		if err := dec(&in); err != nil {
+			return nil, err
+		}
+		return f.Operate(ctx, env.Step, in)
 	}
 	return nil, rag.Errorf("syncflow.Dispatch", rag.KindInvalid, "unknown step %q", env.Step)
 }
@@ -687,6 +701,50 @@ func (f *Flow) Abort(ctx context.Context, in AbortIn) (connector.Result, error) 
 	}
 	f.log().Warn("connector sync failed", "connector", c.Name, "run", in.Run, "err", reason)
 	return res, f.Store.ReleaseLease(ctx, lease, in.Run)
+}
+
+// OpIn names the connector an operation is for.
+type OpIn struct {
+	Connector string `json:"connector"`
+}
+
+// OpOut is an operation's result: Check answers nothing more than success, DryRun the Result of a dry
+// run, Remove how many documents it deleted.
+type OpOut struct {
+	Result  *connector.Result `json:"result,omitempty"`
+	Deleted int               `json:"deleted"`
+}
+
+// Operate runs one of the HTTP API's operations on the function's tenant's connector: Check asks the
+// source one cheap question with its credentials, DryRun lists and fetches without writing anything,
+// Remove deletes the connector's documents everywhere and then the connector (its schedule is the
+// caller's). Errors keep their kinds (NotFound, Invalid, the source's own).
+func (f *Flow) Operate(ctx context.Context, step string, in OpIn) (OpOut, error) {
+	op := "syncflow." + step
+	if err := rag.ValidateConnectorName(in.Connector); err != nil {
+		return OpOut{}, rag.E(op, rag.KindInvalid, err)
+	}
+	if f.Engine == nil {
+		return OpOut{}, rag.Errorf(op, rag.KindInvalid, "this function runs no connector operations")
+	}
+	if step == "Remove" {
+		n, err := f.Engine.Remove(ctx, f.Tenant, in.Connector)
+		return OpOut{Deleted: n}, err
+	}
+	c, err := f.Store.GetConnector(ctx, f.Tenant, in.Connector)
+	if err != nil {
+		return OpOut{}, err
+	}
+	// built afresh: settings changed since the last sync must be checked as they are now
+	src, err := f.Source(ctx, c)
+	if err != nil {
+		return OpOut{}, err
+	}
+	if step == "Check" {
+		return OpOut{}, src.Validate(ctx)
+	}
+	res, err := f.Engine.Sync(ctx, f.Tenant, c.Name, src, connector.Options{DryRun: true})
+	return OpOut{Result: &res}, err
 }
 
 // source returns the connector's Source, built once per function instance and settings: a Lambda
