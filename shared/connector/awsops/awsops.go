@@ -1,23 +1,22 @@
 // Package awsops runs the HTTP API's connector operations on AWS (issue #23), behind the same routes
 // and checks as `docmind serve` (shared/httpapi's Connectors; who may do what is the routes' business):
-// the function serving the API reads and writes the connectors table, and hands on what it must not
-// do itself:
 //
 //	List, Get             the connectors table (Aurora)
-//	AddMember             recorded as manage.AddMember records it, the source asked once by the
-//	                      connector function (Check), then its EventBridge Scheduler schedule made;
-//	                      an add whose check or schedule fails records nothing
+//	AddMember, Check,     as manage.Manager does them, in the function serving the API: a connector
+//	Sync (dry run)        added from the page names no secret (manage.AddMember), so asking its source
+//	                      needs none; an add also makes the connector's EventBridge Scheduler schedule,
+//	                      and one whose schedule cannot be made records nothing
 //	SetInterval           the table, then the schedule updated (deleted for "off")
 //	Start                 an execution of the connector sync state machine (Step Functions), as the
 //	                      schedule starts it; Conflict while a sync holds the connector's lease
-//	Sync (dry run), Check the connector function (Lambda Invoke): it may reach sources and read their
-//	                      secrets
-//	Remove                the schedule deleted, then the connector function deletes the documents and
-//	                      the connector
+//	Remove                the schedule deleted, then an execution of the sync state machine with
+//	                      {"connector": NAME, "remove": true}: its Remove step, on the connector
+//	                      function, deletes the documents everywhere and then the connector
 //
 // so the API's role needs states:StartExecution on one state machine, the schedule calls on the
-// stack's schedule group, iam:PassRole on the scheduler's role and lambda:InvokeFunction on the
-// connector function, and no secret, source or document deletion of its own.
+// stack's schedule group and iam:PassRole on the scheduler's role, and no connector secret or
+// document deletion of its own; it calls no function synchronously (a removal may take longer than
+// a request).
 package awsops
 
 import (
@@ -35,7 +34,6 @@ import (
 
 	"github.com/docmind/docmind/shared/connector"
 	"github.com/docmind/docmind/shared/connector/manage"
-	"github.com/docmind/docmind/shared/connector/syncflow"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -55,17 +53,11 @@ type Starter interface {
 	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, opts ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
 }
 
-// Remote calls the connector function with one step's envelope and decodes its answer
-// (lambdafn.Function).
-type Remote interface {
-	Call(ctx context.Context, in, out any) error
-}
-
 // Ops is httpapi.Connectors on AWS.
 type Ops struct {
 	Store Store
 	// Members records the connectors editors add (manage.Manager.AddMember: settings validated and
-	// credentials confined as locally); its source is never asked from here.
+	// credentials confined as locally), checks them and runs dry runs.
 	Members *manage.Manager
 	// Schedules is the connectors' EventBridge Scheduler schedules (awssched.Schedules).
 	Schedules connector.Scheduler
@@ -74,9 +66,7 @@ type Ops struct {
 	// Executions starts the sync state machine, StateMachineARN.
 	Executions      Starter
 	StateMachineARN string
-	// Function is the connector function (Check, DryRun, Remove).
-	Function Remote
-	Now      func() time.Time
+	Now             func() time.Time
 }
 
 // List returns the tenant's connectors by name.
@@ -89,26 +79,18 @@ func (o *Ops) Get(ctx context.Context, tenant, name string) (rag.Connector, erro
 	return o.Store.GetConnector(ctx, tenant, name)
 }
 
-// AddMember records an editor's connector, has the connector function ask its source once (with
-// check) and makes its schedule. A refused check or a schedule that cannot be made removes the record
-// again, so a failed add leaves nothing behind.
+// AddMember records an editor's connector (asking its source once, with check) and makes its
+// schedule. A schedule that cannot be made removes the record again, so a failed add leaves nothing
+// behind.
 func (o *Ops) AddMember(ctx context.Context, c *rag.Connector, check bool) error {
-	if err := o.Members.AddMember(ctx, c, false); err != nil {
+	if err := o.Members.AddMember(ctx, c, check); err != nil {
 		return err
 	}
-	undo := func(err error) error {
+	if err := o.schedule(ctx, *c); err != nil {
 		if derr := o.Store.DeleteConnector(context.WithoutCancel(ctx), c.Tenant, c.Name); derr != nil && !rag.Is(derr, rag.KindNotFound) {
 			return errors.Join(err, fmt.Errorf("and the connector record could not be removed again: %w", derr))
 		}
 		return err
-	}
-	if check {
-		if err := o.Check(ctx, c.Tenant, c.Name); err != nil {
-			return undo(fmt.Errorf("connector %s does not answer: %w", c.Name, err))
-		}
-	}
-	if err := o.schedule(ctx, *c); err != nil {
-		return undo(err)
 	}
 	return nil
 }
@@ -144,32 +126,20 @@ func (o *Ops) SetInterval(ctx context.Context, tenant, name string, seconds int6
 	return nil
 }
 
-// Check has the connector function ask the connector's source one cheap question with its credentials.
+// Check asks the connector's source one cheap question with its credentials (manage.Manager.Check).
+// A connector added by an operator with a credentials_secret cannot be checked here: this function
+// reads no connector secret (the sync state machine's steps do).
 func (o *Ops) Check(ctx context.Context, tenant, name string) error {
-	if _, err := o.Store.GetConnector(ctx, tenant, name); err != nil {
-		return err // another tenant's connector is not this one's: the function serves one tenant
-	}
-	var out syncflow.OpOut
-	return o.Function.Call(ctx, syncflow.Envelope{Step: "Check", Input: opIn(name)}, &out)
+	return o.Members.Check(ctx, tenant, name)
 }
 
-// Sync runs a dry run in the connector function (what a sync would do, nothing written). A sync that
+// Sync runs a dry run (what a sync would do, nothing written; manage.Manager.Sync). A sync that
 // writes is started with Start: it runs in the sync state machine, not in a request.
 func (o *Ops) Sync(ctx context.Context, tenant, name string, dry bool) (connector.Result, error) {
 	if !dry {
 		return connector.Result{Connector: name}, rag.Errorf("awsops.Sync", rag.KindInvalid, "on AWS a sync runs in the sync state machine: start it")
 	}
-	if _, err := o.Store.GetConnector(ctx, tenant, name); err != nil {
-		return connector.Result{Connector: name}, err
-	}
-	var out syncflow.OpOut
-	if err := o.Function.Call(ctx, syncflow.Envelope{Step: "DryRun", Input: opIn(name)}, &out); err != nil {
-		return connector.Result{Connector: name}, err
-	}
-	if out.Result == nil {
-		return connector.Result{Connector: name}, rag.Errorf("awsops.Sync", rag.KindInternal, "the connector function answered no result")
-	}
-	return *out.Result, nil
+	return o.Members.Sync(ctx, tenant, name, true)
 }
 
 // Start marks the connector running (so the page sees it at once; the execution's Begin writes the
@@ -203,33 +173,38 @@ func (o *Ops) Start(ctx context.Context, tenant, name string) error {
 	if err := o.Store.SaveSyncState(ctx, tenant, name, st); err != nil {
 		return err
 	}
-	input, _ := json.Marshal(map[string]string{"connector": name})
-	exec := ExecutionName(name, o.now())
-	if _, err := o.Executions.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(o.StateMachineARN),
-		Name: aws.String(exec), Input: aws.String(string(input))}); err != nil {
+	if err := o.start(ctx, op, name, map[string]any{"connector": name}); err != nil {
 		if rerr := o.Store.SaveSyncState(context.WithoutCancel(ctx), tenant, name, c.SyncState); rerr != nil {
-			return errors.Join(classify(op, err), rerr)
+			return errors.Join(err, rerr)
 		}
-		return classify(op, err)
+		return err
 	}
 	return nil
 }
 
-// Remove deletes the connector's schedule, then has the connector function delete every document it
-// indexed and the connector; it returns how many documents were deleted. The schedule goes first, so
-// no sync starts on a connector being removed.
+// Remove deletes the connector's schedule, then starts the removal in the sync state machine (its
+// Remove step deletes every document the connector indexed, then the connector), and returns at once:
+// the count it returns is 0, the documents go while the execution runs and the connector leaves the
+// list when it ends. The schedule goes first, so no sync starts on a connector being removed.
 func (o *Ops) Remove(ctx context.Context, tenant, name string) (int, error) {
+	const op = "awsops.Remove"
 	if _, err := o.Store.GetConnector(ctx, tenant, name); err != nil {
 		return 0, err
 	}
 	if err := o.Schedules.Delete(ctx, tenant, name); err != nil {
 		return 0, err
 	}
-	var out syncflow.OpOut
-	if err := o.Function.Call(ctx, syncflow.Envelope{Step: "Remove", Input: opIn(name)}, &out); err != nil {
-		return 0, err
+	return 0, o.start(ctx, op, name, map[string]any{"connector": name, "remove": true})
+}
+
+// start starts an execution of the sync state machine with input.
+func (o *Ops) start(ctx context.Context, op, name string, input map[string]any) error {
+	b, _ := json.Marshal(input)
+	if _, err := o.Executions.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(o.StateMachineARN),
+		Name: aws.String(ExecutionName(name, o.now())), Input: aws.String(string(b))}); err != nil {
+		return classify(op, err)
 	}
-	return out.Deleted, nil
+	return nil
 }
 
 // ExecutionName names a sync started from the API: "api-", the connector, the start time and a random
@@ -240,11 +215,6 @@ func ExecutionName(connectorName string, at time.Time) string {
 		n = n[:71]
 	}
 	return n + "-" + token()[:8]
-}
-
-func opIn(name string) json.RawMessage {
-	b, _ := json.Marshal(syncflow.OpIn{Connector: name})
-	return b
 }
 
 func token() string {

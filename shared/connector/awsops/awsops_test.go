@@ -3,6 +3,8 @@ package awsops
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -30,49 +32,42 @@ import (
 
 const tenant = "t1"
 
-// pages is a source of two pages whose Validate answers refuse (nil: it answers).
-type pages struct{ refuse error }
-
-func (p *pages) Validate(context.Context) error { return p.refuse }
-
-func (p *pages) Changes(context.Context, string, []connector.Known) (connector.Listing, error) {
-	return connector.Listing{Changes: []connector.Change{{ID: "a"}, {ID: "b"}}, Cursor: "1", Complete: true, Calls: 1}, nil
+// site is a local web site of two pages (robots.txt, a start page linking the second); refuse makes
+// every answer a 403.
+type site struct {
+	srv    *httptest.Server
+	refuse bool
 }
 
-func (p *pages) Fetch(_ context.Context, id string, _ connector.Known) (connector.Item, error) {
-	return connector.Item{ID: id, Name: id + ".md", Data: []byte("# " + id + "\n\nThe page " + id + " of the handbook.\n"), Version: "1", Calls: 1}, nil
-}
-
-// function is the connector function as Lambda Invoke reaches it: the envelope through JSON into
-// syncflow's Dispatch, an error returned as the function's error.
-type function struct {
-	flow  *syncflow.Flow
-	steps []string
-}
-
-func (f *function) Call(ctx context.Context, in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	var env syncflow.Envelope
-	if err := json.Unmarshal(b, &env); err != nil {
-		return err
-	}
-	f.steps = append(f.steps, env.Step)
-	res, err := f.flow.Dispatch(ctx, env)
-	if err != nil {
-		return err
-	}
-	b, _ = json.Marshal(res)
-	return json.Unmarshal(b, out)
+func newSite(t *testing.T) *site {
+	s := &site{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.refuse {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		switch r.URL.Path {
+		case "/robots.txt", "/sitemap.xml":
+			http.NotFound(w, r)
+		case "/handbook/":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(`<html><head><title>Handbook</title></head><body><p>Welcome to the handbook.</p><a href="leave.html">Leave</a></body></html>`))
+		case "/handbook/leave.html":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(`<html><head><title>Leave</title></head><body><p>Annual leave is 25 days.</p></body></html>`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
 }
 
 type fixture struct {
 	ops   *Ops
 	db    *sqldb.DB
-	src   *pages
-	fn    *function
+	site  *site
+	flow  *syncflow.Flow
 	sched *scheduler.Client
 	sfn   *sfn.Client
 	group string
@@ -114,15 +109,15 @@ func newFixture(t *testing.T) *fixture {
 		Chunking: chunk.Options{ChildChars: 120, Overlap: 20, ParentChars: 400}}
 	svc := &ingest.Service{Runner: &ingest.Runner{Stages: st}, InboxTenant: tenant, Leases: db}
 	eng := &connector.Engine{Indexer: svc, Documents: db, State: db, Leases: db, Metadata: db}
-	src := &pages{}
-	flow := &syncflow.Flow{Tenant: tenant, Store: db, Docs: svc, Blobs: blobs, Engine: eng,
-		Source: func(context.Context, rag.Connector) (connector.Source, error) { return src, nil }}
-	fn := &function{flow: flow}
-	ops := &Ops{Store: db, Members: &manage.Manager{Store: db, Config: config.Default()},
+	cfg := config.Default()
+	cfg.Connectors.AllowHosts = "127.0.0.1"
+	mgr := &manage.Manager{Store: db, Indexer: svc, Config: cfg, Getenv: func(string) string { return "" }}
+	flow := &syncflow.Flow{Tenant: tenant, Store: db, Docs: svc, Blobs: blobs, Engine: eng}
+	ops := &Ops{Store: db, Members: mgr,
 		Schedules: awssched.Schedules{Client: sc, Group: group, StateMachineARN: aws.ToString(sm.StateMachineArn),
 			RoleARN: "arn:aws:iam::123456789012:role/docmind-dev-ConnectorSchedulerRole"},
-		Default: time.Hour, Executions: fc, StateMachineARN: aws.ToString(sm.StateMachineArn), Function: fn}
-	return &fixture{ops: ops, db: db, src: src, fn: fn, sched: sc, sfn: fc, group: group, kb: kb, eng: eng}
+		Default: time.Hour, Executions: fc, StateMachineARN: aws.ToString(sm.StateMachineArn)}
+	return &fixture{ops: ops, db: db, site: newSite(t), flow: flow, sched: sc, sfn: fc, group: group, kb: kb, eng: eng}
 }
 
 // schedule returns the connector's schedule expression, "" when it has none.
@@ -139,12 +134,31 @@ func (f *fixture) schedule(t *testing.T, name string) string {
 }
 
 func (f *fixture) web(name string) *rag.Connector {
-	return &rag.Connector{Tenant: tenant, Name: name, KBID: f.kb.ID, Type: "web", Config: `{"url":"https://docs.example.com/handbook/"}`}
+	return &rag.Connector{Tenant: tenant, Name: name, KBID: f.kb.ID, Type: "web", Config: `{"url":"` + f.site.srv.URL + `/handbook/"}`}
+}
+
+// executions lists the sync state machine's executions' inputs by name.
+func (f *fixture) executions(t *testing.T) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	list, err := f.sfn.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: aws.String(f.ops.StateMachineARN)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range list.Executions {
+		d, err := f.sfn.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: e.ExecutionArn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[aws.ToString(e.Name)] = aws.ToString(d.Input)
+	}
+	return out
 }
 
 // The HTTP API's connector operations on AWS, against moto_server's EventBridge Scheduler and Step
-// Functions, with the connector function's steps (syncflow) run over SQLite and in-memory stores:
-// an add is checked by the function and scheduled (and leaves nothing when the check is refused);
+// Functions, over SQLite and in-memory stores and a local web site: an add asks the site and is
+// scheduled (and leaves nothing when the site refuses);
 // an interval set from the API re-times the schedule, "off" deletes it, one EventBridge cannot keep
 // is refused and the old interval kept; a sync starts an execution of the sync state machine with
 // the connector as input, and a second start while a sync holds the lease is a Conflict; a dry run
@@ -153,22 +167,19 @@ func TestOpsAgainstMoto(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 
-	f.src.refuse = rag.Errorf("web", rag.KindPermission, "GET https://docs.example.com/handbook/: 403")
+	f.site.refuse = true
 	if err := f.ops.AddMember(ctx, f.web("refused"), true); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("add with a refused check = %v; want the source's 403", err)
 	}
 	if _, err := f.db.GetConnector(ctx, tenant, "refused"); !rag.Is(err, rag.KindNotFound) || f.schedule(t, "refused") != "" {
 		t.Fatalf("a refused add left its record (%v) or schedule %q", err, f.schedule(t, "refused"))
 	}
-	f.src.refuse = nil
+	f.site.refuse = false
 	if err := f.ops.AddMember(ctx, f.web("handbook"), true); err != nil {
 		t.Fatalf("AddMember: %v", err)
 	}
 	if got := f.schedule(t, "handbook"); got != "rate(1 hour)" {
 		t.Fatalf("schedule after add = %q; want the default rate(1 hour)", got)
-	}
-	if strings.Join(f.fn.steps, ",") != "Check,Check" {
-		t.Fatalf("connector function steps = %v; want one Check per add", f.fn.steps)
 	}
 	if err := f.ops.AddMember(ctx, f.web("handbook"), false); !rag.Is(err, rag.KindConflict) {
 		t.Fatalf("a second add of the name = %v; want Conflict", err)
@@ -196,13 +207,14 @@ func TestOpsAgainstMoto(t *testing.T) {
 	if err := f.ops.Start(ctx, tenant, "handbook"); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	execs, err := f.sfn.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: aws.String(f.ops.StateMachineARN)})
-	if err != nil || len(execs.Executions) != 1 || !strings.HasPrefix(aws.ToString(execs.Executions[0].Name), "api-handbook-") {
-		t.Fatalf("executions after Start = %+v, %v; want one named api-handbook-...", execs, err)
+	execs := f.executions(t)
+	for name, input := range execs {
+		if len(execs) != 1 || !strings.HasPrefix(name, "api-handbook-") || input != `{"connector":"handbook"}` {
+			t.Fatalf("executions after Start = %v; want one named api-handbook-... with {\"connector\":\"handbook\"}", execs)
+		}
 	}
-	d, err := f.sfn.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: execs.Executions[0].ExecutionArn})
-	if err != nil || aws.ToString(d.Input) != `{"connector":"handbook"}` {
-		t.Fatalf("execution input = %q, %v; want {\"connector\":\"handbook\"}", aws.ToString(d.Input), err)
+	if len(execs) != 1 {
+		t.Fatalf("executions after Start = %v; want one", execs)
 	}
 	if c, _ := f.db.GetConnector(ctx, tenant, "handbook"); c.Status != rag.SyncRunning {
 		t.Fatalf("status after Start = %q; want running at once", c.Status)
@@ -227,7 +239,7 @@ func TestOpsAgainstMoto(t *testing.T) {
 	}
 
 	res, err := f.ops.Sync(ctx, tenant, "handbook", true)
-	if err != nil || len(res.Items) != 2 || res.Items[0].Action != connector.ActAdd {
+	if err != nil || len(res.Items) != 2 || res.Items[0].Action != connector.ActAdd || res.Added != 2 {
 		t.Fatalf("dry run = %+v, %v; want both pages to be added", res, err)
 	}
 	if _, err := f.ops.Sync(ctx, tenant, "handbook", false); !rag.Is(err, rag.KindInvalid) {
@@ -236,21 +248,41 @@ func TestOpsAgainstMoto(t *testing.T) {
 	if _, err := f.ops.Get(ctx, "t2", "handbook"); !rag.Is(err, rag.KindNotFound) {
 		t.Fatalf("another tenant's Get = %v; want NotFound", err)
 	}
+	if err := f.ops.Check(ctx, tenant, "handbook"); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
 	if err := f.ops.Check(ctx, "t2", "handbook"); !rag.Is(err, rag.KindNotFound) {
 		t.Fatalf("another tenant's Check = %v; want NotFound", err)
 	}
 
-	// index the two pages (a sync), then remove: schedule first, then documents and the connector
+	// index the two pages (a sync), then remove: the schedule goes at once, the removal is an execution
+	// of the sync state machine, whose Remove step (run here as the connector function runs it) deletes
+	// the documents and the connector
 	f.db.SaveSyncState(ctx, tenant, "handbook", rag.SyncState{Status: rag.SyncIdle})
-	if r, err := f.eng.Sync(ctx, tenant, "handbook", f.src, connector.Options{}); err != nil || r.Added != 2 {
+	if r, err := f.ops.Members.Sync(ctx, tenant, "handbook", false); err != nil || r.Added != 2 {
 		t.Fatalf("sync before the removal = %+v, %v", r, err)
 	}
-	n, err := f.ops.Remove(ctx, tenant, "handbook")
-	if err != nil || n != 2 {
-		t.Fatalf("Remove = %d, %v; want 2 documents deleted", n, err)
+	if _, err := f.ops.Remove(ctx, tenant, "handbook"); err != nil {
+		t.Fatalf("Remove: %v", err)
 	}
-	if _, err := f.db.GetConnector(ctx, tenant, "handbook"); !rag.Is(err, rag.KindNotFound) || f.schedule(t, "handbook") != "" {
-		t.Fatalf("after Remove: connector %v, schedule %q; want both gone", err, f.schedule(t, "handbook"))
+	if f.schedule(t, "handbook") != "" {
+		t.Fatal("the schedule is still there after Remove")
+	}
+	var removal string
+	for name, input := range f.executions(t) {
+		if input == `{"connector":"handbook","remove":true}` {
+			removal = name
+		}
+	}
+	if removal == "" {
+		t.Fatalf("no removal execution among %v", f.executions(t))
+	}
+	out, err := f.flow.Dispatch(ctx, syncflow.Envelope{Step: "Remove", Input: json.RawMessage(`{"connector":"handbook"}`)})
+	if err != nil || out.(syncflow.OpOut).Deleted != 2 {
+		t.Fatalf("the Remove step = %+v, %v; want 2 documents deleted", out, err)
+	}
+	if _, err := f.db.GetConnector(ctx, tenant, "handbook"); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("after the Remove step: connector %v; want it gone", err)
 	}
 	if _, err := f.ops.Remove(ctx, tenant, "handbook"); !rag.Is(err, rag.KindNotFound) {
 		t.Fatalf("a second Remove = %v; want NotFound", err)

@@ -82,9 +82,8 @@ type Flow struct {
 	LeaseTTL time.Duration
 	Now      func() time.Time
 	Log      *slog.Logger
-	// Engine runs the connector operations the HTTP API asks of this function (Check, DryRun,
-	// Remove): it holds the rights to reach sources, read their secrets and delete documents, which
-	// the function serving the API does not. Nil: those steps are refused.
+	// Engine removes connectors (the Remove step, started by the HTTP API on AWS): this function may
+	// delete documents, the function serving the API may not. Nil: Remove is refused.
 	Engine *connector.Engine
 
 	mu      sync.Mutex
@@ -98,11 +97,9 @@ type Envelope struct {
 }
 
 // Steps are the step names the ASL's Tasks use.
-func Steps() []string { return []string{"Abort", "Begin", "Commit", "Fail", "Item", "Record"} }
-
-// Operations are the steps the HTTP API's connector routes invoke on AWS (awsops), outside the state
-// machine.
-func Operations() []string { return []string{"Check", "DryRun", "Remove"} }
+func Steps() []string {
+	return []string{"Abort", "Begin", "Commit", "Fail", "Item", "Record", "Remove"}
+}
 
 // Dispatch runs one step.
 func (f *Flow) Dispatch(ctx context.Context, env Envelope) (any, error) {
@@ -149,12 +146,12 @@ func (f *Flow) Dispatch(ctx context.Context, env Envelope) (any, error) {
 			return nil, err
 		}
 		return f.Abort(ctx, in)
-	case "Check", "DryRun", "Remove":
+	case "Remove":
 		var in OpIn
 		if err := dec(&in); err != nil {
 			return nil, err
 		}
-		return f.Operate(ctx, env.Step, in)
+		return f.Remove(ctx, in)
 	}
 	return nil, rag.Errorf("syncflow.Dispatch", rag.KindInvalid, "unknown step %q", env.Step)
 }
@@ -708,43 +705,33 @@ type OpIn struct {
 	Connector string `json:"connector"`
 }
 
-// OpOut is an operation's result: Check answers nothing more than success, DryRun the Result of a dry
-// run, Remove how many documents it deleted.
+// OpOut is what Remove did.
 type OpOut struct {
-	Result  *connector.Result `json:"result,omitempty"`
-	Deleted int               `json:"deleted"`
+	Deleted int `json:"deleted"`
 }
 
-// Operate runs one of the HTTP API's operations on the function's tenant's connector: Check asks the
-// source one cheap question with its credentials, DryRun lists and fetches without writing anything,
-// Remove deletes the connector's documents everywhere and then the connector (its schedule is the
-// caller's). Errors keep their kinds (NotFound, Invalid, the source's own).
-func (f *Flow) Operate(ctx context.Context, step string, in OpIn) (OpOut, error) {
-	op := "syncflow." + step
+// Remove deletes every document the connector indexed (everywhere: SQL, vectors, BM25, stored
+// sources) and then the connector: the removal the HTTP API starts on AWS (awsops.Remove), an
+// execution of the sync state machine with {"connector": NAME, "remove": true}. A connector already
+// gone is done (a retried step). A document that cannot be deleted fails the step; run again, it
+// carries on with what is left.
+func (f *Flow) Remove(ctx context.Context, in OpIn) (OpOut, error) {
+	const op = "syncflow.Remove"
 	if err := rag.ValidateConnectorName(in.Connector); err != nil {
 		return OpOut{}, rag.E(op, rag.KindInvalid, err)
 	}
 	if f.Engine == nil {
-		return OpOut{}, rag.Errorf(op, rag.KindInvalid, "this function runs no connector operations")
+		return OpOut{}, rag.Errorf(op, rag.KindInvalid, "this function removes no connectors")
 	}
-	if step == "Remove" {
-		n, err := f.Engine.Remove(ctx, f.Tenant, in.Connector)
+	n, err := f.Engine.Remove(ctx, f.Tenant, in.Connector)
+	if rag.Is(err, rag.KindNotFound) {
+		return OpOut{}, nil
+	}
+	if err != nil {
 		return OpOut{Deleted: n}, err
 	}
-	c, err := f.Store.GetConnector(ctx, f.Tenant, in.Connector)
-	if err != nil {
-		return OpOut{}, err
-	}
-	// built afresh: settings changed since the last sync must be checked as they are now
-	src, err := f.Source(ctx, c)
-	if err != nil {
-		return OpOut{}, err
-	}
-	if step == "Check" {
-		return OpOut{}, src.Validate(ctx)
-	}
-	res, err := f.Engine.Sync(ctx, f.Tenant, c.Name, src, connector.Options{DryRun: true})
-	return OpOut{Result: &res}, err
+	f.log().Info("connector removed", "connector", in.Connector, "documents_deleted", n)
+	return OpOut{Deleted: n}, nil
 }
 
 // source returns the connector's Source, built once per function instance and settings: a Lambda

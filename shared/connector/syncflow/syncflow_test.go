@@ -156,6 +156,7 @@ func newTestEnv(t *testing.T) *env {
 	wf := &ingest.Workflow{Stages: st, Leases: db, Events: db, Objects: blobObjects{blobs}, BatchSize: 4}
 	e := &env{t: t, db: db, blobs: blobs, src: newFeed(), ingests: map[string]bool{}}
 	e.flow = &Flow{Tenant: tenant, Bucket: bucketName, Blobs: blobs, Store: db, Docs: svc, Name: awsrt.ExecutionName, InlineMax: 10,
+		Engine: &connector.Engine{Indexer: svc, Documents: db, State: db, Leases: db, Metadata: db},
 		Source: func(context.Context, rag.Connector) (connector.Source, error) { return e.src, nil }}
 	noSleep := func(context.Context, time.Duration) error { return nil }
 	ingestRunner := &aslrun.Runner{Machine: parse(t, ingestASL), ErrorName: awsrt.ErrorType, Sleep: noSleep,
@@ -535,5 +536,44 @@ func TestProgressDuringSync(t *testing.T) {
 	c, _ = e.db.GetConnector(ctx, tenant, "eng-wiki")
 	if c.Progress != `{"added":1,"calls":2,"done":1,"failed":0}` {
 		t.Fatalf("progress after the item's result changed = %s; want it moved from failed to added", c.Progress)
+	}
+}
+
+// A removal started from the HTTP API on AWS ({"connector": NAME, "remove": true}, awsops.Remove) runs
+// the sync state machine's Remove step only: every document the connector indexed is deleted
+// everywhere, then the connector; a removal run again (a retried start) finds nothing left and ends
+// well.
+func TestRemoveThroughStateMachine(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	for i := range 3 {
+		e.src.put(fmt.Sprintf("page-%d", i), fmt.Sprintf("# Page %d\n\nLedger %d.\n", i, i))
+	}
+	if res, _, err := e.syncNow(); err != nil || res.Added != 3 {
+		t.Fatalf("sync = %+v, %v", res, err)
+	}
+	d, _ := e.doc("page-1")
+	for run := range 2 {
+		out, tr, err := e.sync.Run(ctx, fmt.Sprintf("api-eng-wiki-remove-%d", run), json.RawMessage(`{"connector":"eng-wiki","remove":true}`))
+		if err != nil || !visited(tr, "Remove") || visited(tr, "Begin") {
+			t.Fatalf("removal %d: %v (states %v)", run, err, tr.States)
+		}
+		var got struct {
+			Removed OpOut `json:"removed"`
+		}
+		json.Unmarshal(out, &got)
+		if want := []int{3, 0}[run]; got.Removed.Deleted != want {
+			t.Fatalf("removal %d deleted %d documents; want %d", run, got.Removed.Deleted, want)
+		}
+	}
+	if _, err := e.db.GetConnector(ctx, tenant, "eng-wiki"); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("connector after the removal: %v; want NotFound", err)
+	}
+	if got, err := e.db.GetDocument(ctx, tenant, d.ID); err == nil && got.Status != rag.StatusDeleted {
+		t.Fatalf("page-1's document after the removal: %+v", got)
+	}
+	// a sync input without "remove" is a sync, as before
+	if _, tr, _ := e.syncNow(); !visited(tr, "Begin") || visited(tr, "Remove") {
+		t.Fatalf("a sync after the removal went through %v", tr.States)
 	}
 }
