@@ -577,3 +577,134 @@ func TestRemoveThroughStateMachine(t *testing.T) {
 		t.Fatalf("a sync after the removal went through %v", tr.States)
 	}
 }
+
+// pagedSource is a crawl-like source (Complete listings) that lists one item a minute on a shared
+// clock and stops when its time runs out, carrying on from a token: a listing of 12 items within a
+// budget of 4 minutes needs three invocations.
+type pagedSource struct {
+	mu      sync.Mutex
+	clock   *time.Time
+	ids     []string
+	body    map[string]string
+	fetches map[string]int
+	pages   int
+}
+
+func (p *pagedSource) Validate(context.Context) error { return nil }
+
+func (p *pagedSource) Changes(context.Context, string, []connector.Known) (connector.Listing, error) {
+	return connector.Listing{}, errors.New("a paged source is listed by pages")
+}
+
+func (p *pagedSource) ChangesPage(_ context.Context, _ string, token string, _ []connector.Known, until time.Time) (Page, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pages++
+	var pos int
+	fmt.Sscan(token, &pos)
+	var out Page
+	out.Listing.Calls = 1
+	for ; pos < len(p.ids); pos++ {
+		if !p.clock.Before(until) {
+			out.Next = fmt.Sprint(pos)
+			return out, nil
+		}
+		out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: p.ids[pos]})
+		*p.clock = p.clock.Add(time.Minute)
+	}
+	out.Listing.Complete, out.Listing.Cursor = true, "crawl"
+	return out, nil
+}
+
+func (p *pagedSource) Fetch(_ context.Context, id string, _ connector.Known) (connector.Item, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fetches[id]++
+	b, ok := p.body[id]
+	if !ok {
+		return connector.Item{Calls: 1}, fmt.Errorf("%s: %w", id, connector.ErrGone)
+	}
+	return connector.Item{ID: id, Name: id + ".md", Data: []byte(b), Version: fmt.Sprint(len(b)), Calls: 1}, nil
+}
+
+// A listing longer than one invocation: Begin lists until its time budget (injected: 4 minutes of a
+// clock the source advances a minute per item) runs out and returns a token; the state machine feeds
+// the page to the Map, then loops through List until the listing is done. Every item is fetched and
+// indexed exactly once; in the next sync, an item gone from the site is deleted exactly once, after
+// the last page, and one named on a later page than before is not handed twice.
+func TestPagedListing(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	clock := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	src := &pagedSource{clock: &clock, body: map[string]string{}, fetches: map[string]int{}}
+	for i := range 12 {
+		id := fmt.Sprintf("page-%02d", i)
+		src.ids = append(src.ids, id)
+		src.body[id] = fmt.Sprintf("# Page %d\n\nLedger %d is kept %d years.\n", i, i, i+3)
+	}
+	e.flow.Source = func(context.Context, rag.Connector) (connector.Source, error) { return src, nil }
+	e.flow.Now = func() time.Time { src.mu.Lock(); defer src.mu.Unlock(); return clock }
+	e.flow.ListBudget = 4 * time.Minute
+	e.flow.InlineMax = 3 // the pages of 4 go through the Distributed Map, each with its own manifest
+
+	res, tr, err := e.syncNow()
+	if err != nil {
+		t.Fatalf("first sync: %v (states %v)", err, tr.States)
+	}
+	lists := 0
+	for _, s := range tr.States {
+		if s == "ListMore" {
+			lists++
+		}
+	}
+	if src.pages != 3 || lists != 2 || res.Added != 12 || res.Listed != 12 || len(res.Failed) != 0 || res.Status != rag.SyncOK {
+		t.Fatalf("first sync = %+v: %d pages, %d List steps; want 12 added over three invocations (Begin and two List)", res, src.pages, lists)
+	}
+	e.mu.Lock()
+	ingests := len(e.ingests)
+	e.mu.Unlock()
+	for _, id := range src.ids {
+		if src.fetches[id] != 1 {
+			t.Errorf("%s fetched %d times; want once", id, src.fetches[id])
+		}
+		if _, ok := e.doc(id); !ok {
+			t.Errorf("%s not indexed", id)
+		}
+	}
+	if ingests != 12 {
+		t.Fatalf("%d ingestion executions; want one per item", ingests)
+	}
+
+	// page-03 and page-09 are gone; page-00 is listed last now, so a page boundary moves
+	for id := range src.fetches {
+		src.fetches[id] = 0
+	}
+	delete(src.body, "page-03")
+	delete(src.body, "page-09")
+	// and page-05 is named on the first page and again on the last (an item changed while listed)
+	src.ids = []string{"page-01", "page-02", "page-04", "page-05", "page-06", "page-07", "page-08", "page-10", "page-11", "page-00", "page-05"}
+	src.pages = 0
+	res, tr, err = e.syncNow()
+	if err != nil || src.pages != 3 || res.Deleted != 2 || res.Unchanged != 10 || res.Added+res.Updated != 0 {
+		t.Fatalf("second sync = %+v, %v (%d pages, states %v); want 2 deleted and 10 unchanged over three pages", res, err, src.pages, tr.States)
+	}
+	for _, id := range src.ids {
+		if src.fetches[id] != 1 {
+			t.Errorf("%s fetched %d times in the second sync; want once", id, src.fetches[id])
+		}
+	}
+	for _, id := range []string{"page-03", "page-09"} {
+		if _, ok := e.doc(id); ok {
+			t.Errorf("%s still indexed after it left the site", id)
+		}
+		if src.fetches[id] != 0 {
+			t.Errorf("%s was fetched (%d): a deletion of a complete listing needs no request", id, src.fetches[id])
+		}
+	}
+	c, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	var p map[string]int
+	json.Unmarshal([]byte(c.Progress), &p)
+	if c.Cursor != "crawl" || p["deleted"] != 2 || p["done"] != 12 {
+		t.Fatalf("connector after the second sync: cursor %q, progress %s; want the last page's cursor and 12 done", c.Cursor, c.Progress)
+	}
+}
