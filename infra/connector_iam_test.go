@@ -104,3 +104,52 @@ func TestConnectorRolesLeastPrivilege(t *testing.T) {
 		}
 	}
 }
+
+// The function serving the page (QueryFunction) runs its connector settings on AWS (awsops): it may
+// start the sync state machine (syncs and removals), create, update and delete schedules in the
+// stack's connector group and pass the scheduler's role to EventBridge Scheduler only; it is granted
+// no other Step Functions, Scheduler or IAM action, does not invoke the connector function, and reads
+// no connector secret.
+func TestQueryConnectorGrantsLeastPrivilege(t *testing.T) {
+	samTranslator(t)
+	envs := deployEnvs(t)
+	p := maps.Clone(envs[0].params)
+	p["AWS::StackName"], p["AWS::Region"], p["AWS::AccountId"], p["AWS::Partition"] = stackA, region, account, "aws"
+	out := samTransform(t, []map[string]string{p})
+	s := newStack(t, out[0], stackA, region, account, maps.Clone(envs[0].params))
+	arn := func(f string) string {
+		return strings.NewReplacer("REGION", region, "ACCOUNT", account, "STACK", stackA).Replace(f)
+	}
+	want := []string{
+		"states:StartExecution " + arn("arn:aws:states:REGION:ACCOUNT:stateMachine:STACK-connector-sync"),
+		"scheduler:CreateSchedule " + arn("arn:aws:scheduler:REGION:ACCOUNT:schedule/STACK-connectors/*"),
+		"scheduler:UpdateSchedule " + arn("arn:aws:scheduler:REGION:ACCOUNT:schedule/STACK-connectors/*"),
+		"scheduler:DeleteSchedule " + arn("arn:aws:scheduler:REGION:ACCOUNT:schedule/STACK-connectors/*"),
+		"iam:PassRole " + fmt.Sprint(s.getAtt("ConnectorSchedulerRole", "Arn")) + " (to scheduler.amazonaws.com)",
+	}
+	var got []string
+	for _, st := range s.roleStatements("QueryFunctionRole") {
+		for _, a := range strs(st["Action"]) {
+			svc, _, _ := strings.Cut(a, ":")
+			if svc != "states" && svc != "scheduler" && svc != "iam" && !(svc == "lambda" && slices.ContainsFunc(strs(st["Resource"]),
+				func(r string) bool { return strings.Contains(r, "-connector") })) {
+				if a == "secretsmanager:GetSecretValue" && slices.ContainsFunc(strs(st["Resource"]), func(r string) bool { return strings.Contains(r, "/connectors/") }) {
+					t.Errorf("QueryFunctionRole reads connector secrets: %v", st)
+				}
+				continue
+			}
+			for _, r := range strs(st["Resource"]) {
+				g := a + " " + r
+				if svc == "iam" {
+					g += " (to " + fmt.Sprint(asMap(asMap(st["Condition"])["StringEquals"])["iam:PassedToService"]) + ")"
+				}
+				got = append(got, g)
+			}
+		}
+	}
+	slices.Sort(got)
+	exp := slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, exp) {
+		t.Errorf("QueryFunctionRole's connector grants:\n got  %q\n want %q", got, exp)
+	}
+}

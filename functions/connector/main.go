@@ -1,6 +1,7 @@
 // Command connector is the Lambda behind every Task of the connector sync state machine
 // (infra/statemachines/connector-sync.asl.json, started per connector by its EventBridge Scheduler
-// schedule). The payload names the step ({"step":"Begin","input":{...}}); shared/connector/syncflow
+// schedule, or by the HTTP API through shared/connector/awsops, also to remove a connector). The
+// payload names the step ({"step":"Begin","input":{...}}); shared/connector/syncflow
 // runs it against Aurora, Milvus (deletions) and the documents bucket, and errors carry their kind as
 // errorType for the ASL's Retry and Catch. Connector credentials come from the Secrets Manager secret
 // each connector's settings name ("credentials_secret"), read once per instance, never logged.
@@ -67,5 +68,8 @@ func wire(ctx context.Context, getenv func(string) string, log *slog.Logger) (*s
 		Source: func(ctx context.Context, rc rag.Connector) (connector.Source, error) {
 			return sources.Build(ctx, cfg, rc, getenv, secrets)
 		},
-		Name: awsrt.ExecutionName, Log: log}, nil
+		Name: awsrt.ExecutionName, Log: log,
+		// the Remove step (a removal started from the HTTP API, awsops): this function may delete
+		// documents, the function serving the API may not
+		Engine: &connector.Engine{Indexer: svc, Documents: c.SQL, State: c.SQL, Leases: c.SQL, Metadata: c.SQL, Log: log}}, nil
 }

@@ -46,6 +46,9 @@ func newHandler(cfg config.Config, c caps, s httpfn.Stores, off offload, up uplo
 		// the page this function serves uploads files straight to S3 through URLs it signs
 		Presigner: up.Presigner, UploadOrigin: up.Origin,
 		MCP: mcp.Handler(mcp.Options{Version: version, Logger: log})}
+	if off.Connectors != nil {
+		deps.Connectors = off.Connectors
+	}
 	// DOCMIND_AUTH=none was refused at start whatever the Function URL's AuthType (requireAuth)
 	if _, err := httpfn.Identity(cfg, s, &deps, log); err != nil {
 		return nil, err

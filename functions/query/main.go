@@ -81,6 +81,10 @@ func open(ctx context.Context, getenv func(string) string, tr *obs.Tracing, log 
 		s.Close()
 		return nil, err
 	}
+	if off.Connectors, err = connectorOps(ctx, cfg, s.SQL); err != nil {
+		s.Close()
+		return nil, err
+	}
 	h, err := newHandler(cfg, c, s, off, up, tr, log)
 	if err != nil {
 		s.Close()
@@ -118,6 +122,9 @@ func presigned(ctx context.Context, cfg config.Config, docs presign.DocumentCrea
 type offload struct {
 	Reranker rank.Reranker
 	Grader   retrieve.Grader
+	// Connectors runs the page's connector settings over the sync state machine and the schedules
+	// (connectors.go); nil: not served
+	Connectors httpapi.Connectors
 }
 
 // offloaded builds the rerank and grade functions' clients named by the caps: one SDK Lambda client for

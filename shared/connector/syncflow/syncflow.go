@@ -51,6 +51,8 @@ type Store interface {
 	GetDocumentBySource(ctx context.Context, tenant, kbID, uri string) (rag.Document, error)
 	GetDocumentMetadata(ctx context.Context, tenant, docID string) (rag.Metadata, error)
 	SetDocumentMetadata(ctx context.Context, tenant, kbID, docID string, m rag.Metadata) error
+	// AddSyncProgress adds to a running sync's progress counts (each item's result as it comes).
+	AddSyncProgress(ctx context.Context, tenant, name string, delta map[string]int) error
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
 	ReleaseLease(ctx context.Context, name, holder string) error
 }
@@ -76,10 +78,16 @@ type Flow struct {
 	// InlineMax is the most items passed inline to the Map; more go to an S3 manifest read by a
 	// Distributed Map (default 40: 40 ids stay far below the 256 KiB state limit).
 	InlineMax int
+	// ListBudget is how long one invocation of Begin or List lists a PagedSource before handing on
+	// (default 10 minutes, under the function's 15).
+	ListBudget time.Duration
 	// LeaseTTL is a sync's hold on its connector: the sync machine's TimeoutSeconds (default 24 h).
 	LeaseTTL time.Duration
 	Now      func() time.Time
 	Log      *slog.Logger
+	// Engine removes connectors (the Remove step, started by the HTTP API on AWS): this function may
+	// delete documents, the function serving the API may not. Nil: Remove is refused.
+	Engine *connector.Engine
 
 	mu      sync.Mutex
 	sources map[string]connector.Source // by connector and settings: one OAuth token per instance, not per item
@@ -92,7 +100,9 @@ type Envelope struct {
 }
 
 // Steps are the step names the ASL's Tasks use.
-func Steps() []string { return []string{"Abort", "Begin", "Commit", "Fail", "Item", "Record"} }
+func Steps() []string {
+	return []string{"Abort", "Begin", "Commit", "Fail", "Item", "List", "Record", "Remove"}
+}
 
 // Dispatch runs one step.
 func (f *Flow) Dispatch(ctx context.Context, env Envelope) (any, error) {
@@ -139,6 +149,18 @@ func (f *Flow) Dispatch(ctx context.Context, env Envelope) (any, error) {
 			return nil, err
 		}
 		return f.Abort(ctx, in)
+	case "List":
+		var in ListIn
+		if err := dec(&in); err != nil {
+			return nil, err
+		}
+		return f.List(ctx, in)
+	case "Remove":
+		var in OpIn
+		if err := dec(&in); err != nil {
+			return nil, err
+		}
+		return f.Remove(ctx, in)
 	}
 	return nil, rag.Errorf("syncflow.Dispatch", rag.KindInvalid, "unknown step %q", env.Step)
 }
@@ -176,8 +198,13 @@ type Object struct {
 // BeginOut is the run's work: Items inline, or Manifest (a JSON array of WorkItem) when many.
 type BeginOut struct {
 	RunRef
-	Busy     bool       `json:"busy"` // another sync of the connector holds its lease: this run does nothing
-	Count    int        `json:"count"`
+	Busy  bool `json:"busy"` // another sync of the connector holds its lease: this run does nothing
+	Count int  `json:"count"`
+	// More says the listing goes on (a PagedSource that ran out of its time budget): after this
+	// page's Map, the List step carries on from Token. Page numbers the pages (1 for the first).
+	More     bool       `json:"more"`
+	Token    string     `json:"token,omitempty"`
+	Page     int        `json:"page"`
 	Items    []WorkItem `json:"items"` // [] when none: the inline Map needs an array
 	Manifest *Object    `json:"manifest,omitempty"`
 }
@@ -223,8 +250,8 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 		return out, nil
 	}
 	start := f.now()
-	if err := f.Store.SaveSyncState(ctx, f.Tenant, c.Name, rag.SyncState{Cursor: c.Cursor, Status: rag.SyncRunning,
-		StartedAt: start, SucceededAt: c.SucceededAt, Progress: `{"listed":0}`}); err != nil {
+	running := rag.SyncState{Cursor: c.Cursor, Status: rag.SyncRunning, StartedAt: start, SucceededAt: c.SucceededAt, Progress: `{"listed":0}`}
+	if err := f.Store.SaveSyncState(ctx, f.Tenant, c.Name, running); err != nil {
 		return out, err
 	}
 	items, err := f.Store.ListConnectorItems(ctx, f.Tenant, c.Name)
@@ -242,6 +269,9 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 	src, err := f.source(ctx, c)
 	if err != nil {
 		return out, err
+	}
+	if ps, ok := src.(PagedSource); ok {
+		return f.page(ctx, in, c, ps, items, known, "", 0, start)
 	}
 	listing, err := src.Changes(ctx, c.Cursor, known)
 	if err != nil {
@@ -284,6 +314,18 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 		Count: len(work), IDs: ids, Started: start}); err != nil {
 		return out, err
 	}
+	// the progress from here on: what the listing found and how many items the Map has to do; each
+	// item's result adds to it (putOutcome)
+	prog, _ := json.Marshal(map[string]int{"listed": len(listing.Changes), "total": len(work), "done": 0, "calls": listing.Calls})
+	running.Progress = string(prog)
+	if err := f.Store.SaveSyncState(ctx, f.Tenant, c.Name, running); err != nil {
+		return out, err
+	}
+	return f.hand(ctx, out, work, "manifest.json")
+}
+
+// hand gives the Map its work: inline when few, else in the S3 manifest named key.
+func (f *Flow) hand(ctx context.Context, out BeginOut, work []WorkItem, key string) (BeginOut, error) {
 	out.Count = len(work)
 	if len(work) <= f.inlineMax() {
 		out.Items = work
@@ -292,12 +334,156 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 		}
 		return out, nil
 	}
-	key := f.prefix(in) + "manifest.json"
+	key = f.prefix(out.RunRef) + key
 	if err := f.putJSON(ctx, key, work); err != nil {
 		return out, err
 	}
 	out.Manifest = &Object{Bucket: f.Bucket, Key: key}
 	return out, nil
+}
+
+// PagedSource is a Source that can stop listing when its time runs out and carry on from a token in
+// the next invocation, so that a listing longer than one Lambda invocation (a large first sync, a
+// long crawl) never has to fit in one. Sources that do not implement it list whole in Begin.
+type PagedSource interface {
+	connector.Source
+	// ChangesPage lists the changes since cursor from token ("" at the start) until it is done or
+	// the clock passes until, and returns them with the token to carry on from (Next, "" when the
+	// listing is done). Listing.Cursor and Listing.Complete are read from the last page only.
+	ChangesPage(ctx context.Context, cursor, token string, known []connector.Known, until time.Time) (Page, error)
+}
+
+// Page is one invocation's part of a listing.
+type Page struct {
+	Listing connector.Listing
+	Next    string
+}
+
+// ListIn carries a listing on after a page: the run, the token and the page number.
+type ListIn struct {
+	RunRef
+	Token string `json:"token"`
+	Page  int    `json:"page"`
+}
+
+// List is the next page of a paged listing (PagedSource), after the previous page's Map: it renews
+// the run's lease (Conflict, sent to Abort, when the run lost it) and hands the Map this page's work.
+func (f *Flow) List(ctx context.Context, in ListIn) (BeginOut, error) {
+	const op = "syncflow.List"
+	out := BeginOut{RunRef: in.RunRef}
+	if err := in.validate(op); err != nil {
+		return out, err
+	}
+	if in.Token == "" || in.Page < 1 {
+		return out, rag.Errorf(op, rag.KindInvalid, "a listing carries on from a token and a page")
+	}
+	c, err := f.Store.GetConnector(ctx, f.Tenant, in.Connector)
+	if err != nil {
+		return out, err
+	}
+	ok, err := f.Store.AcquireLease(ctx, connector.LeaseName(f.Tenant, c.Name), in.Run, f.leaseTTL())
+	if err != nil {
+		return out, err
+	}
+	if !ok {
+		return out, rag.Errorf(op, rag.KindConflict, "the run %s no longer holds the connector's lease", in.Run)
+	}
+	items, err := f.Store.ListConnectorItems(ctx, f.Tenant, c.Name)
+	if err != nil {
+		return out, err
+	}
+	src, err := f.source(ctx, c)
+	if err != nil {
+		return out, err
+	}
+	ps, ok := src.(PagedSource)
+	if !ok {
+		return out, rag.Errorf(op, rag.KindInvalid, "connector %s does not list in pages", c.Name)
+	}
+	return f.page(ctx, in.RunRef, c, ps, items, knownOf(items), in.Token, in.Page, time.Time{})
+}
+
+// knownOf is what a listing is told of the items delivered before: a failed item is fetched whole.
+func knownOf(items []rag.ConnectorItem) []connector.Known {
+	known := make([]connector.Known, 0, len(items))
+	for _, it := range items {
+		k := connector.Known{ID: it.ID, Version: it.Version, State: it.State}
+		if it.Error != "" {
+			k.Version, k.State = "", ""
+		}
+		known = append(known, k)
+	}
+	return known
+}
+
+// page lists one page within the time budget and hands its work to the Map. An item already handed
+// to a Map by an earlier page of the run is not handed again (each item once per run: its fetch
+// reads the source's current version anyway). After the last page come the deletions of a complete
+// listing (a known item no page named) and the retries of failed items, and the cursor is kept for
+// Commit. The run's state (run.json) gathers every page's ids, counts and calls.
+func (f *Flow) page(ctx context.Context, in RunRef, c rag.Connector, ps PagedSource, items []rag.ConnectorItem, known []connector.Known,
+	token string, page int, start time.Time) (BeginOut, error) {
+	out := BeginOut{RunRef: in, Page: page + 1}
+	pg, err := ps.ChangesPage(ctx, c.Cursor, token, known, f.now().Add(f.listBudget()))
+	if err != nil {
+		return out, fmt.Errorf("list changes of %s: %w", c.Name, err)
+	}
+	rs := runState{Started: start}
+	if page > 0 {
+		if err := f.getJSON(ctx, f.prefix(in)+"run.json", &rs); err != nil {
+			return out, err
+		}
+	}
+	seen := make(map[string]bool, len(rs.IDs))
+	for _, id := range rs.IDs {
+		seen[id] = true
+	}
+	var work []WorkItem
+	for _, ch := range connector.LastOfEach(pg.Listing.Changes, func(ch connector.Change) string { return ch.ID }) {
+		if seen[ch.ID] {
+			continue
+		}
+		seen[ch.ID] = true
+		w := WorkItem{ID: ch.ID, Deleted: ch.Deleted}
+		if ch.Item != nil && !ch.Deleted {
+			it := *ch.Item
+			if it.ID == "" {
+				it.ID = ch.ID
+			}
+			w.Staged = f.prefix(in) + "fetched/" + itemHash(ch.ID) + ".json"
+			if err := f.putJSON(ctx, w.Staged, it); err != nil {
+				return out, err
+			}
+		}
+		work = append(work, w)
+	}
+	if pg.Next == "" {
+		rs.Cursor = pg.Listing.Cursor
+		for _, it := range items {
+			switch {
+			case seen[it.ID]:
+			case pg.Listing.Complete:
+				work = append(work, WorkItem{ID: it.ID, Deleted: true})
+			case it.Error != "":
+				work = append(work, WorkItem{ID: it.ID})
+			}
+		}
+	}
+	for _, w := range work {
+		rs.IDs = append(rs.IDs, w.ID)
+	}
+	rs.Listed += len(pg.Listing.Changes)
+	rs.Calls += pg.Listing.Calls
+	rs.Count = len(rs.IDs)
+	if err := f.putJSON(ctx, f.prefix(in)+"run.json", rs); err != nil {
+		return out, err
+	}
+	if err := f.Store.AddSyncProgress(ctx, f.Tenant, c.Name, map[string]int{"listed": len(pg.Listing.Changes), "total": len(work),
+		"calls": pg.Listing.Calls, "pages": 1}); err != nil {
+		f.log().Warn("connector progress write failed", "connector", c.Name, "run", in.Run, "err", err)
+	}
+	out.More, out.Token = pg.Next != "", pg.Next
+	return f.hand(ctx, out, work, fmt.Sprintf("manifest-%d.json", page+1))
 }
 
 // ItemIn is one Map iteration's input.
@@ -623,7 +809,7 @@ func (f *Flow) Commit(ctx context.Context, in RunRef) (connector.Result, error) 
 		st.LastError = fmt.Sprintf("%d items failed; retried on the next sync", len(res.Failed))
 	}
 	res.ElapsedMS = now.Sub(rs.Started).Milliseconds()
-	prog, _ := json.Marshal(map[string]int{"listed": res.Listed, "done": len(rs.IDs), "added": res.Added, "updated": res.Updated,
+	prog, _ := json.Marshal(map[string]int{"listed": res.Listed, "total": len(rs.IDs), "done": len(rs.IDs), "added": res.Added, "updated": res.Updated,
 		"unchanged": res.Unchanged, "not_modified": res.NotModified, "deleted": res.Deleted, "failed": len(res.Failed), "calls": res.Calls})
 	st.Progress = string(prog)
 	if err := f.Store.SaveSyncState(ctx, f.Tenant, c.Name, st); err != nil {
@@ -680,6 +866,40 @@ func (f *Flow) Abort(ctx context.Context, in AbortIn) (connector.Result, error) 
 	return res, f.Store.ReleaseLease(ctx, lease, in.Run)
 }
 
+// OpIn names the connector an operation is for.
+type OpIn struct {
+	Connector string `json:"connector"`
+}
+
+// OpOut is what Remove did.
+type OpOut struct {
+	Deleted int `json:"deleted"`
+}
+
+// Remove deletes every document the connector indexed (everywhere: SQL, vectors, BM25, stored
+// sources) and then the connector: the removal the HTTP API starts on AWS (awsops.Remove), an
+// execution of the sync state machine with {"connector": NAME, "remove": true}. A connector already
+// gone is done (a retried step). A document that cannot be deleted fails the step; run again, it
+// carries on with what is left.
+func (f *Flow) Remove(ctx context.Context, in OpIn) (OpOut, error) {
+	const op = "syncflow.Remove"
+	if err := rag.ValidateConnectorName(in.Connector); err != nil {
+		return OpOut{}, rag.E(op, rag.KindInvalid, err)
+	}
+	if f.Engine == nil {
+		return OpOut{}, rag.Errorf(op, rag.KindInvalid, "this function removes no connectors")
+	}
+	n, err := f.Engine.Remove(ctx, f.Tenant, in.Connector)
+	if rag.Is(err, rag.KindNotFound) {
+		return OpOut{}, nil
+	}
+	if err != nil {
+		return OpOut{Deleted: n}, err
+	}
+	f.log().Info("connector removed", "connector", in.Connector, "documents_deleted", n)
+	return OpOut{Deleted: n}, nil
+}
+
 // source returns the connector's Source, built once per function instance and settings: a Lambda
 // instance runs one invocation at a time, and a connector keeps its bearer token until it expires, so
 // the items of a run share a token instead of asking the identity platform once per item.
@@ -705,8 +925,79 @@ func (f *Flow) outcomeKey(r RunRef, id string) string {
 	return f.prefix(r) + "outcomes/" + itemHash(id) + ".json"
 }
 
+// putOutcome keeps an item's outcome for Commit and, when it is the item's result (not "ingest", the
+// mark Item leaves before the ingestion), adds it to the running sync's progress, so the connector's
+// row shows a long sync moving (`connector list`, GET /api/kbs/{kb}/connectors). A retried step
+// replaces its earlier result in the counts instead of counting the item twice. The progress is a
+// report: a write that fails is logged, and Commit writes the exact counts at the end.
 func (f *Flow) putOutcome(ctx context.Context, r RunRef, o outcome) error {
-	return f.putJSON(ctx, f.outcomeKey(r, o.ID), o)
+	key := f.outcomeKey(r, o.ID)
+	var prev outcome
+	if err := f.getJSON(ctx, key, &prev); err != nil && !rag.Is(err, rag.KindNotFound) {
+		return err
+	}
+	if err := f.putJSON(ctx, key, o); err != nil {
+		return err
+	}
+	delta := progressDelta(prev, o)
+	if len(delta) == 0 {
+		return nil
+	}
+	if err := f.Store.AddSyncProgress(ctx, f.Tenant, r.Connector, delta); err != nil {
+		f.log().Warn("connector progress write failed", "connector", r.Connector, "run", r.Run, "err", err)
+	}
+	return nil
+}
+
+// counted says whether an outcome is an item's result, and under which count of the progress ("" for
+// an item deleted before it was ever indexed: done, but neither added nor deleted).
+func counted(o outcome) (key string, ok bool) {
+	switch o.Action {
+	case connector.ActAdd:
+		return "added", true
+	case connector.ActUpdate:
+		return "updated", true
+	case connector.ActUnchanged:
+		return "unchanged", true
+	case connector.ActDelete:
+		return "deleted", true
+	case connector.ActFail:
+		return "failed", true
+	case "none":
+		return "", true
+	}
+	return "", false // "ingest", or no outcome yet
+}
+
+// progressDelta is what replacing prev by o changes in the progress counts (the keys of
+// connector.Engine's progress: done, added, updated, unchanged, not_modified, deleted, failed, calls).
+func progressDelta(prev, o outcome) map[string]int {
+	d := map[string]int{}
+	add := func(x outcome, sign int) {
+		key, ok := counted(x)
+		if !ok {
+			return
+		}
+		d["done"] += sign
+		if key != "" {
+			d[key] += sign
+		}
+		if x.NotModified {
+			d["not_modified"] += sign
+		}
+		d["calls"] += sign * x.Calls
+	}
+	if _, ok := counted(o); !ok {
+		return nil
+	}
+	add(prev, -1)
+	add(o, 1)
+	for k, v := range d {
+		if v == 0 {
+			delete(d, k)
+		}
+	}
+	return d
 }
 
 // outcomes reads every outcome of the run, by item id.
@@ -768,6 +1059,15 @@ func (f *Flow) leaseTTL() time.Duration {
 		return f.LeaseTTL
 	}
 	return 24 * time.Hour
+}
+
+// listBudget is how long one invocation lists before it hands on (PagedSource): well under the
+// connector function's 15-minute timeout, leaving room to stage what it listed.
+func (f *Flow) listBudget() time.Duration {
+	if f.ListBudget > 0 {
+		return f.ListBudget
+	}
+	return 10 * time.Minute
 }
 
 func (f *Flow) inlineMax() int {

@@ -134,6 +134,8 @@ type env struct {
 	ingests map[string]bool // execution names started
 	reads   int             // manifests read by the Distributed Map
 	runs    int
+	// observe, when set, is called before each step of the connector function runs
+	observe func(step string)
 }
 
 func newTestEnv(t *testing.T) *env {
@@ -154,6 +156,7 @@ func newTestEnv(t *testing.T) *env {
 	wf := &ingest.Workflow{Stages: st, Leases: db, Events: db, Objects: blobObjects{blobs}, BatchSize: 4}
 	e := &env{t: t, db: db, blobs: blobs, src: newFeed(), ingests: map[string]bool{}}
 	e.flow = &Flow{Tenant: tenant, Bucket: bucketName, Blobs: blobs, Store: db, Docs: svc, Name: awsrt.ExecutionName, InlineMax: 10,
+		Engine: &connector.Engine{Indexer: svc, Documents: db, State: db, Leases: db, Metadata: db},
 		Source: func(context.Context, rag.Connector) (connector.Source, error) { return e.src, nil }}
 	noSleep := func(context.Context, time.Duration) error { return nil }
 	ingestRunner := &aslrun.Runner{Machine: parse(t, ingestASL), ErrorName: awsrt.ErrorType, Sleep: noSleep,
@@ -175,6 +178,9 @@ func newTestEnv(t *testing.T) *env {
 				var env Envelope
 				if err := json.Unmarshal(in, &env); err != nil {
 					return nil, err
+				}
+				if e.observe != nil {
+					e.observe(env.Step)
 				}
 				out, err := e.flow.Dispatch(ctx, env)
 				if err != nil {
@@ -445,5 +451,260 @@ func TestStepsRefuseBadInput(t *testing.T) {
 	}
 	if got := Reason("Unavailable", `{"errorMessage":"db down","errorType":"Unavailable"}`); got != "Unavailable: db down" {
 		t.Errorf("Reason of a Lambda error = %q", got)
+	}
+}
+
+// A running sync's progress is in the connector's row while the Map runs (the state machine, run by
+// aslrun: 14 items over the Distributed Map, at most 8 at once, so the later items start after earlier
+// ones reported): each item's result is added as it comes, and when Commit starts the counts are
+// already those of the whole run. A step run again (an instance that died after writing) replaces its
+// result in the counts instead of counting the item twice.
+func TestProgressDuringSync(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	for i := range 14 {
+		e.src.put(fmt.Sprintf("page-%02d", i), fmt.Sprintf("# Page %d\n\nLedger %d is kept %d years.\n", i, i, i+3))
+	}
+	e.src.failFetch["page-05"] = true
+	type snap struct {
+		step   string
+		status string
+		counts map[string]int
+	}
+	var mu sync.Mutex
+	var seen []snap
+	e.observe = func(step string) {
+		c, err := e.db.GetConnector(ctx, tenant, "eng-wiki")
+		if err != nil {
+			t.Errorf("GetConnector during the sync: %v", err)
+			return
+		}
+		var m map[string]int
+		json.Unmarshal([]byte(c.Progress), &m)
+		mu.Lock()
+		seen = append(seen, snap{step, c.Status, m})
+		mu.Unlock()
+	}
+	res, tr, err := e.syncNow()
+	if err != nil || res.Added != 13 || len(res.Failed) != 1 || !visited(tr, "FetchMany") {
+		t.Fatalf("sync = %+v, %v (states %v); want 13 added and page-05 failed through the Distributed Map", res, err, tr.States)
+	}
+	var midway, atCommit bool
+	for _, s := range seen {
+		switch {
+		case s.step == "Item" && s.status == rag.SyncRunning && s.counts["total"] == 14 && s.counts["listed"] == 14 &&
+			s.counts["done"] > 0 && s.counts["done"] < 14:
+			midway = true
+			if s.counts["done"] != s.counts["added"]+s.counts["failed"] {
+				t.Errorf("progress midway = %v; done is not the sum of its counts", s.counts)
+			}
+		case s.step == "Commit":
+			atCommit = true
+			want := map[string]int{"listed": 14, "total": 14, "done": 14, "added": 13, "failed": 1, "calls": 15}
+			for k, v := range want {
+				if s.counts[k] != v {
+					t.Errorf("progress when Commit starts = %v; want %v", s.counts, want)
+					break
+				}
+			}
+		}
+	}
+	if !midway || !atCommit {
+		t.Fatalf("progress seen before the steps: %+v; want a running sync part done, then the whole run's counts before Commit", seen)
+	}
+
+	// a retried Fail for an item already counted as failed, then a late Record turning it into an add:
+	// the counts move the item, never count it twice
+	run := RunRef{Connector: "eng-wiki", Run: "retry-run"}
+	if err := e.db.SaveSyncState(ctx, tenant, "eng-wiki", rag.SyncState{Status: rag.SyncRunning, Progress: `{"done":0}`}); err != nil {
+		t.Fatal(err)
+	}
+	fail := FailIn{RunRef: run, ID: "page-05"}
+	fail.Error.Error = "States.TaskFailed"
+	for range 2 {
+		if _, err := e.flow.Fail(ctx, fail); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	if c.Progress != `{"done":1,"failed":1}` {
+		t.Fatalf("progress after a Fail retried = %s; want one failed item", c.Progress)
+	}
+	if err := e.flow.putOutcome(ctx, run, outcome{ID: "page-05", Action: connector.ActAdd, Calls: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = e.db.GetConnector(ctx, tenant, "eng-wiki")
+	if c.Progress != `{"added":1,"calls":2,"done":1,"failed":0}` {
+		t.Fatalf("progress after the item's result changed = %s; want it moved from failed to added", c.Progress)
+	}
+}
+
+// A removal started from the HTTP API on AWS ({"connector": NAME, "remove": true}, awsops.Remove) runs
+// the sync state machine's Remove step only: every document the connector indexed is deleted
+// everywhere, then the connector; a removal run again (a retried start) finds nothing left and ends
+// well.
+func TestRemoveThroughStateMachine(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	for i := range 3 {
+		e.src.put(fmt.Sprintf("page-%d", i), fmt.Sprintf("# Page %d\n\nLedger %d.\n", i, i))
+	}
+	if res, _, err := e.syncNow(); err != nil || res.Added != 3 {
+		t.Fatalf("sync = %+v, %v", res, err)
+	}
+	d, _ := e.doc("page-1")
+	for run := range 2 {
+		out, tr, err := e.sync.Run(ctx, fmt.Sprintf("api-eng-wiki-remove-%d", run), json.RawMessage(`{"connector":"eng-wiki","remove":true}`))
+		if err != nil || !visited(tr, "Remove") || visited(tr, "Begin") {
+			t.Fatalf("removal %d: %v (states %v)", run, err, tr.States)
+		}
+		var got struct {
+			Removed OpOut `json:"removed"`
+		}
+		json.Unmarshal(out, &got)
+		if want := []int{3, 0}[run]; got.Removed.Deleted != want {
+			t.Fatalf("removal %d deleted %d documents; want %d", run, got.Removed.Deleted, want)
+		}
+	}
+	if _, err := e.db.GetConnector(ctx, tenant, "eng-wiki"); !rag.Is(err, rag.KindNotFound) {
+		t.Fatalf("connector after the removal: %v; want NotFound", err)
+	}
+	if got, err := e.db.GetDocument(ctx, tenant, d.ID); err == nil && got.Status != rag.StatusDeleted {
+		t.Fatalf("page-1's document after the removal: %+v", got)
+	}
+	// a sync input without "remove" is a sync, as before
+	if _, tr, _ := e.syncNow(); !visited(tr, "Begin") || visited(tr, "Remove") {
+		t.Fatalf("a sync after the removal went through %v", tr.States)
+	}
+}
+
+// pagedSource is a crawl-like source (Complete listings) that lists one item a minute on a shared
+// clock and stops when its time runs out, carrying on from a token: a listing of 12 items within a
+// budget of 4 minutes needs three invocations.
+type pagedSource struct {
+	mu      sync.Mutex
+	clock   *time.Time
+	ids     []string
+	body    map[string]string
+	fetches map[string]int
+	pages   int
+}
+
+func (p *pagedSource) Validate(context.Context) error { return nil }
+
+func (p *pagedSource) Changes(context.Context, string, []connector.Known) (connector.Listing, error) {
+	return connector.Listing{}, errors.New("a paged source is listed by pages")
+}
+
+func (p *pagedSource) ChangesPage(_ context.Context, _ string, token string, _ []connector.Known, until time.Time) (Page, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pages++
+	var pos int
+	fmt.Sscan(token, &pos)
+	var out Page
+	out.Listing.Calls = 1
+	for ; pos < len(p.ids); pos++ {
+		if !p.clock.Before(until) {
+			out.Next = fmt.Sprint(pos)
+			return out, nil
+		}
+		out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: p.ids[pos]})
+		*p.clock = p.clock.Add(time.Minute)
+	}
+	out.Listing.Complete, out.Listing.Cursor = true, "crawl"
+	return out, nil
+}
+
+func (p *pagedSource) Fetch(_ context.Context, id string, _ connector.Known) (connector.Item, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fetches[id]++
+	b, ok := p.body[id]
+	if !ok {
+		return connector.Item{Calls: 1}, fmt.Errorf("%s: %w", id, connector.ErrGone)
+	}
+	return connector.Item{ID: id, Name: id + ".md", Data: []byte(b), Version: fmt.Sprint(len(b)), Calls: 1}, nil
+}
+
+// A listing longer than one invocation: Begin lists until its time budget (injected: 4 minutes of a
+// clock the source advances a minute per item) runs out and returns a token; the state machine feeds
+// the page to the Map, then loops through List until the listing is done. Every item is fetched and
+// indexed exactly once; in the next sync, an item gone from the site is deleted exactly once, after
+// the last page, and one named on a later page than before is not handed twice.
+func TestPagedListing(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	clock := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	src := &pagedSource{clock: &clock, body: map[string]string{}, fetches: map[string]int{}}
+	for i := range 12 {
+		id := fmt.Sprintf("page-%02d", i)
+		src.ids = append(src.ids, id)
+		src.body[id] = fmt.Sprintf("# Page %d\n\nLedger %d is kept %d years.\n", i, i, i+3)
+	}
+	e.flow.Source = func(context.Context, rag.Connector) (connector.Source, error) { return src, nil }
+	e.flow.Now = func() time.Time { src.mu.Lock(); defer src.mu.Unlock(); return clock }
+	e.flow.ListBudget = 4 * time.Minute
+	e.flow.InlineMax = 3 // the pages of 4 go through the Distributed Map, each with its own manifest
+
+	res, tr, err := e.syncNow()
+	if err != nil {
+		t.Fatalf("first sync: %v (states %v)", err, tr.States)
+	}
+	lists := 0
+	for _, s := range tr.States {
+		if s == "ListMore" {
+			lists++
+		}
+	}
+	if src.pages != 3 || lists != 2 || res.Added != 12 || res.Listed != 12 || len(res.Failed) != 0 || res.Status != rag.SyncOK {
+		t.Fatalf("first sync = %+v: %d pages, %d List steps; want 12 added over three invocations (Begin and two List)", res, src.pages, lists)
+	}
+	e.mu.Lock()
+	ingests := len(e.ingests)
+	e.mu.Unlock()
+	for _, id := range src.ids {
+		if src.fetches[id] != 1 {
+			t.Errorf("%s fetched %d times; want once", id, src.fetches[id])
+		}
+		if _, ok := e.doc(id); !ok {
+			t.Errorf("%s not indexed", id)
+		}
+	}
+	if ingests != 12 {
+		t.Fatalf("%d ingestion executions; want one per item", ingests)
+	}
+
+	// page-03 and page-09 are gone; page-00 is listed last now, so a page boundary moves
+	for id := range src.fetches {
+		src.fetches[id] = 0
+	}
+	delete(src.body, "page-03")
+	delete(src.body, "page-09")
+	// and page-05 is named on the first page and again on the last (an item changed while listed)
+	src.ids = []string{"page-01", "page-02", "page-04", "page-05", "page-06", "page-07", "page-08", "page-10", "page-11", "page-00", "page-05"}
+	src.pages = 0
+	res, tr, err = e.syncNow()
+	if err != nil || src.pages != 3 || res.Deleted != 2 || res.Unchanged != 10 || res.Added+res.Updated != 0 {
+		t.Fatalf("second sync = %+v, %v (%d pages, states %v); want 2 deleted and 10 unchanged over three pages", res, err, src.pages, tr.States)
+	}
+	for _, id := range src.ids {
+		if src.fetches[id] != 1 {
+			t.Errorf("%s fetched %d times in the second sync; want once", id, src.fetches[id])
+		}
+	}
+	for _, id := range []string{"page-03", "page-09"} {
+		if _, ok := e.doc(id); ok {
+			t.Errorf("%s still indexed after it left the site", id)
+		}
+		if src.fetches[id] != 0 {
+			t.Errorf("%s was fetched (%d): a deletion of a complete listing needs no request", id, src.fetches[id])
+		}
+	}
+	c, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	var p map[string]int
+	json.Unmarshal([]byte(c.Progress), &p)
+	if c.Cursor != "crawl" || p["deleted"] != 2 || p["done"] != 12 {
+		t.Fatalf("connector after the second sync: cursor %q, progress %s; want the last page's cursor and 12 done", c.Cursor, c.Progress)
 	}
 }

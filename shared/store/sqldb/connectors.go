@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -110,6 +111,60 @@ func (s *DB) SaveSyncState(ctx context.Context, tenant, name string, st rag.Sync
 		return s.classify(op, err)
 	}
 	return s.mustExist(ctx, op, res, tenant, name)
+}
+
+// AddSyncProgress adds delta to the counts of a running sync's progress (a JSON object of counts;
+// negative deltas move an item from one count to another). Concurrent callers (the Map iterations
+// of one sync on AWS) never lose each other's counts: each write is a compare-and-swap on the progress
+// it read, tried again when another wrote in between (one UPDATE is atomic in every engine, where row
+// locks taken by a read are not portable). Nothing is written once the sync is no longer running (a
+// late retry after the run ended); NotFound when the connector is gone; Conflict when the row kept
+// changing under it for every attempt.
+func (s *DB) AddSyncProgress(ctx context.Context, tenant, name string, delta map[string]int) error {
+	const op = "sqldb.AddSyncProgress"
+	if err := validConnector(op, tenant, name); err != nil {
+		return err
+	}
+	for range 100 {
+		var status, prog string
+		err := s.db.QueryRowContext(ctx, `SELECT status, progress FROM connectors WHERE tenant_id = ? AND name = ?`, tenant, name).Scan(&status, &prog)
+		if err == sql.ErrNoRows {
+			return rag.Errorf(op, rag.KindNotFound, "connector %q not found", name)
+		}
+		if err != nil {
+			return s.classify(op, err)
+		}
+		if status != rag.SyncRunning {
+			return nil
+		}
+		counts := map[string]int{}
+		// a progress that is not counts (never written so) starts again from zero
+		if prog != "" && json.Unmarshal([]byte(prog), &counts) != nil {
+			counts = map[string]int{}
+		}
+		for k, v := range delta {
+			counts[k] += v
+		}
+		b, err := json.Marshal(counts)
+		if err != nil {
+			return rag.E(op, rag.KindInternal, err)
+		}
+		if string(b) == prog {
+			return nil // nothing changes (and an engine counting changed rows would report 0)
+		}
+		res, err := s.db.ExecContext(ctx, `UPDATE connectors SET progress = ? WHERE tenant_id = ? AND name = ? AND status = ? AND progress = ?`,
+			string(b), tenant, name, rag.SyncRunning, prog)
+		if err != nil {
+			return s.classify(op, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n > 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return rag.E(op, rag.KindUnavailable, err)
+		}
+	}
+	return rag.Errorf(op, rag.KindConflict, "progress of %q kept changing; not added", name)
 }
 
 // SetConnectorInterval changes how often the schedule syncs a connector (rag.Connector.IntervalSeconds).

@@ -1,11 +1,14 @@
 package storetest
 
 import (
+	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/mysql/mysqltest"
 	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
@@ -103,6 +106,57 @@ func TestConnectors(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		}
 		if err := db.SaveSyncState(ctxT(t), "t1", "gone", want); !rag.Is(err, rag.KindNotFound) {
 			t.Fatalf("SaveSyncState(gone) = %v; want NotFound", err)
+		}
+	})
+
+	t.Run("ProgressAddsUpConcurrently", func(t *testing.T) {
+		db := migrated(t)
+		create(t, db, "t1", "wiki")
+		if err := db.SaveSyncState(ctxT(t), "t1", "wiki", rag.SyncState{Status: rag.SyncRunning, Progress: `{"listed":40}`}); err != nil {
+			t.Fatal(err)
+		}
+		// the Map iterations of one sync report at once: none may lose another's count. The in-process
+		// MySQL-protocol server (go-mysql-server's memory engine) does not isolate concurrent UPDATEs, so
+		// there the writers take turns; real MySQL/MariaDB (DOCMIND_TEST_MYSQL_DSN, as in CI) and SQLite race
+		var wg sync.WaitGroup
+		var turns sync.Mutex
+		serial := db.Dialect() == "mysql" && !mysqltest.Real()
+		errs := make(chan error, 40)
+		for w := range 4 {
+			wg.Go(func() {
+				if serial {
+					turns.Lock()
+					defer turns.Unlock()
+				}
+				for range 10 {
+					errs <- db.AddSyncProgress(ctxT(t), "t1", "wiki", map[string]int{"done": 1, []string{"added", "failed"}[w%2]: 1})
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("AddSyncProgress: %v", err)
+			}
+		}
+		got, _ := db.GetConnector(ctxT(t), "t1", "wiki")
+		var p map[string]int
+		if err := json.Unmarshal([]byte(got.Progress), &p); err != nil || p["listed"] != 40 || p["done"] != 40 || p["added"] != 20 || p["failed"] != 20 {
+			t.Fatalf("progress after 40 concurrent adds = %s (%v); want listed 40, done 40, added 20, failed 20", got.Progress, err)
+		}
+		// a late report after the sync ended changes nothing
+		if err := db.SaveSyncState(ctxT(t), "t1", "wiki", rag.SyncState{Status: rag.SyncOK, Progress: `{"done":40}`}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.AddSyncProgress(ctxT(t), "t1", "wiki", map[string]int{"done": 1}); err != nil {
+			t.Fatalf("AddSyncProgress after the end: %v", err)
+		}
+		if got, _ := db.GetConnector(ctxT(t), "t1", "wiki"); got.Progress != `{"done":40}` {
+			t.Fatalf("a report after the end changed progress to %s", got.Progress)
+		}
+		if err := db.AddSyncProgress(ctxT(t), "t2", "wiki", map[string]int{"done": 1}); !rag.Is(err, rag.KindNotFound) {
+			t.Fatalf("another tenant's AddSyncProgress = %v; want NotFound", err)
 		}
 	})
 
