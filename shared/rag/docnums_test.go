@@ -1,0 +1,93 @@
+package rag
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// TestBitsOfRegistered checks that a registered restriction (the metadata index's answer, a bitset
+// over the shared numbering) is translated by an index into exactly the set the id-by-id translation
+// gives, without calling number, and that anything else falls back to it.
+func TestBitsOfRegistered(t *testing.T) {
+	// an index numbering its documents in its own order (backwards), with a non-document name between
+	names := []string{"tenant-x"}
+	nums := map[string]int32{"tenant-x": 0}
+	for i := 99; i >= 0; i-- {
+		id := fmt.Sprintf("regdoc_%d", i)
+		nums[id] = int32(len(names))
+		names = append(names, id)
+	}
+	lookups := 0
+	number := func(id string) (int32, bool) { lookups++; n, ok := nums[id]; return n, ok }
+	numbered := func(from int, yield func(string, int32)) {
+		for n := from; n < len(names); n++ {
+			yield(names[n], int32(n))
+		}
+	}
+	register := func(ids []string) {
+		bits := make([]uint64, DocNumbers()/64+2)
+		for _, id := range ids {
+			n := DocNumber(id)
+			if n < 0 || int(n/64) >= len(bits) {
+				t.Fatalf("DocNumber(%q) = %d", id, n)
+			}
+			bits[n/64] |= 1 << (n % 64)
+		}
+		RegisterRestriction(ids, bits)
+	}
+	var ids []string
+	for i := 10; i < 60; i += 2 {
+		ids = append(ids, fmt.Sprintf("regdoc_%d", i))
+	}
+	register(ids)
+	c := NewDocBits()
+	got, known, err := c.BitsOf(ids, len(names), number, numbered)
+	if err != nil || !known || lookups != 0 {
+		t.Fatalf("BitsOf: known %v, err %v, %d id look-ups (want none)", known, err, lookups)
+	}
+	want, _, _ := NewDocBits().Bits(ids, len(names), func(id string) (int32, bool) { n, ok := nums[id]; return n, ok })
+	if !slices.Equal(got, want) {
+		t.Fatalf("registered translation %v, id by id %v", got, want)
+	}
+	// the caller's slice changed in place: not the registered restriction any more
+	changed := slices.Clone(ids)
+	changed[0] = "regdoc_99"
+	got2, _, _ := c.BitsOf(changed, len(names), number, numbered)
+	if lookups == 0 || !HasBit(got2, nums["regdoc_99"]) || HasBit(got2, nums["regdoc_10"]) {
+		t.Fatal("a changed slice was read from the registered bitset")
+	}
+	// an id the index numbers later: the registered set is translated again once it is numbered
+	late := append(slices.Clone(ids[:20]), "regdoc_late")
+	register(late)
+	b1, _, _ := c.BitsOf(late, len(names), number, numbered)
+	nums["regdoc_late"] = int32(len(names))
+	names = append(names, "regdoc_late")
+	if HasBit(b1, nums["regdoc_late"]) {
+		t.Fatal("an id not yet numbered is in the set")
+	}
+	lookups = 0
+	b2, _, _ := c.BitsOf(late, len(names), number, numbered)
+	if !HasBit(b2, nums["regdoc_late"]) || lookups != 0 {
+		t.Fatalf("after numbering it: in set %v, %d look-ups", HasBit(b2, nums["regdoc_late"]), lookups)
+	}
+	// a malformed id is never numbered
+	if n := DocNumber("bad id\x00"); n != -1 {
+		t.Fatalf("DocNumber of a malformed id = %d", n)
+	}
+	// an unregistered restriction with a malformed id is refused, as by Bits
+	bad := append(slices.Clone(ids[:20]), "bad id\x00")
+	if _, _, err := c.BitsOf(bad, len(names), number, numbered); !Is(err, KindInvalid) {
+		t.Fatalf("malformed id: %v", err)
+	}
+	// more registrations than the registry holds: the oldest falls back to the id-by-id path, same set
+	for i := range restrictionEntries + 1 {
+		register(append(slices.Clone(ids[:17+i%3]), fmt.Sprintf("regdoc_%d", 90+i%8)))
+	}
+	lookups = 0
+	c2 := NewDocBits()
+	b3, _, _ := c2.BitsOf(ids, len(names), number, numbered)
+	if lookups == 0 || !slices.Equal(b3[:len(want)], want) {
+		t.Fatalf("evicted restriction: %d look-ups, equal %v", lookups, slices.Equal(b3[:len(want)], want))
+	}
+}
