@@ -91,3 +91,70 @@ func TestBitsOfRegistered(t *testing.T) {
 		t.Fatalf("evicted restriction: %d look-ups, equal %v", lookups, slices.Equal(b3[:len(want)], want))
 	}
 }
+
+// BenchmarkRestrictionTranslation compares what a leg pays to turn a restriction it has not seen into
+// its bitset (10,000 documents numbered, restrictions of 8,000 of them, a different one each
+// iteration so that no cached translation is found): id by id (a validation and a map look-up per
+// id, as before the shared numbering), from the registered answer with the index's names in a slice
+// (memvec), and from it with the names in a map walked for them (BM25). Registering the answer (the
+// metadata index's part: a copy of the ids) is timed in the last two.
+//
+//	go test ./shared/rag -run '^$' -bench RestrictionTranslation
+func BenchmarkRestrictionTranslation(b *testing.B) {
+	const docs, pass, sets = 10_000, 8_000, 64
+	names := make([]string, docs)
+	nums := map[string]int32{}
+	for i := range names {
+		names[i] = fmt.Sprintf("doc_bench%08d", i)
+		nums[names[i]] = int32(i)
+	}
+	number := func(id string) (int32, bool) { n, ok := nums[id]; return n, ok }
+	var restr [sets][]string
+	var shared [sets][]uint64
+	for s := range restr {
+		for i := range pass {
+			restr[s] = append(restr[s], names[(i*7+s)%docs])
+		}
+		slices.Sort(restr[s])
+		restr[s] = slices.Compact(restr[s])
+		shared[s] = make([]uint64, (docs+DocNumbers())/64+2)
+		for _, id := range restr[s] {
+			n := DocNumber(id)
+			shared[s][n/64] |= 1 << (n % 64)
+		}
+	}
+	bySlice := func(from int, yield func(string, int32)) {
+		for n := from; n < len(names); n++ {
+			yield(names[n], int32(n))
+		}
+	}
+	byMap := func(from int, yield func(string, int32)) {
+		for id, n := range nums {
+			if int(n) >= from {
+				yield(id, n)
+			}
+		}
+	}
+	b.Run("ids", func(b *testing.B) {
+		c, i := NewDocBits(), 0
+		for b.Loop() {
+			if _, _, err := c.Bits(restr[i%sets], docs, number); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	for name, numbered := range map[string]func(int, func(string, int32)){"registered-slice": bySlice, "registered-map": byMap} {
+		b.Run(name, func(b *testing.B) {
+			c, i := NewDocBits(), 0
+			for b.Loop() {
+				s := i % sets
+				RegisterRestriction(restr[s], shared[s])
+				if _, _, err := c.BitsOf(restr[s], docs, number, numbered); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
