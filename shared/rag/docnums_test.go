@@ -158,3 +158,61 @@ func BenchmarkRestrictionTranslation(b *testing.B) {
 		})
 	}
 }
+
+// Concurrent searches translating registered answers while others are registered, through one
+// DocBits: every translation equals the id-by-id one (run with -race).
+func TestBitsOfConcurrent(t *testing.T) {
+	var names []string
+	nums := map[string]int32{}
+	for i := range 500 {
+		id := fmt.Sprintf("concdoc_%d", i)
+		nums[id] = int32(i)
+		names = append(names, id)
+	}
+	c := NewDocBits()
+	var sets [][]string
+	var bitsets [][]uint64
+	for s := range 24 {
+		var ids []string
+		for i := s; i < 500; i += 1 + s%5 {
+			ids = append(ids, names[i])
+		}
+		bits := make([]uint64, (DocNumbers()+600)/64+1)
+		for _, id := range ids {
+			n := DocNumber(id)
+			bits[n/64] |= 1 << (n % 64)
+		}
+		sets, bitsets = append(sets, ids), append(bitsets, bits)
+	}
+	number := func(id string) (int32, bool) { n, ok := nums[id]; return n, ok }
+	numbered := func(from int, yield func(string, int32)) {
+		for n := from; n < len(names); n++ {
+			yield(names[n], int32(n))
+		}
+	}
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			for k := range 200 {
+				s := (g*7 + k) % len(sets)
+				RegisterRestriction(sets[s], bitsets[s])
+				got, _, err := c.BitsOf(sets[s], len(names), number, numbered)
+				if err != nil {
+					done <- err
+					return
+				}
+				want, _, _ := NewDocBits().Bits(sets[s], len(names), number)
+				if !slices.Equal(got[:len(want)], want) {
+					done <- fmt.Errorf("restriction %d translated to another set", s)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
