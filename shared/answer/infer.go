@@ -51,6 +51,11 @@ type InferredMatch struct {
 	Key   string `json:"key"`
 	Value any    `json:"value"`
 	By    string `json:"by"` // rules | model
+	// Gte and Lt bound a date range the question names ("in 2025": 2025-01-01 to before 2026-01-01,
+	// "since March 2024": from 2024-03-01, "before 2023": before 2023-01-01); Value then says the
+	// range in words ("[2025-01-01, 2026-01-01)") and the filter is a range on Key.
+	Gte string `json:"gte,omitempty"`
+	Lt  string `json:"lt,omitempty"`
 }
 
 // Limits of inference. A key is a candidate only while it has few distinct values (a category, such
@@ -108,9 +113,64 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 		return
 	}
 	st.candidates, st.inferKBs = candidateFacets(facets, req.FilterKeys), kbs
-	if matches := MatchValues(st.Question, facets, req.FilterKeys); len(matches) > 0 {
+	// a date range is a candidate only while some document's value falls in it, under its key
+	var held []InferredMatch
+	for _, d := range MatchDates(st.Question, facets, req.FilterKeys, time.Now()) {
+		_, f := inferredFilter([]InferredMatch{d})
+		ids, err := p.Infer.MatchDocuments(ctx, req.Tenant, kbs, f)
+		if err != nil {
+			st.degrade("infer_filter")
+			return
+		}
+		if len(ids) > 0 {
+			held = append(held, d)
+		}
+	}
+	if matches := combineMatches(MatchValues(st.Question, facets, req.FilterKeys), held); len(matches) > 0 {
 		p.applyInferred(ctx, st, matches)
 	}
+}
+
+// combineMatches joins the values and the date ranges a question names, dropping words claimed by
+// more than one key: a date phrase matched under two date keys that both hold documents in it, or a
+// value whose words lie within a date phrase's ("2025" as year = 2025 and as a date in 2025). At most
+// inferMaxKeys keys.
+func combineMatches(values, dates []InferredMatch) []InferredMatch {
+	both := append(slices.Clone(values), dates...)
+	claimed := func(m InferredMatch) bool {
+		for _, d := range dates {
+			if d.Key != m.Key && shareWord(d.Words, m.Words) {
+				return true
+			}
+		}
+		if m.Gte == "" && m.Lt == "" {
+			return false
+		}
+		for _, v := range values { // a date phrase holding a value's words
+			if v.Key != m.Key && shareWord(m.Words, v.Words) {
+				return true
+			}
+		}
+		return false
+	}
+	var all []InferredMatch
+	for _, m := range both {
+		if !claimed(m) {
+			all = append(all, m)
+		}
+	}
+	var out []InferredMatch
+	var keys []string
+	for _, m := range all {
+		if !slices.Contains(keys, m.Key) {
+			if len(keys) == inferMaxKeys {
+				continue
+			}
+			keys = append(keys, m.Key)
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // applyInferred restricts the question to the documents holding every match's value (and passing the
@@ -184,13 +244,24 @@ func candidateValue(candidates []rag.MetaFacet, fv FilterValue) (any, bool) {
 func inferredFilter(matches []InferredMatch) (json.RawMessage, *rag.MetaFilter) {
 	var keys []string
 	values := map[string][]any{}
+	var conds []map[string]any
 	for _, m := range matches {
+		if m.Gte != "" || m.Lt != "" { // a date range: its own condition
+			c := map[string]any{"key": m.Key}
+			if m.Gte != "" {
+				c["gte"] = m.Gte
+			}
+			if m.Lt != "" {
+				c["lt"] = m.Lt
+			}
+			conds = append(conds, c)
+			continue
+		}
 		if _, ok := values[m.Key]; !ok {
 			keys = append(keys, m.Key)
 		}
 		values[m.Key] = append(values[m.Key], m.Value)
 	}
-	var conds []map[string]any
 	for _, k := range keys {
 		if vs := values[k]; len(vs) == 1 {
 			conds = append(conds, map[string]any{"key": k, "eq": vs[0]})
@@ -215,6 +286,10 @@ func inferredDetail(matches []InferredMatch, docs int) string {
 	for _, m := range matches {
 		if m.By == "model" {
 			parts = append(parts, fmt.Sprintf("%s %s, read by the model", m.Key, valueString(m.Value)))
+			continue
+		}
+		if m.Gte != "" || m.Lt != "" {
+			parts = append(parts, fmt.Sprintf("“%s” is %s %s", m.Words, m.Key, rangeWords(m.Gte, m.Lt)))
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("“%s” is %s %s", m.Words, m.Key, valueString(m.Value)))
@@ -247,11 +322,12 @@ func MatchValues(q string, facets []rag.MetaFacet, skip []string) []InferredMatc
 		text string
 	}
 	var hits []hit
+	qw := questionWords(nq)
 	for _, f := range candidateFacets(facets, skip) {
 		for _, vc := range f.Values {
-			text, ok := valueNamed(nq, f.Key, vc.Value)
+			text, canon, ok := valueNamed(nq, qw, f.Key, vc.Value)
 			if ok {
-				hits = append(hits, hit{InferredMatch{Words: text, Key: f.Key, Value: vc.Value, By: "rules"}, normaliseText(text)})
+				hits = append(hits, hit{InferredMatch{Words: text, Key: f.Key, Value: vc.Value, By: "rules"}, canon})
 			}
 		}
 	}
@@ -304,38 +380,96 @@ func candidateFacets(facets []rag.MetaFacet, skip []string) []rag.MetaFacet {
 	return out
 }
 
-// valueNamed reports whether the normalised question nq names v (of key), and the words as found.
-func valueNamed(nq, key string, v any) (string, bool) {
+// valueNamed reports whether the normalised question nq (its words qw) names v (of key), the words
+// as found, and the value's canonical form (values under two keys with the same form are ambiguous).
+// A value in a script written without spaces is found anywhere in the question; any other as whole
+// words (wordsNamed).
+func valueNamed(nq string, qw []qword, key string, v any) (string, string, bool) {
 	var s string
 	switch x := v.(type) {
 	case float64:
 		if x != float64(int64(x)) || x < 0 {
-			return "", false
+			return "", "", false
 		}
 		s = strconv.FormatInt(int64(x), 10)
 	case string:
 		s = x
 	default:
-		return "", false
+		return "", "", false
 	}
 	nv := normaliseText(s)
 	if isDigits(nv) {
-		return nv, numberNamed(nq, normaliseText(key), nv)
+		return nv, nv, numberNamed(nq, normaliseText(key), nv)
 	}
 	if inferSkipValues[nv] || utf8.RuneCountInString(nv) < 2 {
-		return "", false
+		return "", "", false
 	}
-	for from := 0; ; {
-		i := strings.Index(nq[from:], nv)
-		if i < 0 {
-			return "", false
-		}
-		i += from
-		if spaceless(nv) || (!wordRune(lastRune(nq[:i])) && !wordRune(firstRune(nq[i+len(nv):]))) {
-			return nv, true
-		}
-		from = i + 1
+	if spaceless(nv) {
+		return nv, nv, strings.Contains(nq, nv)
 	}
+	return wordsNamed(qw, nv)
+}
+
+// qword is a word of the question: as written (normalised) and its singular form.
+type qword struct{ text, form string }
+
+// questionWords splits a normalised question into words: runs of letters and digits (a hyphen, an
+// apostrophe or any other mark separates words: "HR's", "platform-eng").
+func questionWords(nq string) []qword {
+	var out []qword
+	for _, w := range strings.FieldsFunc(nq, func(r rune) bool { return !wordRune(r) }) {
+		out = append(out, qword{w, singular(w)})
+	}
+	return out
+}
+
+// wordsNamed finds a value's words among the question's as consecutive whole words, in any order
+// ("policy HR" names "HR policy"), each compared in its singular form ("policies" names "policy").
+// It returns the question's words as found and the value's canonical form (its sorted forms).
+func wordsNamed(qw []qword, nv string) (string, string, bool) {
+	var forms []string
+	for _, w := range questionWords(nv) {
+		forms = append(forms, w.form)
+	}
+	if len(forms) == 0 {
+		return "", "", false
+	}
+	slices.Sort(forms)
+	canon := strings.Join(forms, " ")
+	window := make([]string, len(forms))
+	for i := 0; i+len(forms) <= len(qw); i++ {
+		var text []string
+		for j, w := range qw[i : i+len(forms)] {
+			window[j] = w.form
+			text = append(text, w.text)
+		}
+		slices.Sort(window)
+		if slices.Equal(window, forms) {
+			return strings.Join(text, " "), canon, true
+		}
+	}
+	return "", "", false
+}
+
+// singular is an English word's singular form by the regular rules (policies: policy, handbooks:
+// handbook, boxes: box, branches: branch), applied to question and value words alike; words of
+// other letters, short words and words in -ss, -us, -is are left as they are.
+func singular(w string) string {
+	for _, r := range w {
+		if r > unicode.MaxASCII || !unicode.IsLetter(r) {
+			return w
+		}
+	}
+	n := len(w)
+	switch {
+	case n > 4 && strings.HasSuffix(w, "ies"):
+		return w[:n-3] + "y"
+	case n > 4 && (strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "sses") || strings.HasSuffix(w, "xes")):
+		return w[:n-2]
+	case n > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		return w[:n-1]
+	}
+	return w
 }
 
 // numberNamed finds the number n as a whole number in nq, not part of a date or a decimal, that is a
@@ -433,6 +567,10 @@ func (p *Pipeline) fallBack(ctx context.Context, st *State, emit Emit) (bool, er
 func inferredConds(matches []InferredMatch) string {
 	var parts []string
 	for _, m := range matches {
+		if m.Gte != "" || m.Lt != "" {
+			parts = append(parts, m.Key+" "+rangeWords(m.Gte, m.Lt))
+			continue
+		}
 		parts = append(parts, m.Key+" = "+valueString(m.Value))
 	}
 	return strings.Join(parts, " and ")

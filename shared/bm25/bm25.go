@@ -630,9 +630,17 @@ func (ix *Index) docSet(ids []string) (docBits, error) {
 		return nil, nil
 	}
 	if len(ids) >= rag.MinDocBits {
-		bits, _, err := ix.restrictions.Bits(ids, len(ix.docNums), func(id string) (int32, bool) {
+		// a metadata filter's answer is read from its bitset over the shared document numbering; the
+		// map is walked only for numbers handed out since the last such restriction
+		bits, _, err := ix.restrictions.BitsOf(ids, len(ix.docNums), func(id string) (int32, bool) {
 			n, ok := ix.docNums[id]
 			return n, ok
+		}, func(from int, yield func(string, int32)) {
+			for id, n := range ix.docNums {
+				if int(n) >= from {
+					yield(id, n)
+				}
+			}
 		})
 		return bits, err
 	}

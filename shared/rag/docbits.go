@@ -23,6 +23,9 @@ type DocBits struct {
 	mu      sync.Mutex
 	entries [docBitsEntries]docBitsEntry
 	next    int
+	// shared maps the index's document numbers to the process-wide ones (DocNumber; -1 for a number
+	// that is not a well-formed document id), extended as the index numbers more (BitsOf)
+	shared []int32
 }
 
 // docBitsEntries is how many restrictions an index keeps: a handful of filters in use at once per
@@ -48,6 +51,16 @@ func NewDocBits() *DocBits { return &DocBits{} }
 // restriction matches nothing in this index). Invalid when an id is malformed (checked once per
 // translation). The caller holds whatever lock makes number safe to call, and must not modify bits.
 func (c *DocBits) Bits(ids []string, version int, number func(string) (int32, bool)) (bits []uint64, known bool, err error) {
+	return c.BitsOf(ids, version, number, nil)
+}
+
+// BitsOf is Bits for an index that can list its numbers: numbered(from, yield) calls yield with each
+// number from from on that it has handed out and its id. A restriction the metadata index answered
+// (RegisterRestriction: a filter's passing documents, as a bitset over the process-wide numbering) is
+// then translated without looking up or validating a single id: the index's numbers are mapped to
+// the shared ones once each (kept in c), and a number is in the set when its shared number's bit is.
+// Any other restriction is translated id by id, as by Bits.
+func (c *DocBits) BitsOf(ids []string, version int, number func(string) (int32, bool), numbered func(from int, yield func(id string, n int32))) (bits []uint64, known bool, err error) {
 	c.mu.Lock()
 	entries := c.entries // compared outside the lock: concurrent searches do not queue behind it
 	c.mu.Unlock()
@@ -55,6 +68,11 @@ func (c *DocBits) Bits(ids []string, version int, number func(string) (int32, bo
 		e := &entries[i]
 		if e.ids != nil && len(e.ids) == len(ids) && (e.complete || e.version == version) && slices.Equal(e.ids, ids) {
 			return e.bits, e.known, nil
+		}
+	}
+	if numbered != nil {
+		if kept, shared, ok := registered(ids); ok {
+			return c.fromShared(kept, shared, version, numbered)
 		}
 	}
 	if err := ValidateIDs("document id", ids); err != nil {
@@ -75,6 +93,37 @@ func (c *DocBits) Bits(ids []string, version int, number func(string) (int32, bo
 	c.entries[c.next] = e
 	c.next = (c.next + 1) % docBitsEntries
 	c.mu.Unlock()
+	return e.bits, e.known, nil
+}
+
+// fromShared translates a registered restriction (kept: its private copy of the ids, distinct and
+// well formed; shared: its bitset over the process-wide numbering) and caches it like Bits.
+func (c *DocBits) fromShared(kept []string, shared []uint64, version int, numbered func(int, func(string, int32))) ([]uint64, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if from := len(c.shared); from < version {
+		c.shared = slices.Grow(c.shared, version-from)[:version]
+		for n := from; n < version; n++ {
+			c.shared[n] = -1
+		}
+		numbered(from, func(id string, n int32) {
+			if int(n) >= from && int(n) < version {
+				c.shared[n] = DocNumber(id)
+			}
+		})
+	}
+	e := docBitsEntry{ids: kept, version: version, bits: make([]uint64, version/64+1)}
+	count := 0
+	for n, s := range c.shared[:version] {
+		if s >= 0 && HasBit(shared, s) {
+			e.bits[n/64] |= 1 << (n % 64)
+			count++
+		}
+	}
+	// the ids are distinct: every one has a number here when as many numbers are set
+	e.known, e.complete = count > 0, count == len(kept)
+	c.entries[c.next] = e
+	c.next = (c.next + 1) % docBitsEntries
 	return e.bits, e.known, nil
 }
 

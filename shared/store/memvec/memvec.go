@@ -498,7 +498,13 @@ func (ix *Index) matcher(f rag.Filter) (matcher, bool, error) {
 		return m, false, nil
 	}
 	if len(f.DocumentIDs) >= rag.MinDocBits {
-		bits, any, err := ix.names.docs.Bits(f.DocumentIDs, len(ix.names.names), ix.names.lookup)
+		// a metadata filter's answer is read from its bitset over the shared document numbering
+		names := ix.names.names
+		bits, any, err := ix.names.docs.BitsOf(f.DocumentIDs, len(names), ix.names.lookup, func(from int, yield func(string, int32)) {
+			for n := from; n < len(names); n++ {
+				yield(names[n], int32(n))
+			}
+		})
 		if err != nil || !any {
 			return m, false, err
 		}

@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -56,7 +57,7 @@ type tenantMeta struct {
 	// filter (rag.MetaFilter.CacheKey): the same filter asked again returns the same slice, so the
 	// retrieval legs, which cache their translation of a restriction by its ids (rag.DocBits), find
 	// it at once, and nothing is allocated per query. Dropped with the column view on any change.
-	answers map[string][]string
+	answers map[string]metaAnswer
 	cached  int // ids held by answers
 	sorted  bool
 	dead    int    // removed rows still in rows
@@ -67,6 +68,7 @@ type tenantMeta struct {
 
 type metaRow struct {
 	id      string
+	num     int32 // the id's process-wide document number (rag.DocNumber), -1 for a malformed id
 	kb      int32
 	live    bool // not being deleted
 	removed bool // no longer a document (a tombstone until the rows are compacted)
@@ -104,6 +106,7 @@ func (e *tenantMeta) get(id string) (*metaRow, bool) {
 // put adds or replaces a document's row.
 func (e *tenantMeta) put(r metaRow) {
 	e.cols = nil
+	r.num = rag.DocNumber(r.id)
 	if old, ok := e.get(r.id); ok {
 		e.size += r.bytes() - old.bytes()
 		*old = r
@@ -142,7 +145,7 @@ func (e *tenantMeta) view() {
 	if e.cols != nil {
 		return
 	}
-	e.answers, e.cached = map[string][]string{}, 0
+	e.answers, e.cached = map[string]metaAnswer{}, 0
 	docs := make([]rag.MetaDoc, len(e.rows))
 	words := (len(e.rows) + 63) / 64
 	e.live = make([][]uint64, len(e.kbs))
@@ -286,24 +289,57 @@ func (s *DB) matchIndexed(ctx context.Context, tenant string, kbIDs []string, f 
 	ok, err = s.withMetaIndex(ctx, tenant, func(e *tenantMeta) {
 		key := strings.Join(slices.Compact(slices.Sorted(slices.Values(kbIDs))), ",") + "\x00" + f.CacheKey()
 		if cached, hit := e.answers[key]; hit {
-			ids = cached
+			ids = cached.ids
+			if cached.shared != nil {
+				rag.RegisterRestriction(cached.ids, cached.shared) // again: the legs may miss it by now
+			}
 			return
 		}
 		pass := f.Compile(e.keys).Eval(e.cols)
 		mask := e.liveMask(kbIDs, len(pass))
-		out := []string{}
 		for i := range pass {
 			pass[i] &= mask[i]
 		}
-		rag.Rows(pass, func(row int) { out = append(out, e.rows[row].id) })
+		a := e.answer(pass)
 		// bounded: at most 64 answers holding four ids per document, then the cache starts over
-		if len(e.answers) >= 64 || e.cached+len(out) > 4*len(e.rows)+1024 {
-			e.answers, e.cached = map[string][]string{}, 0
+		if len(e.answers) >= 64 || e.cached+len(a.ids) > 4*len(e.rows)+1024 {
+			e.answers, e.cached = map[string]metaAnswer{}, 0
 		}
-		e.answers[key], e.cached = out, e.cached+len(out)
-		ids = out
+		e.answers[key], e.cached = a, e.cached+len(a.ids)
+		ids = a.ids
 	})
 	return ids, ok, err
+}
+
+// metaAnswer is a filter's passing documents: their ids in id order and, when every one is a
+// well-formed id, the same set as a bitset over the process-wide document numbering, registered with
+// rag.RegisterRestriction so that the retrieval legs translate it without reading the ids.
+type metaAnswer struct {
+	ids    []string
+	shared []uint64
+}
+
+// answer lists the rows set in pass and registers them as a restriction.
+func (e *tenantMeta) answer(pass []uint64) metaAnswer {
+	n := 0
+	for _, w := range pass {
+		n += bits.OnesCount64(w)
+	}
+	a := metaAnswer{ids: make([]string, 0, n), shared: make([]uint64, rag.DocNumbers()/64+1)}
+	rag.Rows(pass, func(row int) {
+		r := &e.rows[row]
+		a.ids = append(a.ids, r.id)
+		if r.num < 0 || int(r.num/64) >= len(a.shared) {
+			a.shared = nil // a malformed id: the legs refuse it, id by id
+		}
+		if a.shared != nil {
+			a.shared[r.num/64] |= 1 << (r.num % 64)
+		}
+	})
+	if a.shared != nil {
+		rag.RegisterRestriction(a.ids, a.shared)
+	}
+	return a
 }
 
 // buildMeta loads the tenant's documents and metadata into e, recording gen, the generation read
