@@ -20,4 +20,4 @@ func unmap([]byte) error { return nil }
 
 func adviseRandom([]byte, bool) {}
 
-func release([]byte) {}
+func releasePages([]byte) {}

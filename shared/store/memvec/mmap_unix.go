@@ -42,10 +42,10 @@ func adviseRandom(b []byte, random bool) {
 	_ = unix.Madvise(b, advice) // advice only: the index works without it
 }
 
-// release drops b's pages from this process's resident set (MADV_DONTNEED; advice only). Only for
+// releasePages drops b's pages from this process's resident set (MADV_DONTNEED; advice only). Only for
 // pages never written through the private map: a written page's copy would be lost. The file's pages
 // stay in the page cache and are mapped again when touched.
-func release(b []byte) {
+func releasePages(b []byte) {
 	if len(b) > 0 {
 		_ = unix.Madvise(b, unix.MADV_DONTNEED)
 	}

@@ -731,7 +731,7 @@ func (ix *Index) loadV2(f *os.File, size int64, corrupt func(string, ...any) err
 	if ix.mapped != nil && ix.scheme() == "binary" {
 		// The checksum read every int8 code through the map; the binary scan re-scores a few of them per
 		// query, so let the rest go from this process (they stay in the page cache).
-		release(int8Bytes(ix.codes.base))
+		releasePages(int8Bytes(ix.codes.base))
 	}
 	ix.snapRows = l.rows
 	ix.advise()
