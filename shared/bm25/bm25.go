@@ -109,6 +109,7 @@ type Index struct {
 	pool     sync.Pool
 	// version counts changes; saved is the version the snapshot file holds (snapshot.go)
 	version, saved atomic.Uint64
+	known          map[string]known // by document id (snapshot.go)
 }
 
 // New returns an empty index.
@@ -337,6 +338,11 @@ func (ix *Index) Add(docs ...Doc) {
 		ix.live++
 		ix.totalLen += float64(w.length)
 	}
+	for i := range docs {
+		if i == 0 || docs[i].DocumentID != docs[i-1].DocumentID {
+			ix.touch(docs[i].DocumentID)
+		}
+	}
 	ix.version.Add(1)
 	ix.maybeCompact()
 }
@@ -405,6 +411,7 @@ func (ix *Index) Remove(tenant string, ids ...string) {
 	defer ix.mu.Unlock()
 	for _, id := range ids {
 		if at, ok := ix.byID[tenant+"\x00"+id]; ok {
+			ix.touch(ix.entries[at].doc)
 			ix.kill(at)
 		}
 	}
@@ -432,6 +439,7 @@ func (ix *Index) RemoveDocument(tenant, documentID string) {
 		}
 	}
 	ix.byDoc[n] = kept
+	ix.touch(documentID)
 	ix.version.Add(1)
 	ix.maybeCompact()
 }
@@ -708,18 +716,21 @@ func (ix *Index) Load(ctx context.Context, src Source, tenant string) error {
 			return err
 		}
 		var batch []Doc
+		learnt := make(map[string]string, len(docs))
 		for _, d := range docs {
 			rows, err := src.ListChunks(ctx, tenant, d.ID)
 			if err != nil {
 				return err
 			}
 			ix.RemoveDocument(tenant, d.ID)
+			learnt[d.ID] = stamp(d) // the row listed before its chunks were read (snapshot.go, known)
 			if batch = append(batch, childDocs(tenant, d.ID, rows)...); len(batch) >= loadBatch {
 				ix.Add(batch...)
 				batch = batch[:0]
 			}
 		}
 		ix.Add(batch...)
+		ix.learn(learnt)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/text"
@@ -67,36 +68,90 @@ func stamp(d rag.Document) string {
 	return d.KBID + "|" + strconv.FormatInt(d.UpdatedAt.UnixMilli(), 10) + "|" + strconv.Itoa(d.ChunkCount) + "|" + d.ContentHash + "|" + d.DocVersion
 }
 
+// row is a ready document's stamp and the time its row was last written (Unix ms).
+type row struct {
+	stamp   string
+	updated int64
+}
+
 // stamps are the tenant's ready documents by id, as Load would index them.
-func stamps(ctx context.Context, src Source, tenant string) (map[string]string, error) {
+func stamps(ctx context.Context, src Source, tenant string) (map[string]row, error) {
 	kbs, err := src.ListKBs(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	out := map[string]row{}
 	for _, kb := range kbs {
 		docs, err := src.ListDocuments(ctx, tenant, kb.ID, rag.StatusReady)
 		if err != nil {
 			return nil, err
 		}
 		for _, d := range docs {
-			out[d.ID] = stamp(d)
+			out[d.ID] = row{stamp(d), d.UpdatedAt.UnixMilli()}
 		}
 	}
 	return out, nil
+}
+
+// known is what the index knows of a document's SQL row: the stamp of the row it was indexed from
+// (Load, LoadSnapshot), or, once this process indexed or removed its chunks, when that happened (Unix
+// ms): its stamp is then read from SQL at save, and trusted only if the row was written since (ingestion
+// commits the row after it updates the index; an older row means the change was not committed, or
+// failed and was taken back, and the next start re-indexes the document).
+type known struct {
+	stamp   string
+	touched int64
+}
+
+// touch records that this process changed documents' chunks. Caller holds the write lock.
+func (ix *Index) touch(docs ...string) {
+	if ix.known == nil {
+		ix.known = map[string]known{}
+	}
+	now := time.Now().UnixMilli()
+	for _, d := range docs {
+		ix.known[d] = known{touched: now}
+	}
+}
+
+// learn records the stamps of the rows documents were just indexed from.
+func (ix *Index) learn(st map[string]string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.known == nil {
+		ix.known = map[string]known{}
+	}
+	for d, s := range st {
+		ix.known[d] = known{stamp: s}
+	}
+}
+
+// stampFor is the stamp the snapshot records for a document whose SQL row is r (zero when not ready).
+// Caller holds a lock.
+func (ix *Index) stampFor(doc string, r row) string {
+	k, ok := ix.known[doc]
+	switch {
+	case ok && k.touched == 0:
+		return k.stamp
+	case ok && r.updated >= k.touched:
+		return r.stamp
+	default: // changed here and not committed since, or never learnt: re-index at the next load
+		return ""
+	}
 }
 
 // Version counts the index's changes (adds and removals): a saver compares it to the version it last
 // wrote.
 func (ix *Index) Version() uint64 { return ix.version.Load() }
 
-// SaveSnapshot writes tenant's part of the index to path: the document stamps are read from src first,
-// then the index is written under its read lock (searches go on; writers wait) to a temporary file in
-// the same directory, synced, renamed over path and the directory synced, so that path is always a
-// whole snapshot, the old one or the new one. Only the encoding runs under the lock (its bytes go to
-// the page cache; the sync runs after it): a writer arriving meanwhile waits, and searches behind it. Stamps are read before the index because ingestion
-// updates the index before it commits the document row: a stamp read here is never newer than the
-// chunks written (an older stamp only makes the next start re-index that document).
+// SaveSnapshot writes tenant's part of the index to path: the document rows are listed from src first,
+// then the index is encoded under its read lock to a temporary file in the same directory, which is
+// synced, renamed over path and the directory synced, so that path is always a whole snapshot, the old
+// one or the new one. Only the encoding runs under the lock (its bytes go to the page cache; the sync
+// runs after it): a writer arriving meanwhile waits, and searches behind it. Each document's stamp is
+// the one it was indexed from, or for a document this process changed, the row listed here if it was
+// written since (known): a document changed by another process keeps its old stamp, and one whose
+// change was not committed gets none, so the next start re-indexes both.
 func (ix *Index) SaveSnapshot(ctx context.Context, src Source, tenant, path string) (err error) {
 	st, err := stamps(ctx, src, tenant)
 	if err != nil {
@@ -193,7 +248,7 @@ func (w *snapWriter) flush() error {
 }
 
 // encode writes the body. Caller holds a lock.
-func (ix *Index) encode(w *snapWriter, tenant string, st map[string]string) {
+func (ix *Index) encode(w *snapWriter, tenant string, st map[string]row) {
 	w.u64(analyzerFingerprint())
 	w.u64(math.Float64bits(ix.p.TitleWeight))
 	w.u64(math.Float64bits(ix.p.ContextWeight))
@@ -227,7 +282,7 @@ func (ix *Index) encode(w *snapWriter, tenant string, st map[string]string) {
 	w.uvarint(uint64(len(docList)))
 	for _, d := range docList {
 		w.str(d)
-		w.str(st[d]) // "" when the row was not ready or missing: the next load re-indexes it
+		w.str(ix.stampFor(d, st[d])) // "": the next load re-indexes it
 	}
 	w.uvarint(uint64(n))
 	for i := range ix.entries {
@@ -395,16 +450,18 @@ func (ix *Index) LoadSnapshot(ctx context.Context, src Source, tenant, path stri
 	ix.adopt(nx)
 	rep := LoadReport{Snapshot: true}
 	for doc, s := range docStamps {
-		if c, ok := cur[doc]; !ok || c != s {
+		if c, ok := cur[doc]; !ok || c.stamp != s || s == "" {
 			ix.RemoveDocument(tenant, doc)
 			if !ok {
 				rep.Removed++
 			}
 		}
 	}
+	learnt := make(map[string]string, len(cur))
 	var batch []Doc
-	for doc, s := range cur {
-		if old, ok := docStamps[doc]; ok && old == s {
+	for doc, c := range cur {
+		learnt[doc] = c.stamp // read before the chunks: a change in between makes the next start look again
+		if old, ok := docStamps[doc]; ok && old == c.stamp && old != "" {
 			rep.Kept++
 			continue
 		}
@@ -419,6 +476,7 @@ func (ix *Index) LoadSnapshot(ctx context.Context, src Source, tenant, path stri
 		}
 	}
 	ix.Add(batch...)
+	ix.learn(learnt)
 	if rep.Reindexed == 0 && rep.Removed == 0 {
 		ix.saved.Store(ix.version.Load()) // the file is this index: nothing to write
 	}

@@ -70,6 +70,16 @@ func putDoc(src memSource, r *rand.Rand, kb, id string, rev int) {
 	src.rows[id] = rows
 }
 
+// commitRow rewrites a document's row now, as ingestion does after it indexed the chunks.
+func commitRow(src memSource, kb, id string) {
+	time.Sleep(2 * time.Millisecond) // a row written strictly after the index's change
+	for i := range src.docs[kb] {
+		if src.docs[kb][i].ID == id {
+			src.docs[kb][i].UpdatedAt = time.Now()
+		}
+	}
+}
+
 func dropDoc(src memSource, kb, id string) {
 	docs := src.docs[kb]
 	for i := range docs {
@@ -187,7 +197,7 @@ func TestSnapshotAppliesChangesSinceWritten(t *testing.T) {
 	ctx := context.Background()
 	src := corpus(2, 200)
 	ix := build(t, src)
-	ix.Add(Doc{ID: "x", Tenant: "other", KBID: "k0", DocumentID: "d3", Content: "w1 w2 parent secret"})
+	ix.Add(Doc{ID: "x", Tenant: "other", KBID: "k0", DocumentID: "other-doc", Content: "w1 w2 parent secret"})
 	path := filepath.Join(t.TempDir(), "snap")
 	if err := ix.SaveSnapshot(ctx, src, "t", path); err != nil {
 		t.Fatal(err)
@@ -228,10 +238,12 @@ func TestSnapshotWriteAfterLoad(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 6))
 	putDoc(src, r, "k0", "d4", 2)
 	ix.IndexDocument("t", "d4", src.rows["d4"])
+	commitRow(src, "k0", "d4")
 	putDoc(src, r, "k1", "fresh", 1)
 	ix.IndexDocument("t", "fresh", src.rows["fresh"])
-	dropDoc(src, "k1", "d5")
+	commitRow(src, "k1", "fresh")
 	ix.RemoveDocument("t", "d5")
+	dropDoc(src, "k1", "d5")
 	if !ix.Dirty() {
 		t.Fatal("not dirty after ingestion")
 	}
@@ -379,6 +391,7 @@ func TestSaverWritesWhenSettledAndAtClose(t *testing.T) {
 	}
 	putDoc(src, rand.New(rand.NewPCG(1, 2)), "k0", "late", 1)
 	ix.IndexDocument("t", "late", src.rows["late"])
+	commitRow(src, "k0", "late")
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -432,4 +445,37 @@ func TestFreqsGrowAndOrder(t *testing.T) {
 	if f.n != 5000 {
 		t.Fatalf("n = %d", f.n)
 	}
+}
+
+// A snapshot never takes a stamp for chunks it does not hold: a document another process re-ingested
+// (this index never saw the change) keeps the stamp it was loaded with, and one this process indexed
+// but whose row was not written since (an uncommitted or failed ingestion) gets none; both are
+// re-indexed at the next load.
+func TestSnapshotStampsOnlyWhatTheIndexHolds(t *testing.T) {
+	ctx := context.Background()
+	src := corpus(11, 50)
+	ix := build(t, src)
+	r := rand.New(rand.NewPCG(12, 12))
+	putDoc(src, r, "k1", "d1", 2) // another process: new rows and a new row stamp, written now
+	commitRow(src, "k1", "d1")
+	putDoc(src, r, "k0", "d2", 3) // this process indexes new chunks; the row is never committed
+	ix.IndexDocument("t", "d2", src.rows["d2"])
+	for i := range src.docs["k0"] {
+		if src.docs["k0"][i].ID == "d2" {
+			src.docs["k0"][i].UpdatedAt = time.UnixMilli(1) // the row as it was before
+		}
+	}
+	path := filepath.Join(t.TempDir(), "snap")
+	if err := ix.SaveSnapshot(ctx, src, "t", path); err != nil {
+		t.Fatal(err)
+	}
+	loaded := New(snapParams())
+	rep, err := loaded.LoadSnapshot(ctx, src, "t", path, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Snapshot || rep.Reindexed != 2 || rep.Kept != 48 {
+		t.Fatalf("report %+v, want d1 and d2 re-indexed", rep)
+	}
+	sameSearches(t, build(t, src), loaded, false, true)
 }
