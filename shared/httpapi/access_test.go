@@ -60,6 +60,7 @@ type accessFixture struct {
 	hrDoc, wikiDoc, up  rag.Document
 	corpus              *corpus
 	ann, bob, boss, eve rag.Principal
+	svc                 *Service // what MCP's tools call
 }
 
 // newAccessFixture: one knowledge base that ann (in the HR group) and bob both read; a wiki
@@ -120,7 +121,8 @@ func newAccessFixture(t *testing.T) *accessFixture {
 	pipe := &answer.Pipeline{Retriever: f.corpus, Calibration: answer.Calibrations{},
 		Cache: &answer.SemanticCache{KV: memkv.New(nil, 1000), Embedder: embed.NewOffline(256), Catalog: db}}
 	f.srv = httptest.NewServer(New(Deps{Library: db, Members: db, Audit: db, Logger: slog.New(slog.DiscardHandler),
-		Auth: tokenAuth{"ann": f.ann, "bob": f.bob, "boss": f.boss}, Chat: pipe, Search: f.corpus}))
+		Auth: tokenAuth{"ann": f.ann, "bob": f.bob, "boss": f.boss}, Chat: pipe, Search: f.corpus,
+		MCP: func(s *Service) http.Handler { f.svc = s; return http.NotFoundHandler() }}))
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -274,6 +276,55 @@ func TestAccessCachedAnswerNeverReachesAnotherReader(t *testing.T) {
 		}
 		if !cites(d, f.wikiDoc.ID) {
 			t.Fatalf("bob's answer cites %v; want the open page", d.Sources)
+		}
+	}
+}
+
+// The operations MCP's tools call (search, ask, list and read documents, read a cited chunk) give bob
+// nothing of the HR page and ann all of it.
+func TestAccessMCPService(t *testing.T) {
+	f := newAccessFixture(t)
+	ctx := context.Background()
+	chunk := rag.Chunk{ID: "chk_hr1", Tenant: "acme", KBID: f.kb.ID, DocumentID: f.hrDoc.ID, Level: rag.LevelChild, Content: "The heron band pays most.",
+		ContentHash: strings.Repeat("ab", 32), ContentType: "general"}
+	if err := f.db.ApplyChunks(ctx, "acme", f.hrDoc.ID, []rag.Chunk{chunk}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		p    rag.Principal
+		read bool
+	}{{f.ann, true}, {f.bob, false}} {
+		who := c.p.Email
+		res, err := f.svc.Search(ctx, c.p, "annual leave", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		if got := slices.Contains(f.docsIn(b), f.hrDoc.ID); got != c.read {
+			t.Errorf("MCP search as %s names the HR page: %v; want %v", who, got, c.read)
+		}
+		done, err := f.svc.Ask(ctx, c.p, "How many days of annual leave?", nil, nil, json.RawMessage(`{"key":"x","exists":false}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = json.Marshal(done)
+		if got := slices.Contains(f.docsIn(b), f.hrDoc.ID); got != c.read {
+			t.Errorf("MCP ask as %s cites the HR page: %v; want %v", who, got, c.read)
+		}
+		docs, err := f.svc.Documents(ctx, c.p, "handbook")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.ContainsFunc(docs, func(d rag.Document) bool { return d.ID == f.hrDoc.ID }); got != c.read {
+			t.Errorf("MCP documents as %s list the HR page: %v; want %v", who, got, c.read)
+		}
+		_, errDoc := f.svc.Document(ctx, c.p, f.hrDoc.ID)
+		_, errChunks := f.svc.DocumentChunks(ctx, c.p, f.hrDoc.ID)
+		_, errChunk := f.svc.Chunk(ctx, c.p, chunk.ID)
+		for name, err := range map[string]error{"document": errDoc, "chunks": errChunks, "chunk": errChunk} {
+			if c.read && err != nil || !c.read && !rag.Is(err, rag.KindNotFound) {
+				t.Errorf("MCP %s of the HR page as %s: %v; want readable %v (else NotFound)", name, who, err, c.read)
+			}
 		}
 	}
 }

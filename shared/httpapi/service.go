@@ -91,7 +91,11 @@ func (s *Service) Documents(ctx context.Context, p rag.Principal, kbKey string) 
 	if err != nil {
 		return nil, err
 	}
-	return s.l.lib.ListDocuments(ctx, p.Tenant, kb.ID, "")
+	docs, err := s.l.lib.ListDocuments(ctx, p.Tenant, kb.ID, "")
+	if err != nil {
+		return nil, err
+	}
+	return s.l.readableDocs(ctx, p, kb.ID, docs) // their sources' access lists
 }
 
 // Document returns a document the caller may read (NotFound otherwise).
@@ -136,6 +140,12 @@ func (s *Service) Chunk(ctx context.Context, p rag.Principal, id string) (rag.Ch
 	kb, err := s.l.lib.GetKB(ctx, p.Tenant, c.KBID)
 	if err == nil {
 		err = s.l.require(ctx, p, kb, rag.KBReader)
+	}
+	if err == nil { // a citation's chunk is its document's: the source's access list holds
+		var d rag.Document
+		if d, err = s.l.lib.GetDocument(ctx, p.Tenant, c.DocumentID); err == nil {
+			err = s.l.checkReadable(ctx, p, d)
+		}
 	}
 	if err != nil {
 		return rag.Chunk{}, notFoundAs(err, "no chunk %q", id)

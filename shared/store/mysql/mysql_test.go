@@ -136,7 +136,7 @@ func TestUnavailable(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { db.Close() })
-			if _, err := db.Migrate(context.Background()); err != nil {
+			if _, err := db.Migrate(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 			if mode == "stopped" {
@@ -200,6 +200,20 @@ func TestConformanceMetadataEdits(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
+func TestConformanceAccessReads(t *testing.T) {
+	storetest.TestAccessReads(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(context.Background(), mysqltest.Database(t), Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		if _, err := db.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 		return db
 	})
 }

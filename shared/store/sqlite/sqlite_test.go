@@ -117,3 +117,17 @@ func TestConformanceMetadataEdits(t *testing.T) {
 		return db
 	})
 }
+
+func TestConformanceAccessReads(t *testing.T) {
+	storetest.TestAccessReads(t, func(t *testing.T) *sqldb.DB {
+		db, err := Open(filepath.Join(t.TempDir(), "docmind.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		if _, err := db.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}
