@@ -250,7 +250,7 @@ func Retrieve(ctx context.Context, o Options) ([]Row, error) {
 	if err := db.CreateKB(ctx, &kb); err != nil {
 		return nil, err
 	}
-	vec, _ := memvec.NewWith(dim, memvec.Options{Quant: "int8"}) // the default scan (vector.quant), as users get it
+	vec, _ := memvec.NewWith(dim, memvec.Options{Quant: "int8"}) // the scan the offline embedder gets: the default (binary) fails its recall check on these vectors and falls back to int8
 	kw := bm25.New(bm25.DefaultParams())
 	emb := embed.NewOffline(dim)
 	var queries []string

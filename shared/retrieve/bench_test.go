@@ -63,7 +63,7 @@ func benchCorpus(tb testing.TB, docs int) (*Retriever, *sqldb.DB, rag.Filter, []
 	db.Migrate(ctx)
 	kb := rag.KnowledgeBase{Tenant: "t", Name: "bench"}
 	db.CreateKB(ctx, &kb)
-	vec, _ := memvec.NewWith(dim, memvec.Options{Quant: "int8"}) // the default scan (vector.quant), as users get it
+	vec, _ := memvec.NewWith(dim, memvec.Options{Quant: "int8"}) // the scan the offline embedder gets: the default (binary) fails its recall check on these vectors and falls back to int8
 	kw := bm25.New(bm25.DefaultParams())
 	emb := embed.NewOffline(dim)
 	var queries []string
