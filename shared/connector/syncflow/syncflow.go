@@ -258,14 +258,7 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 	if err != nil {
 		return out, err
 	}
-	known := make([]connector.Known, 0, len(items))
-	for _, it := range items {
-		k := connector.Known{ID: it.ID, Version: it.Version, State: it.State}
-		if it.Error != "" {
-			k.Version, k.State = "", "" // a failed item is fetched whole: a 304 would leave it unindexed
-		}
-		known = append(known, k)
-	}
+	known := knownOf(items)
 	src, err := f.source(ctx, c)
 	if err != nil {
 		return out, err
@@ -282,30 +275,13 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 	seen := make(map[string]bool, len(changes))
 	for _, ch := range changes {
 		seen[ch.ID] = true
-		w := WorkItem{ID: ch.ID, Deleted: ch.Deleted}
-		if ch.Item != nil && !ch.Deleted {
-			it := *ch.Item
-			if it.ID == "" {
-				it.ID = ch.ID
-			}
-			w.Staged = f.prefix(in) + "fetched/" + itemHash(ch.ID) + ".json"
-			if err := f.putJSON(ctx, w.Staged, it); err != nil {
-				return out, err
-			}
+		w, err := f.stage(ctx, in, ch)
+		if err != nil {
+			return out, err
 		}
 		work = append(work, w)
 	}
-	// as connector.Engine: a complete listing names every live item, the rest are gone; a change feed
-	// has moved past the failed items, which are fetched again
-	for _, it := range items {
-		switch {
-		case seen[it.ID]:
-		case listing.Complete:
-			work = append(work, WorkItem{ID: it.ID, Deleted: true})
-		case it.Error != "":
-			work = append(work, WorkItem{ID: it.ID})
-		}
-	}
+	work = append(work, unnamed(items, seen, listing.Complete)...)
 	ids := make([]string, len(work))
 	for i, w := range work {
 		ids[i] = w.ID
@@ -403,13 +379,47 @@ func (f *Flow) List(ctx context.Context, in ListIn) (BeginOut, error) {
 	return f.page(ctx, in.RunRef, c, ps, items, knownOf(items), in.Token, in.Page, time.Time{})
 }
 
+// stage makes one listed change a Map work item, writing a fetched item's content to the run's
+// staging prefix (a Map iteration's input stays small).
+func (f *Flow) stage(ctx context.Context, in RunRef, ch connector.Change) (WorkItem, error) {
+	w := WorkItem{ID: ch.ID, Deleted: ch.Deleted}
+	if ch.Item != nil && !ch.Deleted {
+		it := *ch.Item
+		if it.ID == "" {
+			it.ID = ch.ID
+		}
+		w.Staged = f.prefix(in) + "fetched/" + itemHash(ch.ID) + ".json"
+		if err := f.putJSON(ctx, w.Staged, it); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
+}
+
+// unnamed is the work for known items the listing did not name, as connector.Engine does it: a
+// complete listing names every live item, so the rest are gone; a change feed has moved past the
+// failed items, which are fetched again.
+func unnamed(items []rag.ConnectorItem, seen map[string]bool, complete bool) []WorkItem {
+	var work []WorkItem
+	for _, it := range items {
+		switch {
+		case seen[it.ID]:
+		case complete:
+			work = append(work, WorkItem{ID: it.ID, Deleted: true})
+		case it.Error != "":
+			work = append(work, WorkItem{ID: it.ID})
+		}
+	}
+	return work
+}
+
 // knownOf is what a listing is told of the items delivered before: a failed item is fetched whole.
 func knownOf(items []rag.ConnectorItem) []connector.Known {
 	known := make([]connector.Known, 0, len(items))
 	for _, it := range items {
 		k := connector.Known{ID: it.ID, Version: it.Version, State: it.State}
 		if it.Error != "" {
-			k.Version, k.State = "", ""
+			k.Version, k.State = "", "" // a failed item is fetched whole: a 304 would leave it unindexed
 		}
 		known = append(known, k)
 	}
@@ -444,30 +454,15 @@ func (f *Flow) page(ctx context.Context, in RunRef, c rag.Connector, ps PagedSou
 			continue
 		}
 		seen[ch.ID] = true
-		w := WorkItem{ID: ch.ID, Deleted: ch.Deleted}
-		if ch.Item != nil && !ch.Deleted {
-			it := *ch.Item
-			if it.ID == "" {
-				it.ID = ch.ID
-			}
-			w.Staged = f.prefix(in) + "fetched/" + itemHash(ch.ID) + ".json"
-			if err := f.putJSON(ctx, w.Staged, it); err != nil {
-				return out, err
-			}
+		w, err := f.stage(ctx, in, ch)
+		if err != nil {
+			return out, err
 		}
 		work = append(work, w)
 	}
 	if pg.Next == "" {
 		rs.Cursor = pg.Listing.Cursor
-		for _, it := range items {
-			switch {
-			case seen[it.ID]:
-			case pg.Listing.Complete:
-				work = append(work, WorkItem{ID: it.ID, Deleted: true})
-			case it.Error != "":
-				work = append(work, WorkItem{ID: it.ID})
-			}
-		}
+		work = append(work, unnamed(items, seen, pg.Listing.Complete)...)
 	}
 	for _, w := range work {
 		rs.IDs = append(rs.IDs, w.ID)
