@@ -10,6 +10,11 @@
 // exported as Markdown, Sheets as CSV (the first sheet) and Slides as plain text with files.export.
 // An unchanged md5Checksum (or version, for Google's own formats) and name cost no download.
 //
+// On AWS a listing is paged (syncflow.PagedSource): it stops at a Drive page boundary when the
+// invocation's time is up and hands on a token holding Drive's own page token (and, for a first sync,
+// the start token and the files.list query under way); the cursor and Complete come with the last
+// page only.
+//
 // Requests authenticate as a service account: its JSON key (from the connector's credentials) signs
 // a JWT that golang.org/x/oauth2/google exchanges for a bearer token at the key's token_uri, cached
 // until it expires; "impersonate" sets the JWT's subject for domain-wide delegation. Drive is spoken
@@ -40,6 +45,7 @@ import (
 	"golang.org/x/oauth2/google"
 
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/syncflow"
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -221,18 +227,52 @@ func (c *Connector) Validate(ctx context.Context) error {
 	}
 }
 
-// Changes lists every file (first sync) or follows the changes feed from the cursor.
-func (c *Connector) Changes(ctx context.Context, cursor string, known []connector.Known) (out connector.Listing, err error) {
+// Changes lists every file (first sync) or follows the changes feed from the cursor, whole.
+func (c *Connector) Changes(ctx context.Context, cursor string, known []connector.Known) (connector.Listing, error) {
+	pg, err := c.ChangesPage(ctx, cursor, "", known, time.Time{})
+	return pg.Listing, err
+}
+
+// Page is one invocation's part of a listing (syncflow's type: the port's consumer declares it).
+type Page = syncflow.Page
+
+var _ syncflow.PagedSource = (*Connector)(nil)
+
+// pageToken is where a paged listing carries on. Start is a first sync's cursor (the start page token
+// taken before its first page); Q is the files.list query under way and Page Drive's nextPageToken in
+// it, or, for the changes feed, Page is changes.list's nextPageToken. Done is the greatest parent
+// folder id whose query is finished ("~", above every id, when the one query without a folder is): the
+// next query takes the next 40 folder ids after it, so a folder added or removed meanwhile shifts no
+// folder out of the listing.
+type pageToken struct {
+	Start string `json:"start,omitempty"`
+	Q     string `json:"q,omitempty"`
+	Page  string `json:"page,omitempty"`
+	Done  string `json:"done,omitempty"`
+}
+
+const allDone = "~"
+
+// ChangesPage lists from token ("" at the start) until the listing is done or the clock passes until
+// (zero: no limit), stopping at a Drive page boundary, at least one page in. A first sync's listing is
+// complete and carries its cursor on its last page only; an incremental one's cursor is the
+// newStartPageToken of the feed's last page.
+func (c *Connector) ChangesPage(ctx context.Context, cursor, token string, known []connector.Known, until time.Time) (out Page, err error) {
 	start := c.http.Calls
-	defer func() { out.Calls = c.http.Calls - start }()
+	defer func() { out.Listing.Calls = c.http.Calls - start }()
 	if c.authErr != nil {
 		return out, c.authErr
 	}
+	var st pageToken
+	if token != "" {
+		if json.Unmarshal([]byte(token), &st) != nil || (cursor == "" && st.Start == "") || (cursor != "" && st.Page == "") {
+			return out, rag.Errorf("gdrive.ChangesPage", rag.KindInvalid, "a listing token that is not this connector's")
+		}
+	}
 	c.listed, c.names = map[string]file{}, map[string]string{}
-	var tok string
-	if cursor == "" {
+	if cursor == "" && st.Start == "" {
 		// the position before anything is listed: what changes meanwhile is in the next sync's feed
-		if tok, err = c.startToken(ctx); err != nil {
+		if st.Start, err = c.startToken(ctx); err != nil {
 			return out, err
 		}
 	}
@@ -242,30 +282,25 @@ func (c *Connector) Changes(ctx context.Context, cursor string, known []connecto
 			return out, err
 		}
 	}
+	past := func() bool { return !until.IsZero() && time.Now().After(until) }
 	if cursor == "" {
-		return c.firstListing(ctx, tok, tree, out)
+		return c.firstListing(ctx, st, tree, past)
 	}
-	knownIDs := make(map[string]itemState, len(known))
-	for _, k := range known {
-		var st itemState
-		json.Unmarshal([]byte(k.State), &st)
-		knownIDs[k.ID] = st
-	}
-	type change struct {
-		ChangeType string `json:"changeType"`
-		Removed    bool   `json:"removed"`
-		FileID     string `json:"fileId"`
-		File       *file  `json:"file"`
+	if st.Page == "" {
+		st.Page = cursor
 	}
 	var feed []change
-	token := cursor
-	for token != "" {
+	for pages := 0; st.Page != ""; pages++ {
+		if pages > 0 && past() {
+			out.Next = encodeToken(st)
+			break
+		}
 		var page struct {
 			NextPageToken     string   `json:"nextPageToken"`
 			NewStartPageToken string   `json:"newStartPageToken"`
 			Changes           []change `json:"changes"`
 		}
-		q := c.driveParams(url.Values{"pageToken": {token}, "pageSize": {strconv.Itoa(c.cfg.PageSize)}, "includeRemoved": {"true"},
+		q := c.driveParams(url.Values{"pageToken": {st.Page}, "pageSize": {strconv.Itoa(c.cfg.PageSize)}, "includeRemoved": {"true"},
 			"spaces": {"drive"}, "fields": {"nextPageToken,newStartPageToken,changes(changeType,removed,fileId,file(" + fileFields + "))"}}, false)
 		if err := c.getJSON(ctx, c.url("changes", q), &page); err != nil {
 			return out, err
@@ -273,13 +308,39 @@ func (c *Connector) Changes(ctx context.Context, cursor string, known []connecto
 		feed = append(feed, page.Changes...)
 		switch {
 		case page.NextPageToken != "":
-			token = page.NextPageToken
+			st.Page = page.NextPageToken
 		case page.NewStartPageToken != "":
-			token, out.Cursor = "", page.NewStartPageToken
+			st.Page, out.Listing.Cursor = "", page.NewStartPageToken
 		default:
 			return out, rag.Errorf("gdrive.Changes", rag.KindUnavailable, "a changes page without nextPageToken or newStartPageToken")
 		}
 	}
+	out.Listing.Changes = c.feedChanges(feed, tree, known)
+	return out, nil
+}
+
+func encodeToken(st pageToken) string {
+	b, _ := json.Marshal(st)
+	return string(b)
+}
+
+// change is a Changes resource with the fields asked for.
+type change struct {
+	ChangeType string `json:"changeType"`
+	Removed    bool   `json:"removed"`
+	FileID     string `json:"fileId"`
+	File       *file  `json:"file"`
+}
+
+// feedChanges turns the changes of the feed's pages read in one invocation into the engine's.
+func (c *Connector) feedChanges(feed []change, tree map[string]bool, known []connector.Known) []connector.Change {
+	knownIDs := make(map[string]itemState, len(known))
+	for _, k := range known {
+		var st itemState
+		json.Unmarshal([]byte(k.State), &st)
+		knownIDs[k.ID] = st
+	}
+	var out []connector.Change
 	// a file may change more than once in the feed: its last change is its state
 	feed = connector.LastOfEach(feed, func(ch change) string { return ch.FileID })
 	seen := map[string]bool{}
@@ -295,57 +356,94 @@ func (c *Connector) Changes(ctx context.Context, cursor string, known []connecto
 				gone[ch.FileID] = true
 			}
 			if isKnown {
-				out.Changes = append(out.Changes, connector.Change{ID: ch.FileID, Deleted: true})
+				out = append(out, connector.Change{ID: ch.FileID, Deleted: true})
 				seen[ch.FileID] = true
 			}
 		case f.MimeType == folderMime:
 		case !c.inScope(*f, tree) || !indexable(*f):
 			if isKnown { // moved out of the folder, or no longer a type docmind reads
-				out.Changes = append(out.Changes, connector.Change{ID: ch.FileID, Deleted: true})
+				out = append(out, connector.Change{ID: ch.FileID, Deleted: true})
 				seen[ch.FileID] = true
 			}
 		default:
 			c.listed[f.ID] = *f
-			out.Changes = append(out.Changes, connector.Change{ID: f.ID})
+			out = append(out, connector.Change{ID: f.ID})
 			seen[f.ID] = true
 		}
 	}
 	// a file under a folder that was trashed, removed or moved out of the tree: the feed names the
 	// folder, not always each file below it
-	for id, st := range knownIDs {
+	for _, id := range slices.Sorted(maps.Keys(knownIDs)) {
 		if seen[id] {
 			continue
 		}
-		for _, p := range st.Parents {
+		for _, p := range knownIDs[id].Parents {
 			if gone[p] || (tree != nil && !tree[p]) {
-				out.Changes = append(out.Changes, connector.Change{ID: id, Deleted: true})
+				out = append(out, connector.Change{ID: id, Deleted: true})
 				break
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
-// firstListing lists every file in scope: the listing is complete; tok is the cursor.
-func (c *Connector) firstListing(ctx context.Context, tok string, tree map[string]bool, out connector.Listing) (connector.Listing, error) {
-	var err error
-	each := func(f file) {
-		if indexable(f) && !f.Trashed {
-			c.listed[f.ID] = f
-			out.Changes = append(out.Changes, connector.Change{ID: f.ID})
+// firstListing lists every file in scope, one files.list query per 40 folders of the tree (one query
+// without a folder), until it is done or past says the time is up: the listing is complete, and its
+// last page carries the start token as the cursor.
+func (c *Connector) firstListing(ctx context.Context, st pageToken, tree map[string]bool, past func() bool) (out Page, err error) {
+	base := "trashed = false and mimeType != '" + folderMime + "'"
+	parents := keys(tree)
+	for pages := 0; ; pages++ {
+		if st.Q == "" { // the next query, or the end
+			switch {
+			case st.Done == allDone:
+			case tree == nil:
+				st.Q = base
+			default:
+				i, _ := slices.BinarySearch(parents, st.Done)
+				for i < len(parents) && parents[i] <= st.Done {
+					i++
+				}
+				if chunk := parents[i:min(i+40, len(parents))]; len(chunk) > 0 {
+					var or []string
+					for _, p := range chunk {
+						or = append(or, "'"+p+"' in parents")
+					}
+					st.Q = base + " and (" + strings.Join(or, " or ") + ")"
+				}
+			}
+			if st.Q == "" {
+				out.Listing.Cursor, out.Listing.Complete = st.Start, true
+				return out, nil
+			}
+		}
+		if pages > 0 && past() {
+			out.Next = encodeToken(st)
+			return out, nil
+		}
+		next, err := c.listPage(ctx, st.Q, st.Page, func(f file) {
+			if indexable(f) && !f.Trashed {
+				c.listed[f.ID] = f
+				out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: f.ID})
+			}
+		})
+		if err != nil {
+			return out, err
+		}
+		if st.Page = next; next == "" {
+			st.Done = allDone
+			if tree != nil {
+				st.Done = lastParent(st.Q)
+			}
+			st.Q = ""
 		}
 	}
-	base := "trashed = false and mimeType != '" + folderMime + "'"
-	if tree == nil {
-		err = c.list(ctx, base, each)
-	} else {
-		err = c.inParents(ctx, base, keys(tree), each)
-	}
-	if err != nil {
-		return out, err
-	}
-	out.Cursor, out.Complete = tok, true
-	return out, nil
+}
+
+// lastParent is the last folder id of a query's parents group (the query's chunk is sorted).
+func lastParent(q string) string {
+	q = strings.TrimSuffix(q, "' in parents)")
+	return q[strings.LastIndex(q, "'")+1:]
 }
 
 // folderTree lists the configured folder's subfolders level by level (one files.list per level and
@@ -388,24 +486,31 @@ func (c *Connector) inParents(ctx context.Context, q string, parents []string, e
 func (c *Connector) list(ctx context.Context, q string, each func(file)) error {
 	token := ""
 	for {
-		v := c.driveParams(url.Values{"q": {q}, "pageSize": {strconv.Itoa(c.cfg.PageSize)}, "fields": {"nextPageToken,files(" + fileFields + ")"}}, true)
-		if token != "" {
-			v.Set("pageToken", token)
-		}
-		var page struct {
-			NextPageToken string `json:"nextPageToken"`
-			Files         []file `json:"files"`
-		}
-		if err := c.getJSON(ctx, c.url("files", v), &page); err != nil {
+		next, err := c.listPage(ctx, q, token, each)
+		if err != nil || next == "" {
 			return err
 		}
-		for _, f := range page.Files {
-			each(f)
-		}
-		if token = page.NextPageToken; token == "" {
-			return nil
-		}
+		token = next
 	}
+}
+
+// listPage runs one page of files.list with q from token ("" for the first) and returns the next.
+func (c *Connector) listPage(ctx context.Context, q, token string, each func(file)) (string, error) {
+	v := c.driveParams(url.Values{"q": {q}, "pageSize": {strconv.Itoa(c.cfg.PageSize)}, "fields": {"nextPageToken,files(" + fileFields + ")"}}, true)
+	if token != "" {
+		v.Set("pageToken", token)
+	}
+	var page struct {
+		NextPageToken string `json:"nextPageToken"`
+		Files         []file `json:"files"`
+	}
+	if err := c.getJSON(ctx, c.url("files", v), &page); err != nil {
+		return "", err
+	}
+	for _, f := range page.Files {
+		each(f)
+	}
+	return page.NextPageToken, nil
 }
 
 func (c *Connector) startToken(ctx context.Context) (string, error) {
