@@ -72,7 +72,7 @@ func TestPagedListing(t *testing.T) {
 		f.put(fmt.Sprintf("DOC%02d", i), fmt.Sprintf("policy %02d.md", i), "text/markdown", fmt.Sprintf("SUB%02d", i*3+i%2), "# P\n\nText.\n", "Ben Ode")
 	}
 	f.put("TOP", "top.md", "text/markdown", "SUB43", "# Top\n", "Ben Ode") // in the second query's 40 folders
-	f.put("FORM", "Feedback", formMime, "SUB01", "", "Ben Ode") // not indexable: never listed
+	f.put("FORM", "Feedback", formMime, "SUB01", "", "Ben Ode")            // not indexable: never listed
 	f.put("F-OTHER", "Elsewhere", folderMime, "root", "", "Ana Lima")
 	f.put("OUT", "outside.md", "text/markdown", "F-OTHER", "# Out\n", "Ben Ode")
 	config := `{"folder_id":"` + rootFolder + `","endpoint":"` + f.srv.URL + `/drive/v3","page_size":3}`
