@@ -3,7 +3,9 @@
 //
 // A first sync enumerates GET /drives/{drive-id}/root/delta, following @odata.nextLink, and keeps the
 // final @odata.deltaLink as the cursor; an incremental sync GETs the stored deltaLink, which returns
-// only the items created, changed, moved or deleted since (a `deleted` facet marks a deletion). Bytes
+// only the items created, changed, moved or deleted since (a `deleted` facet marks a deletion). On AWS
+// the listing is paged (syncflow.PagedSource): it stops at a page boundary when the invocation's time
+// is up and hands on Graph's @odata.nextLink; the deltaLink comes with the last page only. Bytes
 // come from each file's pre-authenticated @microsoft.graph.downloadUrl (no bearer token is sent to it),
 // or from /items/{id}/content when the listing carries none. An unchanged cTag (the content's tag) and
 // name cost no download: a rename or a sharing change is not a re-index.
@@ -33,6 +35,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/syncflow"
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -219,33 +222,60 @@ func (c *Connector) drive(ctx context.Context) (string, error) {
 // Changes runs the delta query from the stored deltaLink (the whole drive when cursor is empty, or when
 // Graph answers 410 Gone because the link expired: then the listing is complete and whatever it no
 // longer names is deleted).
-func (c *Connector) Changes(ctx context.Context, cursor string, known []connector.Known) (out connector.Listing, err error) {
+func (c *Connector) Changes(ctx context.Context, cursor string, known []connector.Known) (connector.Listing, error) {
+	pg, err := c.ChangesPage(ctx, cursor, "", known, time.Time{})
+	return pg.Listing, err
+}
+
+var _ syncflow.PagedSource = (*Connector)(nil)
+
+// pageToken is where a paged listing carries on: Graph's own @odata.nextLink, and whether the listing
+// is a whole enumeration (a first sync, or one that restarted after 410 resyncRequired).
+type pageToken struct {
+	Next string `json:"next"`
+	Full bool   `json:"full,omitempty"`
+}
+
+// ChangesPage runs the delta query from token ("" at the start: from the cursor) until the listing is
+// done or the clock passes until (zero: no limit), stopping at a page boundary, at least one page in.
+// The deltaLink (the cursor) and Complete come with the last page only.
+func (c *Connector) ChangesPage(ctx context.Context, cursor, token string, known []connector.Known, until time.Time) (out syncflow.Page, err error) {
 	start := c.http.Calls
-	defer func() { out.Calls = c.http.Calls - start }()
+	defer func() { out.Listing.Calls = c.http.Calls - start }()
 	driveID, err := c.drive(ctx)
 	if err != nil {
 		return out, err
 	}
 	first := c.cfg.GraphURL + "/drives/" + url.PathEscape(driveID) + "/root/delta"
-	next := first
-	if cursor != "" {
+	st := pageToken{Next: first, Full: cursor == ""}
+	switch {
+	case token != "":
+		if json.Unmarshal([]byte(token), &st) != nil || st.Next == "" || !c.sameHost(st.Next) {
+			return out, rag.Errorf("sharepoint.ChangesPage", rag.KindInvalid, "a listing token that is not a link of %s", c.cfg.GraphURL)
+		}
+	case cursor != "":
 		if !c.sameHost(cursor) {
 			return out, rag.Errorf("sharepoint.Changes", rag.KindInvalid, "the stored cursor is not a delta link of %s", c.cfg.GraphURL)
 		}
-		next = cursor
+		st.Next = cursor
 	}
-	out.Complete = cursor == ""
+	past := func() bool { return !until.IsZero() && time.Now().After(until) }
 	var items []driveItem
-	for next != "" {
+	for pages := 0; st.Next != ""; pages++ {
+		if pages > 0 && past() {
+			b, _ := json.Marshal(st)
+			out.Next = string(b)
+			break
+		}
 		var page struct {
 			Value     []driveItem `json:"value"`
 			NextLink  string      `json:"@odata.nextLink"`
 			DeltaLink string      `json:"@odata.deltaLink"`
 		}
-		err := c.getJSON(ctx, next, &page)
-		if errors.Is(err, errResync) && next == cursor {
+		err := c.getJSON(ctx, st.Next, &page)
+		if errors.Is(err, errResync) && st.Next == cursor {
 			// resyncRequired: the link is too old; enumerate again and let the engine diff
-			items, next, out.Complete = nil, first, true
+			items, st = nil, pageToken{Next: first, Full: true}
 			continue
 		}
 		if err != nil {
@@ -254,24 +284,25 @@ func (c *Connector) Changes(ctx context.Context, cursor string, known []connecto
 		items = append(items, page.Value...)
 		switch {
 		case page.NextLink != "":
-			next = page.NextLink
+			st.Next = page.NextLink
 		case page.DeltaLink != "":
-			next, out.Cursor = "", page.DeltaLink
+			st.Next, out.Listing.Cursor, out.Listing.Complete = "", page.DeltaLink, st.Full
 		default:
 			return out, rag.Errorf("sharepoint.Changes", rag.KindUnavailable, "a delta page without @odata.nextLink or @odata.deltaLink")
 		}
-		if next != "" && !c.sameHost(next) {
+		if st.Next != "" && !c.sameHost(st.Next) {
 			return out, rag.Errorf("sharepoint.Changes", rag.KindUnavailable, "graph's next link leaves %s", c.cfg.GraphURL)
 		}
 	}
-	out.Changes = c.changes(items, known)
-	return out, nil
+	// a page after the first has not seen the folders listed before it: their parents are asked for
+	out.Listing.Changes, err = c.changes(ctx, items, known, token != "")
+	return out, err
 }
 
 // changes turns delta items into the engine's changes: files in scope are new or changed, deleted
 // items and files moved out of the folder are deletions, and so is every known item under a folder
 // that was deleted or moved out.
-func (c *Connector) changes(items []driveItem, known []connector.Known) []connector.Change {
+func (c *Connector) changes(ctx context.Context, items []driveItem, known []connector.Known, resolve bool) ([]connector.Change, error) {
 	// the same item may appear more than once in a delta feed: its last occurrence is its state
 	items = connector.LastOfEach(items, func(it driveItem) string { return it.ID })
 	// the folder tree: parents seen in this listing, then those remembered with known items
@@ -281,7 +312,9 @@ func (c *Connector) changes(items []driveItem, known []connector.Known) []connec
 		if it.Folder != nil || it.Root != nil || it.Deleted != nil {
 			parentOf[it.ID] = it.Parent.ID
 		}
-		if it.Deleted != nil || (it.Folder != nil && !c.inScope(it, true)) {
+		// (the root is never out of scope: Graph names it in a delta page like any folder, and a page
+		// without the rest of the drive must not take it for a folder moved out)
+		if it.Deleted != nil || (it.Folder != nil && it.Root == nil && !c.inScope(it, true)) {
 			gone[it.ID] = true
 		}
 	}
@@ -336,10 +369,27 @@ func (c *Connector) changes(items []driveItem, known []connector.Known) []connec
 		var chain []string
 		for p, n := it.Parent.ID, 0; p != "" && n < 64; p, n = parentOf[p], n+1 {
 			chain = append(chain, p)
+			if _, ok := parentOf[p]; !ok && resolve {
+				parent, err := c.parentOf(ctx, p)
+				if err != nil {
+					return nil, err
+				}
+				parentOf[p] = parent
+			}
 		}
 		c.chains[id] = chain
 	}
-	return out
+	return out, nil
+}
+
+// parentOf asks Graph for a folder's parent ("" for the root).
+func (c *Connector) parentOf(ctx context.Context, id string) (string, error) {
+	var it driveItem
+	u := c.cfg.GraphURL + "/drives/" + url.PathEscape(c.driveID) + "/items/" + url.PathEscape(id) + "?$select=id,root,parentReference"
+	if err := c.getJSON(ctx, u, &it); err != nil {
+		return "", err
+	}
+	return it.Parent.ID, nil
 }
 
 // inScope says whether an item lies in the configured folder (a folder itself when folder is set: the

@@ -186,11 +186,11 @@ func TestDeltaRepeatsAnItem(t *testing.T) {
 		}
 		return it
 	}
-	got := c.changes([]driveItem{file("a.md", false), file("b.md", false)}, nil)
+	got, _ := c.changes(context.Background(), []driveItem{file("a.md", false), file("b.md", false)}, nil, false)
 	if len(got) != 1 || got[0].Deleted || c.listed["I-1"].Name != "b.md" {
 		t.Fatalf("changes of an item listed twice = %+v (%+v); want one change with the last name", got, c.listed)
 	}
-	got = c.changes([]driveItem{file("a.md", false), file("", true)}, []connector.Known{{ID: "I-1"}})
+	got, _ = c.changes(context.Background(), []driveItem{file("a.md", false), file("", true)}, []connector.Known{{ID: "I-1"}}, false)
 	if len(got) != 1 || !got[0].Deleted {
 		t.Fatalf("changes of an item changed then deleted = %+v; want one deletion", got)
 	}
