@@ -5,9 +5,12 @@
 // connector.HTTP.
 //
 // A first sync lists every current page with its body. An incremental sync searches
-// `space = KEY and type = page and lastmodified >= "<cursor>"` and fetches each result, then lists the
-// space's current page ids (no bodies) to find what was trashed or purged since: a trashed page leaves
-// the current listing and a purged one leaves everything, and both must be deleted within that sync.
+// `space = KEY and type = page and lastmodified >= "<cursor>"` and fetches each result, then asks which
+// of the known pages are still current in the space (v2 GET /pages?id=...&space-id=&status=current,
+// 250 ids to a request) to find what was trashed, purged or moved since: both must be deleted within
+// that sync. On AWS the listing is paged (syncflow.PagedSource): it stops at a request boundary when
+// the invocation's time is up and hands on the API's own next link (or the last known id checked);
+// the cursor and Complete come with the last page only.
 package confluence
 
 import (
@@ -18,11 +21,13 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/syncflow"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -152,91 +157,177 @@ const cqlTime = "2006/01/02 15:04"
 // deletions since (incremental). The cursor is the start of this listing minus two minutes, in CQL's
 // minute format: an edit made while a sync runs is found again by the next one (an unchanged page costs
 // a fetch, not an embedding).
-func (c *Connector) Changes(ctx context.Context, cursor string, known []connector.Known) (out connector.Listing, err error) {
+func (c *Connector) Changes(ctx context.Context, cursor string, known []connector.Known) (connector.Listing, error) {
+	pg, err := c.ChangesPage(ctx, cursor, "", known, time.Time{})
+	return pg.Listing, err
+}
+
+var _ syncflow.PagedSource = (*Connector)(nil)
+
+// pageToken is where a paged listing carries on. Start is the cursor the listing will end with (taken
+// when its first page began); Next is the API's own next link (the v2 pages cursor, or the CQL
+// search's); Checked, in the deletion check, is the greatest known id already checked ("" before it).
+type pageToken struct {
+	Start    string `json:"start"`
+	Next     string `json:"next,omitempty"`
+	Checking bool   `json:"checking,omitempty"`
+	Checked  string `json:"checked,omitempty"`
+}
+
+// ChangesPage lists from token ("" at the start) until the listing is done or the clock passes until
+// (zero: no limit), stopping at a request boundary, at least one request in. A first sync lists the
+// space's current pages with their bodies (v2 cursor paging). An incremental one follows the CQL
+// search, then checks the known pages, 250 ids to a request, against the space's current pages: one
+// that is no longer among them was trashed, purged or moved away. The cursor and Complete come with
+// the last page only.
+func (c *Connector) ChangesPage(ctx context.Context, cursor, token string, known []connector.Known, until time.Time) (out syncflow.Page, err error) {
+	const op = "confluence.Changes"
 	start := c.http.Calls
-	now := time.Now
-	if c.Now != nil {
-		now = c.Now
+	defer func() { out.Listing.Calls = c.http.Calls - start }()
+	var st pageToken
+	if token != "" {
+		if json.Unmarshal([]byte(token), &st) != nil || st.Start == "" || (st.Next != "" && c.resolve(st.Next) != st.Next) {
+			return out, rag.Errorf(op, rag.KindInvalid, "a listing token that is not this connector's")
+		}
+	} else {
+		now := time.Now
+		if c.Now != nil {
+			now = c.Now
+		}
+		st.Start = now().UTC().Add(-2 * time.Minute).Format(cqlTime)
 	}
-	out.Cursor = now().UTC().Add(-2 * time.Minute).Format(cqlTime)
-	defer func() { out.Calls = c.http.Calls - start }()
 	spaceID, err := c.space(ctx)
 	if err != nil {
 		return out, err
 	}
-	if cursor == "" {
-		err = c.pages(ctx, spaceID, true, func(p page) {
-			it := c.item(p)
-			out.Changes = append(out.Changes, connector.Change{ID: p.ID, Item: &it})
-		})
-		out.Complete = err == nil
-		return out, err
-	}
-	if _, err := time.Parse(cqlTime, cursor); err != nil {
-		return out, rag.Errorf("confluence.Changes", rag.KindInvalid, "cursor %q is not a CQL time", cursor)
-	}
-	changed := map[string]bool{}
-	cql := fmt.Sprintf(`space = "%s" and type = page and lastmodified >= "%s"`, c.cfg.Space, cursor)
-	next := c.cfg.URL + "/rest/api/search?limit=" + strconv.Itoa(c.cfg.PageSize) + "&cql=" + url.QueryEscape(cql)
-	for next != "" {
-		var res struct {
-			Results []struct {
-				Content struct {
-					ID     string `json:"id"`
-					Type   string `json:"type"`
-					Status string `json:"status"`
-				} `json:"content"`
-			} `json:"results"`
-			Links struct {
-				Next string `json:"next"`
-			} `json:"_links"`
+	if cursor != "" {
+		if _, err := time.Parse(cqlTime, cursor); err != nil {
+			return out, rag.Errorf(op, rag.KindInvalid, "cursor %q is not a CQL time", cursor)
 		}
-		if err := c.getJSON(ctx, next, &res, nil); err != nil {
-			return out, err
-		}
-		for _, r := range res.Results {
-			if r.Content.Type == "page" && !changed[r.Content.ID] {
-				changed[r.Content.ID] = true
-				out.Changes = append(out.Changes, connector.Change{ID: r.Content.ID})
-			}
-		}
-		next = c.resolve(res.Links.Next)
 	}
-	// trashed and purged pages: known ids no longer among the current pages
-	live := map[string]bool{}
-	if err := c.pages(ctx, spaceID, false, func(p page) { live[p.ID] = true }); err != nil {
-		return out, err
+	switch {
+	case token != "":
+	case cursor == "":
+		st.Next = c.cfg.URL + "/api/v2/spaces/" + url.PathEscape(spaceID) + "/pages?status=current&body-format=storage&limit=" + strconv.Itoa(c.cfg.PageSize)
+	default:
+		cql := fmt.Sprintf(`space = "%s" and type = page and lastmodified >= "%s"`, c.cfg.Space, cursor)
+		st.Next = c.cfg.URL + "/rest/api/search?limit=" + strconv.Itoa(c.cfg.PageSize) + "&cql=" + url.QueryEscape(cql)
 	}
+	ids := make([]string, 0, len(known))
 	for _, k := range known {
-		if !live[k.ID] && !changed[k.ID] {
-			out.Changes = append(out.Changes, connector.Change{ID: k.ID, Deleted: true})
+		ids = append(ids, k.ID)
+	}
+	slices.Sort(ids)
+	changed := map[string]bool{}
+	for n := 0; ; n++ {
+		var chunk []string
+		if st.Checking {
+			i, _ := slices.BinarySearch(ids, st.Checked)
+			for i < len(ids) && ids[i] <= st.Checked {
+				i++
+			}
+			chunk = ids[i:min(i+250, len(ids))]
+		}
+		if (cursor == "" || st.Checking) && st.Next == "" && len(chunk) == 0 {
+			out.Listing.Cursor, out.Listing.Complete = st.Start, cursor == ""
+			return out, nil
+		}
+		if n > 0 && !until.IsZero() && time.Now().After(until) {
+			b, _ := json.Marshal(st)
+			out.Next = string(b)
+			return out, nil
+		}
+		switch {
+		case cursor == "":
+			if st.Next, err = c.pagesPage(ctx, st.Next, func(p page) {
+				it := c.item(p)
+				out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: p.ID, Item: &it})
+			}); err != nil {
+				return out, err
+			}
+		case !st.Checking:
+			if st.Next, err = c.searchPage(ctx, st.Next, func(id string) {
+				if !changed[id] {
+					changed[id] = true
+					out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: id})
+				}
+			}); err != nil {
+				return out, err
+			}
+			st.Checking = st.Next == ""
+		default:
+			live, err := c.current(ctx, spaceID, chunk)
+			if err != nil {
+				return out, err
+			}
+			for _, id := range chunk {
+				if !live[id] && !changed[id] {
+					out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: id, Deleted: true})
+				}
+			}
+			st.Checked = chunk[len(chunk)-1]
 		}
 	}
-	return out, nil
 }
 
-// pages lists the space's current pages, with their bodies when body is set, following the Link
-// header's next (or _links.next).
-func (c *Connector) pages(ctx context.Context, spaceID string, body bool, each func(page)) error {
-	next := c.cfg.URL + "/api/v2/spaces/" + url.PathEscape(spaceID) + "/pages?status=current&limit=" + strconv.Itoa(c.cfg.PageSize)
-	if body {
-		next += "&body-format=storage"
+// searchPage reads one page of the CQL search at next and returns the link to the page after it.
+func (c *Connector) searchPage(ctx context.Context, next string, each func(id string)) (string, error) {
+	var res struct {
+		Results []struct {
+			Content struct {
+				ID     string `json:"id"`
+				Type   string `json:"type"`
+				Status string `json:"status"`
+			} `json:"content"`
+		} `json:"results"`
+		Links struct {
+			Next string `json:"next"`
+		} `json:"_links"`
 	}
+	if err := c.getJSON(ctx, next, &res, nil); err != nil {
+		return "", err
+	}
+	for _, r := range res.Results {
+		if r.Content.Type == "page" {
+			each(r.Content.ID)
+		}
+	}
+	return c.resolve(res.Links.Next), nil
+}
+
+// current says which of ids (at most 250) are current pages of the space (v2 GET /pages filtered by
+// id, space-id and status).
+func (c *Connector) current(ctx context.Context, spaceID string, ids []string) (map[string]bool, error) {
+	live := map[string]bool{}
+	next := c.cfg.URL + "/api/v2/pages?status=current&limit=250&space-id=" + url.QueryEscape(spaceID) + "&id=" + url.QueryEscape(strings.Join(ids, ","))
 	for next != "" {
-		var res pageList
-		var hdr http.Header
-		if err := c.getJSON(ctx, next, &res, &hdr); err != nil {
-			return err
-		}
-		for _, p := range res.Results {
-			each(p)
-		}
-		next = c.resolve(linkNext(hdr.Get("Link")))
-		if next == "" {
-			next = c.resolve(res.Links.Next)
+		var err error
+		if next, err = c.pagesPage(ctx, next, func(p page) {
+			if p.Status == "current" && (p.SpaceID == "" || p.SpaceID == spaceID) {
+				live[p.ID] = true
+			}
+		}); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return live, nil
+}
+
+// pagesPage reads one page of a v2 pages listing at next and returns the link to the page after it
+// (the Link header's next, or _links.next).
+func (c *Connector) pagesPage(ctx context.Context, next string, each func(page)) (string, error) {
+	var res pageList
+	var hdr http.Header
+	if err := c.getJSON(ctx, next, &res, &hdr); err != nil {
+		return "", err
+	}
+	for _, p := range res.Results {
+		each(p)
+	}
+	if n := c.resolve(linkNext(hdr.Get("Link"))); n != "" {
+		return n, nil
+	}
+	return c.resolve(res.Links.Next), nil
 }
 
 // Fetch returns one page with its body; ErrGone when it is trashed, purged or no longer in the space.

@@ -17,7 +17,8 @@ import (
 
 // fake is an in-process Confluence Cloud speaking the shapes of Atlassian's REST API documentation:
 // GET /wiki/api/v2/spaces?keys=, GET /wiki/api/v2/spaces/{id}/pages (cursor paging with a Link header
-// and _links.next, body-format=storage), GET /wiki/api/v2/pages/{id}, and the v1 CQL search
+// and _links.next, body-format=storage), GET /wiki/api/v2/pages?id=&space-id=&status=,
+// GET /wiki/api/v2/pages/{id}, and the v1 CQL search
 // GET /wiki/rest/api/search (start/limit paging, _links.next relative to the wiki base). HTTP Basic
 // with an email and API token; 429 with Retry-After and X-RateLimit-* headers when told to limit.
 type fake struct {
@@ -132,6 +133,20 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="next", <%s/wiki>; rel="base"`, next, f.srv.URL))
 		}
 		json.NewEncoder(w).Encode(map[string]any{"results": res, "_links": links})
+	case r.URL.Path == "/wiki/api/v2/pages":
+		// pages filtered by id and space-id (comma-separated lists, at most 250 ids) and status
+		if len(strings.Split(q.Get("id"), ",")) > 250 || (q.Get("space-id") != "" && q.Get("space-id") != spaceID) {
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]any{{"status": 400, "code": "INVALID_REQUEST_PARAMETER", "title": "Invalid id or space-id"}}})
+			return
+		}
+		res := []any{}
+		for _, id := range strings.Split(q.Get("id"), ",") {
+			if p := f.pages[id]; p != nil && (q.Get("status") == "" || p.status == q.Get("status")) {
+				res = append(res, f.pageJSON(p, false))
+			}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"results": res, "_links": map[string]any{"base": f.srv.URL + "/wiki"}})
 	case strings.HasPrefix(r.URL.Path, "/wiki/api/v2/pages/"):
 		p := f.pages[strings.TrimPrefix(r.URL.Path, "/wiki/api/v2/pages/")]
 		if p == nil {
