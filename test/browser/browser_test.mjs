@@ -1712,6 +1712,26 @@ test("access: a restricted connector document shows the lock and its principals 
   await box.locator(".chunk").first().waitFor();
   assert.equal(await box.locator(".docaccess").count(), 0, "an upload has no access line");
   assert.deepEqual(p.errors, []);
+
+  // the lock and the principals keep 4.5:1 in both themes; the signed-in user's groups (GET /api/me,
+  // routed as a token's user: this server runs without authentication) show as text in the header
+  for (const colorScheme of ["light", "dark"]) {
+    const q = await page(t, { path: "/#kb", colorScheme, bypassCSP: true });
+    await q.route("**/api/me", (route) => route.fulfill({ json: { auth: "oidc", user: "u_ann", email: "ann@acme.example", tenant: "default", role: "member",
+      groups: ["hr", "<img src=x onerror=window.__xss=1>"] } }));
+    await q.route(`**/api/documents/${locked.id}`, async (route) => route.fulfill({ json: { ...(await (await route.fetch()).json()),
+      access: { connector: "drive", enforced: true, principals, restricted: true } } }));
+    await q.reload();
+    await q.getByRole("button", { name: `Chunks of ${locked.file_name}` }).click();
+    await q.locator("#chunks .docaccess .lock").waitFor();
+    assert.equal(await q.textContent("#who-name"), "Signed in as ann@acme.example (default, member) · groups: hr, <img src=x onerror=window.__xss=1>");
+    assert.equal(await q.locator("#who img").count(), 0);
+    const r = await q.evaluate(contrastInPage);
+    assert.deepEqual(r.bad, [], `${colorScheme} access line`);
+    console.log(`# contrast ${colorScheme} access line: ${r.checked} text elements, min ${r.min.ratio.toFixed(2)}:1 (${r.min.what})`);
+    assert.equal(await q.evaluate(() => window.__xss), undefined);
+    assert.deepEqual(q.errors, []);
+  }
 });
 
 test("connectors: enforce_permissions is chosen when adding (unticked sends false) and shown read-only; a running sync shows done / total and its pages", async (t) => {
