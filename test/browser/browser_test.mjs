@@ -1798,3 +1798,91 @@ test("an inferred date range reads from its bounds in the timeline: date: 2025-0
   assert.ok(!steps.some(s => s.includes("[2025-01-01")), `no interval notation: ${steps}`);
   assert.deepEqual(p.errors, []);
 });
+
+// driveFake serves the Google Drive API v3 calls a first sync makes (docs/connectors.md, Google Drive):
+// the service account's token exchange (the JWT is not verified: the connector's own tests do), the
+// start page token, files.list with each file's permissions, and a file's content (alt=media). files
+// are {id, name, text, permissions}.
+async function driveFake(t, files) {
+  const http = await import("node:http");
+  const calls = [];
+  const srv = http.createServer((req, res) => {
+    const u = new URL(req.url, "http://x");
+    calls.push(`${req.method} ${u.pathname}`);
+    const json = (v) => { res.writeHead(200, { "Content-Type": "application/json" }); res.end(JSON.stringify(v)); };
+    if (req.method === "POST" && u.pathname === "/token") return json({ access_token: "fake-token", token_type: "Bearer", expires_in: 3600 });
+    if (req.headers.authorization !== "Bearer fake-token") { res.writeHead(401); res.end(); return; }
+    if (u.pathname === "/drive/v3/changes/startPageToken") return json({ startPageToken: "100" });
+    if (u.pathname === "/drive/v3/files") {
+      return json({ files: files.map(f => ({ id: f.id, name: f.name, mimeType: "text/markdown", trashed: false, parents: ["root"],
+        createdTime: "2025-03-01T10:00:00Z", modifiedTime: "2025-03-02T10:00:00Z", version: "1", md5Checksum: `md5-${f.id}`,
+        size: String(Buffer.byteLength(f.text)), webViewLink: `https://drive.example/${f.id}`,
+        owners: [{ displayName: "Ann", emailAddress: "ann@acme.example" }], permissions: f.permissions })) });
+    }
+    const f = files.find(f => u.pathname === `/drive/v3/files/${f.id}`);
+    if (f && u.searchParams.get("alt") === "media") { res.writeHead(200, { "Content-Type": "text/markdown" }); res.end(f.text); return; }
+    res.writeHead(404, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ error: { code: 404, message: "File not found" } }));
+  });
+  await new Promise((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  t.after(() => srv.close());
+  return { url: `http://127.0.0.1:${srv.address().port}`, calls };
+}
+
+test("access: a Drive connector's restricted document, synced from a fake Drive, shows the lock and its principals as text", async (t) => {
+  const { generateKeyPairSync } = await import("node:crypto");
+  const drive = await driveFake(t, [
+    { id: "f-hr", name: "hr-salaries.md", text: "# Salaries\n\nThe salary bands are reviewed every April.\n",
+      permissions: [{ type: "group", emailAddress: "HR@acme.example", role: "reader" }, { type: "user", emailAddress: "<img src=x onerror=window.__xss=1>@acme.example", role: "writer" }] },
+    { id: "f-all", name: "holidays.md", text: "# Holidays\n\nThe office closes on the first of May.\n",
+      permissions: [{ type: "anyone", role: "reader" }] },
+  ]);
+  const url = await connectorServer(t);
+  // the key file an operator puts in the knowledge base's credentials folder (docs/connectors.md)
+  const kb = (await (await fetch(`${url}/api/kbs`)).json()).knowledge_bases.find(k => k.name === "site-kb");
+  const dir = join(work, `conn-${new URL(url).port}`, "connector-credentials", kb.id);
+  mkdirSync(dir, { recursive: true });
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
+  writeFileSync(join(dir, "drive.json"), JSON.stringify({ type: "service_account", client_email: "sync@acme.iam.example", private_key: privateKey, token_uri: `${drive.url}/token` }));
+  const add = await fetch(`${url}/api/kbs/site-kb/connectors`, { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ name: "team-drive", type: "gdrive", settings: { endpoint: `${drive.url}/drive/v3`, credentials_file: "drive.json" }, check: true }) });
+  assert.equal(add.status, 201, await add.text());
+  assert.equal((await fetch(`${url}/api/kbs/site-kb/connectors/team-drive/sync`, { method: "POST" })).status, 202);
+  const docs = await until("both Drive files to be ready", async () => {
+    const d = (await (await fetch(`${url}/api/kbs/site-kb/documents`)).json()).documents;
+    return d.length === 2 && d.every(x => x.status === "ready") && d;
+  });
+  const hr = docs.find(d => d.file_name === "hr-salaries.md");
+  const all = docs.find(d => d.file_name === "holidays.md");
+  const got = await (await fetch(`${url}/api/documents/${hr.id}`)).json();
+  assert.equal(got.access?.restricted, true, JSON.stringify(got.access));
+
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, bypassCSP: true });
+  t.after(() => ctx.close());
+  const p = await ctx.newPage();
+  p.setDefaultTimeout(WAIT);
+  const errors = [];
+  p.on("pageerror", (e) => errors.push(e.message));
+  await p.goto(url + "/#kb");
+  await p.locator("#kb option[value=site-kb]").waitFor({ state: "attached" });
+  await p.selectOption("#kb", "site-kb");
+  await p.getByRole("button", { name: "Chunks of hr-salaries.md" }).click();
+  const acc = p.getByLabel("Access to hr-salaries.md");
+  await acc.waitFor();
+  assert.equal(await acc.getByRole("img", { name: "restricted" }).textContent(), "🔒");
+  assert.equal(await acc.locator(".access-text").textContent(), "Restricted at the source (connector team-drive): readable by");
+  // the source's principals, normalised by the server, as text
+  assert.equal(await acc.locator(".access-principals").textContent(), got.access.principals.join(", "));
+  assert.match(await acc.locator(".access-principals").textContent(), /group:hr@acme\.example/);
+  assert.match(await acc.locator(".access-principals").textContent(), /user:<img src=x onerror=window\.__xss=1>@acme\.example/);
+  assert.equal(await p.locator("#chunks img").count(), 0);
+
+  await p.getByRole("button", { name: "Chunks of holidays.md" }).click();
+  const open = p.getByLabel("Access to holidays.md");
+  await open.waitFor();
+  assert.equal(await open.locator(".lock").count(), 0, "a file anyone may read has no lock");
+  assert.match(await open.textContent(), /^Open to every reader of the knowledge base \(connector team-drive\)/);
+  assert.equal(await p.evaluate(() => window.__xss), undefined);
+  assert.ok(drive.calls.includes("GET /drive/v3/files/f-hr"), `calls: ${drive.calls}`);
+  assert.deepEqual(errors, []);
+});
