@@ -1675,3 +1675,214 @@ test("connectors: at 375 px the settings, a connector with a long URL and the dr
   }
   assert.deepEqual(errors, []);
 });
+
+test("access: a restricted connector document shows the lock and its principals as text; an open one no lock; an upload no access line", async (t) => {
+  // a demo document given the access GET /api/documents/{id} answers for a connector's document
+  // (shared/access.Info), one principal carrying markup: the source's names are untrusted
+  const docs = (await getJSON("/api/kbs/demo/documents")).documents;
+  const [locked, open, plain] = docs;
+  assert.ok(plain, "the demo has three documents");
+  const p = await page(t, { path: "/#kb", bypassCSP: true });
+  const principals = ["group:hr@acme.example", "user:<img src=x onerror=window.__xss=1>@acme.example"];
+  const withAccess = (id, access) => p.route(`**/api/documents/${id}`, async (route) => {
+    const j = await (await route.fetch()).json();
+    return route.fulfill({ json: { ...j, access } });
+  });
+  await withAccess(locked.id, { connector: "drive", enforced: true, principals, restricted: true });
+  await withAccess(open.id, { connector: "drive", enforced: false, principals: ["user:ann@acme.example"], restricted: false });
+  const box = p.locator("#chunks");
+
+  await p.getByRole("button", { name: `Chunks of ${locked.file_name}` }).click();
+  const acc = box.getByLabel(`Access to ${locked.file_name}`);
+  await acc.waitFor();
+  assert.equal(await acc.getByRole("img", { name: "restricted" }).textContent(), "🔒");
+  assert.equal(await acc.locator(".access-text").textContent(), "Restricted at the source (connector drive): readable by");
+  assert.equal(await acc.locator(".access-principals").textContent(), principals.join(", "));
+  assert.equal(await box.locator("img").count(), 0, "the principal's markup is text");
+  assert.equal(await p.evaluate(() => window.__xss), undefined);
+
+  await p.getByRole("button", { name: `Chunks of ${open.file_name}` }).click();
+  const acc2 = box.getByLabel(`Access to ${open.file_name}`);
+  await acc2.waitFor();
+  assert.equal(await acc2.locator(".lock").count(), 0);
+  assert.match(await acc2.textContent(), /Open to every reader of the knowledge base \(connector drive\): the connector does not enforce the source's permissions; recorded at the source:user:ann@acme\.example/);
+
+  await p.getByRole("button", { name: `Chunks of ${plain.file_name}` }).click();
+  await box.locator("h3", { hasText: plain.file_name }).waitFor();
+  await box.locator(".chunk").first().waitFor();
+  assert.equal(await box.locator(".docaccess").count(), 0, "an upload has no access line");
+  assert.deepEqual(p.errors, []);
+
+  // the lock and the principals keep 4.5:1 in both themes; the signed-in user's groups (GET /api/me,
+  // routed as a token's user: this server runs without authentication) show as text in the header
+  for (const colorScheme of ["light", "dark"]) {
+    const q = await page(t, { path: "/#kb", colorScheme, bypassCSP: true });
+    await q.route("**/api/me", (route) => route.fulfill({ json: { auth: "oidc", user: "u_ann", email: "ann@acme.example", tenant: "default", role: "member",
+      groups: ["hr", "<img src=x onerror=window.__xss=1>"] } }));
+    await q.route(`**/api/documents/${locked.id}`, async (route) => route.fulfill({ json: { ...(await (await route.fetch()).json()),
+      access: { connector: "drive", enforced: true, principals, restricted: true } } }));
+    await q.reload();
+    await q.getByRole("button", { name: `Chunks of ${locked.file_name}` }).click();
+    await q.locator("#chunks .docaccess .lock").waitFor();
+    assert.equal(await q.textContent("#who-name"), "Signed in as ann@acme.example (default, member) · groups: hr, <img src=x onerror=window.__xss=1>");
+    assert.equal(await q.locator("#who img").count(), 0);
+    const r = await q.evaluate(contrastInPage);
+    assert.deepEqual(r.bad, [], `${colorScheme} access line`);
+    console.log(`# contrast ${colorScheme} access line: ${r.checked} text elements, min ${r.min.ratio.toFixed(2)}:1 (${r.min.what})`);
+    assert.equal(await q.evaluate(() => window.__xss), undefined);
+    assert.deepEqual(q.errors, []);
+  }
+});
+
+test("connectors: enforce_permissions is chosen when adding (unticked sends false) and shown read-only; a running sync shows done / total and its pages", async (t) => {
+  const site = await connectorSite(t);
+  const url = await connectorServer(t);
+  // one added through the API with the default (enforced)
+  const r = await fetch(`${url}/api/kbs/site-kb/connectors`, { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ name: "enforced-site", type: "web", settings: { url: `${site}/kb/` }, check: false }) });
+  assert.equal(r.status, 201);
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  t.after(() => ctx.close());
+  const p = await ctx.newPage();
+  p.setDefaultTimeout(WAIT);
+  const errors = [];
+  p.on("pageerror", (e) => errors.push(e.message));
+  await p.goto(url + "/#kb");
+  await p.getByRole("button", { name: "Connectors of site-kb" }).click();
+  const enforced = p.locator('#conn-list li[data-connector="enforced-site"]');
+  await enforced.waitFor();
+  assert.match(await enforced.locator(".conn-perms").textContent(), /^source permissions enforced/);
+
+  // the other form: the box is ticked by default; unticked, the server stores false
+  await p.click(".conn-other summary");
+  assert.equal(await p.isChecked("#conn-any-enforce"), true);
+  await p.selectOption("#conn-any-type", "web");
+  await p.fill("#conn-any-name", "open-site");
+  await p.fill("#conn-any-settings", JSON.stringify({ url: `${site}/kb/` }));
+  await p.uncheck("#conn-any-check");
+  await p.uncheck("#conn-any-enforce");
+  await p.click("#conn-any button[type=submit]");
+  const opened = p.locator('#conn-list li[data-connector="open-site"]');
+  await opened.waitFor();
+  assert.match(await opened.locator(".conn-perms").textContent(), /^source permissions not enforced: every reader/);
+  const stored = await (await fetch(`${url}/api/kbs/site-kb/connectors/open-site`)).json();
+  assert.equal(stored.settings.enforce_permissions, false);
+  assert.equal(await p.isChecked("#conn-any-enforce"), true, "the form resets to enforced");
+
+  // a running sync on AWS reports the listing's total and pages: routed in the server's shape
+  await p.route("**/api/kbs/*/connectors", async (route) => { // the page names the knowledge base by id
+    const j = await (await route.fetch()).json();
+    for (const c of j.connectors) if (c.name === "enforced-site") Object.assign(c, { status: "running", started_at: new Date().toISOString(),
+      progress: { listed: 10, total: 10, done: 3, pages: 2, added: 3, updated: 0, deleted: 0, failed: 0, unchanged: 0 } });
+    return route.fulfill({ json: j });
+  });
+  await p.getByRole("combobox", { name: "Schedule of open-site" }).selectOption("off"); // reloads the list
+  await enforced.locator(".status.running").waitFor();
+  assert.equal(await enforced.locator(".conn-progress").textContent(), "3 / 10 items · 2 pages listed");
+  assert.equal(await opened.locator(".conn-progress").count(), 0, "an idle connector shows no progress");
+  assert.deepEqual(errors, []);
+});
+
+test("an inferred date range reads from its bounds in the timeline: date: 2025-01-01 – 2026-01-01", async (t) => {
+  const p = await page(t);
+  const answer = "Two policies were issued in 2025 [1].";
+  await cannedChat(p, [["routing", { path: "STANDARD", reason: "SIMPLE" }],
+    ["inferred_filter", { filter: { key: "date", gte: "2025-01-01", lt: "2026-01-01" }, documents: 2, detail: "date in 2025",
+      matched: [{ words: "in 2025", key: "date", value: "[2025-01-01, 2026-01-01)", by: "rules", gte: "2025-01-01", lt: "2026-01-01" }] }],
+    ["start", { sources: leaveSources.slice(0, 1), path: "STANDARD" }], ["token", { text: answer }],
+    ["done", { answer, sources: leaveSources.slice(0, 1), path: "STANDARD", injection_flags: [],
+      confidence: { score: 0.8, band: "HIGH", citation_coverage: 1, retrieval_signal: 0.8 }, degraded: [] }]]);
+  const turn = await askAndWait(p, "Which policies were issued in 2025?");
+  const steps = await stepsOf(turn);
+  assert.ok(steps.includes("filter inferred from the question: date: 2025-01-01 – 2026-01-01 (2 documents)"), `timeline: ${steps}`);
+  assert.ok(!steps.some(s => s.includes("[2025-01-01")), `no interval notation: ${steps}`);
+  assert.deepEqual(p.errors, []);
+});
+
+// driveFake serves the Google Drive API v3 calls a first sync makes (docs/connectors.md, Google Drive):
+// the service account's token exchange (the JWT is not verified: the connector's own tests do), the
+// start page token, files.list with each file's permissions, and a file's content (alt=media). files
+// are {id, name, text, permissions}.
+async function driveFake(t, files) {
+  const http = await import("node:http");
+  const calls = [];
+  const srv = http.createServer((req, res) => {
+    const u = new URL(req.url, "http://x");
+    calls.push(`${req.method} ${u.pathname}`);
+    const json = (v) => { res.writeHead(200, { "Content-Type": "application/json" }); res.end(JSON.stringify(v)); };
+    if (req.method === "POST" && u.pathname === "/token") return json({ access_token: "fake-token", token_type: "Bearer", expires_in: 3600 });
+    if (req.headers.authorization !== "Bearer fake-token") { res.writeHead(401); res.end(); return; }
+    if (u.pathname === "/drive/v3/changes/startPageToken") return json({ startPageToken: "100" });
+    if (u.pathname === "/drive/v3/files") {
+      return json({ files: files.map(f => ({ id: f.id, name: f.name, mimeType: "text/markdown", trashed: false, parents: ["root"],
+        createdTime: "2025-03-01T10:00:00Z", modifiedTime: "2025-03-02T10:00:00Z", version: "1", md5Checksum: `md5-${f.id}`,
+        size: String(Buffer.byteLength(f.text)), webViewLink: `https://drive.example/${f.id}`,
+        owners: [{ displayName: "Ann", emailAddress: "ann@acme.example" }], permissions: f.permissions })) });
+    }
+    const f = files.find(f => u.pathname === `/drive/v3/files/${f.id}`);
+    if (f && u.searchParams.get("alt") === "media") { res.writeHead(200, { "Content-Type": "text/markdown" }); res.end(f.text); return; }
+    res.writeHead(404, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ error: { code: 404, message: "File not found" } }));
+  });
+  await new Promise((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  t.after(() => srv.close());
+  return { url: `http://127.0.0.1:${srv.address().port}`, calls };
+}
+
+test("access: a Drive connector's restricted document, synced from a fake Drive, shows the lock and its principals as text", async (t) => {
+  const { generateKeyPairSync } = await import("node:crypto");
+  const drive = await driveFake(t, [
+    { id: "f-hr", name: "hr-salaries.md", text: "# Salaries\n\nThe salary bands are reviewed every April.\n",
+      permissions: [{ type: "group", emailAddress: "HR@acme.example", role: "reader" }, { type: "user", emailAddress: "<img src=x onerror=window.__xss=1>@acme.example", role: "writer" }] },
+    { id: "f-all", name: "holidays.md", text: "# Holidays\n\nThe office closes on the first of May.\n",
+      permissions: [{ type: "anyone", role: "reader" }] },
+  ]);
+  const url = await connectorServer(t);
+  // the key file an operator puts in the knowledge base's credentials folder (docs/connectors.md)
+  const kb = (await (await fetch(`${url}/api/kbs`)).json()).knowledge_bases.find(k => k.name === "site-kb");
+  const dir = join(work, `conn-${new URL(url).port}`, "connector-credentials", kb.id);
+  mkdirSync(dir, { recursive: true });
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
+  writeFileSync(join(dir, "drive.json"), JSON.stringify({ type: "service_account", client_email: "sync@acme.iam.example", private_key: privateKey, token_uri: `${drive.url}/token` }));
+  const add = await fetch(`${url}/api/kbs/site-kb/connectors`, { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ name: "team-drive", type: "gdrive", settings: { endpoint: `${drive.url}/drive/v3`, credentials_file: "drive.json" }, check: true }) });
+  assert.equal(add.status, 201, await add.text());
+  assert.equal((await fetch(`${url}/api/kbs/site-kb/connectors/team-drive/sync`, { method: "POST" })).status, 202);
+  const docs = await until("both Drive files to be ready", async () => {
+    const d = (await (await fetch(`${url}/api/kbs/site-kb/documents`)).json()).documents;
+    return d.length === 2 && d.every(x => x.status === "ready") && d;
+  });
+  const hr = docs.find(d => d.file_name === "hr-salaries.md");
+  const all = docs.find(d => d.file_name === "holidays.md");
+  const got = await (await fetch(`${url}/api/documents/${hr.id}`)).json();
+  assert.equal(got.access?.restricted, true, JSON.stringify(got.access));
+
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, bypassCSP: true });
+  t.after(() => ctx.close());
+  const p = await ctx.newPage();
+  p.setDefaultTimeout(WAIT);
+  const errors = [];
+  p.on("pageerror", (e) => errors.push(e.message));
+  await p.goto(url + "/#kb");
+  await p.locator("#kb option[value=site-kb]").waitFor({ state: "attached" });
+  await p.selectOption("#kb", "site-kb");
+  await p.getByRole("button", { name: "Chunks of hr-salaries.md" }).click();
+  const acc = p.getByLabel("Access to hr-salaries.md");
+  await acc.waitFor();
+  assert.equal(await acc.getByRole("img", { name: "restricted" }).textContent(), "🔒");
+  assert.equal(await acc.locator(".access-text").textContent(), "Restricted at the source (connector team-drive): readable by");
+  // the source's principals, normalised by the server, as text
+  assert.equal(await acc.locator(".access-principals").textContent(), got.access.principals.join(", "));
+  assert.match(await acc.locator(".access-principals").textContent(), /group:hr@acme\.example/);
+  assert.match(await acc.locator(".access-principals").textContent(), /user:<img src=x onerror=window\.__xss=1>@acme\.example/);
+  assert.equal(await p.locator("#chunks img").count(), 0);
+
+  await p.getByRole("button", { name: "Chunks of holidays.md" }).click();
+  const open = p.getByLabel("Access to holidays.md");
+  await open.waitFor();
+  assert.equal(await open.locator(".lock").count(), 0, "a file anyone may read has no lock");
+  assert.match(await open.textContent(), /^Open to every reader of the knowledge base \(connector team-drive\)/);
+  assert.equal(await p.evaluate(() => window.__xss), undefined);
+  assert.ok(drive.calls.includes("GET /drive/v3/files/f-hr"), `calls: ${drive.calls}`);
+  assert.deepEqual(errors, []);
+});

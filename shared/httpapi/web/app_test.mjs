@@ -266,3 +266,26 @@ test("combine: no chips send no filter, one is itself, more are joined with and"
   assert.ok(isFilterRefusal(400, "filter.gte: x") && isFilterRefusal(404, "no document in the knowledge bases asked passes the filter"));
   assert.ok(!isFilterRefusal(500, "filter") && !isFilterRefusal(400, "question is empty"));
 });
+
+import { accessView } from "./kbs.js";
+import { whoText } from "./signin.js";
+
+test("accessView: a restricted document gets the lock and its principals as given; an open one says so; an upload none", () => {
+  assert.equal(accessView(undefined), null);
+  assert.equal(accessView(null), null);
+  const r = accessView({ connector: "drive", enforced: true, restricted: true, principals: ["group:hr@acme.example", "<img src=x onerror=alert(1)>"] });
+  assert.equal(r.restricted, true);
+  assert.equal(r.text, "Restricted at the source (connector drive): readable by");
+  assert.deepEqual(r.principals, ["group:hr@acme.example", "<img src=x onerror=alert(1)>"]);
+  assert.match(accessView({ connector: "drive", enforced: true, restricted: true, principals: [] }).text, /not known yet/);
+  const open = accessView({ connector: "drive", enforced: true, restricted: false, principals: ["anyone"] });
+  assert.equal(open.restricted, false);
+  assert.equal(open.text, "Open to every reader of the knowledge base (connector drive); readable at the source by");
+  assert.match(accessView({ connector: "drive", enforced: false, restricted: false, principals: ["user:a@b.example"] }).text, /does not enforce/);
+  assert.equal(accessView({ connector: "site", enforced: true, restricted: false, principals: [] }).text, "Open to every reader of the knowledge base (connector site)");
+});
+
+test("whoText lists the token's groups after the user; none without groups", () => {
+  assert.equal(whoText({ user: "u1", email: "a@b.example", tenant: "t1", role: "member" }), "Signed in as a@b.example (t1, member)");
+  assert.equal(whoText({ user: "u1", tenant: "t1", groups: ["hr", "finance"] }), "Signed in as u1 (t1) · groups: hr, finance");
+});

@@ -45,6 +45,38 @@ export function syncCounts(p) {
   return parts.join(" · ");
 }
 
+// syncProgress says how far a running sync is: "12 / 40 items · 3 pages listed" when the listing's
+// total is known (on AWS the listing comes first, then its items), "12 items done" otherwise; "" for a
+// sync that is not running or has no counts.
+export function syncProgress(c) {
+  const p = c && c.progress;
+  if (!c || c.status !== "running" || !p || typeof p !== "object") return "";
+  const num = (k) => (typeof p[k] === "number" && Number.isFinite(p[k]) ? p[k] : null);
+  const done = num("done") ?? 0, total = num("total"), pages = num("pages");
+  const parts = [total !== null ? `${done} / ${total} item${total === 1 ? "" : "s"}` : `${done} item${done === 1 ? "" : "s"} done`];
+  if (pages !== null) parts.push(`${pages} page${pages === 1 ? "" : "s"} listed`);
+  return parts.join(" · ");
+}
+
+// enforcesPermissions reads a connector's enforce_permissions setting: on unless it is false.
+export const enforcesPermissions = (c) => !(c && c.settings && c.settings.enforce_permissions === false);
+
+// permissionsText says whether a connector's documents keep the source's permissions
+// (docs/connectors.md, "Permissions"). The setting is chosen when the connector is added: PATCH
+// changes only the schedule, so the list shows it read-only.
+export function permissionsText(c) {
+  return enforcesPermissions(c)
+    ? "source permissions enforced: a document is read only by those its source lets read it"
+    : "source permissions not enforced: every reader of the knowledge base reads its documents";
+}
+
+// withEnforce applies the form's "Enforce the source's permissions" box to a connector's settings:
+// unticked adds "enforce_permissions": false; a value the settings JSON gives itself wins.
+export function withEnforce(settings, enforce) {
+  if (enforce || Object.hasOwn(settings, "enforce_permissions")) return settings;
+  return { ...settings, enforce_permissions: false };
+}
+
 // lastSync says when a connector last finished a sync, or that it never did.
 export function lastSync(c) {
   if (c.status === "running") return c.started_at ? `syncing since ${when(c.started_at)}` : "syncing";
@@ -146,7 +178,10 @@ function renderConnectors(list) {
     li.append(top);
     const summary = settingsSummary(c);
     if (summary) li.append(el("span", "sub", summary));
+    li.append(el("span", `sub conn-perms${enforcesPermissions(c) ? "" : " off"}`, permissionsText(c)));
     li.append(el("span", "sub conn-last", lastSync(c)));
+    const progress = syncProgress(c);
+    if (progress) li.append(el("span", "sub conn-progress", progress));
     const counts = syncCounts(c.progress);
     if (counts) li.append(el("span", "sub conn-counts", counts));
     if (c.last_error) li.append(el("span", "sub error conn-error", c.last_error));
@@ -335,15 +370,18 @@ function otherForm(kb) {
   const checkBox = input("conn-any-check", { type: "checkbox", checked: "" });
   const checkLabel = el("label", "inline", "");
   checkLabel.append(checkBox, document.createTextNode(" Check that the source answers"));
+  const enforceBox = input("conn-any-enforce", { type: "checkbox", checked: "" });
+  const enforceLabel = el("label", "inline", "");
+  enforceLabel.append(enforceBox, document.createTextNode(" Enforce the source's permissions (fixed once added)"));
   const go = el("button", "primary", "Add connector");
   go.type = "submit";
   const note = el("p", "hint", "Settings are the connector's JSON (docs/connectors.md). Credentials are never typed here: name a file an operator put in this knowledge base's credentials folder with \"credentials_file\".");
-  f.append(field("Type", type), field("Name", name), field("Settings (JSON)", settings), checkLabel, go, note);
+  f.append(field("Type", type), field("Name", name), field("Settings (JSON)", settings), checkLabel, enforceLabel, go, note);
   f.onsubmit = (e) => {
     e.preventDefault();
     let s;
     try { s = parseSettings(settings.value); } catch (err) { say(err.message, true); return; }
-    add(f, { name: name.value.trim(), type: type.value, settings: s, check: checkBox.checked });
+    add(f, { name: name.value.trim(), type: type.value, settings: withEnforce(s, enforceBox.checked), check: checkBox.checked });
   };
   d.append(f);
   return d;

@@ -2,7 +2,7 @@
 // functions (the DOM code is driven by test/browser).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { webSettings, parseSettings, syncCounts, lastSync, settingsSummary, canManage, intervalChoices, INTERVALS } from "./connectors.js";
+import { webSettings, parseSettings, syncCounts, lastSync, settingsSummary, canManage, intervalChoices, INTERVALS, syncProgress, enforcesPermissions, permissionsText, withEnforce } from "./connectors.js";
 
 test("webSettings takes the URL and the prefixes one a line, by commas or spaces; none leaves the server's default", () => {
   assert.deepEqual(webSettings(" https://a.example/docs/ ", ""), { url: "https://a.example/docs/" });
@@ -49,4 +49,25 @@ test("the schedule picker offers the usual intervals and keeps a connector's own
   assert.deepEqual(intervalChoices("1h"), INTERVALS);
   assert.deepEqual(intervalChoices(undefined), INTERVALS);
   assert.deepEqual(intervalChoices("90m"), ["90m", ...INTERVALS]);
+});
+
+test("syncProgress: a running sync with the listing's total reads done / total with its pages; without total, done; not running, nothing", () => {
+  assert.equal(syncProgress({ status: "running", progress: { listed: 40, done: 12, total: 40, pages: 3, added: 10 } }), "12 / 40 items · 3 pages listed");
+  assert.equal(syncProgress({ status: "running", progress: { done: 0, total: 1, pages: 1 } }), "0 / 1 item · 1 page listed");
+  assert.equal(syncProgress({ status: "running", progress: { done: 5 } }), "5 items done");
+  assert.equal(syncProgress({ status: "running", progress: { done: "5", total: "<b>9</b>" } }), "0 items done");
+  assert.equal(syncProgress({ status: "ok", progress: { done: 40, total: 40 } }), "");
+  assert.equal(syncProgress({ status: "running" }), "");
+});
+
+test("enforce_permissions: on unless false; the form's box adds false only when unticked and the JSON says nothing", () => {
+  assert.equal(enforcesPermissions({ settings: {} }), true);
+  assert.equal(enforcesPermissions({ settings: { enforce_permissions: true } }), true);
+  assert.equal(enforcesPermissions({ settings: { enforce_permissions: false } }), false);
+  assert.equal(enforcesPermissions({}), true);
+  assert.match(permissionsText({ settings: {} }), /^source permissions enforced/);
+  assert.match(permissionsText({ settings: { enforce_permissions: false } }), /^source permissions not enforced/);
+  assert.deepEqual(withEnforce({ space: "ENG" }, true), { space: "ENG" });
+  assert.deepEqual(withEnforce({ space: "ENG" }, false), { space: "ENG", enforce_permissions: false });
+  assert.deepEqual(withEnforce({ enforce_permissions: true }, false), { enforce_permissions: true });
 });

@@ -303,11 +303,24 @@ async function kbFacets() {
   return mergeFacets(lists);
 }
 
+// inferredCond writes one matched value: "department = HR", or a date range the question named from its
+// bounds ("date: 2025-01-01 – 2026-01-01" for "in 2025", "date: from 2024-03-01", "date: before
+// 2023-01-01"); the end is exclusive, as the filter's lt.
+export function inferredCond(m) {
+  const day = (t) => (/^\d{4}-\d{2}-\d{2}T00:00:00(\.0+)?(Z|[+-]00:00)$/.test(t) ? t.slice(0, 10) : t);
+  const gte = typeof m.gte === "string" && m.gte ? day(m.gte) : "";
+  const lt = typeof m.lt === "string" && m.lt ? day(m.lt) : "";
+  if (gte && lt) return `${m.key}: ${gte} – ${lt}`;
+  if (gte) return `${m.key}: from ${gte}`;
+  if (lt) return `${m.key}: before ${lt}`;
+  return `${m.key} = ${chipValue(m.value)}`;
+}
+
 // inferredLine describes an inferred_filter event for the answer's timeline (null for other events):
 // the filter the server read from the question and why, or that it searched without it.
 export function inferredLine(name, d) {
   if (name !== "inferred_filter" || !d) return null;
-  const conds = (d.matched || []).map(m => `${m.key} = ${chipValue(m.value)}`).join(", ");
+  const conds = (d.matched || []).map(inferredCond).join(", ");
   if (d.fallback) return `inferred filter ${conds} dropped: ${d.detail || "nothing relevant passed it"}`;
   return `filter inferred from the question: ${conds} (${plural(d.documents || 0, "document")})`;
 }

@@ -2,7 +2,7 @@
 // inferred filter's timeline line, pure functions of filters.js.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { suggestions, mergeFacets, chipValue, inferredLine, parseChip } from "./filters.js";
+import { suggestions, mergeFacets, chipValue, inferredLine, inferredCond, parseChip } from "./filters.js";
 
 const facets = mergeFacets([
   [
@@ -55,4 +55,15 @@ test("inferredLine says which filter was inferred and when it was dropped", () =
   assert.equal(inferredLine("inferred_filter", { ...d, fallback: true, detail: "nothing relevant: searched without the inferred filter" }),
     "inferred filter department = HR dropped: nothing relevant: searched without the inferred filter");
   assert.equal(inferredLine("routing", d), null);
+});
+
+test("an inferred date range reads from its bounds, not as an equality on the range's words", () => {
+  const d = { matched: [{ words: "in 2025", key: "date", value: "[2025-01-01, 2026-01-01)", by: "rules", gte: "2025-01-01", lt: "2026-01-01" }], documents: 2 };
+  assert.equal(inferredLine("inferred_filter", d), "filter inferred from the question: date: 2025-01-01 – 2026-01-01 (2 documents)");
+  assert.equal(inferredCond({ key: "modified", value: "[2024-03-01, …)", gte: "2024-03-01T00:00:00Z" }), "modified: from 2024-03-01");
+  assert.equal(inferredCond({ key: "created", value: "(…, 2023-01-01)", lt: "2023-01-01" }), "created: before 2023-01-01");
+  // a bound with a time of day keeps it; a plain match is unchanged
+  assert.equal(inferredCond({ key: "d", gte: "2025-01-01T09:30:00Z", lt: "2025-01-02" }), "d: 2025-01-01T09:30:00Z – 2025-01-02");
+  assert.equal(inferredCond({ key: "department", value: "HR" }), "department = HR");
+  assert.equal(inferredLine("inferred_filter", { ...d, fallback: true, detail: "nothing relevant" }), "inferred filter date: 2025-01-01 – 2026-01-01 dropped: nothing relevant");
 });

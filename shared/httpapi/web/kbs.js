@@ -265,6 +265,21 @@ export async function showChunks(d) {
     for (const [k, v] of meta) dl.append(el("dt", "", k), el("dd", "", v));
     box.append(dl);
   }
+  const acc = accessView(doc && doc.access);
+  if (acc) {
+    // who may read it at its source: the principals come from the source, written as text
+    const p = el("p", `docaccess${acc.restricted ? " restricted" : ""}`);
+    p.setAttribute("aria-label", `Access to ${d.file_name}`);
+    if (acc.restricted) {
+      const lock = el("span", "lock", "🔒");
+      lock.setAttribute("role", "img");
+      lock.setAttribute("aria-label", "restricted");
+      p.append(lock, document.createTextNode(" "));
+    }
+    p.append(el("span", "access-text", acc.text));
+    if (acc.principals.length) p.append(el("span", "sub access-principals", acc.principals.join(", ")));
+    box.append(p);
+  }
   const note = (doc && doc.ocr_note) || d.ocr_note;
   if (note) { const p = el("p", "chunk-note"); p.append(ocrNote(note)); box.append(p); }
   const low = new Set(ocrNoteParts(note).flatMap(p => p.pages || []));
@@ -296,6 +311,24 @@ export function metadataEntries(m) {
   if (!m || typeof m !== "object" || Array.isArray(m)) return [];
   const text = (v) => (typeof v === "string" ? v : Array.isArray(v) ? v.map(text).join(", ") : JSON.stringify(v));
   return Object.keys(m).sort().map(k => [k, text(m[k])]);
+}
+
+// accessView reads GET /api/documents/{id}'s access ({connector, enforced, principals, restricted}; absent
+// for an upload): null without one, else whether to show the lock, the sentence and the principals
+// (the source's own names: text only).
+export function accessView(a) {
+  if (!a || typeof a !== "object") return null;
+  const principals = Array.isArray(a.principals) ? a.principals.map(String) : [];
+  const from = a.connector ? ` (connector ${a.connector})` : "";
+  let text;
+  if (a.restricted) {
+    text = principals.length ? `Restricted at the source${from}: readable by` : `Restricted${from}: its source's permissions are not known yet, so no one but an admin reads it`;
+  } else if (a.enforced === false) {
+    text = `Open to every reader of the knowledge base${from}: the connector does not enforce the source's permissions${principals.length ? "; recorded at the source:" : ""}`;
+  } else {
+    text = `Open to every reader of the knowledge base${from}${principals.length ? "; readable at the source by" : ""}`;
+  }
+  return { restricted: a.restricted === true, text, principals };
 }
 
 // ocrNoteParts splits a document's OCR note ("OCR (eng) on 2 page(s), mean confidence 74%; low confidence

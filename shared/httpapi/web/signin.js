@@ -36,7 +36,7 @@ export async function loadMe() {
   }
   const me = state.me;
   $("who").hidden = !me || me.auth === "none";
-  if (me) $("who-name").textContent = `Signed in as ${me.email || me.user} (${me.tenant}${me.role ? `, ${me.role}` : ""})`;
+  if (me) $("who-name").textContent = whoText(me);
 }
 
 export function signOut() {
@@ -44,4 +44,11 @@ export function signOut() {
   state.me = null;
   $("who").hidden = true;
   location.reload();
+}
+
+// whoText is the header's line for the signed-in user: name, tenant, role and the token's groups (the
+// identities a connector's access lists may name; a key carries none), as text.
+export function whoText(me) {
+  const groups = Array.isArray(me.groups) && me.groups.length ? ` · groups: ${me.groups.map(String).join(", ")}` : "";
+  return `Signed in as ${me.email || me.user} (${me.tenant}${me.role ? `, ${me.role}` : ""})${groups}`;
 }
