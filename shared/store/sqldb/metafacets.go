@@ -2,6 +2,8 @@ package sqldb
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +44,62 @@ func (s *DB) MetadataFacets(ctx context.Context, tenant string, kbIDs []string, 
 	if err != nil || ok {
 		return nonNil(out), s.classify(op, err)
 	}
-	return s.facetsScan(ctx, tenant, kbIDs, top)
+	return s.facetsScan(ctx, tenant, kbIDs, top, nil)
+}
+
+// MetadataFacetsExcept is MetadataFacets over the live documents of kbIDs other than except (ids):
+// what a caller whose access lists deny those documents (shared/access) may see, so that a value only
+// a denied document holds is neither suggested nor counted. With nothing excepted it is
+// MetadataFacets. Otherwise the same column view is described under a narrower mask; the answer is
+// kept beside MetadataFacets' by the set of documents excepted (every member outside HR is denied the
+// same HR pages: one description serves them all), dropped with the view on any change.
+func (s *DB) MetadataFacetsExcept(ctx context.Context, tenant string, kbIDs []string, top int, except []string) ([]rag.MetaFacet, error) {
+	if len(except) == 0 {
+		return s.MetadataFacets(ctx, tenant, kbIDs, top)
+	}
+	const op = "sqldb.MetadataFacets"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	if len(kbIDs) == 0 {
+		return nil, rag.Errorf(op, rag.KindInvalid, "no knowledge bases to describe")
+	}
+	if err := rag.ValidateIDs("kb id", kbIDs); err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
+	var out []rag.MetaFacet
+	ok, err := s.withMetaIndex(ctx, tenant, func(e *tenantMeta) {
+		if e.facetsOf != e.cols || len(e.facets) >= maxFacetSets {
+			e.facets, e.facetsOf = map[string][]rag.MetaFacet{}, e.cols
+		}
+		key := strings.Join(slices.Compact(slices.Sorted(slices.Values(kbIDs))), ",") + "|" + strconv.Itoa(top) + "|" + exceptKey(except)
+		cached, ok := e.facets[key]
+		if !ok {
+			mask := e.liveMask(kbIDs, (len(e.rows)+63)/64)
+			for _, id := range except {
+				if i, ok := e.pos[id]; ok && int(i) < len(e.rows) {
+					mask[i/64] &^= 1 << (i % 64)
+				}
+			}
+			cached = e.cols.Facets(e.keys, mask, top)
+			e.facets[key] = cached
+		}
+		out = cloneFacets(cached)
+	})
+	if err != nil || ok {
+		return nonNil(out), s.classify(op, err)
+	}
+	return s.facetsScan(ctx, tenant, kbIDs, top, except)
+}
+
+// exceptKey names a set of document ids in a facet set's key: a digest of the sorted ids.
+func exceptKey(ids []string) string {
+	h := sha256.New()
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // maxFacetSets bounds the facet sets kept per tenant (one per set of knowledge bases asked).
@@ -64,15 +121,20 @@ func nonNil(f []rag.MetaFacet) []rag.MetaFacet {
 	return f
 }
 
-// facetsScan is MetadataFacets over a column view built for this call from a scan of the rows.
-func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top int) ([]rag.MetaFacet, error) {
+// facetsScan is MetadataFacets over a column view built for this call from a scan of the rows, less
+// the documents except.
+func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top int, except []string) ([]rag.MetaFacet, error) {
 	const op = "sqldb.MetadataFacets"
 	args := []any{tenant}
 	for _, id := range kbIDs {
 		args = append(args, id)
 	}
 	args = append(args, rag.StatusDeleted)
-	rows, err := s.db.QueryContext(ctx, `SELECT COALESCE(m.metadata, '') FROM documents d
+	skip := make(map[string]bool, len(except))
+	for _, id := range except {
+		skip[id] = true
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT d.id, COALESCE(m.metadata, '') FROM documents d
 		LEFT JOIN document_metadata m ON m.tenant_id = d.tenant_id AND m.document_id = d.id
 		WHERE d.tenant_id = ? AND d.kb_id IN (?`+strings.Repeat(", ?", len(kbIDs)-1)+`) AND d.status <> ?`, args...)
 	if err != nil {
@@ -82,9 +144,12 @@ func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top 
 	keys := rag.NewMetaKeys()
 	var docs []rag.MetaDoc
 	for rows.Next() {
-		var raw string
-		if err := rows.Scan(&raw); err != nil {
+		var id, raw string
+		if err := rows.Scan(&id, &raw); err != nil {
 			return nil, s.classify(op, err)
+		}
+		if skip[id] {
+			continue
 		}
 		docs = append(docs, keys.Prepare(decodeMetadata(raw)))
 	}
