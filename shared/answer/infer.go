@@ -18,11 +18,12 @@ import (
 )
 
 // MetaCatalog is what filter inference reads of the knowledge bases' metadata (sqldb.DB): the
-// tenant's knowledge bases (a question that names none may read them all), each key's values, and the
-// documents a filter lets through.
+// tenant's knowledge bases (a question that names none may read them all), each key's values over the
+// documents the caller may read (those of Request.Denied excepted), and the documents a filter lets
+// through.
 type MetaCatalog interface {
 	ListKBs(ctx context.Context, tenant string) ([]rag.KnowledgeBase, error)
-	MetadataFacets(ctx context.Context, tenant string, kbIDs []string, top int) ([]rag.MetaFacet, error)
+	MetadataFacetsExcept(ctx context.Context, tenant string, kbIDs []string, top int, except []string) ([]rag.MetaFacet, error)
 	MatchDocuments(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error)
 }
 
@@ -107,7 +108,9 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 			return
 		}
 	}
-	facets, err := p.Infer.MetadataFacets(ctx, req.Tenant, kbs, inferMaxDistinct)
+	// only what the caller may read: a value held only by a denied document is no candidate, neither
+	// counts toward a key's share nor makes another key's value ambiguous, and is never shown to the model
+	facets, err := p.Infer.MetadataFacetsExcept(ctx, req.Tenant, kbs, inferMaxDistinct, req.Denied)
 	if err != nil {
 		st.degrade("infer_filter")
 		return
@@ -115,6 +118,7 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 	st.candidates, st.inferKBs = candidateFacets(facets, req.FilterKeys), kbs
 	// a date range is a candidate only while some document's value falls in it, under its key
 	var held []InferredMatch
+	denied := idSet(req.Denied)
 	for _, d := range MatchDates(st.Question, facets, req.FilterKeys, time.Now()) {
 		_, f := inferredFilter([]InferredMatch{d})
 		ids, err := p.Infer.MatchDocuments(ctx, req.Tenant, kbs, f)
@@ -122,8 +126,8 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 			st.degrade("infer_filter")
 			return
 		}
-		if len(ids) > 0 {
-			held = append(held, d)
+		if slices.ContainsFunc(ids, func(id string) bool { return !denied[id] }) {
+			held = append(held, d) // by a document the caller may read
 		}
 	}
 	if matches := combineMatches(MatchValues(st.Question, facets, req.FilterKeys), held); len(matches) > 0 {
@@ -183,9 +187,12 @@ func (p *Pipeline) applyInferred(ctx context.Context, st *State, matches []Infer
 		st.degrade("infer_filter")
 		return false
 	}
-	if len(req.Restrict) > 0 { // the user's filter holds too
+	if len(req.Restrict) > 0 || len(req.Denied) > 0 { // the user's filter and the access lists hold too
 		// on a copy: MatchDocuments' answer is shared by every query of the same filter until a write
-		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !slices.Contains(req.Restrict, id) })
+		restrict, denied := idSet(req.Restrict), idSet(req.Denied)
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool {
+			return len(restrict) > 0 && !restrict[id] || denied[id]
+		})
 	}
 	if len(ids) == 0 {
 		return false // the values exist, but not together among what the question may read
@@ -193,6 +200,18 @@ func (p *Pipeline) applyInferred(ctx context.Context, st *State, matches []Infer
 	st.Inferred = &InferredFilter{Filter: raw, Matched: matches, Documents: len(ids), Detail: inferredDetail(matches, len(ids))}
 	st.InferredRestrict = ids
 	return true
+}
+
+// idSet is ids as a set (nil for none).
+func idSet(ids []string) map[string]bool {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
 }
 
 // inferByModel adds the values the model said the question names under another name
