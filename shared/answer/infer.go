@@ -18,12 +18,13 @@ import (
 )
 
 // MetaCatalog is what filter inference reads of the knowledge bases' metadata (sqldb.DB): the
-// tenant's knowledge bases (a question that names none may read them all), each key's values over the
-// documents the caller may read (those of Request.Denied excepted), and the documents a filter lets
-// through.
+// tenant's knowledge bases (a question that names none may read them all), each key's values (over
+// the knowledge bases, or over only some documents: those a caller with documents denied may read),
+// and the documents a filter lets through.
 type MetaCatalog interface {
 	ListKBs(ctx context.Context, tenant string) ([]rag.KnowledgeBase, error)
-	MetadataFacetsExcept(ctx context.Context, tenant string, kbIDs []string, top int, except []string) ([]rag.MetaFacet, error)
+	MetadataFacets(ctx context.Context, tenant string, kbIDs []string, top int) ([]rag.MetaFacet, error)
+	MetadataFacetsOf(ctx context.Context, tenant string, kbIDs []string, top int, only []string) ([]rag.MetaFacet, error)
 	MatchDocuments(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error)
 }
 
@@ -108,9 +109,7 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 			return
 		}
 	}
-	// only what the caller may read: a value held only by a denied document is no candidate, neither
-	// counts toward a key's share nor makes another key's value ambiguous, and is never shown to the model
-	facets, err := p.Infer.MetadataFacetsExcept(ctx, req.Tenant, kbs, inferMaxDistinct, req.Denied)
+	facets, err := p.candidateSource(ctx, req, kbs)
 	if err != nil {
 		st.degrade("infer_filter")
 		return
@@ -118,7 +117,7 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 	st.candidates, st.inferKBs = candidateFacets(facets, req.FilterKeys), kbs
 	// a date range is a candidate only while some document's value falls in it, under its key
 	var held []InferredMatch
-	denied := idSet(req.Denied)
+	readable := idSet(req.Restrict)
 	for _, d := range MatchDates(st.Question, facets, req.FilterKeys, time.Now()) {
 		_, f := inferredFilter([]InferredMatch{d})
 		ids, err := p.Infer.MatchDocuments(ctx, req.Tenant, kbs, f)
@@ -126,13 +125,25 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 			st.degrade("infer_filter")
 			return
 		}
-		if slices.ContainsFunc(ids, func(id string) bool { return !denied[id] }) {
+		if !req.AccessRestricted || slices.ContainsFunc(ids, func(id string) bool { return readable[id] }) {
 			held = append(held, d) // by a document the caller may read
 		}
 	}
 	if matches := combineMatches(MatchValues(st.Question, facets, req.FilterKeys), held); len(matches) > 0 {
 		p.applyInferred(ctx, st, matches)
 	}
+}
+
+// candidateSource describes the metadata inference may match: the knowledge bases' (kept by the
+// catalog, shared by every question), or, for a caller with documents denied (AccessRestricted),
+// only the documents the question may read (Restrict: the readable ones passing the user's filter),
+// so a value held only by a document the caller may not read is no candidate, counts toward no key's
+// share, makes no other key's value ambiguous and is never shown to the model.
+func (p *Pipeline) candidateSource(ctx context.Context, req Request, kbs []string) ([]rag.MetaFacet, error) {
+	if req.AccessRestricted {
+		return p.Infer.MetadataFacetsOf(ctx, req.Tenant, kbs, inferMaxDistinct, req.Restrict)
+	}
+	return p.Infer.MetadataFacets(ctx, req.Tenant, kbs, inferMaxDistinct)
 }
 
 // combineMatches joins the values and the date ranges a question names, dropping words claimed by
@@ -187,12 +198,10 @@ func (p *Pipeline) applyInferred(ctx context.Context, st *State, matches []Infer
 		st.degrade("infer_filter")
 		return false
 	}
-	if len(req.Restrict) > 0 || len(req.Denied) > 0 { // the user's filter and the access lists hold too
+	if len(req.Restrict) > 0 { // the user's filter and the access lists hold too
 		// on a copy: MatchDocuments' answer is shared by every query of the same filter until a write
-		restrict, denied := idSet(req.Restrict), idSet(req.Denied)
-		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool {
-			return len(restrict) > 0 && !restrict[id] || denied[id]
-		})
+		restrict := idSet(req.Restrict)
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !restrict[id] })
 	}
 	if len(ids) == 0 {
 		return false // the values exist, but not together among what the question may read

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"slices"
 
 	"github.com/docmind/docmind/shared/answer"
@@ -139,7 +138,8 @@ func (l *library) restrictByFilter(ctx context.Context, p rag.Principal, raw jso
 	}
 	// the filter travels beside its documents, to the vector leg (answer.Request.Filter)
 	req.Restrict, req.Filter = q.Filter.DocumentIDs, q.Filter.Meta
-	req.Denied = slices.Sorted(maps.Keys(denied))
+	// Restrict leaves out what the caller may not read: filter inference then describes only Restrict
+	req.AccessRestricted = len(denied) > 0
 	if req.Filter != nil { // filter inference leaves the user's keys alone
 		req.FilterKeys = req.Filter.Keys()
 	}

@@ -57,6 +57,19 @@ func (s *DB) MetadataFacetsExcept(ctx context.Context, tenant string, kbIDs []st
 	if len(except) == 0 {
 		return s.MetadataFacets(ctx, tenant, kbIDs, top)
 	}
+	return s.facetsNarrowed(ctx, tenant, kbIDs, top, except, false)
+}
+
+// MetadataFacetsOf is MetadataFacets over the live documents of kbIDs among only (ids): for filter
+// inference, the documents a question may read (its restriction, which already leaves out what the
+// caller's access lists deny). An empty only describes no document. Kept as MetadataFacetsExcept's
+// answers are, by the set of documents.
+func (s *DB) MetadataFacetsOf(ctx context.Context, tenant string, kbIDs []string, top int, only []string) ([]rag.MetaFacet, error) {
+	return s.facetsNarrowed(ctx, tenant, kbIDs, top, only, true)
+}
+
+// facetsNarrowed describes the live documents of kbIDs among ids (only) or other than ids.
+func (s *DB) facetsNarrowed(ctx context.Context, tenant string, kbIDs []string, top int, ids []string, only bool) ([]rag.MetaFacet, error) {
 	const op = "sqldb.MetadataFacets"
 	if err := validIDs(op, "tenant", tenant); err != nil {
 		return nil, err
@@ -67,18 +80,31 @@ func (s *DB) MetadataFacetsExcept(ctx context.Context, tenant string, kbIDs []st
 	if err := rag.ValidateIDs("kb id", kbIDs); err != nil {
 		return nil, rag.E(op, rag.KindInvalid, err)
 	}
+	mode := "except"
+	if only {
+		mode = "only"
+	}
 	var out []rag.MetaFacet
 	ok, err := s.withMetaIndex(ctx, tenant, func(e *tenantMeta) {
 		if e.facetsOf != e.cols || len(e.facets) >= maxFacetSets {
 			e.facets, e.facetsOf = map[string][]rag.MetaFacet{}, e.cols
 		}
-		key := strings.Join(slices.Compact(slices.Sorted(slices.Values(kbIDs))), ",") + "|" + strconv.Itoa(top) + "|" + exceptKey(except)
+		key := strings.Join(slices.Compact(slices.Sorted(slices.Values(kbIDs))), ",") + "|" + strconv.Itoa(top) + "|" + mode + ":" + idsKey(ids)
 		cached, ok := e.facets[key]
 		if !ok {
-			mask := e.liveMask(kbIDs, (len(e.rows)+63)/64)
-			for _, id := range except {
+			words := (len(e.rows) + 63) / 64
+			mask := e.liveMask(kbIDs, words)
+			sel := make([]uint64, words)
+			for _, id := range ids {
 				if i, ok := e.pos[id]; ok && int(i) < len(e.rows) {
-					mask[i/64] &^= 1 << (i % 64)
+					sel[i/64] |= 1 << (i % 64)
+				}
+			}
+			for i := range mask {
+				if only {
+					mask[i] &= sel[i]
+				} else {
+					mask[i] &^= sel[i]
 				}
 			}
 			cached = e.cols.Facets(e.keys, mask, top)
@@ -89,11 +115,15 @@ func (s *DB) MetadataFacetsExcept(ctx context.Context, tenant string, kbIDs []st
 	if err != nil || ok {
 		return nonNil(out), s.classify(op, err)
 	}
-	return s.facetsScan(ctx, tenant, kbIDs, top, except)
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return s.facetsScan(ctx, tenant, kbIDs, top, func(id string) bool { return set[id] == only })
 }
 
-// exceptKey names a set of document ids in a facet set's key: a digest of the sorted ids.
-func exceptKey(ids []string) string {
+// idsKey names a set of document ids in a facet set's key: a digest of the sorted ids.
+func idsKey(ids []string) string {
 	h := sha256.New()
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
 		h.Write([]byte(id))
@@ -121,19 +151,15 @@ func nonNil(f []rag.MetaFacet) []rag.MetaFacet {
 	return f
 }
 
-// facetsScan is MetadataFacets over a column view built for this call from a scan of the rows, less
-// the documents except.
-func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top int, except []string) ([]rag.MetaFacet, error) {
+// facetsScan is MetadataFacets over a column view built for this call from a scan of the rows, of the
+// documents keep lets through (nil: all).
+func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top int, keep func(id string) bool) ([]rag.MetaFacet, error) {
 	const op = "sqldb.MetadataFacets"
 	args := []any{tenant}
 	for _, id := range kbIDs {
 		args = append(args, id)
 	}
 	args = append(args, rag.StatusDeleted)
-	skip := make(map[string]bool, len(except))
-	for _, id := range except {
-		skip[id] = true
-	}
 	rows, err := s.db.QueryContext(ctx, `SELECT d.id, COALESCE(m.metadata, '') FROM documents d
 		LEFT JOIN document_metadata m ON m.tenant_id = d.tenant_id AND m.document_id = d.id
 		WHERE d.tenant_id = ? AND d.kb_id IN (?`+strings.Repeat(", ?", len(kbIDs)-1)+`) AND d.status <> ?`, args...)
@@ -148,7 +174,7 @@ func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top 
 		if err := rows.Scan(&id, &raw); err != nil {
 			return nil, s.classify(op, err)
 		}
-		if skip[id] {
+		if keep != nil && !keep(id) {
 			continue
 		}
 		docs = append(docs, keys.Prepare(decodeMetadata(raw)))
