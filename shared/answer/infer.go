@@ -18,11 +18,13 @@ import (
 )
 
 // MetaCatalog is what filter inference reads of the knowledge bases' metadata (sqldb.DB): the
-// tenant's knowledge bases (a question that names none may read them all), each key's values, and the
-// documents a filter lets through.
+// tenant's knowledge bases (a question that names none may read them all), each key's values (over
+// the knowledge bases, or over only some documents: those a caller with documents denied may read),
+// and the documents a filter lets through.
 type MetaCatalog interface {
 	ListKBs(ctx context.Context, tenant string) ([]rag.KnowledgeBase, error)
 	MetadataFacets(ctx context.Context, tenant string, kbIDs []string, top int) ([]rag.MetaFacet, error)
+	MetadataFacetsOf(ctx context.Context, tenant string, kbIDs []string, top int, only []string) ([]rag.MetaFacet, error)
 	MatchDocuments(ctx context.Context, tenant string, kbIDs []string, f *rag.MetaFilter) ([]string, error)
 }
 
@@ -107,7 +109,7 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 			return
 		}
 	}
-	facets, err := p.Infer.MetadataFacets(ctx, req.Tenant, kbs, inferMaxDistinct)
+	facets, err := p.candidateSource(ctx, req, kbs)
 	if err != nil {
 		st.degrade("infer_filter")
 		return
@@ -115,6 +117,7 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 	st.candidates, st.inferKBs = candidateFacets(facets, req.FilterKeys), kbs
 	// a date range is a candidate only while some document's value falls in it, under its key
 	var held []InferredMatch
+	readable := idSet(req.Restrict)
 	for _, d := range MatchDates(st.Question, facets, req.FilterKeys, time.Now()) {
 		_, f := inferredFilter([]InferredMatch{d})
 		ids, err := p.Infer.MatchDocuments(ctx, req.Tenant, kbs, f)
@@ -122,13 +125,25 @@ func (p *Pipeline) infer(ctx context.Context, st *State) {
 			st.degrade("infer_filter")
 			return
 		}
-		if len(ids) > 0 {
-			held = append(held, d)
+		if !req.AccessRestricted || slices.ContainsFunc(ids, func(id string) bool { return readable[id] }) {
+			held = append(held, d) // by a document the caller may read
 		}
 	}
 	if matches := combineMatches(MatchValues(st.Question, facets, req.FilterKeys), held); len(matches) > 0 {
 		p.applyInferred(ctx, st, matches)
 	}
+}
+
+// candidateSource describes the metadata inference may match: the knowledge bases' (kept by the
+// catalog, shared by every question), or, for a caller with documents denied (AccessRestricted),
+// only the documents the question may read (Restrict: the readable ones passing the user's filter),
+// so a value held only by a document the caller may not read is no candidate, counts toward no key's
+// share, makes no other key's value ambiguous and is never shown to the model.
+func (p *Pipeline) candidateSource(ctx context.Context, req Request, kbs []string) ([]rag.MetaFacet, error) {
+	if req.AccessRestricted {
+		return p.Infer.MetadataFacetsOf(ctx, req.Tenant, kbs, inferMaxDistinct, req.Restrict)
+	}
+	return p.Infer.MetadataFacets(ctx, req.Tenant, kbs, inferMaxDistinct)
 }
 
 // combineMatches joins the values and the date ranges a question names, dropping words claimed by
@@ -183,9 +198,10 @@ func (p *Pipeline) applyInferred(ctx context.Context, st *State, matches []Infer
 		st.degrade("infer_filter")
 		return false
 	}
-	if len(req.Restrict) > 0 { // the user's filter holds too
+	if len(req.Restrict) > 0 { // the user's filter and the access lists hold too
 		// on a copy: MatchDocuments' answer is shared by every query of the same filter until a write
-		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !slices.Contains(req.Restrict, id) })
+		restrict := idSet(req.Restrict)
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !restrict[id] })
 	}
 	if len(ids) == 0 {
 		return false // the values exist, but not together among what the question may read
@@ -193,6 +209,18 @@ func (p *Pipeline) applyInferred(ctx context.Context, st *State, matches []Infer
 	st.Inferred = &InferredFilter{Filter: raw, Matched: matches, Documents: len(ids), Detail: inferredDetail(matches, len(ids))}
 	st.InferredRestrict = ids
 	return true
+}
+
+// idSet is ids as a set (nil for none).
+func idSet(ids []string) map[string]bool {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
 }
 
 // inferByModel adds the values the model said the question names under another name

@@ -447,3 +447,51 @@ func TestInferredRestrictionLeavesTheSharedAnswer(t *testing.T) {
 		t.Fatalf("the shared answer became %q", shared)
 	}
 }
+
+// A caller whose access lists deny the HR document (the edge sets Restrict to the rest and
+// AccessRestricted): a question naming HR infers nothing, neither by the rules nor by the model, whose
+// prompt lists only the values of the documents the caller may read; Finance is still inferred, counting
+// only those. Without the flag (every document readable) HR is shown and inferred.
+func TestInferredFilterAccessRestricted(t *testing.T) {
+	f := newKBFixture(t)
+	ctx := context.Background()
+	understanding := func(values string) *fakeLLM {
+		return &fakeLLM{deltas: []string{`{"scope":"KB_QUERY","rewrite":"","intent":"x","complexity":"simple","specificity":"precise",` +
+			`"decompose":false,"sub_queries":[],"time_aware":false,"memory_hints":[],"filter_values":` + values + `}`}}
+	}
+	passages := map[string]string{f.hr.ID: "HR approves travel within five days.", f.finance.ID: "Finance approves travel budgets.",
+		f.untagged.ID: "Travel is booked through the portal."}
+	run := func(model *fakeLLM, req Request) (*Done, *scopedRetriever) {
+		t.Helper()
+		r := &scopedRetriever{docs: passages}
+		p := &Pipeline{Infer: f.db, Retriever: r, Understander: &Understander{LLM: model}}
+		done, err := p.Run(ctx, req, func(string, any) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return done, r
+	}
+	denied := Request{Tenant: "t1", KBIDs: []string{f.kb.ID}, Restrict: []string{f.finance.ID, f.untagged.ID}, AccessRestricted: true}
+
+	req := denied
+	req.Question = "How does HR approve travel?"
+	model := understanding(`[{"key":"department","value":"HR"}]`)
+	done, r := run(model, req)
+	if done.InferredFilter != nil || slices.Contains(r.queries[0].Filter.DocumentIDs, f.hr.ID) {
+		t.Fatalf("HR named by a caller denied the HR document: inferred %+v, restriction %v; want none, without the HR document", done.InferredFilter, r.queries[0].Filter.DocumentIDs)
+	}
+	if shown := model.got.Messages[1].Content; strings.Contains(shown, `"HR"`) || strings.Contains(shown, "2025") || !strings.Contains(shown, `"Finance"`) {
+		t.Fatalf("the model was shown %q; want Finance's values and nothing of the HR document", shown)
+	}
+
+	req.Question = "How does Finance approve travel?"
+	if done, r = run(understanding(`[]`), req); done.InferredFilter == nil || done.InferredFilter.Documents != 1 || !slices.Equal(r.queries[0].Filter.DocumentIDs, []string{f.finance.ID}) {
+		t.Fatalf("Finance named: inferred %+v, restriction %v; want department = Finance", done.InferredFilter, r.queries[0].Filter.DocumentIDs)
+	}
+
+	open := Request{Tenant: "t1", KBIDs: []string{f.kb.ID}, Question: "How does HR approve travel?"}
+	model = understanding(`[]`)
+	if done, _ = run(model, open); done.InferredFilter == nil || !strings.Contains(model.got.Messages[1].Content, `"HR"`) {
+		t.Fatalf("HR named by a caller who reads every document: inferred %+v; want department = HR, shown to the model", done.InferredFilter)
+	}
+}

@@ -39,6 +39,11 @@ type Request struct {
 	// (Milvus on AWS) searches by it as an expression instead of a long id list. An edge composing
 	// filters (the user's, a permission filter) sets their and here and their documents in Restrict.
 	Filter *rag.MetaFilter `json:"filter,omitempty"`
+	// AccessRestricted says Restrict leaves out documents of the knowledge bases that the caller may
+	// not read (their access lists, shared/access): filter inference then describes only Restrict's
+	// documents, so a value held only by a document the caller may not read is never inferred (nor
+	// shown to the model). A flag rather than the denied ids: the state stays as small as Restrict.
+	AccessRestricted bool `json:"access_restricted,omitempty"`
 	// FilterKeys are the keys the user's metadata filter names: filter inference leaves them alone.
 	FilterKeys []string `json:"filter_keys,omitempty"`
 	Question   string   `json:"question"`

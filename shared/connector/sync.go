@@ -380,23 +380,40 @@ func (r *run) setMetadata(ctx context.Context, docID string, it *Item) {
 	}
 }
 
-// accessFirst records a changed access list of an item already indexed before its new content is:
-// a page narrowed at the source (moved to HR only) is refused to the others from now, not once its
-// ingestion ends. The record keeps its version and state (the new ones are written after the
-// ingestion): a failed ingestion is still fetched again by the next sync.
+// accessFirst records a changed access list of an item already indexed before its new content is
+// (RecordAccess); a failure is logged, the next sync writes it again.
 func (r *run) accessFirst(ctx context.Context, it *Item) {
 	k, ok := r.known[it.ID]
 	if !ok {
 		return // no record: shared/access denies the document until the record exists
 	}
-	was, okWas := access.RecordList(k.Metadata)
-	if okWas && slices.Equal(was, access.NormalizeAll(it.Permissions)) {
-		return
-	}
-	k.Metadata = ItemRecord(it)
-	if err := r.e.State.PutConnectorItem(ctx, r.tenant, r.c.Name, k); err != nil {
+	if _, err := RecordAccess(ctx, r.e.State, r.tenant, r.c.Name, k, it); err != nil {
 		r.e.log().Warn("connector item access record failed", "connector", r.c.Name, "item", it.ID, "err", err)
 	}
+}
+
+// ItemPutter writes an item's record (sqldb.DB).
+type ItemPutter interface {
+	PutConnectorItem(ctx context.Context, tenant, connector string, it rag.ConnectorItem) error
+}
+
+// RecordAccess records it's access list on the item's record k when the list changed, before its
+// new content (if any) is ingested: a page narrowed at the source (moved to HR only) is refused to
+// the others from now, not once its ingestion ends, and a sharing change of unchanged content (Drive
+// lists a permission change as a change, answered NotModified) is applied at all. The record keeps
+// its version and state (the new ones are written after the ingestion): a failed ingestion is still
+// fetched again by the next sync. Both the local engine and the AWS sync steps (syncflow) call it.
+// changed reports whether it wrote.
+func RecordAccess(ctx context.Context, st ItemPutter, tenant, connector string, k rag.ConnectorItem, it *Item) (changed bool, err error) {
+	was, okWas := access.RecordList(k.Metadata)
+	if okWas && slices.Equal(was, access.NormalizeAll(it.Permissions)) {
+		return false, nil
+	}
+	k.Metadata = ItemRecord(it)
+	if err := st.PutConnectorItem(ctx, tenant, connector, k); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // ItemRecord is what connector_items keeps of an item beside its version and state: its URL,

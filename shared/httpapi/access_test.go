@@ -61,6 +61,7 @@ type accessFixture struct {
 	corpus              *corpus
 	ann, bob, boss, eve rag.Principal
 	svc                 *Service // what MCP's tools call
+	pipe                *answer.Pipeline
 }
 
 // newAccessFixture: one knowledge base that ann (in the HR group) and bob both read; a wiki
@@ -120,6 +121,7 @@ func newAccessFixture(t *testing.T) *accessFixture {
 	f.boss = rag.Principal{Tenant: "acme", UserID: users["boss"].ID, Email: "boss@acme.example", Role: rag.RoleAdmin, Method: "key"}
 	pipe := &answer.Pipeline{Retriever: f.corpus, Calibration: answer.Calibrations{},
 		Cache: &answer.SemanticCache{KV: memkv.New(nil, 1000), Embedder: embed.NewOffline(256), Catalog: db}}
+	f.pipe = pipe
 	f.srv = httptest.NewServer(New(Deps{Library: db, Members: db, Audit: db, Logger: slog.New(slog.DiscardHandler),
 		Auth: tokenAuth{"ann": f.ann, "bob": f.bob, "boss": f.boss}, Chat: pipe, Search: f.corpus,
 		MCP: func(s *Service) http.Handler { f.svc = s; return http.NotFoundHandler() }}))

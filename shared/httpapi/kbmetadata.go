@@ -2,15 +2,18 @@ package httpapi
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/docmind/docmind/shared/rag"
 )
 
-// metadataDescriber describes a knowledge base's metadata keys and values (sqldb.DB).
+// metadataDescriber describes a knowledge base's metadata keys and values, less the documents a
+// caller may not read (sqldb.DB; nothing excepted: the kept description every reader shares).
 type metadataDescriber interface {
-	MetadataFacets(ctx context.Context, tenant string, kbIDs []string, top int) ([]rag.MetaFacet, error)
+	MetadataFacetsExcept(ctx context.Context, tenant string, kbIDs []string, top int, except []string) ([]rag.MetaFacet, error)
 }
 
 // Caps of GET /api/kbs/{kb}/metadata: the keys with most documents, and the most common values of
@@ -26,12 +29,15 @@ const (
 // metadata keys with their types, document counts and most common values, for the page's filter
 // suggestions. Values come from documents and connectors (untrusted text): JSON-escaped here, set as
 // text by the page; a value longer than maxFacetValueLen runes is left out (a suggestion is clicked
-// whole, and a value that long is no category).
+// whole, and a value that long is no category). Only the documents the caller may read are described
+// (their access lists, shared/access): a value held only by a page the caller may not read is neither
+// suggested nor counted; an admin, who reads everything, sees every document's.
 func (l *library) kbMetadata(w http.ResponseWriter, r *http.Request) {
-	tenant, kb, ok := l.kbScope(w, r)
+	p, kb, ok := l.kbAccess(w, r, rag.KBReader)
 	if !ok {
 		return
 	}
+	tenant := p.Tenant
 	d, ok := l.lib.(metadataDescriber)
 	if !ok {
 		l.fail(w, r, rag.Errorf("httpapi", rag.KindNotFound, "metadata is not kept here"))
@@ -46,7 +52,12 @@ func (l *library) kbMetadata(w http.ResponseWriter, r *http.Request) {
 		}
 		top = n
 	}
-	facets, err := d.MetadataFacets(r.Context(), tenant, []string{kb.ID}, top)
+	denied, err := l.denied(r.Context(), p, []string{kb.ID})
+	if err != nil {
+		l.fail(w, r, err)
+		return
+	}
+	facets, err := d.MetadataFacetsExcept(r.Context(), tenant, []string{kb.ID}, top, slices.Sorted(maps.Keys(denied)))
 	if err != nil {
 		l.fail(w, r, err)
 		return

@@ -28,45 +28,52 @@ type MetadataReader interface {
 // rather than an unrestricted search. Without a filter and with nothing denied, q is left as is.
 // Invalid for a malformed filter.
 func (l *library) applyMetaFilter(ctx context.Context, p rag.Principal, raw json.RawMessage, q *retrieve.Query) (none bool, err error) {
+	none, _, err = l.metaRestrict(ctx, p, raw, q)
+	return none, err
+}
+
+// metaRestrict is applyMetaFilter, returning also the documents of the scope p may not read (nil:
+// none), which filter inference leaves out of the values it may infer.
+func (l *library) metaRestrict(ctx context.Context, p rag.Principal, raw json.RawMessage, q *retrieve.Query) (none bool, denied map[string]bool, err error) {
 	f, err := rag.ParseMetaFilter(raw)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	m, isMatcher := l.lib.(DocumentMatcher)
 	if f != nil && !isMatcher {
-		return false, rag.Errorf("httpapi", rag.KindInvalid, "metadata filters are not available here")
+		return false, nil, rag.Errorf("httpapi", rag.KindInvalid, "metadata filters are not available here")
 	}
 	if f == nil && !l.enforcesAccess(p) {
-		return false, nil
+		return false, nil, nil
 	}
 	kbs := q.Filter.KBIDs
 	if len(kbs) == 0 { // every knowledge base of the tenant the caller may read
 		all, err := l.lib.ListKBs(ctx, p.Tenant)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		for _, kb := range all {
 			kbs = append(kbs, kb.ID)
 		}
 		if len(kbs) == 0 {
-			return f != nil, nil
+			return f != nil, nil, nil
 		}
 	}
-	denied, err := l.denied(ctx, p, kbs)
+	denied, err = l.denied(ctx, p, kbs)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	if f == nil && len(denied) == 0 {
-		return false, nil // nothing restricted here: today's scope, and the cache key without a restriction
+		return false, nil, nil // nothing restricted here: today's scope, and the cache key without a restriction
 	}
 	var ids []string
 	if isMatcher {
 		// MatchDocuments with no filter is every live document of the knowledge bases
 		if ids, err = m.MatchDocuments(ctx, p.Tenant, kbs, f); err != nil {
-			return false, err
+			return false, nil, err
 		}
 	} else if ids, err = l.liveDocuments(ctx, p.Tenant, kbs); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	// a new slice: MatchDocuments' answer is shared by every query of the same filter
 	var keep []string
@@ -80,7 +87,7 @@ func (l *library) applyMetaFilter(ctx context.Context, p rag.Principal, raw json
 	// search by it instead of a long id list, the ids (which also carry the access lists) staying the
 	// authority
 	q.Filter.DocumentIDs, q.Filter.Meta = keep, f
-	return len(keep) == 0, nil
+	return len(keep) == 0, denied, nil
 }
 
 // liveDocuments lists the ids of the knowledge bases' documents not being deleted, for a library
@@ -120,7 +127,7 @@ func emptyResult() *retrieve.Result {
 // scope.
 func (l *library) restrictByFilter(ctx context.Context, p rag.Principal, raw json.RawMessage, req *answer.Request) error {
 	q := retrieve.Query{Filter: rag.Filter{Tenant: req.Tenant, KBIDs: req.KBIDs}}
-	none, err := l.applyMetaFilter(ctx, p, raw, &q)
+	none, denied, err := l.metaRestrict(ctx, p, raw, &q)
 	switch {
 	case err != nil:
 		return err
@@ -131,6 +138,8 @@ func (l *library) restrictByFilter(ctx context.Context, p rag.Principal, raw jso
 	}
 	// the filter travels beside its documents, to the vector leg (answer.Request.Filter)
 	req.Restrict, req.Filter = q.Filter.DocumentIDs, q.Filter.Meta
+	// Restrict leaves out what the caller may not read: filter inference then describes only Restrict
+	req.AccessRestricted = len(denied) > 0
 	if req.Filter != nil { // filter inference leaves the user's keys alone
 		req.FilterKeys = req.Filter.Keys()
 	}

@@ -6,8 +6,10 @@
 //	Begin   takes the connector's SQL lease, lists the changes since the cursor (the connector contract),
 //	        and returns the work: inline when few, else an S3 manifest a Distributed Map reads
 //	Item    one item: a deletion is applied here; otherwise the item is fetched (or read from where the
-//	        listing staged it), staged in S3 and returned as the ingestion Job (the ASL starts it with
-//	        states:startExecution.sync:2 under an idempotent name)
+//	        listing staged it), a changed access list recorded at once (as the local engine does:
+//	        a sharing change of unchanged content, a list narrowed before its new content is
+//	        indexed), the content staged in S3 and returned as the ingestion Job (the ASL starts it
+//	        with states:startExecution.sync:2 under an idempotent name)
 //	Record  after its ingestion: the item's record, the document's metadata, the outcome
 //	Fail    an item that failed anywhere: recorded with its error (fetched again next sync), never
 //	        stopping the run
@@ -570,6 +572,13 @@ func (f *Flow) Item(ctx context.Context, in ItemIn) (ItemOut, error) {
 		it.ID = in.Item.ID
 	}
 	if it.NotModified {
+		// the content is unchanged, the sharing may not be; an unchanged item without permissions says
+		// nothing about them
+		if it.Permissions != nil {
+			if err := f.accessFirst(ctx, c, &it); err != nil {
+				return out, err
+			}
+		}
 		out.Action = connector.ActUnchanged
 		return out, f.putOutcome(ctx, in.RunRef, outcome{ID: it.ID, Action: connector.ActUnchanged, NotModified: true, Calls: calls})
 	}
@@ -582,6 +591,11 @@ func (f *Flow) Item(ctx context.Context, in ItemIn) (ItemOut, error) {
 		existed = true
 	} else if err != nil && !rag.Is(err, rag.KindNotFound) {
 		return out, err
+	}
+	if existed {
+		if err := f.accessFirst(ctx, c, &it); err != nil {
+			return out, err
+		}
 	}
 	doc, err := f.Docs.SourceDocument(ctx, f.Tenant, c.KBID, uri, it.Name)
 	if err != nil {
@@ -605,6 +619,21 @@ func (f *Flow) Item(ctx context.Context, in ItemIn) (ItemOut, error) {
 	out.Job = &ingest.Job{Doc: ingest.Doc{Tenant: f.Tenant, KBID: c.KBID, DocumentID: doc.ID}, SourceURI: uri, Bucket: f.Bucket, Key: key,
 		Sequencer: fmt.Sprintf("%X", f.now().UnixNano()), FileName: it.Name, Holder: name}
 	return out, nil
+}
+
+// accessFirst records a changed access list before the item's new content is staged, and for an
+// unchanged item, as the local engine does (connector.RecordAccess): Record writes it only after an
+// ingestion. An item without a record is denied by shared/access until Record writes one.
+func (f *Flow) accessFirst(ctx context.Context, c rag.Connector, it *connector.Item) error {
+	k, err := f.Store.GetConnectorItem(ctx, f.Tenant, c.Name, it.ID)
+	switch {
+	case rag.Is(err, rag.KindNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	_, err = connector.RecordAccess(ctx, f.Store, f.Tenant, c.Name, k, it)
+	return err
 }
 
 // remove deletes an item's document (an item never indexed is only forgotten).

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/docmind/docmind/shared/access"
 	"github.com/docmind/docmind/shared/aslrun"
 	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/chunk"
@@ -43,10 +45,22 @@ type feedSource struct {
 	failFetch map[string]bool
 	failList  error
 	fetches   int
+	// perms is each item's access list at the source; with conditional, a fetch whose known version
+	// is current answers NotModified with the item's permissions (as Drive and Graph do)
+	perms       map[string][]string
+	conditional bool
 }
 
 func newFeed() *feedSource {
-	return &feedSource{items: map[string]string{}, versions: map[string]int{}, failFetch: map[string]bool{}}
+	return &feedSource{items: map[string]string{}, versions: map[string]int{}, failFetch: map[string]bool{}, perms: map[string][]string{}}
+}
+
+// share changes who may read an item without changing its content, and lists it as a change.
+func (s *feedSource) share(id string, perms ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.perms[id] = perms
+	s.log = append(s.log, connector.Change{ID: id})
 }
 
 func (s *feedSource) put(id, body string) {
@@ -89,7 +103,7 @@ func (s *feedSource) Changes(_ context.Context, cursor string, _ []connector.Kno
 	return connector.Listing{Changes: out, Cursor: fmt.Sprint(len(s.log)), Calls: 1}, nil
 }
 
-func (s *feedSource) Fetch(_ context.Context, id string, _ connector.Known) (connector.Item, error) {
+func (s *feedSource) Fetch(_ context.Context, id string, prev connector.Known) (connector.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fetches++
@@ -100,12 +114,15 @@ func (s *feedSource) Fetch(_ context.Context, id string, _ connector.Known) (con
 	if !ok {
 		return connector.Item{Calls: 1}, fmt.Errorf("%s: %w", id, connector.ErrGone)
 	}
+	if s.conditional && prev.Version == fmt.Sprint(s.versions[id]) {
+		return connector.Item{ID: id, NotModified: true, Version: prev.Version, Permissions: s.perms[id], Calls: 1}, nil
+	}
 	name := id + ".md"
 	if strings.HasSuffix(id, ".pdf") {
 		name = id
 	}
 	return connector.Item{ID: id, Name: name, Data: []byte(body), Version: fmt.Sprint(s.versions[id]), URL: "https://wiki.example/" + id,
-		Metadata: map[string]string{"space": "ENG", "title": id}, State: `{"v":` + fmt.Sprint(s.versions[id]) + `}`, Calls: 1}, nil
+		Metadata: map[string]string{"space": "ENG", "title": id}, State: `{"v":` + fmt.Sprint(s.versions[id]) + `}`, Permissions: s.perms[id], Calls: 1}, nil
 }
 
 // blobObjects reads the staged objects the ingestion Job names from the bucket fake (S3 GetObject).
@@ -136,6 +153,8 @@ type env struct {
 	runs    int
 	// observe, when set, is called before each step of the connector function runs
 	observe func(step string)
+	// beforeIngest, when set, is called as an ingestion execution starts, with its name
+	beforeIngest func(name string)
 }
 
 func newTestEnv(t *testing.T) *env {
@@ -220,6 +239,9 @@ func newTestEnv(t *testing.T) *env {
 				}
 				e.ingests[p.Name] = true
 				e.mu.Unlock()
+				if e.beforeIngest != nil {
+					e.beforeIngest(p.Name)
+				}
 				out, _, err := ingestRunner.Run(ctx, p.Name, p.Input)
 				if err != nil {
 					var ae *aslrun.Error
@@ -706,5 +728,68 @@ func TestPagedListing(t *testing.T) {
 	json.Unmarshal([]byte(c.Progress), &p)
 	if c.Cursor != "crawl" || p["deleted"] != 2 || p["done"] != 12 {
 		t.Fatalf("connector after the second sync: cursor %q, progress %s; want the last page's cursor and 12 done", c.Cursor, c.Progress)
+	}
+}
+
+// A sharing change reaches the access list on AWS as it does locally (connector.RecordAccess): the
+// sync state machine, run by aslrun over the real steps, applies an item's new permissions when its
+// content is unchanged (the source answers NotModified, no ingestion starts), and records a narrowed
+// list before the item's new content is ingested.
+func TestSharingChangeThroughStateMachine(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	e.src.conditional = true
+	e.src.perms["policy"] = []string{"user:Ann@Example.com", "user:bob@example.com"}
+	e.src.put("policy", "# Leave policy\n\nStaff may carry over five days of leave.\n")
+	e.src.put("open", "# Open page\n\nEveryone reads this.\n")
+	if res, _, err := e.syncNow(); err != nil || res.Added != 2 {
+		t.Fatalf("first sync = %+v, %v; want 2 added", res, err)
+	}
+	c, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	doc, _ := e.doc("policy")
+	guard := access.Guard{Store: e.db}
+	reads := func(email string) bool {
+		t.Helper()
+		denied, err := guard.Denied(ctx, rag.Principal{Tenant: tenant, Role: rag.RoleMember, Email: email}, []string{c.KBID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !denied[doc.ID]
+	}
+	if !reads("ann@example.com") || !reads("bob@example.com") || reads("eve@example.com") {
+		t.Fatal("after the first sync: want ann and bob to read the policy, eve not")
+	}
+
+	// shared with carol instead of bob, content unchanged: the fetch answers NotModified
+	e.src.share("policy", "user:ann@example.com", "user:carol@example.com")
+	started := len(e.ingests)
+	res, _, err := e.syncNow()
+	if err != nil || res.Unchanged != 1 || res.NotModified != 1 || res.Updated != 0 || len(e.ingests) != started {
+		t.Fatalf("sharing-only sync = %+v, %v, %d ingestions; want 1 unchanged (not modified), none ingested", res, err, len(e.ingests)-started)
+	}
+	if reads("bob@example.com") || !reads("carol@example.com") || !reads("ann@example.com") {
+		t.Fatal("after the sharing change: want bob refused, carol and ann reading")
+	}
+	it, _ := e.db.GetConnectorItem(ctx, tenant, "eng-wiki", "policy")
+	if got, _ := access.RecordList(it.Metadata); !slices.Equal(got, []string{"user:ann@example.com", "user:carol@example.com"}) || it.Version != "1" || it.State != `{"v":1}` {
+		t.Fatalf("record after the sharing change = %+v (list %v); want the new list, version and state kept", it, got)
+	}
+	if open, _ := e.db.GetConnectorItem(ctx, tenant, "eng-wiki", "open"); strings.Contains(open.Metadata, "permissions") {
+		t.Fatalf("an item without permissions gained a list: %s", open.Metadata)
+	}
+
+	// narrowed to ann with new content: carol is refused before the new content's ingestion starts
+	e.src.perms["policy"] = []string{"user:ann@example.com"}
+	e.src.put("policy", "# Leave policy\n\nStaff may carry over ten days of leave.\n")
+	var during []bool
+	e.beforeIngest = func(string) { during = append(during, reads("carol@example.com"), reads("ann@example.com")) }
+	if res, _, err = e.syncNow(); err != nil || res.Updated != 1 {
+		t.Fatalf("narrowing sync = %+v, %v; want 1 updated", res, err)
+	}
+	if !slices.Equal(during, []bool{false, true}) {
+		t.Fatalf("as the new content's ingestion started, carol/ann read = %v; want [false true]", during)
+	}
+	if reads("carol@example.com") || !reads("ann@example.com") || !strings.Contains(e.text("policy"), "ten days") {
+		t.Fatal("after the narrowing sync: want carol refused, ann reading the new text")
 	}
 }

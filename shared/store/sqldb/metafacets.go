@@ -2,6 +2,8 @@ package sqldb
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +44,102 @@ func (s *DB) MetadataFacets(ctx context.Context, tenant string, kbIDs []string, 
 	if err != nil || ok {
 		return nonNil(out), s.classify(op, err)
 	}
-	return s.facetsScan(ctx, tenant, kbIDs, top)
+	return s.facetsScan(ctx, tenant, kbIDs, top, nil)
+}
+
+// MetadataFacetsExcept is MetadataFacets over the live documents of kbIDs other than except (ids):
+// what a caller whose access lists deny those documents (shared/access) may see, so that a value only
+// a denied document holds is neither suggested nor counted. With nothing excepted it is
+// MetadataFacets. Otherwise the same column view is described under a narrower mask; the answer is
+// kept beside MetadataFacets' by the set of documents excepted (every member outside HR is denied the
+// same HR pages: one description serves them all), dropped with the view on any change.
+func (s *DB) MetadataFacetsExcept(ctx context.Context, tenant string, kbIDs []string, top int, except []string) ([]rag.MetaFacet, error) {
+	if len(except) == 0 {
+		return s.MetadataFacets(ctx, tenant, kbIDs, top)
+	}
+	return s.facetsNarrowed(ctx, tenant, kbIDs, top, except, false)
+}
+
+// MetadataFacetsOf is MetadataFacets over the live documents of kbIDs among only (ids): for filter
+// inference, the documents a question may read (its restriction, which already leaves out what the
+// caller's access lists deny). An empty only describes no document. Kept as MetadataFacetsExcept's
+// answers are, by the set of documents.
+func (s *DB) MetadataFacetsOf(ctx context.Context, tenant string, kbIDs []string, top int, only []string) ([]rag.MetaFacet, error) {
+	return s.facetsNarrowed(ctx, tenant, kbIDs, top, only, true)
+}
+
+// facetsNarrowed describes the live documents of kbIDs among ids (only) or other than ids.
+func (s *DB) facetsNarrowed(ctx context.Context, tenant string, kbIDs []string, top int, ids []string, only bool) ([]rag.MetaFacet, error) {
+	const op = "sqldb.MetadataFacets"
+	if err := validIDs(op, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	if len(kbIDs) == 0 {
+		return nil, rag.Errorf(op, rag.KindInvalid, "no knowledge bases to describe")
+	}
+	if err := rag.ValidateIDs("kb id", kbIDs); err != nil {
+		return nil, rag.E(op, rag.KindInvalid, err)
+	}
+	mode := "except"
+	if only {
+		mode = "only"
+	}
+	var out []rag.MetaFacet
+	ok, err := s.withMetaIndex(ctx, tenant, func(e *tenantMeta) {
+		if e.facetsOf != e.cols || len(e.facets) >= maxFacetSets {
+			e.facets, e.facetsOf = map[string][]rag.MetaFacet{}, e.cols
+		}
+		key := strings.Join(slices.Compact(slices.Sorted(slices.Values(kbIDs))), ",") + "|" + strconv.Itoa(top) + "|" + mode + ":" + idsKey(ids)
+		cached, ok := e.facets[key]
+		if !ok {
+			words := (len(e.rows) + 63) / 64
+			mask := e.liveMask(kbIDs, words)
+			sel := make([]uint64, words)
+			for _, id := range ids {
+				if i, ok := e.pos[id]; ok && int(i) < len(e.rows) {
+					sel[i/64] |= 1 << (i % 64)
+				}
+			}
+			for i := range mask {
+				if only {
+					mask[i] &= sel[i]
+				} else {
+					mask[i] &^= sel[i]
+				}
+			}
+			cached = e.cols.Facets(e.keys, mask, top)
+			e.facets[key] = cached
+		}
+		out = cloneFacets(cached)
+	})
+	if err != nil || ok {
+		return nonNil(out), s.classify(op, err)
+	}
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return s.facetsScan(ctx, tenant, kbIDs, top, func(id string) bool { return set[id] == only })
+}
+
+// idsKey names a set of document ids in a facet set's key: a digest of the sorted ids, without a
+// copy when they come sorted (a restriction is in id order).
+func idsKey(ids []string) string {
+	if !slices.IsSorted(ids) {
+		ids = slices.Sorted(slices.Values(ids))
+	}
+	n := 0
+	for _, id := range ids {
+		n += len(id) + 1
+	}
+	buf := make([]byte, 0, n)
+	for i, id := range ids {
+		if i == 0 || ids[i-1] != id {
+			buf = append(append(buf, id...), 0)
+		}
+	}
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:])
 }
 
 // maxFacetSets bounds the facet sets kept per tenant (one per set of knowledge bases asked).
@@ -64,15 +161,16 @@ func nonNil(f []rag.MetaFacet) []rag.MetaFacet {
 	return f
 }
 
-// facetsScan is MetadataFacets over a column view built for this call from a scan of the rows.
-func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top int) ([]rag.MetaFacet, error) {
+// facetsScan is MetadataFacets over a column view built for this call from a scan of the rows, of the
+// documents keep lets through (nil: all).
+func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top int, keep func(id string) bool) ([]rag.MetaFacet, error) {
 	const op = "sqldb.MetadataFacets"
 	args := []any{tenant}
 	for _, id := range kbIDs {
 		args = append(args, id)
 	}
 	args = append(args, rag.StatusDeleted)
-	rows, err := s.db.QueryContext(ctx, `SELECT COALESCE(m.metadata, '') FROM documents d
+	rows, err := s.db.QueryContext(ctx, `SELECT d.id, COALESCE(m.metadata, '') FROM documents d
 		LEFT JOIN document_metadata m ON m.tenant_id = d.tenant_id AND m.document_id = d.id
 		WHERE d.tenant_id = ? AND d.kb_id IN (?`+strings.Repeat(", ?", len(kbIDs)-1)+`) AND d.status <> ?`, args...)
 	if err != nil {
@@ -82,9 +180,12 @@ func (s *DB) facetsScan(ctx context.Context, tenant string, kbIDs []string, top 
 	keys := rag.NewMetaKeys()
 	var docs []rag.MetaDoc
 	for rows.Next() {
-		var raw string
-		if err := rows.Scan(&raw); err != nil {
+		var id, raw string
+		if err := rows.Scan(&id, &raw); err != nil {
 			return nil, s.classify(op, err)
+		}
+		if keep != nil && !keep(id) {
+			continue
 		}
 		docs = append(docs, keys.Prepare(decodeMetadata(raw)))
 	}

@@ -145,6 +145,61 @@ func TestDocumentMetadata(t *testing.T, open func(t *testing.T) *sqldb.DB) {
 		}
 	})
 
+	t.Run("MetadataFacetsExcept", func(t *testing.T) {
+		// a caller denied a: a's values (web, 2024, the hr label) are neither counted nor listed, with
+		// the index and by the scan; excepting nothing is MetadataFacets
+		describe := func(facets []rag.MetaFacet) map[string]string {
+			got := map[string]string{}
+			for _, f := range facets {
+				got[f.Key] = fmt.Sprintf("%s %d/%d %v %v-%v", f.Type, f.Documents, f.Distinct, f.Values, f.Min, f.Max)
+			}
+			return got
+		}
+		for _, indexed := range []bool{true, false} {
+			if !indexed {
+				db.SetMetaIndexLimit(0)
+			}
+			facets, err := db.MetadataFacetsExcept(ctx, "t1", []string{kb.ID}, 10, []string{a.ID, foreign.ID})
+			if err != nil {
+				t.Fatalf("MetadataFacetsExcept(indexed %v): %v", indexed, err)
+			}
+			want := map[string]string{
+				"source":   "string 1/1 [{confluence 1}] <nil>-<nil>",
+				"year":     "number 1/1 [{2025 1}] 2025-2025",
+				"modified": "date 1/0 [] 2025-03-01-2025-03-01",
+			}
+			if got := describe(facets); !maps.Equal(got, want) {
+				t.Errorf("MetadataFacetsExcept(a, indexed %v) = %v; want %v", indexed, got, want)
+			}
+			// the same documents named the other way: among b and c (and another tenant's)
+			if of, err := db.MetadataFacetsOf(ctx, "t1", []string{kb.ID}, 10, []string{b.ID, c.ID, foreign.ID}); err != nil || !maps.Equal(describe(of), want) {
+				t.Errorf("MetadataFacetsOf(b, c, indexed %v) = %v, %v; want %v", indexed, describe(of), err, want)
+			}
+			if of, err := db.MetadataFacetsOf(ctx, "t1", []string{kb.ID}, 10, nil); err != nil || len(of) != 0 {
+				t.Errorf("MetadataFacetsOf(no documents, indexed %v) = %v, %v; want nothing", indexed, of, err)
+			}
+			all, _ := db.MetadataFacets(ctx, "t1", []string{kb.ID}, 10)
+			if none, _ := db.MetadataFacetsExcept(ctx, "t1", []string{kb.ID}, 10, nil); !maps.Equal(describe(none), describe(all)) || len(none) != 4 {
+				t.Errorf("MetadataFacetsExcept(nothing, indexed %v) = %v; want MetadataFacets' %v", indexed, describe(none), describe(all))
+			}
+		}
+		db.SetMetaIndexLimit(sqldb.DefaultMetaIndexBytes)
+		// kept by the set excepted: another set gets its own answer, as does the same set as "only", and
+		// a write is seen
+		db.MetadataFacetsExcept(ctx, "t1", []string{kb.ID}, 10, []string{a.ID})
+		if f, _ := db.MetadataFacetsExcept(ctx, "t1", []string{kb.ID}, 10, []string{b.ID}); describe(f)["source"] != "string 1/1 [{web 1}] <nil>-<nil>" {
+			t.Errorf("MetadataFacetsExcept(b) after (a) = %v; want only a's source", describe(f))
+		}
+		if f, _ := db.MetadataFacetsOf(ctx, "t1", []string{kb.ID}, 10, []string{b.ID}); describe(f)["source"] != "string 1/1 [{confluence 1}] <nil>-<nil>" {
+			t.Errorf("MetadataFacetsOf(b) after Except(b) = %v; want only b's source", describe(f))
+		}
+		set(c, rag.Metadata{"source": "web"})
+		if f, _ := db.MetadataFacetsExcept(ctx, "t1", []string{kb.ID}, 10, []string{a.ID}); describe(f)["source"] != "string 2/2 [{confluence 1} {web 1}] <nil>-<nil>" {
+			t.Errorf("MetadataFacetsExcept(a) after c's write = %v; want c's web counted", describe(f))
+		}
+		set(c, rag.Metadata{})
+	})
+
 	t.Run("BadMetadataIsInvalid", func(t *testing.T) {
 		err := db.SetDocumentMetadata(ctx, "t1", kb.ID, c.ID, rag.Metadata{"bad key": "x"})
 		if !rag.Is(err, rag.KindInvalid) {
