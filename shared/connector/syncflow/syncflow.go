@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path"
 	"strings"
 	"sync"
@@ -213,11 +214,14 @@ type BeginOut struct {
 
 // runState is what Begin keeps for Commit.
 type runState struct {
-	Cursor  string    `json:"cursor"`
-	Listed  int       `json:"listed"`
-	Calls   int       `json:"calls"`
-	Count   int       `json:"count"`
-	IDs     []string  `json:"ids"` // every work item, so Commit can tell which never reported
+	Cursor string   `json:"cursor"`
+	Listed int      `json:"listed"`
+	Calls  int      `json:"calls"`
+	Count  int      `json:"count"`
+	IDs    []string `json:"ids"` // every work item, so Commit can tell which never reported
+	// Gone are the ids of IDs last handed to the Map as deletions: a later page that names one of
+	// them with the other flag (deleted, or back) hands it again, so the page listed last wins
+	Gone    []string  `json:"gone,omitempty"`
 	Started time.Time `json:"started"`
 }
 
@@ -429,8 +433,10 @@ func knownOf(items []rag.ConnectorItem) []connector.Known {
 }
 
 // page lists one page within the time budget and hands its work to the Map. An item already handed
-// to a Map by an earlier page of the run is not handed again (each item once per run: its fetch
-// reads the source's current version anyway). After the last page come the deletions of a complete
+// to a Map by an earlier page of the run is not handed again (its fetch reads the source's current
+// version anyway) unless the later page changes whether it is deleted: an item deleted, or restored,
+// while the listing went on ends as the last page says (the Map of an earlier page has ended by
+// then, and an item's outcome is replaced, not counted twice). After the last page come the deletions of a complete
 // listing (a known item no page named) and the retries of failed items, and the cursor is kept for
 // Commit. The run's state (run.json) gathers every page's ids, counts and calls.
 func (f *Flow) page(ctx context.Context, in RunRef, c rag.Connector, ps PagedSource, items []rag.ConnectorItem, known []connector.Known,
@@ -450,12 +456,19 @@ func (f *Flow) page(ctx context.Context, in RunRef, c rag.Connector, ps PagedSou
 	for _, id := range rs.IDs {
 		seen[id] = true
 	}
+	gone := make(map[string]bool, len(rs.Gone))
+	for _, id := range rs.Gone {
+		gone[id] = true
+	}
 	var work []WorkItem
+	again := 0 // items handed again (already in rs.IDs and the progress's total)
 	for _, ch := range connector.LastOfEach(pg.Listing.Changes, func(ch connector.Change) string { return ch.ID }) {
-		if seen[ch.ID] {
+		if seen[ch.ID] && gone[ch.ID] == ch.Deleted {
 			continue
 		}
-		seen[ch.ID] = true
+		if seen[ch.ID] {
+			again++
+		}
 		w, err := f.stage(ctx, in, ch)
 		if err != nil {
 			return out, err
@@ -464,10 +477,24 @@ func (f *Flow) page(ctx context.Context, in RunRef, c rag.Connector, ps PagedSou
 	}
 	if pg.Next == "" {
 		rs.Cursor = pg.Listing.Cursor
-		work = append(work, unnamed(items, seen, pg.Listing.Complete)...)
+		named := maps.Clone(seen)
+		for _, w := range work {
+			named[w.ID] = true
+		}
+		work = append(work, unnamed(items, named, pg.Listing.Complete)...)
 	}
 	for _, w := range work {
-		rs.IDs = append(rs.IDs, w.ID)
+		if !seen[w.ID] {
+			seen[w.ID] = true
+			rs.IDs = append(rs.IDs, w.ID)
+		}
+		gone[w.ID] = w.Deleted
+	}
+	rs.Gone = rs.Gone[:0]
+	for _, id := range rs.IDs {
+		if gone[id] {
+			rs.Gone = append(rs.Gone, id)
+		}
 	}
 	rs.Listed += len(pg.Listing.Changes)
 	rs.Calls += pg.Listing.Calls
@@ -475,7 +502,7 @@ func (f *Flow) page(ctx context.Context, in RunRef, c rag.Connector, ps PagedSou
 	if err := f.putJSON(ctx, f.prefix(in)+"run.json", rs); err != nil {
 		return out, err
 	}
-	if err := f.Store.AddSyncProgress(ctx, f.Tenant, c.Name, map[string]int{"listed": len(pg.Listing.Changes), "total": len(work),
+	if err := f.Store.AddSyncProgress(ctx, f.Tenant, c.Name, map[string]int{"listed": len(pg.Listing.Changes), "total": len(work) - again,
 		"calls": pg.Listing.Calls, "pages": 1}); err != nil {
 		f.log().Warn("connector progress write failed", "connector", c.Name, "run", in.Run, "err", err)
 	}

@@ -602,7 +602,7 @@ func TestRemoveThroughStateMachine(t *testing.T) {
 
 // pagedSource is a crawl-like source (Complete listings) that lists one item a minute on a shared
 // clock and stops when its time runs out, carrying on from a token: a listing of 12 items within a
-// budget of 4 minutes needs three invocations.
+// budget of 4 minutes needs three invocations. An id written "-id" is listed as deleted.
 type pagedSource struct {
 	mu      sync.Mutex
 	clock   *time.Time
@@ -631,7 +631,8 @@ func (p *pagedSource) ChangesPage(_ context.Context, _ string, token string, _ [
 			out.Next = fmt.Sprint(pos)
 			return out, nil
 		}
-		out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: p.ids[pos]})
+		id, deleted := strings.CutPrefix(p.ids[pos], "-") // "-id": the feed reports id deleted
+		out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: id, Deleted: deleted})
 		*p.clock = p.clock.Add(time.Minute)
 	}
 	out.Listing.Complete, out.Listing.Cursor = true, "crawl"
@@ -728,6 +729,58 @@ func TestPagedListing(t *testing.T) {
 	json.Unmarshal([]byte(c.Progress), &p)
 	if c.Cursor != "crawl" || p["deleted"] != 2 || p["done"] != 12 {
 		t.Fatalf("connector after the second sync: cursor %q, progress %s; want the last page's cursor and 12 done", c.Cursor, c.Progress)
+	}
+}
+
+// An item whose state changes while a paged listing goes on ends as the page listed last says: one
+// listed on the first page and deleted on a later one is deleted, and one deleted on the first page
+// and back on a later one is indexed (handing each item only once per run kept the first page's
+// word and moved the cursor past the second).
+func TestPagedListingLastPageWins(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	clock := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	src := &pagedSource{clock: &clock, body: map[string]string{}, fetches: map[string]int{}}
+	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+		src.ids = append(src.ids, id)
+		src.body[id] = "# Page " + id + "\n\nLedger " + id + " is kept seven years.\n"
+	}
+	e.flow.Source = func(context.Context, rag.Connector) (connector.Source, error) { return src, nil }
+	e.flow.Now = func() time.Time { src.mu.Lock(); defer src.mu.Unlock(); return clock }
+	e.flow.ListBudget = 4 * time.Minute
+	if res, tr, err := e.syncNow(); err != nil || res.Added != 6 {
+		t.Fatalf("first sync = %+v, %v (states %v); want 6 added", res, err, tr.States)
+	}
+
+	// b is listed (and fetched) on the first page, then reported deleted on the second: the feed moved
+	// on while the listing went on
+	src.ids, src.pages = []string{"a", "b", "c", "d", "e", "f", "-b"}, 0
+	res, tr, err := e.syncNow()
+	if err != nil || src.pages != 2 || res.Deleted != 1 || res.Unchanged != 5 || len(res.Failed) != 0 {
+		t.Fatalf("second sync = %+v, %v (%d pages, states %v); want b deleted over two pages", res, err, src.pages, tr.States)
+	}
+	if _, ok := e.doc("b"); ok {
+		t.Fatal("b is still indexed: the later page's deletion was skipped")
+	}
+	c, _ := e.db.GetConnector(ctx, tenant, "eng-wiki")
+	var p map[string]int
+	json.Unmarshal([]byte(c.Progress), &p)
+	if p["total"] != 6 || p["done"] != 6 {
+		t.Fatalf("progress %s; want 6 items, b counted once", c.Progress)
+	}
+
+	// c is reported deleted on the first page, then back on the second
+	src.ids, src.pages = []string{"-c", "a", "d", "e", "f", "c"}, 0
+	if res, tr, err = e.syncNow(); err != nil || src.pages != 2 || len(res.Failed) != 0 {
+		t.Fatalf("third sync = %+v, %v (%d pages, states %v)", res, err, src.pages, tr.States)
+	}
+	if _, ok := e.doc("c"); !ok {
+		t.Fatal("c is not indexed: the later page's restore was skipped")
+	}
+	for _, id := range []string{"a", "d", "e", "f"} {
+		if _, ok := e.doc(id); !ok {
+			t.Errorf("%s lost", id)
+		}
 	}
 }
 
