@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/connectortest"
 	"github.com/docmind/docmind/shared/connector/syncflow"
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -16,35 +17,21 @@ import (
 var longPast = time.Unix(1, 0)
 
 // listPaged lists as syncflow does on AWS: each page in a fresh connector (another invocation) with a
-// deadline already past, carrying the token on. It returns the union of the pages' changes (id to
-// deleted) and the last page.
+// deadline already past, carrying the token on; each invocation comes a minute after the previous one
+// (the cursor stays the listing's start).
 func listPaged(t *testing.T, f *fake, cursor string, known []connector.Known) (map[string]bool, syncflow.Page, int) {
 	t.Helper()
-	union, token := map[string]bool{}, ""
-	for n := 1; ; n++ {
+	return connectortest.ListPaged(t, func(n int, token string) syncflow.Page {
+		if n > 1 {
+			f.advance(time.Minute)
+		}
 		c, _ := newConnector(t, f, goodCreds)
 		pg, err := c.ChangesPage(context.Background(), cursor, token, known, longPast)
 		if err != nil {
 			t.Fatalf("page %d: %v", n, err)
 		}
-		for _, ch := range pg.Listing.Changes {
-			if d, ok := union[ch.ID]; ok && d != ch.Deleted {
-				t.Fatalf("page %d: %s deleted=%v, an earlier page said %v", n, ch.ID, ch.Deleted, d)
-			}
-			union[ch.ID] = ch.Deleted
-		}
-		if pg.Next == "" {
-			return union, pg, n
-		}
-		if pg.Listing.Complete || pg.Listing.Cursor != "" {
-			t.Fatalf("page %d says complete=%v cursor=%q before the listing is done", n, pg.Listing.Complete, pg.Listing.Cursor)
-		}
-		if n > 100 {
-			t.Fatal("the paged listing does not end")
-		}
-		token = pg.Next
-		f.advance(time.Minute) // the next invocation comes later: the cursor is still the listing's start
-	}
+		return pg
+	})
 }
 
 func listWhole(t *testing.T, f *fake, cursor string, known []connector.Known) (map[string]bool, connector.Listing) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/connectortest"
 	"github.com/docmind/docmind/shared/rag"
 )
 
@@ -15,35 +16,17 @@ import (
 var longPast = time.Unix(1, 0)
 
 // listPaged lists as syncflow does on AWS: each page in a fresh connector (another invocation) with a
-// deadline already past, carrying the token on. It returns the union of the pages' changes (id to
-// deleted; a page that contradicts an earlier one fails the test) and the last page.
+// deadline already past, carrying the token on.
 func listPaged(t *testing.T, f *fake, pemKey, config, cursor string, known []connector.Known) (map[string]bool, Page, int) {
 	t.Helper()
-	union := map[string]bool{}
-	token := ""
-	for n := 1; ; n++ {
+	return connectortest.ListPaged(t, func(n int, token string) Page {
 		c, _ := newConnector(t, f, config, pemKey)
 		pg, err := c.ChangesPage(context.Background(), cursor, token, known, longPast)
 		if err != nil {
 			t.Fatalf("page %d: %v", n, err)
 		}
-		for _, ch := range pg.Listing.Changes {
-			if d, ok := union[ch.ID]; ok && d != ch.Deleted {
-				t.Fatalf("page %d: %s deleted=%v, an earlier page said %v", n, ch.ID, ch.Deleted, d)
-			}
-			union[ch.ID] = ch.Deleted
-		}
-		if pg.Next == "" {
-			return union, pg, n
-		}
-		if pg.Listing.Complete || pg.Listing.Cursor != "" {
-			t.Fatalf("page %d of %d says complete=%v cursor=%q before the listing is done", n, n+1, pg.Listing.Complete, pg.Listing.Cursor)
-		}
-		if n > 200 {
-			t.Fatal("the paged listing does not end")
-		}
-		token = pg.Next
-	}
+		return pg
+	})
 }
 
 func whole(t *testing.T, c *Connector, cursor string, known []connector.Known) (map[string]bool, connector.Listing) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docmind/docmind/shared/connector"
+	"github.com/docmind/docmind/shared/connector/connectortest"
 	"github.com/docmind/docmind/shared/connector/syncflow"
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -38,28 +39,22 @@ func (l listing) add(t *testing.T, c *Connector, chs []connector.Change) {
 func newListing() listing { return listing{changes: map[string]bool{}, states: map[string]string{}} }
 
 // listPaged lists as syncflow does on AWS: each page in a fresh connector (another invocation) with a
-// deadline already past, carrying the token on.
+// deadline already past, carrying the token on; each listed file's folder chain is kept as that
+// invocation saw it.
 func listPaged(t *testing.T, f *fake, config, cursor string, known []connector.Known) (listing, syncflow.Page, int) {
 	t.Helper()
-	l, token := newListing(), ""
-	for n := 1; ; n++ {
+	l := newListing()
+	changes, last, n := connectortest.ListPaged(t, func(n int, token string) syncflow.Page {
 		c, _ := newConnector(t, f, config, goodCreds)
 		pg, err := c.ChangesPage(context.Background(), cursor, token, known, longPast)
 		if err != nil {
 			t.Fatalf("page %d: %v", n, err)
 		}
 		l.add(t, c, pg.Listing.Changes)
-		if pg.Next == "" {
-			return l, pg, n
-		}
-		if pg.Listing.Complete || pg.Listing.Cursor != "" {
-			t.Fatalf("page %d says complete=%v cursor=%q before the listing is done", n, pg.Listing.Complete, pg.Listing.Cursor)
-		}
-		if n > 100 {
-			t.Fatal("the paged listing does not end")
-		}
-		token = pg.Next
-	}
+		return pg
+	})
+	l.changes = changes
+	return l, last, n
 }
 
 func listWhole(t *testing.T, f *fake, config, cursor string, known []connector.Known) (listing, connector.Listing) {
