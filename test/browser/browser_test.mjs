@@ -1493,46 +1493,6 @@ test("filter suggestions: the chip input offers the knowledge base's keys, then 
   assert.deepEqual(p.errors, []);
 });
 
-test("with the server gone mid-answer or stopped, asking shows a clear error, keeps the question and offers retry", async (t) => {
-  const p = await page(t);
-  await p.locator("#kb option").nth(1).waitFor({ state: "attached" });
-  // the server dies while it streams: the page says the connection was lost and keeps what arrived
-  const slow = "Please answer zzslow: what is docmind?";
-  await p.fill("#question", slow);
-  await p.press("#question", "Enter");
-  const first = p.locator(".turn").last();
-  await until("a few streamed words", async () => (await first.locator(".a").textContent()).length > 40);
-  server.kill("SIGKILL");
-  await until("the server to stop", () => server.exitCode !== null || server.signalCode !== null);
-  const lost = first.locator(".failbox");
-  await lost.waitFor();
-  assert.match(await lost.textContent(), /connection to the docmind server was lost/);
-  assert.doesNotMatch(await lost.textContent(), /TypeError|network error|Failed to fetch/);
-  assert.ok((await first.locator(".a").textContent()).length > 40, "what arrived is kept");
-  assert.equal(await first.locator(".timeline summary").textContent(), "Cut off", "an answer broken off says so");
-  assert.equal(await p.inputValue("#question"), slow, "the question is kept");
-  assert.ok(await lost.getByRole("button", { name: "Retry" }).isVisible());
-  // with the server stopped, a new question cannot reach it
-  const q = "How many days of annual leave do I have left?";
-  await p.fill("#question", q);
-  await p.press("#question", "Enter");
-  const failedTurn = p.locator(".turn").last();
-  const fail = failedTurn.locator(".failbox");
-  await fail.waitFor();
-  assert.match(await fail.textContent(), /Cannot reach the docmind server/);
-  // nothing arrived: the failure, not "Stopped" over an empty answer box
-  assert.equal(await failedTurn.locator(".a").isVisible(), false, "no empty answer box");
-  assert.equal(await failedTurn.locator(".timeline summary").textContent(), "Failed");
-  // the sidebar says the server is unreachable, not that history is not kept
-  await p.locator("#conversations", { hasText: "Cannot reach the docmind server" }).waitFor();
-  assert.doesNotMatch(await p.textContent("#conversations"), /not stored here/);
-  assert.doesNotMatch(await fail.textContent(), /TypeError|Failed to fetch/);
-  assert.equal(await p.inputValue("#question"), q, "the question is kept");
-  assert.ok(await fail.getByRole("button", { name: "Retry" }).isVisible());
-  assert.deepEqual(p.errors, []);
-});
-
-
 // connectorSite serves a small site on 127.0.0.1 for the connector tests: a home page linking to two
 // others, one titled with markup (a source's text is untrusted) and one that fails with 500.
 async function connectorSite(t) {
@@ -1885,4 +1845,45 @@ test("access: a Drive connector's restricted document, synced from a fake Drive,
   assert.equal(await p.evaluate(() => window.__xss), undefined);
   assert.ok(drive.calls.includes("GET /drive/v3/files/f-hr"), `calls: ${drive.calls}`);
   assert.deepEqual(errors, []);
+});
+
+// This test kills the shared server (the one `before` starts with the demo): it stays the last test of
+// the file, and every test that needs that server comes before it.
+test("with the server gone mid-answer or stopped, asking shows a clear error, keeps the question and offers retry", async (t) => {
+  const p = await page(t);
+  await p.locator("#kb option").nth(1).waitFor({ state: "attached" });
+  // the server dies while it streams: the page says the connection was lost and keeps what arrived
+  const slow = "Please answer zzslow: what is docmind?";
+  await p.fill("#question", slow);
+  await p.press("#question", "Enter");
+  const first = p.locator(".turn").last();
+  await until("a few streamed words", async () => (await first.locator(".a").textContent()).length > 40);
+  server.kill("SIGKILL");
+  await until("the server to stop", () => server.exitCode !== null || server.signalCode !== null);
+  const lost = first.locator(".failbox");
+  await lost.waitFor();
+  assert.match(await lost.textContent(), /connection to the docmind server was lost/);
+  assert.doesNotMatch(await lost.textContent(), /TypeError|network error|Failed to fetch/);
+  assert.ok((await first.locator(".a").textContent()).length > 40, "what arrived is kept");
+  assert.equal(await first.locator(".timeline summary").textContent(), "Cut off", "an answer broken off says so");
+  assert.equal(await p.inputValue("#question"), slow, "the question is kept");
+  assert.ok(await lost.getByRole("button", { name: "Retry" }).isVisible());
+  // with the server stopped, a new question cannot reach it
+  const q = "How many days of annual leave do I have left?";
+  await p.fill("#question", q);
+  await p.press("#question", "Enter");
+  const failedTurn = p.locator(".turn").last();
+  const fail = failedTurn.locator(".failbox");
+  await fail.waitFor();
+  assert.match(await fail.textContent(), /Cannot reach the docmind server/);
+  // nothing arrived: the failure, not "Stopped" over an empty answer box
+  assert.equal(await failedTurn.locator(".a").isVisible(), false, "no empty answer box");
+  assert.equal(await failedTurn.locator(".timeline summary").textContent(), "Failed");
+  // the sidebar says the server is unreachable, not that history is not kept
+  await p.locator("#conversations", { hasText: "Cannot reach the docmind server" }).waitFor();
+  assert.doesNotMatch(await p.textContent("#conversations"), /not stored here/);
+  assert.doesNotMatch(await fail.textContent(), /TypeError|Failed to fetch/);
+  assert.equal(await p.inputValue("#question"), q, "the question is kept");
+  assert.ok(await fail.getByRole("button", { name: "Retry" }).isVisible());
+  assert.deepEqual(p.errors, []);
 });
