@@ -174,6 +174,7 @@ func (ix *Index) searchBinary(q []float32, k int, m matcher, binFactor int) []sc
 		slices.SortFunc(cand, byScoreThenRow)
 		cand = cand[:want]
 	}
+	ix.prefetch(cand)
 	for i := range cand {
 		cand[i].score = dot(q, ix.vecs.row(cand[i].row))
 	}

@@ -51,7 +51,10 @@ type Index struct {
 	use       string       // the path the last recall check chose (Quant until one runs): none, int8, binary
 	binFactor int          // binary candidates per result that passed the check
 	recall    float64      // recall@10 of the last check; NaN before one
+	sp        *postings    // the int8 codes by dimension when they are sparse (sparse.go); nil otherwise
+	spDenseAt int          // rows when the codes were last found dense (sampled again at twice that)
 	mapped    []byte       // the memory-mapped snapshot backing vecs.base and codes.base; nil when none
+	warm      []uint64     // bit i: mapped float32 row i was re-scored since the map (prefetch); atomic
 	rows      []row
 	byID      map[string]int // "tenant\x00id" -> row
 	names     interner
@@ -107,6 +110,7 @@ func OpenWith(path string, dim int, o Options) (*Index, error) {
 		}
 		return nil, err
 	}
+	ix.maintainSparse(false) // rows replayed from the log, or a snapshot without postings built yet
 	return ix, nil
 }
 
@@ -141,6 +145,7 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 			ix.pending = appendUpsert(ix.pending, m, normed[i])
 		}
 	}
+	ix.maintainSparse(false)
 	return nil
 }
 
@@ -166,6 +171,9 @@ func (ix *Index) put(m metaRow, v []float32) {
 	}
 	if ix.opt.Quant == "binary" {
 		ix.putBits(at, v)
+	}
+	if ix.sp != nil {
+		ix.sp.touch(at)
 	}
 }
 
@@ -202,6 +210,7 @@ func (ix *Index) Delete(ctx context.Context, tenant string, ids []string) error 
 			ix.removeAt(at)
 		}
 	}
+	ix.maintainSparse(false)
 	return nil
 }
 
@@ -226,6 +235,7 @@ func (ix *Index) DeleteDocument(ctx context.Context, tenant, kbID, documentID st
 			ix.removeAt(i)
 		}
 	}
+	ix.maintainSparse(false)
 	return nil
 }
 
@@ -237,6 +247,9 @@ func (ix *Index) removeAt(at int) {
 		ix.pending = appendDelete(ix.pending, tenant, ix.rows[at].id)
 	}
 	delete(ix.byID, key(tenant, ix.rows[at].id))
+	if ix.sp != nil {
+		ix.sp.touch(at) // the last row moves here (or the row is gone)
+	}
 	if at != last {
 		ix.rows[at] = ix.rows[last]
 		copy(ix.vecs.row(at), ix.vecs.row(last))
@@ -333,7 +346,7 @@ func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filte
 	switch scheme := ix.scheme(); {
 	case exact || scheme == "none":
 		all = ix.searchExact(q, k, m)
-	case scheme == "binary":
+	case scheme == "binary" && ix.sparseDims(quantizeQuery(q)) == nil:
 		all = ix.searchBinary(q, k, m, ix.binFactor)
 	default:
 		all = ix.searchQuant(q, k, m)

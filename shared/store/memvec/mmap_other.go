@@ -21,3 +21,7 @@ func unmap([]byte) error { return nil }
 func adviseRandom([]byte, bool) {}
 
 func releasePages([]byte) {}
+
+func willNeed([]byte) {}
+
+const pageSize = 4096

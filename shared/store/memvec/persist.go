@@ -178,6 +178,7 @@ func (ix *Index) drop() {
 	ix.vecs.reset()
 	ix.codes.reset()
 	ix.scales, ix.rows, ix.byID = nil, nil, map[string]int{}
+	ix.sp, ix.warm = nil, nil
 }
 
 // release drops the lock without flushing: what a crashed process leaves behind (tests).
@@ -370,34 +371,42 @@ func (ix *Index) save() error {
 	if err := os.Rename(tmp.Name(), ix.path); err != nil {
 		return err
 	}
-	ix.remap()
+	if ix.remap() {
+		ix.maintainSparse(true)
+		if ix.sp != nil {
+			releasePages(int8Bytes(ix.codes.base)) // a fresh map, never written: the postings hold the codes
+		}
+	} else {
+		ix.maintainSparse(true)
+	}
 	return nil
 }
 
 // remap replaces the storage with a map of the snapshot just written, so the heap tail and the pages
-// copied on write are freed. The contents are equal, so a failure only keeps the old storage (and
-// memory) until the next snapshot. Caller holds the write lock.
-func (ix *Index) remap() {
+// copied on write are freed, and reports whether it did. The contents are equal, so a failure only
+// keeps the old storage (and memory) until the next snapshot. Caller holds the write lock.
+func (ix *Index) remap() bool {
 	f, err := os.Open(ix.path)
 	if err != nil {
-		return
+		return false
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return
+		return false
 	}
 	b, err := mapFile(f, st.Size())
 	if err != nil {
-		return
+		return false
 	}
 	l, err := ix.layout(b)
 	if err != nil || l.rows != len(ix.rows) || !nativeLE {
 		unmap(b)
-		return
+		return false
 	}
 	ix.attach(b, l)
 	ix.advise()
+	return true
 }
 
 // attach points the storage at the mapped snapshot b and drops the previous map.
@@ -412,6 +421,7 @@ func (ix *Index) attach(b []byte, l layout) {
 		ix.centre = decodeFloat32(b[l.centreOff : l.centreOff+ix.dim*4])
 	}
 	ix.mapped = b
+	ix.warm = make([]uint64, (l.rows+63)/64)
 	if old != nil {
 		unmap(old)
 	}
@@ -728,9 +738,11 @@ func (ix *Index) loadV2(f *os.File, size int64, corrupt func(string, ...any) err
 			ix.opt.Logf("memvec: %s: the last recall check chose %s over %s (recall@10 %.3f, minimum %.2f; DOCMIND_VECTOR_RESCORE or DOCMIND_VECTOR_QUANT=none change it)", ix.path, ix.use, ix.opt.Quant, l.recall, ix.opt.MinRecall)
 		}
 	}
-	if ix.mapped != nil && ix.scheme() == "binary" {
-		// The checksum read every int8 code through the map; the binary scan re-scores a few of them per
-		// query, so let the rest go from this process (they stay in the page cache).
+	ix.maintainSparse(true)
+	if ix.mapped != nil && (ix.scheme() == "binary" || ix.sp != nil) {
+		// The checksum read every int8 code through the map (and the postings' build, sparse.go); the
+		// binary scan re-scores a few of them per query and the postings hold the rest, so let them go
+		// from this process (they stay in the page cache).
 		releasePages(int8Bytes(ix.codes.base))
 	}
 	ix.snapRows = l.rows
