@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -17,9 +18,19 @@ func TestBenchMillionSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ingests a few thousand chunks")
 	}
-	code, out, errOut := runCLI(t, nil, "bench", "--suite", "million", "--chunks", "3000", "--concurrency", "3", "--same-process", "--json")
+	kept := filepath.Join(t.TempDir(), "kept")
+	code, out, errOut := runCLI(t, nil, "bench", "--suite", "million", "--chunks", "3000", "--concurrency", "3", "--same-process", "--json", "--keep", kept)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	// --keep leaves the knowledge base for another binary to measure again
+	code, again, errOut := runCLI(t, nil, "bench", "--measure-million", filepath.Join(kept, "data"), filepath.Join(kept, "queries.txt"), "40", "2")
+	var res bench.MillionResult
+	if code != exitOK || json.Unmarshal([]byte(again), &res) != nil || len(res.LatencyMS) != 40 || res.Empty != 0 {
+		t.Fatalf("measuring the kept folder again: exit %d, %d latencies, %d empty: %s", code, len(res.LatencyMS), res.Empty, errOut)
+	}
+	if code, out, errOut := runCLI(t, nil, "bench", "--suite", "million", "--chunks", "3000", "--same-process", "--keep", kept); code == exitOK || !strings.Contains(out+errOut, "--keep: mkdir") {
+		t.Errorf("--keep over an existing folder: exit %d, %s", code, errOut)
 	}
 	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {

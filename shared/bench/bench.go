@@ -48,6 +48,10 @@ type Options struct {
 	Concurrency int
 	// CPUProfile names a file for the CPU profile of the million suite's measured queries.
 	CPUProfile string
+	// Keep names a folder (created; it must not exist) where the million suite leaves its data folder
+	// and queries, so another binary can measure the same knowledge base (`docmind bench
+	// --measure-million KEEP/data KEEP/queries.txt N C`); "" removes them.
+	Keep string
 	// Progress receives a line now and then during long builds; nil discards.
 	Progress func(string)
 }

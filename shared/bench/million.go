@@ -89,10 +89,18 @@ func Million(ctx context.Context, o Options) ([]Row, error) {
 		n = map[bool]int{true: 20_000, false: 1_000_000}[o.Quick]
 	}
 	dir, err := os.MkdirTemp("", "docmind-bench-million-")
+	if o.Keep != "" {
+		os.Remove(dir)
+		if dir, err = o.Keep, os.Mkdir(o.Keep, 0o755); err != nil {
+			return nil, fmt.Errorf("--keep: %w", err)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	if o.Keep == "" {
+		defer os.RemoveAll(dir)
+	}
 	data := filepath.Join(dir, "data")
 	b, err := buildMillion(ctx, o, data, n)
 	if err != nil {
