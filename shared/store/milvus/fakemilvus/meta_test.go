@@ -98,16 +98,16 @@ func randFilter(r *rand.Rand, depth int) map[string]any {
 }
 
 // TestMetaExprProperty: for 1,000 random filters (every form, nested, hostile strings as values) over
-// 1,000 documents with random metadata (every kind of value under every key, hostile strings, dates
+// 10,000 documents with random metadata (every kind of value under every key, hostile strings, dates
 // in both forms), the Milvus expression milvusexpr.MetaExpr builds, parsed and evaluated by this
 // server over the row's FieldMeta as milvusexpr.MetaJSON writes it, selects exactly the documents
 // rag.MetaFilter.Match (the metadata index's reference) passes; and MetaSearchExpr around it keeps
 // the tenant and knowledge-base clauses and lets rows of unknown metadata through.
 func TestMetaExprProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 9))
-	docs, filters := 1000, 1000
+	docs, filters := 10_000, 1000 // the size: 1,000 filters over 10,000 documents, as the SQLite adapter's
 	if testing.Short() {
-		filters = 200
+		docs, filters = 1000, 200
 	}
 	metas := make([]rag.Metadata, docs)
 	rows := make([]map[string]any, docs)
