@@ -33,7 +33,9 @@ func ocrEngine(cfg config.Config, log *slog.Logger) (extract.OCR, error) {
 	t, err := ocr.New(cfg.Ingest.OCRLangs)
 	if err != nil {
 		if cfg.Ingest.OCR == "auto" {
-			log.Info("OCR is off: images and scanned PDFs will be refused", "reason", err.Error())
+			if log != nil { // the CLI's commands pass none: a refused image says the install command itself
+				log.Info("OCR is off: images and scanned PDFs will be refused", "reason", err.Error())
+			}
 			return nil, nil
 		}
 		return nil, err

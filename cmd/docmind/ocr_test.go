@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	pngenc "image/png"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,5 +41,27 @@ func TestOCREngineChoice(t *testing.T) {
 	_, err = ocrEngine(config.Config{Ingest: config.Ingest{OCR: "textract", OCRLangs: "auto"}}, log)
 	if err == nil || !strings.Contains(err.Error(), "AWS ingestion workflow only") || !strings.Contains(err.Error(), "use auto, tesseract or vision") {
 		t.Errorf("textract on one machine: %v", err)
+	}
+}
+
+// `docmind ingest`, `eval` and `connector sync` open the ingestion without a logger; without Tesseract
+// the auto setting said "OCR is off" through it and the command crashed (nil logger). A text file is
+// ingested and an image refused with the install command.
+func TestIngestWithoutTesseract(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if e, err := ocrEngine(config.Config{Ingest: config.Ingest{OCR: "auto", OCRLangs: "auto"}}, nil); e != nil || err != nil {
+		t.Fatalf("auto without tesseract and without a logger: %v, %v", e, err)
+	}
+	data, docs := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(docs, "leave.md"), []byte("# Leave\n\nEmployees get 20 days of annual leave.\n"), 0o644)
+	var png bytes.Buffer
+	if err := pngenc.Encode(&png, image.NewGray(image.Rect(0, 0, 40, 20))); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(docs, "scan.png"), png.Bytes(), 0o644)
+	code, out, errOut := runCLI(t, nil, "ingest", "--kb", "handbook", "--data", data, docs)
+	all := out + errOut
+	if !strings.Contains(all, "1 embedded") || !strings.Contains(all, "1 failed") || !strings.Contains(all, "scan.png") || !strings.Contains(all, ocr.Install) {
+		t.Fatalf("ingest without tesseract: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
