@@ -93,7 +93,8 @@ func onlyPolicy(t *testing.T, path string, year int, cited []string, raw []byte)
 		}
 		return false
 	}
-	if !has(want) || has(other) || has("travel-2025-other.md") || strings.Contains(string(raw), "999") {
+	// another tenant's policy pays 999 euros; the long-filter test's memo 999 may be listed uncited
+	if !has(want) || has(other) || has("travel-2025-other.md") || strings.Contains(string(raw), "999 euros") {
 		t.Errorf("%s year %d: cited %v, want %s and never %s: %s", path, year, cited, want, other, raw)
 	}
 }
