@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,8 @@ type fitem struct {
 	created, mod     time.Time
 	author, editor   string
 	failDownloads    int
+	readers          []string // e-mails the file is shared with, beyond its owner, site group and link
+	sharedSeq        int      // the change sequence of its last sharing change
 }
 
 const (
@@ -96,6 +99,21 @@ func (f *fake) touch(id string) {
 	it := f.items[id]
 	it.etag++
 	it.seq, it.mod = f.seq, f.now
+}
+
+// share grants (or, with grant false, removes) one person's read access. Sharing leaves both tags and
+// the item's place in the default feed alone: delta lists the file again only when asked with
+// Prefer: deltashowsharingchanges, flagged with @microsoft.graph.sharedChanged.
+func (f *fake) share(id, email string, grant bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seq++
+	it := f.items[id]
+	it.readers = slices.DeleteFunc(it.readers, func(r string) bool { return r == email })
+	if grant {
+		it.readers = append(it.readers, email)
+	}
+	it.sharedSeq = f.seq
 }
 
 // remove deletes an item into the recycle bin: delta reports a tombstone for it (not for its children).
@@ -250,14 +268,19 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 			graphErr(w, http.StatusNotFound, "itemNotFound", "The resource could not be found.")
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"value": []any{
+		perms := []any{}
+		for i, r := range it.readers {
+			perms = append(perms, map[string]any{"id": fmt.Sprintf("dXNlcn%d", i), "roles": []string{"read"},
+				"grantedToV2": map[string]any{"user": map[string]any{"id": fmt.Sprintf("user-%d", i), "displayName": r, "email": r}}})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"value": append(perms,
 			map[string]any{"id": "aTowIy5mfG1lbWJlcnNoaXB8", "roles": []string{"owner"},
 				"grantedToV2": map[string]any{"user": map[string]any{"id": "48d31887-5fad-4d73-a9f5-3c356e68a038", "displayName": it.author, "email": "megan@contoso.com"}}},
 			map[string]any{"id": "c3RlZ3JvdXA", "roles": []string{"read"},
 				"grantedToV2": map[string]any{"siteGroup": map[string]any{"id": "4", "displayName": "Engineering Members", "loginName": "Engineering Members"}}},
 			map[string]any{"id": "bGluaw", "roles": []string{"read"}, "link": map[string]any{"scope": "organization", "type": "view", "webUrl": "https://contoso.sharepoint.com/:w:/s/eng/x"},
 				"grantedToIdentitiesV2": []any{}},
-		}})
+		)})
 	case strings.HasPrefix(p, drive+"/items/") && strings.HasSuffix(p, "/content"):
 		f.calls["content"]++
 		it := f.items[strings.TrimSuffix(strings.TrimPrefix(p, drive+"/items/"), "/content")]
@@ -296,14 +319,21 @@ func (f *fake) delta(w http.ResponseWriter, r *http.Request) {
 		b, _ := base64.RawURLEncoding.DecodeString(s)
 		fmt.Sscanf(string(b), "%d:%d:%d", &since, &off, &upto)
 	}
+	sharing := strings.Contains(r.Header.Get("Prefer"), "deltashowsharingchanges")
 	var list []*fitem
+	flagged := map[string]bool{}
 	for _, it := range f.items {
 		switch {
-		case it.seq > upto:
-		case since < 0 && f.alive(it):
+		case since < 0: // a full enumeration: every live item as of upto
+			if it.seq <= upto && f.alive(it) {
+				list = append(list, it)
+			}
+		case it.seq > since && it.seq <= upto:
 			list = append(list, it)
-		case since >= 0 && it.seq > since:
+		case sharing && !it.folder && it.sharedSeq > since && it.sharedSeq <= upto && f.alive(it):
+			// Graph flags files (not folders) whose sharing changed
 			list = append(list, it)
+			flagged[it.id] = true
 		}
 	}
 	sort.Slice(list, func(i, j int) bool {
@@ -315,7 +345,11 @@ func (f *fake) delta(w http.ResponseWriter, r *http.Request) {
 	end := min(off+f.pageSize, len(list))
 	vals := []any{}
 	for _, it := range list[off:end] {
-		vals = append(vals, f.itemJSON(it))
+		m := f.itemJSON(it)
+		if flagged[it.id] {
+			m["@microsoft.graph.sharedChanged"] = "True"
+		}
+		vals = append(vals, m)
 	}
 	base := f.srv.URL + "/v1.0/drives/" + driveID + "/root/delta"
 	page := map[string]any{"@odata.context": "https://graph.microsoft.com/v1.0/$metadata#Collection(driveItem)", "value": vals}

@@ -140,19 +140,22 @@ func New(cfg Config, creds connector.Credentials, h *connector.HTTP) *Connector 
 
 // driveItem is a Graph driveItem as delta returns it.
 type driveItem struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	ETag        string    `json:"eTag"`
-	CTag        string    `json:"cTag"`
-	Size        int64     `json:"size"`
-	WebURL      string    `json:"webUrl"`
-	Created     string    `json:"createdDateTime"`
-	Modified    string    `json:"lastModifiedDateTime"`
-	DownloadURL string    `json:"@microsoft.graph.downloadUrl"`
-	Deleted     *struct{} `json:"deleted"`
-	Root        *struct{} `json:"root"`
-	Folder      *struct{} `json:"folder"`
-	File        *struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	ETag        string `json:"eTag"`
+	CTag        string `json:"cTag"`
+	Size        int64  `json:"size"`
+	WebURL      string `json:"webUrl"`
+	Created     string `json:"createdDateTime"`
+	Modified    string `json:"lastModifiedDateTime"`
+	DownloadURL string `json:"@microsoft.graph.downloadUrl"`
+	// SharedChanged is "True" on a file whose sharing changed, when delta is asked with
+	// Prefer: deltashowsharingchanges (sent when permissions are read)
+	SharedChanged string    `json:"@microsoft.graph.sharedChanged"`
+	Deleted       *struct{} `json:"deleted"`
+	Root          *struct{} `json:"root"`
+	Folder        *struct{} `json:"folder"`
+	File          *struct {
 		MimeType string `json:"mimeType"`
 	} `json:"file"`
 	Parent struct {
@@ -272,7 +275,7 @@ func (c *Connector) ChangesPage(ctx context.Context, cursor, token string, known
 			NextLink  string      `json:"@odata.nextLink"`
 			DeltaLink string      `json:"@odata.deltaLink"`
 		}
-		err := c.getJSON(ctx, st.Next, &page)
+		err := c.getJSONPrefer(ctx, st.Next, &page, c.deltaPrefer())
 		if errors.Is(err, errResync) && st.Next == cursor {
 			// resyncRequired: the link is too old; enumerate again and let the engine diff
 			items, st = nil, pageToken{Next: first, Full: true}
@@ -433,6 +436,16 @@ func (c *Connector) Fetch(ctx context.Context, id string, prev connector.Known) 
 	json.Unmarshal([]byte(prev.State), &st)
 	if prev.Version != "" && prev.Version == item.Version && st.Name == it.Name {
 		item.NotModified = true
+		// a sharing change leaves the cTag alone: delta flags it (deltaPrefer), and an item retried
+		// outside a listing may have failed on it, so both read the list again; the engine records it
+		if c.cfg.Permissions && (strings.EqualFold(it.SharedChanged, "true") || !ok) {
+			perms, err := c.permissions(ctx, it.ID)
+			item.Calls = c.http.Calls - before
+			if err != nil {
+				return item, fmt.Errorf("read the permissions of item %s: %w", id, err)
+			}
+			item.Permissions = append([]string{}, perms...) // an empty list is a list, not "unknown"
+		}
 		item.Calls = c.http.Calls - before
 		return item, nil
 	}
@@ -630,11 +643,29 @@ func (c *Connector) sameHost(link string) bool {
 
 // getJSON GETs u from Graph with the bearer token and decodes the JSON answer.
 func (c *Connector) getJSON(ctx context.Context, u string, v any) error {
+	return c.getJSONPrefer(ctx, u, v, "")
+}
+
+// deltaPrefer is the Prefer header of delta requests: with permissions read, Graph is asked to list
+// files whose sharing changed (it does not by default: a sharing change leaves the cTag and, without
+// this, the feed) and to flag them with @microsoft.graph.sharedChanged.
+func (c *Connector) deltaPrefer() string {
+	if c.cfg.Permissions {
+		return "deltashowsharingchanges"
+	}
+	return ""
+}
+
+// getJSONPrefer is getJSON with a Prefer header (none when prefer is empty).
+func (c *Connector) getJSONPrefer(ctx context.Context, u string, v any, prefer string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return rag.E("sharepoint.get", rag.KindInvalid, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if prefer != "" {
+		req.Header.Set("Prefer", prefer)
+	}
 	resp, err := c.api.Do(req)
 	if err != nil {
 		return classify("sharepoint.get", err)

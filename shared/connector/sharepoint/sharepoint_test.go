@@ -278,3 +278,59 @@ func TestSyncFigures(t *testing.T) {
 	t.Logf("FIGURES sharepoint: first sync 100 files: %d calls, %s; incremental (3 edited, 2 deleted, 1 added): %d calls, %s",
 		res.Calls, first.Round(time.Millisecond), res2.Calls, incr.Round(time.Millisecond))
 }
+
+// A file shared with one more person, or unshared, keeps its content and cTag: Graph lists it again only
+// when delta is asked for sharing changes (the fake, like Graph, leaves it out otherwise). The next sync
+// reads its permissions without downloading it, and its recorded access list follows.
+func TestSharingChangeRereadsPermissions(t *testing.T) {
+	f := newFake(t)
+	f.folder("F-POL", "Policies", "root")
+	f.put("I-LEAVE", "Leave.md", "F-POL", "# Leave\n\nTwenty days.\n", "Megan Bowen")
+	f.put("I-TRAVEL", "Travel.md", "F-POL", "# Travel\n\nEconomy class.\n", "Megan Bowen")
+	env := connectortest.New(t, "docs", "sharepoint", `{}`)
+	c, _ := newConnector(t, f, `{"site_id":"`+siteID+`","permissions":true,"graph_url":"`+f.srv.URL+`/v1.0","login_url":"`+f.srv.URL+`"}`, goodCreds)
+	if res := env.Sync(t, c, connector.Options{}); res.Added != 2 {
+		t.Fatalf("first sync = %+v", res)
+	}
+	recorded := func(id string) string {
+		t.Helper()
+		items, _ := env.DB.ListConnectorItems(context.Background(), connectortest.Tenant, env.Name)
+		for _, it := range items {
+			if it.ID == id {
+				return it.Metadata
+			}
+		}
+		t.Fatalf("no record of %s in %+v", id, items)
+		return ""
+	}
+	for _, step := range []struct {
+		grant bool
+		want  bool
+	}{{true, true}, {false, false}} {
+		f.share("I-LEAVE", "adele@contoso.com", step.grant)
+		perms, downloads := f.calls["permissions"], f.calls["download"]
+		res := env.Sync(t, c, connector.Options{})
+		if res.Unchanged != 1 || res.Added+res.Updated != 0 || f.calls["permissions"] != perms+1 || f.calls["download"] != downloads {
+			t.Fatalf("sync after sharing (grant %v) = %+v, permissions requests %d -> %d, downloads %d -> %d; want one unchanged item whose permissions alone are read",
+				step.grant, res, perms, f.calls["permissions"], downloads, f.calls["download"])
+		}
+		if got := strings.Contains(recorded("I-LEAVE"), "user:adele@contoso.com"); got != step.want {
+			t.Fatalf("after sharing (grant %v) the record names adele: %v; want %v: %s", step.grant, got, step.want, recorded("I-LEAVE"))
+		}
+		if strings.Contains(recorded("I-TRAVEL"), "adele") {
+			t.Fatal("the other file's record changed")
+		}
+	}
+
+	// without permissions the connector does not ask for sharing changes, and Graph does not send them
+	plain := newFake(t)
+	plain.folder("F-POL", "Policies", "root")
+	plain.put("I-LEAVE", "Leave.md", "F-POL", "# Leave\n\nTwenty days.\n", "Megan Bowen")
+	env2 := connectortest.New(t, "docs", "sharepoint", `{}`)
+	c2, _ := newConnector(t, plain, siteConfig(plain, ""), goodCreds)
+	env2.Sync(t, c2, connector.Options{})
+	plain.share("I-LEAVE", "adele@contoso.com", true)
+	if res := env2.Sync(t, c2, connector.Options{}); res.Unchanged+res.Updated+res.Added != 0 || plain.calls["permissions"] != 0 {
+		t.Fatalf("a sync without permissions listed a sharing change: %+v (%v)", res, plain.calls)
+	}
+}
