@@ -39,8 +39,14 @@ type Config struct {
 	Space string `json:"space"`
 	// PageSize is the limit sent when listing (default 250, the API's maximum for pages).
 	PageSize int `json:"page_size,omitempty"`
+	// Permissions reads each page's view restrictions and its ancestors' (on unless false): a
+	// restricted page is readable in docmind only by the restrictions' users and groups (access.go).
+	Permissions *bool `json:"permissions,omitempty"`
 	connector.CredentialRef
 }
+
+// readsRestrictions reports whether page restrictions are read (the default).
+func (c Config) readsRestrictions() bool { return c.Permissions == nil || *c.Permissions }
 
 // CredentialKeys are the credentials a Confluence connector needs.
 var CredentialKeys = []string{"email", "token"}
@@ -81,6 +87,10 @@ type Connector struct {
 	// Now is the clock of the cursor (nil: time.Now).
 	Now     func() time.Time
 	spaceID string
+	// per listing (access.go): each page's parent as the API named it, and each page's own view
+	// restriction (nil: none), so a tree's ancestors are asked for once
+	parents    map[string]string
+	restricted map[string][]string
 }
 
 var _ connector.Source = (*Connector)(nil)
@@ -92,14 +102,15 @@ func New(cfg Config, creds connector.Credentials, h *connector.HTTP) *Connector 
 
 // page is a v2 page as the API returns it.
 type page struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	Title    string `json:"title"`
-	SpaceID  string `json:"spaceId"`
-	ParentID string `json:"parentId"`
-	AuthorID string `json:"authorId"`
-	Created  string `json:"createdAt"`
-	Version  struct {
+	ID         string `json:"id"`
+	Status     string `json:"status"`
+	Title      string `json:"title"`
+	SpaceID    string `json:"spaceId"`
+	ParentID   string `json:"parentId"`
+	ParentType string `json:"parentType"`
+	AuthorID   string `json:"authorId"`
+	Created    string `json:"createdAt"`
+	Version    struct {
 		Number    int    `json:"number"`
 		CreatedAt string `json:"createdAt"`
 		AuthorID  string `json:"authorId"`
@@ -184,6 +195,7 @@ func (c *Connector) ChangesPage(ctx context.Context, cursor, token string, known
 	const op = "confluence.Changes"
 	start := c.http.Calls
 	defer func() { out.Listing.Calls = c.http.Calls - start }()
+	c.parents, c.restricted = map[string]string{}, map[string][]string{}
 	var st pageToken
 	if token != "" {
 		if json.Unmarshal([]byte(token), &st) != nil || st.Start == "" || (st.Next != "" && c.resolve(st.Next) != st.Next) {
@@ -219,6 +231,13 @@ func (c *Connector) ChangesPage(ctx context.Context, cursor, token string, known
 	}
 	slices.Sort(ids)
 	changed := map[string]bool{}
+	if cursor != "" && token == "" {
+		// pages synced before restrictions were read (or with the setting switched): fetched again
+		for _, id := range c.recheck(known) {
+			changed[id] = true
+			out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: id})
+		}
+	}
 	for n := 0; ; n++ {
 		var chunk []string
 		if st.Checking {
@@ -239,11 +258,19 @@ func (c *Connector) ChangesPage(ctx context.Context, cursor, token string, known
 		}
 		switch {
 		case cursor == "":
-			if st.Next, err = c.pagesPage(ctx, st.Next, func(p page) {
-				it := c.item(p)
-				out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: p.ID, Item: &it})
-			}); err != nil {
+			var listed []page
+			if st.Next, err = c.pagesPage(ctx, st.Next, func(p page) { listed = append(listed, p) }); err != nil {
 				return out, err
+			}
+			c.learnParents(listed)
+			for _, p := range listed {
+				it := c.item(p)
+				if err := c.withAccess(ctx, p, &it); err != nil {
+					// fetched again on its own (Fetch), failing as an item if the restrictions stay unreadable
+					out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: p.ID})
+					continue
+				}
+				out.Listing.Changes = append(out.Listing.Changes, connector.Change{ID: p.ID, Item: &it})
 			}
 		case !st.Checking:
 			if st.Next, err = c.searchPage(ctx, st.Next, func(id string) {
@@ -346,7 +373,13 @@ func (c *Connector) Fetch(ctx context.Context, id string, _ connector.Known) (co
 		return connector.Item{Calls: calls}, fmt.Errorf("%w: page %s is %s", connector.ErrGone, id, p.Status)
 	}
 	it := c.item(p)
-	it.Calls = calls
+	c.learnParents([]page{p})
+	err = c.withAccess(ctx, p, &it)
+	it.Calls = c.http.Calls - before
+	if err != nil {
+		// indexed with an unread restriction, a restricted page would be open to every reader
+		return it, fmt.Errorf("read the restrictions of page %s: %w", id, err)
+	}
 	return it, nil
 }
 

@@ -45,9 +45,10 @@ func TestSyncAgainstFake(t *testing.T) {
 	if res.Added != 5 || len(res.Failed) != 0 || res.Status != rag.SyncOK {
 		t.Fatalf("first sync = %+v; want 5 added", res)
 	}
-	// 429 + space lookup + 3 pages of 2 listed with bodies
-	if res.Calls != 5 || len(hc.Waits) != 1 || hc.Waits[0] != 2*time.Second {
-		t.Fatalf("first sync calls %d, waits %v; want 5 calls and one 2s wait for Retry-After", res.Calls, hc.Waits)
+	// 429 + space lookup + 3 pages of 2 listed with bodies + the homepage's ancestors (the pages'
+	// parent, not listed) + 6 view restrictions (the 5 pages and the homepage, each once)
+	if res.Calls != 12 || len(hc.Waits) != 1 || hc.Waits[0] != 2*time.Second {
+		t.Fatalf("first sync calls %d, waits %v; want 12 calls and one 2s wait for Retry-After", res.Calls, hc.Waits)
 	}
 	docs := env.Docs(t)
 	if docs["Deploys.html"].Status != rag.StatusReady || !strings.Contains(env.Text(t, docs["Glossary.html"].ID), "walrus") {
@@ -67,9 +68,10 @@ func TestSyncAgainstFake(t *testing.T) {
 	if res.Added != 1 || res.Updated != 1 || res.Deleted != 2 || len(res.Failed) != 0 {
 		t.Fatalf("incremental sync = %+v; want 1 added, 1 updated, 2 deleted (trashed and purged)", res)
 	}
-	// one CQL search page, two fetches, the 5 known ids checked in one request
-	if res.Calls != 4 || res.Listed != 4 || !strings.Contains(f.lastCQL, `lastmodified >= "2026/05/01 09:08"`) {
-		t.Fatalf("incremental sync calls %d, cql %q; want 4 calls and the previous sync's cursor", res.Calls, f.lastCQL)
+	// one CQL search page, two fetches, the 5 known ids checked in one request; the restrictions of
+	// the two pages and their parent (the homepage: its ancestors asked for once)
+	if res.Calls != 8 || res.Listed != 4 || !strings.Contains(f.lastCQL, `lastmodified >= "2026/05/01 09:08"`) {
+		t.Fatalf("incremental sync calls %d, cql %q; want 8 calls and the previous sync's cursor", res.Calls, f.lastCQL)
 	}
 	docs = env.Docs(t)
 	if _, ok := docs["On-call.html"]; ok {
@@ -125,4 +127,121 @@ func TestParseConfig(t *testing.T) {
 	if _, err := ParseConfig([]byte(`{"url":"https://a/wiki","space":"E","token":"x"}`)); !rag.Is(err, rag.KindInvalid) {
 		t.Fatalf("a token in the settings = %v; want Invalid (credentials do not belong there)", err)
 	}
+}
+
+// View restrictions become access lists: inherited from restricted ancestors, the principals every
+// restricted level names, NoOne when no principal is named by all, none for an unrestricted tree; read
+// for listed pages (first sync) and fetched ones (incremental, its parent's chain asked for), and not
+// at all with "permissions": false.
+func TestRestrictions(t *testing.T) {
+	f := newFake(t)
+	f.put("2001", "HR", "<p>The HR space.</p>")
+	f.put("2002", "Salaries", "<p>Salary bands are reviewed in May.</p>")
+	f.put("2003", "Reviews", "<p>Reviews are written in June.</p>")
+	f.put("2004", "Handbook", "<p>The handbook is open to all.</p>")
+	f.put("2005", "Board", "<p>Board minutes.</p>")
+	f.put("2006", "Acquisitions", "<p>The acquisition code word.</p>")
+	f.pages["2001"].readGroups = []string{"HR-Team"}
+	f.pages["2002"].parent = "2001"
+	f.pages["2003"].parent = "2001"
+	f.pages["2003"].readUsers = []string{"acc-1|ana@example.com"}
+	f.pages["2005"].readUsers = []string{"acc-2"} // the address hidden by the profile's visibility
+	f.pages["2005"].readGroups = []string{"board"}
+	f.pages["2006"].parent = "2005"
+	f.pages["2006"].readGroups = []string{"board"}
+	want := map[string]string{
+		"2001": `"permissions":["group:hr-team"]`,
+		"2002": `"permissions":["group:hr-team"]`, // inherited
+		"2003": `"permissions":["` + NoOne + `"]`, // a user here, a group above: no common principal
+		"2004": "",                                // open: no access list
+		"2005": `"permissions":["group:board","user:acc-2"]`,
+		"2006": `"permissions":["group:board"]`, // the principal both levels name
+	}
+	env := connectortest.New(t, "wiki", "confluence", `{}`)
+	c, _ := newConnector(t, f, goodCreds)
+	f.advance(10 * time.Minute)
+	check := func(stage string) {
+		t.Helper()
+		items, _ := env.DB.ListConnectorItems(context.Background(), connectortest.Tenant, env.Name)
+		if len(items) != len(want) {
+			t.Fatalf("%s: %d items recorded", stage, len(items))
+		}
+		for _, it := range items {
+			w := want[it.ID]
+			if (w == "" && strings.Contains(it.Metadata, `"permissions"`)) || (w != "" && !strings.Contains(it.Metadata, w)) {
+				t.Errorf("%s: page %s recorded %s; want %s", stage, it.ID, it.Metadata, cmpOr(w, "no permissions"))
+			}
+		}
+	}
+	if res := env.Sync(t, c, connector.Options{}); res.Added != 6 || len(res.Failed) != 0 {
+		t.Fatalf("first sync = %+v", res)
+	}
+	check("first sync")
+
+	// an edit is fetched on its own: the chain above it is asked for, its list unchanged; a new
+	// restriction above an edited page narrows it
+	f.advance(10 * time.Minute)
+	f.put("2002", "Salaries", "<p>Salary bands are reviewed in April.</p>")
+	f.put("2006", "Acquisitions", "<p>The acquisition code word changed.</p>")
+	f.pages["2005"].readGroups = nil // the board group leaves the parent: only acc-2 is left there
+	want["2006"] = `"permissions":["` + NoOne + `"]`
+	f.advance(10 * time.Minute)
+	if res := env.Sync(t, c, connector.Options{}); res.Updated != 2 || len(res.Failed) != 0 {
+		t.Fatalf("incremental sync = %+v", res)
+	}
+	want["2005"] = `"permissions":["group:board","user:acc-2"]` // not edited: not read again (see the docs)
+	check("incremental sync")
+
+	// "permissions": false reads none
+	cfg, _ := ParseConfig([]byte(`{"url":"` + f.srv.URL + `/wiki","space":"ENG","permissions":false}`))
+	plain := New(cfg, goodCreds, c.http)
+	plain.Now = f.clock
+	before := f.calls["/wiki/rest/api/content/2001/restriction/byOperation/read"]
+	env2 := connectortest.New(t, "wiki", "confluence", `{}`)
+	env2.Sync(t, plain, connector.Options{})
+	items, _ := env2.DB.ListConnectorItems(context.Background(), connectortest.Tenant, env2.Name)
+	for _, it := range items {
+		if strings.Contains(it.Metadata, `"permissions"`) {
+			t.Errorf("permissions false recorded %s", it.Metadata)
+		}
+	}
+	if f.calls["/wiki/rest/api/content/2001/restriction/byOperation/read"] != before || len(items) != 6 {
+		t.Errorf("permissions false: %d items, restrictions read %d more times", len(items), f.calls["/wiki/rest/api/content/2001/restriction/byOperation/read"]-before)
+	}
+
+	// switched on (or upgraded from a version that did not read them): the next incremental sync
+	// fetches the known pages again and records their lists, re-embedding nothing
+	want["2005"] = `"permissions":["user:acc-2"]` // read now: the group left it above
+	on := New(ParseConfigOrFail(t, `{"url":"`+f.srv.URL+`/wiki","space":"ENG"}`), goodCreds, c.http)
+	on.Now = f.clock
+	f.advance(10 * time.Minute)
+	res := env2.Sync(t, on, connector.Options{})
+	if res.Unchanged != 6 || res.Added+res.Updated+res.Deleted+len(res.Failed) != 0 {
+		t.Fatalf("first sync reading restrictions = %+v; want the 6 pages fetched again, unchanged", res)
+	}
+	items, _ = env2.DB.ListConnectorItems(context.Background(), connectortest.Tenant, env2.Name)
+	for _, it := range items {
+		if w := want[it.ID]; (w == "") == strings.Contains(it.Metadata, `"permissions"`) || (w != "" && !strings.Contains(it.Metadata, w)) {
+			t.Errorf("after switching on, page %s recorded %s; want %s", it.ID, it.Metadata, cmpOr(w, "no permissions"))
+		}
+	}
+	if res := env2.Sync(t, on, connector.Options{}); res.Unchanged+res.Updated != 0 {
+		t.Fatalf("the sync after = %+v; want nothing fetched again", res)
+	}
+}
+
+func ParseConfigOrFail(t *testing.T, raw string) Config {
+	t.Helper()
+	c, err := ParseConfig([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

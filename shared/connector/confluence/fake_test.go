@@ -18,7 +18,8 @@ import (
 // fake is an in-process Confluence Cloud speaking the shapes of Atlassian's REST API documentation:
 // GET /wiki/api/v2/spaces?keys=, GET /wiki/api/v2/spaces/{id}/pages (cursor paging with a Link header
 // and _links.next, body-format=storage), GET /wiki/api/v2/pages?id=&space-id=&status=,
-// GET /wiki/api/v2/pages/{id}, and the v1 CQL search
+// GET /wiki/api/v2/pages/{id}, GET /wiki/api/v2/pages/{id}/ancestors (top of the tree first), the v1
+// GET /wiki/rest/api/content/{id}/restriction/byOperation/read (users and groups), and the v1 CQL search
 // GET /wiki/rest/api/search (start/limit paging, _links.next relative to the wiki base). HTTP Basic
 // with an email and API token; 429 with Retry-After and X-RateLimit-* headers when told to limit.
 type fake struct {
@@ -35,7 +36,12 @@ type fpage struct {
 	id, title, body, status string
 	version                 int
 	modified                time.Time
+	parent                  string   // "" under the space's homepage (homeID, not a listed page here)
+	readUsers               []string // view restriction: "accountId" or "accountId|email" (email shown)
+	readGroups              []string
 }
+
+const homeID = "65537"
 
 const spaceID = "98304"
 
@@ -63,7 +69,11 @@ func (f *fake) advance(d time.Duration) { f.mu.Lock(); f.now = f.now.Add(d); f.m
 func (f *fake) clock() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
 
 func (f *fake) pageJSON(p *fpage, body bool) map[string]any {
-	m := map[string]any{"id": p.id, "status": p.status, "title": p.title, "spaceId": spaceID, "parentId": "65537",
+	parent := p.parent
+	if parent == "" {
+		parent = homeID
+	}
+	m := map[string]any{"id": p.id, "status": p.status, "title": p.title, "spaceId": spaceID, "parentId": parent, "parentType": "page",
 		"authorId": "5b10a2844c20165700ede21g", "createdAt": "2026-01-01T00:00:00.000Z",
 		"version": map[string]any{"number": p.version, "createdAt": p.modified.Format("2006-01-02T15:04:05.000Z"), "authorId": "5b10ac8d82e05b22cc7d4ef5"},
 		"_links":  map[string]any{"webui": "/spaces/ENG/pages/" + p.id, "tinyui": "/x/" + p.id}}
@@ -147,6 +157,51 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		json.NewEncoder(w).Encode(map[string]any{"results": res, "_links": map[string]any{"base": f.srv.URL + "/wiki"}})
+	case strings.HasPrefix(r.URL.Path, "/wiki/api/v2/pages/") && strings.HasSuffix(r.URL.Path, "/ancestors"):
+		// the page's ancestors from the top of the tree down to its parent
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/wiki/api/v2/pages/"), "/ancestors")
+		p := f.pages[id]
+		if p == nil && id != homeID {
+			w.WriteHeader(http.StatusNotFound)
+			json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]any{{"status": 404, "code": "NOT_FOUND", "title": "Not Found"}}})
+			return
+		}
+		res := []any{}
+		for cur := p; cur != nil; {
+			parent := cur.parent
+			if parent == "" {
+				parent = homeID
+			}
+			res = append([]any{map[string]any{"id": parent, "type": "page"}}, res...)
+			cur = f.pages[cur.parent]
+			if parent == homeID {
+				break
+			}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"results": res, "_links": map[string]any{}})
+	case strings.HasPrefix(r.URL.Path, "/wiki/rest/api/content/") && strings.HasSuffix(r.URL.Path, "/restriction/byOperation/read"):
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/wiki/rest/api/content/"), "/restriction/byOperation/read")
+		p := f.pages[id]
+		if p == nil && id != homeID {
+			w.WriteHeader(http.StatusNotFound)
+			json.NewEncoder(w).Encode(map[string]any{"statusCode": 404, "message": "No content found with id: " + id})
+			return
+		}
+		users, groups := []any{}, []any{}
+		if p != nil {
+			for _, u := range p.readUsers {
+				acct, email, _ := strings.Cut(u, "|")
+				users = append(users, map[string]any{"type": "known", "accountId": acct, "accountType": "atlassian", "email": email, "publicName": acct})
+			}
+			for _, g := range p.readGroups {
+				groups = append(groups, map[string]any{"type": "group", "name": g, "id": "g-" + g})
+			}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"operation": "read",
+			"restrictions": map[string]any{
+				"user":  map[string]any{"results": users, "start": 0, "limit": 200, "size": len(users)},
+				"group": map[string]any{"results": groups, "start": 0, "limit": 200, "size": len(groups)}},
+			"_links": map[string]any{"base": f.srv.URL + "/wiki"}})
 	case strings.HasPrefix(r.URL.Path, "/wiki/api/v2/pages/"):
 		p := f.pages[strings.TrimPrefix(r.URL.Path, "/wiki/api/v2/pages/")]
 		if p == nil {

@@ -70,10 +70,10 @@ func TestPagedListing(t *testing.T) {
 	// 300 known pages: the 7 and 293 that were purged; then 3 edited, one added, one trashed
 	var known []connector.Known
 	for id := range want {
-		known = append(known, connector.Known{ID: id, Version: "1"})
+		known = append(known, connector.Known{ID: id, Version: "1", State: stateRestrictions})
 	}
 	for i := range 293 {
-		known = append(known, connector.Known{ID: fmt.Sprint(5000 + i), Version: "1"})
+		known = append(known, connector.Known{ID: fmt.Sprint(5000 + i), Version: "1", State: stateRestrictions})
 	}
 	cursor := wl.Cursor
 	f.advance(10 * time.Minute)
