@@ -1,6 +1,7 @@
 package confluence
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"testing"
@@ -169,7 +170,7 @@ func TestRestrictions(t *testing.T) {
 		for _, it := range items {
 			w := want[it.ID]
 			if (w == "" && strings.Contains(it.Metadata, `"permissions"`)) || (w != "" && !strings.Contains(it.Metadata, w)) {
-				t.Errorf("%s: page %s recorded %s; want %s", stage, it.ID, it.Metadata, cmpOr(w, "no permissions"))
+				t.Errorf("%s: page %s recorded %s; want %s", stage, it.ID, it.Metadata, cmp.Or(w, "no permissions"))
 			}
 		}
 	}
@@ -212,7 +213,7 @@ func TestRestrictions(t *testing.T) {
 	// switched on (or upgraded from a version that did not read them): the next incremental sync
 	// fetches the known pages again and records their lists, re-embedding nothing
 	want["2005"] = `"permissions":["user:acc-2"]` // read now: the group left it above
-	on := New(ParseConfigOrFail(t, `{"url":"`+f.srv.URL+`/wiki","space":"ENG"}`), goodCreds, c.http)
+	on := New(mustConfig(t, `{"url":"`+f.srv.URL+`/wiki","space":"ENG"}`), goodCreds, c.http)
 	on.Now = f.clock
 	f.advance(10 * time.Minute)
 	res := env2.Sync(t, on, connector.Options{})
@@ -222,7 +223,7 @@ func TestRestrictions(t *testing.T) {
 	items, _ = env2.DB.ListConnectorItems(context.Background(), connectortest.Tenant, env2.Name)
 	for _, it := range items {
 		if w := want[it.ID]; (w == "") == strings.Contains(it.Metadata, `"permissions"`) || (w != "" && !strings.Contains(it.Metadata, w)) {
-			t.Errorf("after switching on, page %s recorded %s; want %s", it.ID, it.Metadata, cmpOr(w, "no permissions"))
+			t.Errorf("after switching on, page %s recorded %s; want %s", it.ID, it.Metadata, cmp.Or(w, "no permissions"))
 		}
 	}
 	if res := env2.Sync(t, on, connector.Options{}); res.Unchanged+res.Updated != 0 {
@@ -230,18 +231,11 @@ func TestRestrictions(t *testing.T) {
 	}
 }
 
-func ParseConfigOrFail(t *testing.T, raw string) Config {
+func mustConfig(t *testing.T, raw string) Config {
 	t.Helper()
 	c, err := ParseConfig([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
