@@ -242,11 +242,7 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 	if err := in.validate(op); err != nil {
 		return out, err
 	}
-	c, err := f.Store.GetConnector(ctx, f.Tenant, in.Connector)
-	if err != nil {
-		return out, err
-	}
-	ok, err := f.Store.AcquireLease(ctx, connector.LeaseName(f.Tenant, c.Name), in.Run, f.leaseTTL())
+	c, ok, err := f.claim(ctx, in)
 	if err != nil {
 		return out, err
 	}
@@ -260,15 +256,11 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 	if err := f.Store.SaveSyncState(ctx, f.Tenant, c.Name, running); err != nil {
 		return out, err
 	}
-	items, err := f.Store.ListConnectorItems(ctx, f.Tenant, c.Name)
+	items, src, err := f.open(ctx, c)
 	if err != nil {
 		return out, err
 	}
 	known := knownOf(items)
-	src, err := f.source(ctx, c)
-	if err != nil {
-		return out, err
-	}
 	if ps, ok := src.(PagedSource); ok {
 		return f.page(ctx, in, c, ps, items, known, "", 0, start)
 	}
@@ -304,6 +296,27 @@ func (f *Flow) Begin(ctx context.Context, in RunRef) (BeginOut, error) {
 		return out, err
 	}
 	return f.hand(ctx, out, work, "manifest.json")
+}
+
+// claim reads the run's connector and takes (or renews) its lease for the run; ok is false when another
+// run holds it.
+func (f *Flow) claim(ctx context.Context, in RunRef) (rag.Connector, bool, error) {
+	c, err := f.Store.GetConnector(ctx, f.Tenant, in.Connector)
+	if err != nil {
+		return c, false, err
+	}
+	ok, err := f.Store.AcquireLease(ctx, connector.LeaseName(f.Tenant, c.Name), in.Run, f.leaseTTL())
+	return c, ok, err
+}
+
+// open reads the connector's known items and builds its source, what a listing starts from.
+func (f *Flow) open(ctx context.Context, c rag.Connector) ([]rag.ConnectorItem, connector.Source, error) {
+	items, err := f.Store.ListConnectorItems(ctx, f.Tenant, c.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := f.source(ctx, c)
+	return items, src, err
 }
 
 // hand gives the Map its work: inline when few, else in the S3 manifest named key.
@@ -359,22 +372,14 @@ func (f *Flow) List(ctx context.Context, in ListIn) (BeginOut, error) {
 	if in.Token == "" || in.Page < 1 {
 		return out, rag.Errorf(op, rag.KindInvalid, "a listing carries on from a token and a page")
 	}
-	c, err := f.Store.GetConnector(ctx, f.Tenant, in.Connector)
-	if err != nil {
-		return out, err
-	}
-	ok, err := f.Store.AcquireLease(ctx, connector.LeaseName(f.Tenant, c.Name), in.Run, f.leaseTTL())
+	c, ok, err := f.claim(ctx, in.RunRef)
 	if err != nil {
 		return out, err
 	}
 	if !ok {
 		return out, rag.Errorf(op, rag.KindConflict, "the run %s no longer holds the connector's lease", in.Run)
 	}
-	items, err := f.Store.ListConnectorItems(ctx, f.Tenant, c.Name)
-	if err != nil {
-		return out, err
-	}
-	src, err := f.source(ctx, c)
+	items, src, err := f.open(ctx, c)
 	if err != nil {
 		return out, err
 	}
