@@ -34,20 +34,6 @@ func listPaged(t *testing.T, f *fake, cursor string, known []connector.Known) (m
 	})
 }
 
-func listWhole(t *testing.T, f *fake, cursor string, known []connector.Known) (map[string]bool, connector.Listing) {
-	t.Helper()
-	c, _ := newConnector(t, f, goodCreds)
-	l, err := c.Changes(context.Background(), cursor, known)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]bool{}
-	for _, ch := range l.Changes {
-		m[ch.ID] = ch.Deleted
-	}
-	return m, l
-}
-
 // TestPagedListing lists a space, then its changes and deletions (300 known pages: two id checks of
 // 250), one request per invocation, and compares the union of the pages with the whole listing.
 func TestPagedListing(t *testing.T) {
@@ -56,7 +42,7 @@ func TestPagedListing(t *testing.T) {
 		f.put(fmt.Sprint(1001+i), fmt.Sprintf("Page %d", i), "<p>Text.</p>")
 	}
 	f.advance(10 * time.Minute)
-	want, wl := listWhole(t, f, "", nil)
+	want, wl := connectortest.ListWhole(t, wholeSrc(t, f), "", nil)
 	if len(want) != 7 || !wl.Complete || wl.Cursor != "2026/05/01 09:08" {
 		t.Fatalf("whole first listing = %v (complete %v, cursor %q); want 7 pages, complete", want, wl.Complete, wl.Cursor)
 	}
@@ -83,7 +69,7 @@ func TestPagedListing(t *testing.T) {
 	f.put("1010", "New", "<p>New.</p>")
 	f.pages["1002"].status = "trashed"
 	f.advance(10 * time.Minute)
-	want, wl = listWhole(t, f, cursor, known)
+	want, wl = connectortest.ListWhole(t, wholeSrc(t, f), cursor, known)
 	if len(want) != 4+1+293 || want["1001"] || !want["1002"] || want["1010"] || !want["5292"] || wl.Complete {
 		t.Fatalf("whole incremental listing = %d changes (complete %v); want 4 changed and 294 deleted", len(want), wl.Complete)
 	}
@@ -99,4 +85,10 @@ func TestPagedListing(t *testing.T) {
 	if _, err := c.ChangesPage(context.Background(), cursor, `{"start":"2026/05/01 09:00","next":"https://evil.example/wiki/rest/api/search"}`, known, longPast); !rag.Is(err, rag.KindInvalid) {
 		t.Fatalf("a token leaving the site = %v; want Invalid", err)
 	}
+}
+
+// wholeSrc is a fresh connector for the whole listing the pages are compared with.
+func wholeSrc(t *testing.T, f *fake) *Connector {
+	c, _ := newConnector(t, f, goodCreds)
+	return c
 }

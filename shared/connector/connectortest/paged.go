@@ -1,8 +1,10 @@
 package connectortest
 
 import (
+	"context"
 	"testing"
 
+	"github.com/docmind/docmind/shared/connector"
 	"github.com/docmind/docmind/shared/connector/syncflow"
 )
 
@@ -33,4 +35,19 @@ func ListPaged(t *testing.T, page func(n int, token string) syncflow.Page) (map[
 		}
 		token = pg.Next
 	}
+}
+
+// ListWhole lists src's changes since cursor in one call, as the local engine does: the reference a
+// paged listing (ListPaged) is compared with. It returns the changes (id to deleted) and the listing.
+func ListWhole(t *testing.T, src connector.Source, cursor string, known []connector.Known) (map[string]bool, connector.Listing) {
+	t.Helper()
+	l, err := src.Changes(context.Background(), cursor, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]bool{}
+	for _, ch := range l.Changes {
+		m[ch.ID] = ch.Deleted
+	}
+	return m, l
 }

@@ -29,19 +29,6 @@ func listPaged(t *testing.T, f *fake, pemKey, config, cursor string, known []con
 	})
 }
 
-func whole(t *testing.T, c *Connector, cursor string, known []connector.Known) (map[string]bool, connector.Listing) {
-	t.Helper()
-	l, err := c.Changes(context.Background(), cursor, known)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]bool{}
-	for _, ch := range l.Changes {
-		m[ch.ID] = ch.Deleted
-	}
-	return m, l
-}
-
 // TestPagedListing lists a folder tree of 45 folders (two files.list queries of 40 parents) and then
 // its change feed in pages of one Drive page each, and compares the union with the whole listing.
 func TestPagedListing(t *testing.T) {
@@ -61,7 +48,7 @@ func TestPagedListing(t *testing.T) {
 	config := `{"folder_id":"` + rootFolder + `","endpoint":"` + f.srv.URL + `/drive/v3","page_size":3}`
 
 	c, _ := newConnector(t, f, config, pemKey)
-	want, wl := whole(t, c, "", nil)
+	want, wl := connectortest.ListWhole(t, c, "", nil)
 	if len(want) != 13 || !wl.Complete || wl.Cursor == "" || want["OUT"] || want["FORM"] {
 		t.Fatalf("whole first listing = %v (complete %v, cursor %q); want the 13 files of the tree", want, wl.Complete, wl.Cursor)
 	}
@@ -99,7 +86,7 @@ func TestPagedListing(t *testing.T) {
 
 	c, _ = newConnector(t, f, config, pemKey)
 	cursor := wl.Cursor
-	want, wl = whole(t, c, cursor, known)
+	want, wl = connectortest.ListWhole(t, c, cursor, known)
 	for id, del := range map[string]bool{"DOC00": false, "NEW": false, "RUN": false, "DOC01": true, "DOC02": true, "DOC03": true, under: true} {
 		if d, ok := want[id]; !ok || d != del {
 			t.Fatalf("whole incremental listing = %v; want %s deleted=%v", want, id, del)
