@@ -346,7 +346,7 @@ func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filte
 	switch scheme := ix.scheme(); {
 	case exact || scheme == "none":
 		all = ix.searchExact(q, k, m)
-	case scheme == "binary" && ix.sparseDims(quantizeQuery(q)) == nil:
+	case scheme == "binary" && (ix.sp == nil || ix.sparseDims(quantizeQuery(q)) == nil): // no query code for a dense index
 		all = ix.searchBinary(q, k, m, ix.binFactor)
 	default:
 		all = ix.searchQuant(q, k, m)
