@@ -147,7 +147,7 @@ func TestRIESmoke(t *testing.T) {
 	t.Cleanup(chatURL.Close)
 
 	// the stack's outputs, read as the command reads them
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")}
+	cfg := aws.Config{APIOptions: awsrt.APIOptions(), Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")}
 	cfn := cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(moto) })
 	tmpl, _ := json.Marshal(map[string]any{
 		"Resources": map[string]any{"Queue": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{"QueueName": "docmind-smoke-ingest"}}},

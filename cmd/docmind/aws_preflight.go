@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/docmind/docmind/shared/awspreflight"
+	"github.com/docmind/docmind/shared/awsrt"
 )
 
 // cmdAWS: docmind aws preflight --stack NAME [--region R] [--samconfig FILE] [--json]
@@ -45,7 +46,7 @@ func cmdAWS(e env, args []string) int {
 	if *region != "" {
 		opts = append(opts, awsconfig.WithRegion(*region))
 	}
-	ac, err := awsconfig.LoadDefaultConfig(e.ctx, opts...)
+	ac, err := awsrt.LoadConfig(e.ctx, opts...)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "docmind aws preflight: AWS configuration: %v\n", err)
 		return exitConfig

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/awssmoke"
 )
 
@@ -47,7 +48,7 @@ func cmdAWSSmoke(e env, args []string) int {
 	if *region != "" {
 		opts = append(opts, awsconfig.WithRegion(*region))
 	}
-	ac, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	ac, err := awsrt.LoadConfig(ctx, opts...)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "docmind aws smoke: AWS configuration: %v\n", err)
 		return exitConfig

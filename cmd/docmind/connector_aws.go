@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -26,7 +25,7 @@ func connectorAWS(ctx context.Context, cfg config.Config) (connector.Scheduler, 
 	if !cn.OnAWS() {
 		return nil, nil, nil
 	}
-	ac, err := awsconfig.LoadDefaultConfig(ctx)
+	ac, err := awsrt.LoadConfig(ctx)
 	if err != nil {
 		return nil, nil, rag.Errorf("docmind", rag.KindInvalid, "AWS configuration: %v", err)
 	}

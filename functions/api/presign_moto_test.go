@@ -105,7 +105,7 @@ func newPresignedStack(t *testing.T) *presignedStack {
 	cfg.Chat.MemoryEnabled = false
 	cfg.Ingest.ExtractMemory = 2 << 30 // the extract function's DOCMIND_EXTRACT_MEMORY in template.yaml (3008 MB function)
 	cfg.Blob.Endpoint, cfg.Blob.Region, cfg.Blob.UsePathStyle = endpoint, "us-east-1", true
-	ac := aws.Config{Region: "us-east-1", Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+	ac := aws.Config{APIOptions: awsrt.APIOptions(), Region: "us-east-1", Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 		return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
 	})}
 	s := &presignedStack{s3: awsenv.S3Client(ac, cfg), bucket: "docmind-presign", tenant: cfg.Tenant, keys: map[string]string{}, users: map[string]rag.User{}}

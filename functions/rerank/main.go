@@ -41,7 +41,7 @@ func run(ctx context.Context, _ *slog.Logger) error {
 // DOCMIND_RERANK_API_KEY_SECRET_ARN names it) and builds the reranker.
 func wire(ctx context.Context, getenv func(string) string) (*rankfn.Reranker, error) {
 	if getenv("DOCMIND_RERANK_API_KEY_SECRET_ARN") != "" && getenv("DOCMIND_RERANK_API_KEY") == "" {
-		ac, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRetryer(func() aws.Retryer { return retry.NewStandard() }))
+		ac, err := awsrt.LoadConfig(ctx, awsconfig.WithRetryer(func() aws.Retryer { return retry.NewStandard() }))
 		if err != nil {
 			return nil, rag.E("rerank", rag.KindInvalid, err)
 		}

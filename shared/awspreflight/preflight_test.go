@@ -27,6 +27,7 @@ import (
 	"github.com/milvus-io/milvus/client/v2/milvusclient"
 
 	"github.com/docmind/docmind/shared/awspreflight/mototest"
+	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/store/milvus"
 	"github.com/docmind/docmind/shared/store/milvus/fakemilvus"
 	"github.com/docmind/docmind/shared/store/mysql/mysqltest"
@@ -75,7 +76,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	moto := mototest.Start(t)
-	cfg := aws.Config{Region: testRegion, Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""), BaseEndpoint: aws.String(moto)}
+	cfg := aws.Config{APIOptions: awsrt.APIOptions(), Region: testRegion, Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""), BaseEndpoint: aws.String(moto)}
 	f := &fixture{t: t, ctx: context.Background(), cfg: cfg, moto: moto,
 		cfn: cloudformation.NewFromConfig(cfg), ec2: ec2.NewFromConfig(cfg), sm: secretsmanager.NewFromConfig(cfg),
 		s3:     s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }),

@@ -22,6 +22,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/docmind/docmind/shared/awspreflight/mototest"
+	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/awssmoke"
 	"github.com/docmind/docmind/shared/awssmoke/smoketest"
 	"github.com/docmind/docmind/shared/sse"
@@ -348,7 +349,7 @@ func TestPresignedPutSendsTheSignedHeaders(t *testing.T) {
 func TestReadOutputs(t *testing.T) {
 	moto := mototest.Start(t)
 	ctx := context.Background()
-	cfn := cloudformation.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(moto),
+	cfn := cloudformation.NewFromConfig(aws.Config{APIOptions: awsrt.APIOptions(), Region: "us-east-1", BaseEndpoint: aws.String(moto),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")})
 	create := func(name string, outputs map[string]string) {
 		res := map[string]any{"Queue": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{"QueueName": name + "-q"}}}

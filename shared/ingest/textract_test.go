@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/go-pdf/fpdf"
 
+	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/textract"
 	"github.com/docmind/docmind/shared/textract/textracttest"
@@ -21,7 +22,7 @@ import (
 func withTextract(t *testing.T, w *wfEnv) *textracttest.Server {
 	t.Helper()
 	srv := textracttest.New(t)
-	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+	cfg := aws.Config{APIOptions: awsrt.APIOptions(), Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}
 	// the first PDF starts the PDF engine, which takes seconds alone and over a minute on a loaded
 	// machine: the default 60 s parse deadline would fail the test, not the code

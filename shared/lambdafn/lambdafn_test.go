@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/obs"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/rank"
@@ -101,7 +102,7 @@ func (l *lambdaAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func sdkInvoker(t *testing.T, l *lambdaAPI, prop propagation.TextMapPropagator) *SDKInvoker {
 	srv := httptest.NewServer(l)
 	t.Cleanup(srv.Close)
-	ac := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""), RetryMaxAttempts: 1}
+	ac := aws.Config{APIOptions: awsrt.APIOptions(), Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""), RetryMaxAttempts: 1}
 	return NewInvoker(ac, srv.URL, prop)
 }
 
@@ -164,7 +165,7 @@ func TestSDKInvokerNoCredentials(t *testing.T) {
 	l := &lambdaAPI{status: http.StatusOK, reply: []byte(`{}`)}
 	srv := httptest.NewServer(l)
 	defer srv.Close()
-	inv := NewInvoker(aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1}, srv.URL, nil)
+	inv := NewInvoker(aws.Config{APIOptions: awsrt.APIOptions(), Region: "eu-west-1", RetryMaxAttempts: 1}, srv.URL, nil)
 	if _, err := inv.Invoke(context.Background(), "f", nil); !rag.Is(err, rag.KindInvalid) || l.calls != 0 {
 		t.Errorf("no credentials: %v after %d calls; want an error before any call", err, l.calls)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/docmind/docmind/shared/awspreflight/mototest"
+	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/textract"
 )
@@ -19,7 +20,7 @@ import (
 // a job id, and an unknown job is InvalidJobIdException, which is Terminal.
 func TestMotoJobLifecycle(t *testing.T) {
 	url := mototest.Start(t)
-	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(url),
+	cfg := aws.Config{APIOptions: awsrt.APIOptions(), Region: "us-east-1", BaseEndpoint: aws.String(url),
 		Credentials: credentials.NewStaticCredentialsProvider("testing", "testing", "")}
 	c := textract.New(cfg, textract.Options{Bucket: "docs-bucket", MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond})
 	ctx := context.Background()

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/textract"
 	"github.com/docmind/docmind/shared/textract/textracttest"
@@ -17,7 +18,7 @@ import (
 // client is the real SDK client pointed at the fake, with millisecond backoff.
 func client(t *testing.T, srv *textracttest.Server, attempts int) *textract.Client {
 	t.Helper()
-	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+	cfg := aws.Config{APIOptions: awsrt.APIOptions(), Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}
 	return textract.New(cfg, textract.Options{Bucket: "docs-bucket", Prefix: "t1/", MaxAttempts: attempts, MaxBackoff: 5 * time.Millisecond})
 }

@@ -30,7 +30,7 @@ import (
 
 // AWSConfig loads the SDK configuration with one retry layer (three attempts, capped backoff; SR-17).
 func AWSConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRetryer(func() aws.Retryer {
+	cfg, err := awsrt.LoadConfig(ctx, awsconfig.WithRetryer(func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.MaxBackoff = 2 * time.Second })
 	}))
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/docmind/docmind/shared/awsrt"
 	"github.com/docmind/docmind/shared/rag"
 	"github.com/docmind/docmind/shared/store"
 )
@@ -69,7 +70,7 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	if o.Credentials != nil {
 		opts = append(opts, config.WithCredentialsProvider(o.Credentials))
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsrt.LoadConfig(ctx, opts...)
 	if err != nil {
 		return nil, rag.E("s3.New", rag.KindInvalid, fmt.Errorf("load AWS config: %w", err))
 	}
