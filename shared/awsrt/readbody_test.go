@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -94,5 +97,35 @@ func TestNoClosedConnectionAfterAnswer(t *testing.T) {
 	t.Logf("without ReadOnlyBodies: %d of %d calls failed (last: %v)", plain, calls, last)
 	if failed, last := run(APIOptions()); failed > 0 {
 		t.Fatalf("with ReadOnlyBodies: %d of %d calls failed; last: %v", failed, calls, last)
+	}
+}
+
+// Every production AWS configuration is loaded by LoadConfig, so no client is built without
+// ReadOnlyBodies.
+func TestConfigsLoadedByLoadConfig(t *testing.T) {
+	root := filepath.Join("..", "..")
+	var scanned int
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		scanned++
+		if filepath.Base(path) != "readbody.go" && strings.Contains(string(b), ".LoadDefaultConfig(") {
+			t.Errorf("%s calls LoadDefaultConfig; use awsrt.LoadConfig", path)
+		}
+		return nil
+	})
+	if err != nil || scanned < 50 {
+		t.Fatalf("scanned %d files: %v", scanned, err)
 	}
 }
