@@ -3,6 +3,7 @@ package ingest
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // detectLanguage guesses a document's main language from its first 20,000 characters (the derived
@@ -15,6 +16,12 @@ func detectLanguage(md string) string {
 	for _, r := range md {
 		if n++; n > 20000 {
 			break
+		}
+		if r < utf8.RuneSelf { // most of most documents: skip the script tables' searches
+			if c := r | 0x20; c >= 'a' && c <= 'z' {
+				latin++
+			}
+			continue
 		}
 		switch {
 		case unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r):
@@ -57,10 +64,8 @@ func detectLanguage(md string) string {
 	words := 0
 	for _, w := range strings.FieldsFunc(strings.ToLower(md[:min(len(md), 60000)]), func(r rune) bool { return !unicode.IsLetter(r) }) {
 		words++
-		for lang, set := range functionWords {
-			if set[w] {
-				counts[lang]++
-			}
+		for _, lang := range functionLangs[w] {
+			counts[lang]++
 		}
 	}
 	best, second := "", 0
@@ -87,6 +92,17 @@ var functionWords = map[string]map[string]bool{
 	"pt": words("o os da do que em para com uma não são dos das no na"),
 	"nl": words("de het een van en is niet op dat voor met zijn te aan"),
 }
+
+// functionLangs lists, for each function word, the languages that have it (one look-up per word).
+var functionLangs = func() map[string][]string {
+	out := map[string][]string{}
+	for lang, set := range functionWords {
+		for w := range set {
+			out[w] = append(out[w], lang)
+		}
+	}
+	return out
+}()
 
 func words(s string) map[string]bool {
 	m := map[string]bool{}
