@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/docmind/docmind/shared/deptest"
 )
 
 // The mechanism, deterministically: the body smithy-go builds from a request stream fails net/http's
@@ -103,29 +103,9 @@ func TestNoClosedConnectionAfterAnswer(t *testing.T) {
 // Every production AWS configuration is loaded by LoadConfig, so no client is built without
 // ReadOnlyBodies.
 func TestConfigsLoadedByLoadConfig(t *testing.T) {
-	root := filepath.Join("..", "..")
-	var scanned int
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		scanned++
-		if filepath.Base(path) != "readbody.go" && strings.Contains(string(b), ".LoadDefaultConfig(") {
+	deptest.EachSource(t, filepath.Join("..", ".."), func(path string, src []byte) {
+		if filepath.Base(path) != "readbody.go" && strings.Contains(string(src), ".LoadDefaultConfig(") {
 			t.Errorf("%s calls LoadDefaultConfig; use awsrt.LoadConfig", path)
 		}
-		return nil
 	})
-	if err != nil || scanned < 50 {
-		t.Fatalf("scanned %d files: %v", scanned, err)
-	}
 }

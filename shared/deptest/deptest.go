@@ -3,7 +3,10 @@
 package deptest
 
 import (
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -86,4 +89,33 @@ func Violations(t *testing.T, pkg string) []string {
 		}
 	}
 	return out
+}
+
+// EachSource calls fn with every production Go file under root (test files, testdata, node_modules and
+// .git left out) and its text, for static checks of what production code may call; it fails t when
+// the walk fails or finds fewer than 50 files (root is wrong).
+func EachSource(t testing.TB, root string, fn func(path string, src []byte)) {
+	t.Helper()
+	var scanned int
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		scanned++
+		fn(path, b)
+		return nil
+	})
+	if err != nil || scanned < 50 {
+		t.Fatalf("scanned %d files under %s: %v", scanned, root, err)
+	}
 }
