@@ -860,6 +860,17 @@ test("SEC-04: 100 XSS payloads in file names, chunk text, chapter titles and mod
   const names = xssPayloads.fileNames.map((x, i) => ({ name: `${x}-${i}.md`, text: `# Names ${i}\n\nThe file names carry the payload number ${i}.\n` }));
   // chapter titles and chunk text, in one document
   const body = xssPayloads.chapters.map((x, i) => `## ${x}\n\n${xssPayloads.chunks[i]} xss leave payload ${i}\n`).join("\n");
+  // how long each "uploaded as" line stays: it used to go as soon as its document was ready, often
+  // within 100 ms, before the new name could be read (or a poll could see it)
+  await p.evaluate(() => {
+    window.renamedLines = [];
+    const shown = new Map();
+    new MutationObserver(() => {
+      const now = new Set([...document.querySelectorAll("#uploads li")].filter(li => li.textContent.includes("uploaded as “")));
+      for (const li of now) if (!shown.has(li)) shown.set(li, performance.now());
+      for (const [li, at] of shown) if (!now.has(li)) { window.renamedLines.push(performance.now() - at); shown.delete(li); }
+    }).observe(document.getElementById("uploads"), { childList: true, subtree: true, characterData: true });
+  });
   await dropFiles(p, [...names, { name: "xss-chapters.md", text: `# xss handbook\n\n${body}` }]);
   // The browser sends a file name's " as %22 (the HTML form encoding) and the server keeps its last path
   // part only (RFC 7578), so a payload with "/" arrives cut to what follows its last "/"; the page says
@@ -889,6 +900,9 @@ test("SEC-04: 100 XSS payloads in file names, chunk text, chapter titles and mod
   await p.click("#new");
   await p.locator("#conversations li").first().locator("button").first().click();
   await p.locator(".turn .meta .badge").first().waitFor();
+  await p.waitForFunction(() => window.renamedLines.length > 0, null, { timeout: 30_000 });
+  const lived = await p.evaluate(() => window.renamedLines);
+  assert.ok(lived.every(ms => ms >= 10_000), `a renamed upload's line stays readable after its document is done: lived ${lived.map(Math.round).join(", ")} ms`);
   await p.waitForTimeout(500);
   const seen = await p.evaluate(() => ({
     xss: window.__xss ?? null,

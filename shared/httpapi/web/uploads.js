@@ -52,13 +52,19 @@ export async function uploadFiles(files) {
   loadDocuments();
 }
 
-// settleUploads removes an upload's "uploaded; processing" line once the table shows its document done
+// settleUploads settles an upload's "uploaded; processing" line once the table shows its document done
 // (ready or failed): the row then says it, and a line above it saying "processing" would contradict it.
+// A plain upload's line goes; a renamed file's line stays its while, saying the new name and the
+// status, since the new name is what the line is there to tell (the document may be done before the
+// person has read it).
 export function settleUploads(docs) {
   const status = new Map(docs.map(d => [d.id, d.status]));
   for (const li of $("uploads").querySelectorAll("li.uploaded")) {
     const s = status.get(li.dataset.doc);
-    if (s && !isBusy({ status: s })) li.remove();
+    if (!s || isBusy({ status: s })) continue;
+    if (li.dataset.stored === undefined) { li.remove(); continue; }
+    li.querySelector("span:last-child").textContent = `uploaded as “${li.dataset.stored}”; ${s}`;
+    li.classList.remove("uploaded");
   }
 }
 
@@ -81,6 +87,7 @@ export function uploadOne(kb, file) {
       bar.value = 100;
       st.textContent = stored === file.name ? "uploaded; processing" : `uploaded as “${stored}”; processing`;
       li.dataset.doc = id;
+      if (stored !== file.name) li.dataset.stored = stored;
       li.classList.add("uploaded");
       // a renamed file's line stays a while longer, so that the new name can be read
       setTimeout(() => li.remove(), stored === file.name ? 4000 : 15000);
