@@ -688,35 +688,7 @@ func decode(body []byte, p Params, tenant string) (*Index, map[string]string, er
 	if r.err != nil {
 		return nil, nil, r.err
 	}
-	// the entries' term lists (termList), in two passes over the postings: their sizes, then their bytes
-	// in one arena; term ids ascend, so each entry's list comes out sorted
-	last := make([]int32, n)
-	for i := range last {
-		last[i] = -1
-	}
-	size := make([]int, n)
-	for id, ps := range nx.postings {
-		for _, p := range ps {
-			size[p.doc] += uvarintLen(uint64(int32(id) - last[p.doc]))
-			last[p.doc] = int32(id)
-		}
-	}
-	sum := 0
-	for _, c := range size {
-		sum += c
-	}
-	fwd := make([]byte, sum)
-	for i := range nx.entries {
-		nx.entries[i].terms, fwd = termList(fwd[:0:size[i]]), fwd[size[i]:]
-		last[i] = -1
-	}
-	for id, ps := range nx.postings {
-		for _, p := range ps {
-			e := &nx.entries[p.doc]
-			e.terms = binary.AppendUvarint(e.terms, uint64(int32(id)-last[p.doc]))
-			last[p.doc] = int32(id)
-		}
-	}
+	invertPostings(nx.entries, nx.postings)
 	return nx, docStamps, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -478,4 +479,62 @@ func TestSnapshotStampsOnlyWhatTheIndexHolds(t *testing.T) {
 		t.Fatalf("report %+v, want d1 and d2 re-indexed", rep)
 	}
 	sameSearches(t, build(t, src), loaded, false, true)
+}
+
+// A loaded index's entries carry the same terms as the index that was saved, whether the term lists
+// are rebuilt in one block or in many blocks over several ranges of entries (invertPostings); removal
+// (which decrements document frequencies by them) then leaves both indexes searching alike.
+func TestLoadedTermListsEqualSaved(t *testing.T) {
+	ctx := context.Background()
+	src := corpus(3, 400)
+	fresh := build(t, src)
+	path := filepath.Join(t.TempDir(), "docmind.db.bm25")
+	if err := fresh.SaveSnapshot(ctx, src, "t", path); err != nil {
+		t.Fatal(err)
+	}
+	names := func(ix *Index) map[string][]string {
+		byID := make([]string, len(ix.postings))
+		for s, id := range ix.dict {
+			byID[id] = s
+		}
+		out := map[string][]string{}
+		for _, e := range ix.entries {
+			var ts []string
+			e.terms.each(func(id int32) { ts = append(ts, byID[id]) })
+			slices.Sort(ts)
+			out[e.id] = ts
+		}
+		return out
+	}
+	want := names(fresh)
+	defer func(b int, p int) { invertBytes = b; runtime.GOMAXPROCS(p) }(invertBytes, runtime.GOMAXPROCS(0))
+	for _, c := range []struct{ bytes, procs int }{{8 << 20, 1}, {1, 1}, {1, 3}, {500, 4}} {
+		invertBytes = c.bytes
+		runtime.GOMAXPROCS(c.procs)
+		loaded := New(snapParams())
+		if _, err := loaded.LoadSnapshot(ctx, src, "t", path, t.Logf); err != nil {
+			t.Fatal(err)
+		}
+		got := names(loaded)
+		if len(got) != len(want) || len(got) < 1000 {
+			t.Fatalf("bytes %d procs %d: %d entries, want %d (and enough for many blocks)", c.bytes, c.procs, len(got), len(want))
+		}
+		for id, ts := range want {
+			if !slices.Equal(got[id], ts) {
+				t.Fatalf("bytes %d procs %d: entry %s has terms %v, want %v", c.bytes, c.procs, id, got[id], ts)
+			}
+		}
+		for d := range 400 {
+			if d%3 == 0 {
+				loaded.RemoveDocument("t", fmt.Sprintf("d%d", d))
+			}
+		}
+		want2 := build(t, src)
+		for d := range 400 {
+			if d%3 == 0 {
+				want2.RemoveDocument("t", fmt.Sprintf("d%d", d))
+			}
+		}
+		sameSearches(t, want2, loaded, false, true)
+	}
 }
