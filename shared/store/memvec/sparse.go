@@ -1,6 +1,8 @@
 package memvec
 
 import (
+	"encoding/binary"
+	"runtime"
 	"slices"
 	"sync"
 )
@@ -106,36 +108,81 @@ func (ix *Index) maintainSparse(force bool) {
 }
 
 // buildPostings reads the codes of rows [0, n) twice: once to size each dimension's list, once to fill
-// them (two flat arrays, no growth slack).
+// them (two flat arrays, no growth slack). The rows are split into one range per core (at most four):
+// each range counts, then fills its own part of every dimension's list, so the lists come out sorted
+// by row as one pass would write them. Eight zero codes are skipped at a time, since the postings
+// exist because most codes are zero.
 func (ix *Index) buildPostings(n int) *postings {
-	counts := make([]int, ix.dim)
-	for i := range n {
-		for d, c := range ix.codes.row(i) {
-			if c != 0 {
-				counts[d]++
+	parts := max(1, min(runtime.GOMAXPROCS(0), 4, n/minRowsPerWorker))
+	counts := make([][]int, parts)
+	var wg sync.WaitGroup
+	for w := range parts {
+		counts[w] = make([]int, ix.dim)
+		wg.Go(func() {
+			c := counts[w]
+			for i := n * w / parts; i < n*(w+1)/parts; i++ {
+				eachNonZero(ix.codes.row(i), func(d int, _ int8) { c[d]++ })
 			}
-		}
+		})
 	}
+	wg.Wait()
 	total := 0
 	for _, c := range counts {
-		total += c
+		for _, x := range c {
+			total += x
+		}
 	}
 	allRows, allCodes := make([]uint32, total), make([]int8, total)
 	p := &postings{rows: make([][]uint32, ix.dim), codes: make([][]int8, ix.dim), built: n, dirty: make([]uint64, (n+63)/64)}
-	off := 0
-	for d, c := range counts {
-		p.rows[d], p.codes[d] = allRows[off:off:off+c], allCodes[off:off:off+c]
-		off += c
+	// at[w][d]: where range w writes dimension d's next posting
+	at := make([][]int, parts)
+	for w := range at {
+		at[w] = make([]int, ix.dim)
 	}
-	for i := range n {
-		for d, c := range ix.codes.row(i) {
-			if c != 0 {
-				p.rows[d] = append(p.rows[d], uint32(i))
-				p.codes[d] = append(p.codes[d], c)
+	off := 0
+	for d := range ix.dim {
+		start := off
+		for w := range parts {
+			at[w][d] = off
+			off += counts[w][d]
+		}
+		p.rows[d], p.codes[d] = allRows[start:off:off], allCodes[start:off:off]
+	}
+	for w := range parts {
+		wg.Go(func() {
+			next := at[w]
+			for i := n * w / parts; i < n*(w+1)/parts; i++ {
+				eachNonZero(ix.codes.row(i), func(d int, c int8) {
+					allRows[next[d]], allCodes[next[d]] = uint32(i), c
+					next[d]++
+				})
+			}
+		})
+	}
+	wg.Wait()
+	return p
+}
+
+// eachNonZero calls fn with each non-zero code of row and its dimension, in order, testing eight codes
+// at a time for zero.
+func eachNonZero(row []int8, fn func(d int, c int8)) {
+	b := int8Bytes(row)
+	d := 0
+	for ; d+8 <= len(b); d += 8 {
+		if binary.LittleEndian.Uint64(b[d:]) == 0 {
+			continue
+		}
+		for j := d; j < d+8; j++ {
+			if row[j] != 0 {
+				fn(j, row[j])
 			}
 		}
 	}
-	return p
+	for ; d < len(row); d++ {
+		if row[d] != 0 {
+			fn(d, row[d])
+		}
+	}
 }
 
 // sparseDims returns the query code's non-zero dimensions when the postings are cheaper than the scan

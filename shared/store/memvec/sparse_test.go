@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -330,5 +331,47 @@ func TestPrefetchMarksRescoredRows(t *testing.T) {
 	again, _ := ix.Search(ctx, q, 5, rag.Filter{Tenant: "t1"})
 	if marked() != got || !slices.Equal(first, again) {
 		t.Fatalf("the same search marked more rows (%d -> %d) or answered differently", got, marked())
+	}
+}
+
+// The postings built over several ranges of rows at once (one per core) equal a plain pass over the
+// rows, for a width that is not a multiple of the eight codes tested together.
+func TestBuildPostingsInRanges(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 61, 3*minRowsPerWorker + 5
+	r := rand.New(rand.NewPCG(5, 6))
+	ix, err := NewWith(dim, Options{Quant: "int8", MinRows: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []rag.VectorRecord
+	for i := range n {
+		recs = append(recs, sparseRecord(r, i, dim))
+	}
+	if err := ix.Upsert(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	wantRows, wantCodes := make([][]uint32, dim), make([][]int8, dim)
+	for i := range n {
+		for d, c := range ix.codes.row(i) {
+			if c != 0 {
+				wantRows[d], wantCodes[d] = append(wantRows[d], uint32(i)), append(wantCodes[d], c)
+			}
+		}
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 3} {
+		runtime.GOMAXPROCS(procs)
+		p := ix.buildPostings(n)
+		for d := range dim {
+			if !slices.Equal(p.rows[d], wantRows[d]) || !slices.Equal(p.codes[d], wantCodes[d]) {
+				t.Fatalf("%d cores: dimension %d has rows %v codes %v, want %v %v", procs, d, p.rows[d], p.codes[d], wantRows[d], wantCodes[d])
+			}
+			if cap(p.rows[d]) != len(p.rows[d]) {
+				t.Fatalf("%d cores: dimension %d's list has slack (cap %d, len %d): an append would write over its neighbour", procs, d, cap(p.rows[d]), len(p.rows[d]))
+			}
+		}
 	}
 }
