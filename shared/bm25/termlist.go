@@ -2,6 +2,7 @@ package bm25
 
 import (
 	"encoding/binary"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -83,12 +84,20 @@ func invertPostings(entries []entry, postings [][]posting) {
 }
 
 // invertRange fills the term lists of entries lo to hi, block entries at a time, in two passes per
-// block: the lists' sizes, then their bytes in one exactly sized arena.
+// block: the lists' sizes, then their bytes in one exactly sized arena. next holds each term's next
+// entry (the one at its cursor): a block skips the terms with nothing in it by reading that array in
+// order, not each term's postings (a cache miss per term and block, most of the rebuild at a million
+// chunks with millions of terms).
 func invertRange(entries []entry, postings [][]posting, lo, hi, block int) {
 	cur := make([]int, len(postings)) // each term's first posting at or after the block
-	if lo > 0 {
-		for t, ps := range postings {
+	next := make([]int32, len(postings))
+	for t, ps := range postings {
+		if lo > 0 {
 			cur[t], _ = slices.BinarySearchFunc(ps, int32(lo), func(p posting, at int32) int { return int(p.doc - at) })
+		}
+		next[t] = math.MaxInt32
+		if cur[t] < len(ps) {
+			next[t] = ps[cur[t]].doc
 		}
 	}
 	size := make([]int, min(block, hi-lo))
@@ -100,7 +109,11 @@ func invertRange(entries []entry, postings [][]posting, lo, hi, block int) {
 		for i := range last {
 			last[i] = -1
 		}
-		for t, ps := range postings {
+		for t, at := range next {
+			if int(at) >= e {
+				continue
+			}
+			ps := postings[t]
 			for i := cur[t]; i < len(ps) && int(ps[i].doc) < e; i++ {
 				d := int(ps[i].doc) - b
 				size[d] += uvarintLen(uint64(int32(t) - last[d]))
@@ -116,7 +129,11 @@ func invertRange(entries []entry, postings [][]posting, lo, hi, block int) {
 			entries[b+d].terms, arena = termList(arena[:0:size[d]]), arena[size[d]:]
 			last[d] = -1
 		}
-		for t, ps := range postings {
+		for t, at := range next {
+			if int(at) >= e {
+				continue
+			}
+			ps := postings[t]
 			i := cur[t]
 			for ; i < len(ps) && int(ps[i].doc) < e; i++ {
 				d := int(ps[i].doc) - b
@@ -124,6 +141,10 @@ func invertRange(entries []entry, postings [][]posting, lo, hi, block int) {
 				last[d] = int32(t)
 			}
 			cur[t] = i
+			next[t] = math.MaxInt32
+			if i < len(ps) {
+				next[t] = ps[i].doc
+			}
 		}
 	}
 }
