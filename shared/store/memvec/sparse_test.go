@@ -38,6 +38,18 @@ func sparseRecord(r *rand.Rand, i, dim int) rag.VectorRecord {
 		Vector: sparseVec(r, dim, 4+r.IntN(8))}
 }
 
+// upsertSparse adds rows 0 to n of sparseRecord to ix in one upsert.
+func upsertSparse(t *testing.T, ix *Index, r *rand.Rand, n, dim int) {
+	t.Helper()
+	var recs []rag.VectorRecord
+	for i := range n {
+		recs = append(recs, sparseRecord(r, i, dim))
+	}
+	if err := ix.Upsert(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // bothScans runs the candidate scan through the postings and through the int8 kernel over the same
 // shards, sorted best first (score, then row), and fails when they differ.
 func bothScans(t *testing.T, ix *Index, q []float32, want int, f rag.Filter) {
@@ -286,13 +298,7 @@ func TestPrefetchMarksRescoredRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []rag.VectorRecord
-	for i := range n {
-		recs = append(recs, sparseRecord(r, i, dim))
-	}
-	if err := ix.Upsert(ctx, recs); err != nil {
-		t.Fatal(err)
-	}
+	upsertSparse(t, ix, r, n, dim)
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -337,20 +343,13 @@ func TestPrefetchMarksRescoredRows(t *testing.T) {
 // The postings built over several ranges of rows at once (one per core) equal a plain pass over the
 // rows, for a width that is not a multiple of the eight codes tested together.
 func TestBuildPostingsInRanges(t *testing.T) {
-	ctx := context.Background()
 	const dim, n = 61, 3*minRowsPerWorker + 5
 	r := rand.New(rand.NewPCG(5, 6))
 	ix, err := NewWith(dim, Options{Quant: "int8", MinRows: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []rag.VectorRecord
-	for i := range n {
-		recs = append(recs, sparseRecord(r, i, dim))
-	}
-	if err := ix.Upsert(ctx, recs); err != nil {
-		t.Fatal(err)
-	}
+	upsertSparse(t, ix, r, n, dim)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	wantRows, wantCodes := make([][]uint32, dim), make([][]int8, dim)
