@@ -2,14 +2,15 @@ package bench
 
 import (
 	"context"
-
-	"github.com/docmind/docmind/shared/bm25"
-	"github.com/docmind/docmind/shared/rag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docmind/docmind/shared/bm25"
+	"github.com/docmind/docmind/shared/rag"
 )
 
 func TestInterleaveAndPercentiles(t *testing.T) {
@@ -108,5 +109,35 @@ func TestKeywordReferenceAndPeer(t *testing.T) {
 	res, err := p.search("aspirin heart")
 	if err != nil || len(res) != 3 {
 		t.Fatalf("fts5: %v %v", res, err)
+	}
+}
+
+// After each suite the run settles (collects, returns the heap, syncs the file system) before the
+// next starts: a suite's garbage is gone by then, and the run says what stayed live.
+func TestRunSettlesBetweenSuites(t *testing.T) {
+	var lines []string
+	var garbage [][]byte
+	var liveAtSecond uint64
+	suites := []Suite{
+		{"big", func(context.Context, Options) ([]Row, error) {
+			for range 64 {
+				garbage = append(garbage, make([]byte, 1<<20))
+			}
+			garbage = nil // 64 MB the suite no longer needs
+			return nil, nil
+		}},
+		{"next", func(context.Context, Options) ([]Row, error) {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			liveAtSecond = m.HeapAlloc
+			return nil, nil
+		}},
+	}
+	Run(context.Background(), suites, Options{Progress: func(s string) { lines = append(lines, s) }})
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "after big: ") || !strings.HasPrefix(lines[1], "after next: ") {
+		t.Fatalf("progress %q", lines)
+	}
+	if liveAtSecond > 32<<20 {
+		t.Fatalf("the second suite started with %d MB of heap: the first one's 64 MB of garbage was not collected", liveAtSecond>>20)
 	}
 }

@@ -16,3 +16,6 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// syncFS waits until the file system has written back what this machine's processes wrote.
+func syncFS() { syscall.Sync() }
