@@ -87,6 +87,24 @@ type Chunk struct {
 	TokenCount  int      `json:"token_count"`
 }
 
+// ChunkText is what a retrieval chain reads of a candidate chunk: where it sits and its text. Reading
+// these columns alone instead of the whole row halves the chain's row look-up at 100k chunks
+// (docs/bench/million.md).
+type ChunkText struct {
+	ID         string
+	KBID       string
+	DocumentID string
+	ParentID   string
+	Chapter    string
+	Page       int
+	Content    string
+}
+
+// Text is c as a ChunkText.
+func (c Chunk) Text() ChunkText {
+	return ChunkText{ID: c.ID, KBID: c.KBID, DocumentID: c.DocumentID, ParentID: c.ParentID, Chapter: c.Chapter, Page: c.Page, Content: c.Content}
+}
+
 // Filter scopes a search or count. Tenant is mandatory for every store read; the other fields narrow
 // further and are ANDed: an empty list means "no restriction on this field", never "match nothing".
 type Filter struct {

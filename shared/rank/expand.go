@@ -6,7 +6,7 @@ import "github.com/docmind/docmind/shared/rag"
 // precise to find, their parents give the model the surrounding context), keeping only the best child
 // per parent and remembering its text for the focus window. Children without a known parent stay as
 // they are. Order (best first) is kept.
-func ExpandParents(ev []Evidence, parents map[string]rag.Chunk) []Evidence {
+func ExpandParents(ev []Evidence, parents map[string]rag.ChunkText) []Evidence {
 	seen := map[string]bool{}
 	out := make([]Evidence, 0, len(ev))
 	for _, e := range ev {

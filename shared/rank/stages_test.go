@@ -80,7 +80,7 @@ func TestMMR(t *testing.T) {
 }
 
 func TestExpandParents(t *testing.T) {
-	parents := map[string]rag.Chunk{"p1": {ID: "p1", Content: "# A\n\nparent one text", Chapter: "A"}}
+	parents := map[string]rag.ChunkText{"p1": {ID: "p1", Content: "# A\n\nparent one text", Chapter: "A"}}
 	got := ExpandParents([]Evidence{
 		{ChunkID: "c1", ParentID: "p1", Text: "child one", Score: 0.9},
 		{ChunkID: "c2", ParentID: "p1", Text: "child two", Score: 0.8},

@@ -267,7 +267,7 @@ func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit, k i
 		if err != nil {
 			return nil, nil, fmt.Errorf("load chunks: %w", err)
 		}
-		byID := make(map[string]*rag.Chunk, len(rows))
+		byID := make(map[string]*rag.ChunkText, len(rows))
 		for i := range rows {
 			byID[rows[i].ID] = &rows[i]
 		}
@@ -310,13 +310,13 @@ func (r *Retriever) load(ctx context.Context, tenant string, hits []rag.Hit, k i
 // readyChunks is the chunk store's look-up of chunks joined to their ready documents in one query
 // (sqldb.DB has it): the candidates' rows and file names without a second query for the documents.
 type readyChunks interface {
-	GetReadyChunks(ctx context.Context, tenant string, ids []string) ([]rag.Chunk, map[string]string, error)
+	GetReadyChunks(ctx context.Context, tenant string, ids []string) ([]rag.ChunkText, map[string]string, error)
 }
 
 // rows reads the chunk rows of ids and records their documents' file names in names (first one wins;
 // "\x00gone" for a document not ready or missing, where the store says so). With readyChunks a chunk of
 // a document not ready is not returned at all, which load treats as the same drop.
-func (r *Retriever) rows(ctx context.Context, tenant string, ids []string, names map[string]string) ([]rag.Chunk, error) {
+func (r *Retriever) rows(ctx context.Context, tenant string, ids []string, names map[string]string) ([]rag.ChunkText, error) {
 	if rc, ok := r.Chunks.(readyChunks); ok {
 		rows, docs, err := rc.GetReadyChunks(ctx, tenant, ids)
 		if err != nil {
@@ -338,7 +338,11 @@ func (r *Retriever) rows(ctx context.Context, tenant string, ids []string, names
 			names[id] = name
 		}
 	}
-	return rows, nil
+	out := make([]rag.ChunkText, len(rows))
+	for i, c := range rows {
+		out[i] = c.Text()
+	}
+	return out, nil
 }
 
 // documentBatch is the chunk store's look-up of many documents in one query (sqldb.DB has it).
@@ -374,18 +378,29 @@ func (r *Retriever) documentNames(ctx context.Context, tenant string, rows []rag
 	return names
 }
 
-func (r *Retriever) parents(ctx context.Context, tenant string, ev []rank.Evidence) (map[string]rag.Chunk, error) {
+func (r *Retriever) parents(ctx context.Context, tenant string, ev []rank.Evidence) (map[string]rag.ChunkText, error) {
 	var ids []string
 	for _, e := range ev {
 		if e.ParentID != "" {
 			ids = append(ids, e.ParentID)
 		}
 	}
-	rows, err := r.Chunks.GetChunks(ctx, tenant, ids)
-	if err != nil {
-		return nil, fmt.Errorf("load parents: %w", err)
+	var rows []rag.ChunkText
+	if rc, ok := r.Chunks.(readyChunks); ok { // the parent of a ready child is ready too, unless it was just deleted
+		var err error
+		if rows, _, err = rc.GetReadyChunks(ctx, tenant, ids); err != nil {
+			return nil, fmt.Errorf("load parents: %w", err)
+		}
+	} else {
+		full, err := r.Chunks.GetChunks(ctx, tenant, ids)
+		if err != nil {
+			return nil, fmt.Errorf("load parents: %w", err)
+		}
+		for _, c := range full {
+			rows = append(rows, c.Text())
+		}
 	}
-	out := map[string]rag.Chunk{}
+	out := make(map[string]rag.ChunkText, len(rows))
 	for _, c := range rows {
 		out[c.ID] = c
 	}

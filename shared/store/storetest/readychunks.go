@@ -13,7 +13,7 @@ import (
 
 // testGetReadyChunks: the joined look-up returns the tenant's chunks of ready documents, in the order
 // asked, each once, with their documents' file names; it leaves out chunks of documents that are not
-// ready, missing ids and other tenants' chunks, returns the same rows as GetChunks, and refuses a
+// ready, missing ids and other tenants' chunks, returns the same places and texts as GetChunks, and refuses a
 // malformed id.
 func testGetReadyChunks(t *testing.T, db *sqldb.DB) {
 	ctx := workCtx(t, 30)
@@ -28,7 +28,7 @@ func testGetReadyChunks(t *testing.T, db *sqldb.DB) {
 		var rows []rag.Chunk
 		for j := range 2 {
 			id := fmt.Sprintf("k%d_%d", i, j)
-			rows = append(rows, rag.Chunk{ID: id, Tenant: "t1", KBID: kb.ID, DocumentID: d.ID, Level: rag.LevelChild, Index: j, Content: "text " + id,
+			rows = append(rows, rag.Chunk{ID: id, Tenant: "t1", KBID: kb.ID, DocumentID: d.ID, ParentID: "p" + id, Level: rag.LevelChild, Index: j, Content: "text " + id,
 				ContentHash: strings.Repeat("0", 64), ContentType: rag.ContentGeneral, Chapter: "ch " + id, Page: j + 1, Tags: []string{"t" + id}})
 			ids = append(ids, id)
 		}
@@ -52,8 +52,7 @@ func testGetReadyChunks(t *testing.T, db *sqldb.DB) {
 	plain, err := db.GetChunks(ctx, "t1", gotIDs)
 	must(t, err)
 	for i := range got {
-		if !slices.Equal(got[i].Tags, plain[i].Tags) || got[i].Content != plain[i].Content || got[i].Chapter != plain[i].Chapter ||
-			got[i].Page != plain[i].Page || got[i].DocumentID != plain[i].DocumentID || got[i].KBID != plain[i].KBID {
+		if got[i] != plain[i].Text() {
 			t.Fatalf("GetReadyChunks row %+v, GetChunks row %+v", got[i], plain[i])
 		}
 	}
