@@ -1,9 +1,10 @@
 package rank
 
 import (
+	"bytes"
 	"math/bits"
 	"slices"
-	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/docmind/docmind/shared/text"
@@ -31,13 +32,28 @@ type Evidence struct {
 // order, so only the other pairs are sorted: sorting every pair was most of compression's time at 100k
 // chunks (docs/bench/million.md). The packed value orders pairs by first rune, then second, which is the
 // bitmap's order; the other pairs are merged into it.
-func bigrams(s string) gramSet {
+func bigrams(s string) gramSet { return appendBigrams(nil, s) }
+
+// appendBigrams is bigrams into out's array (its contents replaced), so that a caller can reuse one.
+// The other pairs are collected in that array too, then moved behind the room the set needs and
+// merged forwards from there: the write position never passes the read position.
+func appendBigrams(out gramSet, s string) gramSet {
+	out = out[:0] // the other (non-ASCII) pairs, until the merge
 	var ascii [128 * 128 / 64]uint64
-	var wide []uint64
 	var prev rune
 	n, nASCII := 0, 0
-	for _, r := range s {
-		r = text.Fold(r)
+	for k := 0; k < len(s); {
+		var r rune
+		if c := s[k]; c < utf8.RuneSelf { // ASCII, most of an English text, folded without a table look-up
+			r, k = rune(c), k+1
+			if 'A' <= c && c <= 'Z' {
+				r += 'a' - 'A'
+			}
+		} else {
+			var size int
+			r, size = utf8.DecodeRuneInString(s[k:])
+			r, k = text.Fold(r), k+size
+		}
 		if r == ' ' || r == '\n' || r == '\t' {
 			continue
 		}
@@ -49,32 +65,38 @@ func bigrams(s string) gramSet {
 					nASCII++
 				}
 			} else {
-				wide = append(wide, uint64(uint32(prev))<<32|uint64(uint32(r)))
+				out = append(out, uint64(uint32(prev))<<32|uint64(uint32(r)))
 			}
 		}
 		prev = r
 		n++
 	}
 	if n == 1 {
-		return gramSet{gramSingle | uint64(uint32(prev))}
+		return append(out[:0], gramSingle|uint64(uint32(prev)))
 	}
-	slices.Sort(wide)
-	wide = slices.Compact(wide)
-	out := make(gramSet, 0, nASCII+len(wide))
-	j := 0
+	slices.Sort(out)
+	nw := len(slices.Compact(out))
+	total := nASCII + nw
+	out = slices.Grow(out[:nw], total)[:total+nw]
+	copy(out[total:], out[:nw]) // the other pairs behind the set's room
+	p, j := 0, total
 	for w, word := range ascii {
 		for word != 0 {
 			i := w<<6 | bits.TrailingZeros64(word)
 			v := uint64(i>>7)<<32 | uint64(i&127)
-			for j < len(wide) && wide[j] < v {
-				out = append(out, wide[j])
-				j++
+			for j < total+nw && out[j] < v {
+				out[p] = out[j]
+				p, j = p+1, j+1
 			}
-			out = append(out, v)
+			out[p] = v
+			p++
 			word &= word - 1
 		}
 	}
-	return append(out, wide[j:]...)
+	for ; j < total+nw; p, j = p+1, j+1 {
+		out[p] = out[j]
+	}
+	return out[:total]
 }
 
 // gramSet is a set of bigrams, each pair of runes packed in a uint64 (first rune high), sorted and
@@ -113,19 +135,47 @@ func jaccardSets(x, y gramSet) float64 {
 
 // folded is a text as contains compares it: whitespace runs folded to one space, with its rune count.
 type folded struct {
-	s     string
+	b     []byte
 	runes int
 }
 
-func fold(s string) folded {
-	f := strings.Join(strings.Fields(s), " ")
-	return folded{f, utf8.RuneCountInString(f)}
+func fold(s string) folded { return appendFold(nil, s) }
+
+// appendFold is fold of the texts one after the other (as if concatenated) into dst's array (its
+// contents replaced), so that a caller can reuse one.
+func appendFold(dst []byte, texts ...string) folded {
+	b := dst[:0]
+	runes, space := 0, false
+	for _, s := range texts {
+		for k, r := range s {
+			if r < utf8.RuneSelf && asciiSpace[r] || r >= utf8.RuneSelf && unicode.IsSpace(r) {
+				space = len(b) > 0
+				continue
+			}
+			if space {
+				b = append(b, ' ')
+				runes++
+				space = false
+			}
+			if r < utf8.RuneSelf {
+				b = append(b, byte(r))
+			} else {
+				_, size := utf8.DecodeRuneInString(s[k:])
+				b = append(b, s[k:k+size]...) // the bytes as they were, an invalid one included
+			}
+			runes++
+		}
+	}
+	return folded{b, runes}
 }
+
+// asciiSpace is unicode.IsSpace below utf8.RuneSelf.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // containsFolded is contains over texts already folded (compression folds each kept text once).
 func containsFolded(a, b folded) bool {
 	if a.runes > b.runes {
 		a, b = b, a
 	}
-	return a.s != "" && strings.Contains(b.s, a.s)
+	return len(a.b) > 0 && bytes.Contains(b.b, a.b)
 }

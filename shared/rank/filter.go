@@ -1,7 +1,5 @@
 package rank
 
-import "strings"
-
 // FilterOptions are QAnything's two filter layers (seed 001).
 type FilterOptions struct {
 	Floor float64 // drop scores below it, unless that empties the list (default 0.28)
@@ -43,14 +41,16 @@ func Filter(ev []Evidence, o FilterOptions) []Evidence {
 
 // Dedupe removes evidence whose text (white space folded) was already seen, keeping the first (best).
 func Dedupe(ev []Evidence) []Evidence {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(ev))
 	out := ev[:0:0]
+	var buf []byte // each key folded into one array; only a new key is copied out as a string
 	for _, e := range ev {
-		k := strings.Join(strings.Fields(e.ChildText+"\x00"+e.Text), " ")
-		if seen[k] {
+		k := appendFold(buf, e.ChildText, "\x00", e.Text)
+		buf = k.b
+		if seen[string(k.b)] {
 			continue
 		}
-		seen[k] = true
+		seen[string(k.b)] = true
 		out = append(out, e)
 	}
 	return out

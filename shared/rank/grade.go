@@ -57,7 +57,7 @@ func GradeEvidence(query string, ev []Evidence, o GradeOptions, rerankKnown bool
 	coverageKnown := len(terms) >= o.MinSalient && len(terms) > 0
 	if coverageKnown {
 		for _, e := range ev[:min(3, len(ev))] {
-			g.Coverage = max(g.Coverage, coverage(terms, e.Text+"\n"+e.ChildText))
+			g.Coverage = max(g.Coverage, coverage(terms, e.Text, e.ChildText))
 		}
 	}
 	strong, weak := rerankKnown && g.TopScore >= o.RerankHigh, rerankKnown && g.TopScore < o.RerankLow
@@ -117,15 +117,26 @@ func salient(q string) []term {
 	return out
 }
 
-func coverage(terms []term, evidence string) float64 {
-	have := map[string]bool{}
-	for _, t := range text.Analyze(evidence) {
-		have[t] = true
+// coverage is the weighted share of terms found among the terms of texts (analyzed one after the
+// other, as if joined by a line break). It checks each analyzed word against the few query terms
+// instead of collecting the texts' terms: that set was a tenth of the chain's allocations at 100k chunks
+// (docs/bench/million.md).
+func coverage(terms []term, texts ...string) float64 {
+	found := make([]bool, len(terms))
+	var a text.Analyzer
+	for _, s := range texts {
+		a.Each(s, func(t string, _ int32) {
+			for i := range terms {
+				if terms[i].t == t {
+					found[i] = true
+				}
+			}
+		})
 	}
 	var got, all float64
-	for _, t := range terms {
+	for i, t := range terms {
 		all += t.w
-		if have[t.t] {
+		if found[i] {
 			got += t.w
 		}
 	}

@@ -23,18 +23,26 @@ func MMR(ev []Evidence, k int, lambda float64) []Evidence {
 		}
 		return e.Score / top
 	}
-	grams := make([]gramSet, len(ev))
+	grams := make([]*compareBuf, len(ev)) // made when first compared, from Compress's pool
+	defer func() {
+		for _, g := range grams {
+			if g != nil {
+				comparePool.Put(g)
+			}
+		}
+	}()
+	gramsOf := func(i int) gramSet {
+		if grams[i] == nil {
+			grams[i] = comparePool.Get().(*compareBuf)
+			grams[i].grams = appendBigrams(grams[i].grams, ev[i].ChildText)
+		}
+		return grams[i].grams
+	}
 	sim := func(i, j int) float64 {
 		if a, b := ev[i].Vector, ev[j].Vector; len(a) > 0 && len(a) == len(b) {
 			return cosine(a, b)
 		}
-		if grams[i] == nil {
-			grams[i] = bigrams(ev[i].ChildText)
-		}
-		if grams[j] == nil {
-			grams[j] = bigrams(ev[j].ChildText)
-		}
-		return jaccardSets(grams[i], grams[j])
+		return jaccardSets(gramsOf(i), gramsOf(j))
 	}
 	picked := []int{}
 	used := make([]bool, len(ev))
