@@ -131,7 +131,7 @@ func (ix *Index) searchBinary(q []float32, k int, m matcher, binFactor int) []sc
 	dim := ix.dim
 	w, base, tail, nb := ix.bits.w, ix.bits.base, ix.bits.tail, ix.bits.baseRows()
 	cand := ix.fanOut(func(lo, hi int) topK {
-		t := topK{ix: ix, k: k * binFactor, rowTies: true}
+		t := newTopK(ix, k*binFactor, hi-lo, true)
 		var counts [hammingBlock]int32
 		for i := lo; i < hi; {
 			// a block of consecutive rows, all in the map or all in the heap tail

@@ -382,7 +382,7 @@ func (ix *Index) order(a, b scored) int {
 }
 
 func (ix *Index) scan(q []float32, k int, m matcher, lo, hi int) topK {
-	t := topK{ix: ix, k: k}
+	t := newTopK(ix, k, hi-lo, false)
 	for i := lo; i < hi; i++ {
 		if !m.match(&ix.rows[i]) {
 			continue
@@ -405,6 +405,12 @@ type topK struct {
 	// (re-scored and then ordered by id), and comparing ids cost a string comparison per heap step among
 	// tied scores, which the offline embedder's sparse vectors give often.
 	rowTies bool
+}
+
+// newTopK is a topK for a scan of rows rows, its heap allocated once at the size it can reach: grown
+// by append it was a tenth of a retrieval's allocations at 100k chunks (docs/bench/million.md).
+func newTopK(ix *Index, k, rows int, rowTies bool) topK {
+	return topK{ix: ix, k: k, rowTies: rowTies, items: make([]scored, 0, max(0, min(k, rows)))}
 }
 
 // worse reports whether a ranks below b.

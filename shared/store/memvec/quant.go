@@ -120,7 +120,11 @@ func (ix *Index) fanOut(scan func(lo, hi int) topK) []scored {
 		wg.Go(func() { tops[w] = scan(lo, hi) })
 	}
 	wg.Wait()
-	var all []scored
+	n = 0
+	for _, t := range tops {
+		n += len(t.items)
+	}
+	all := make([]scored, 0, n)
 	for _, t := range tops {
 		all = append(all, t.items...)
 	}
@@ -179,7 +183,7 @@ func (ix *Index) prefetch(cand []scored) {
 // scanCodes is the int8 twin of scan: the approximate score is the code dot product times the row's
 // scale (the query's own scale is one constant factor and does not change the order).
 func (ix *Index) scanCodes(q16 []int16, k int, m matcher, lo, hi int) topK {
-	t := topK{ix: ix, k: k, rowTies: true}
+	t := newTopK(ix, k, hi-lo, true)
 	scales := ix.scales[:hi]
 	for i := lo; i < hi; i++ {
 		if !m.match(&ix.rows[i]) {

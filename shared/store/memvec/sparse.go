@@ -227,7 +227,7 @@ func putAcc(a []int32) {
 // do not describe are scored with the kernel), offered in the same order under the same rules.
 func (ix *Index) scanSparse(q16 []int16, dims []int, k int, m matcher, lo, hi int) topK {
 	p := ix.sp
-	t := topK{ix: ix, k: k, rowTies: true}
+	t := newTopK(ix, k, hi-lo, true)
 	bhi := min(hi, p.built) // rows the postings cover in this shard
 	var acc []int32
 	if bhi > lo {
