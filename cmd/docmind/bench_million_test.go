@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -28,6 +29,14 @@ func TestBenchMillionSmall(t *testing.T) {
 	var res bench.MillionResult
 	if code != exitOK || json.Unmarshal([]byte(again), &res) != nil || len(res.LatencyMS) != 40 || res.Empty != 0 {
 		t.Fatalf("measuring the kept folder again: exit %d, %d latencies, %d empty: %s", code, len(res.LatencyMS), res.Empty, errOut)
+	}
+	if res.QueryAllocKB <= 0 {
+		t.Errorf("measuring again reported %v KB allocated a query", res.QueryAllocKB)
+	}
+	// and the suite's own measurement is kept beside the data, every latency in it
+	var first bench.MillionResult
+	if b, err := os.ReadFile(filepath.Join(kept, "measure.json")); err != nil || json.Unmarshal(b, &first) != nil || len(first.LatencyMS) != 1000 {
+		t.Errorf("kept measure.json: %v, %d latencies", err, len(first.LatencyMS))
 	}
 	if code, out, errOut := runCLI(t, nil, "bench", "--suite", "million", "--chunks", "3000", "--same-process", "--keep", kept); code == exitOK || !strings.Contains(out+errOut, "--keep: mkdir") {
 		t.Errorf("--keep over an existing folder: exit %d, %s", code, errOut)
@@ -74,6 +83,9 @@ func TestBenchMillionSmall(t *testing.T) {
 	}
 	if p := rows["reconcile"].Pass; p == nil || !*p {
 		t.Errorf("reconcile found drift after a clean ingest: %+v", rows["reconcile"])
+	}
+	if !regexp.MustCompile(`\d+ KB allocated a query, \d+ collections`).MatchString(rows["p50"].Note) {
+		t.Errorf("p50 note %q does not say what the queries allocated", rows["p50"].Note)
 	}
 	if !strings.Contains(rows["p50"].Note, " 0 with no evidence") {
 		t.Errorf("queries drawn from the corpus came back empty: %s", rows["p50"].Note)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -48,9 +49,13 @@ type OpenLocal func(ctx context.Context, dir string) (*Local, error)
 
 // MillionResult is what the measuring process reports.
 type MillionResult struct {
-	OpenMS         float64            `json:"open_ms"`
-	OpenCPUMS      float64            `json:"open_cpu_ms"`  // CPU time of the process during the open (all threads)
-	QueryCPUMS     float64            `json:"query_cpu_ms"` // CPU time per measured query, averaged (all threads)
+	OpenMS     float64 `json:"open_ms"`
+	OpenCPUMS  float64 `json:"open_cpu_ms"`  // CPU time of the process during the open (all threads)
+	QueryCPUMS float64 `json:"query_cpu_ms"` // CPU time per measured query, averaged (all threads)
+	// QueryAllocKB is the heap allocated per measured query, and QueryGCs the collections during them:
+	// what makes the collector run beside the queries
+	QueryAllocKB   float64            `json:"query_alloc_kb"`
+	QueryGCs       uint32             `json:"query_gcs"`
 	OpenedMS       map[string]float64 `json:"opened_ms"`
 	RSSBase        int64              `json:"rss_base"`
 	RSSOpen        int64              `json:"rss_open"`
@@ -106,6 +111,9 @@ func Million(ctx context.Context, o Options) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	// the measurement starts as a server restarting on this folder would: the build's heap returned and
+	// its files on disk, not still being written back beside the queries
+	settle("", nil)
 	qfile := filepath.Join(dir, "queries.txt")
 	if err := os.WriteFile(qfile, []byte(strings.Join(b.queries, "\n")+"\n"), 0o644); err != nil {
 		return nil, err
@@ -132,6 +140,15 @@ func Million(ctx context.Context, o Options) ([]Row, error) {
 		}
 	} else if res, err = MeasureMillion(ctx, o.Open, args); err != nil {
 		return nil, err
+	}
+	if o.Keep != "" { // every latency, to read beside the table's percentiles (where the slow ones fell)
+		b, err := json.Marshal(res)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "measure.json"), b, 0o644)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--keep: %w", err)
+		}
 	}
 	return millionRows(n, b, res, o.Fresh != nil), nil
 }
@@ -305,6 +322,9 @@ func MeasureMillion(ctx context.Context, open OpenLocal, args []string) (Million
 		}
 	}
 	res.LoadSerial[0] = loadAvg()
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	alloc, gcs := mem.TotalAlloc, mem.NumGC
 	cpu = cpuTime()
 	for i := range reps {
 		q := qs[i%len(qs)]
@@ -319,9 +339,12 @@ func MeasureMillion(ctx context.Context, open OpenLocal, args []string) (Million
 		}
 	}
 	res.QueryCPUMS = ms(cpuTime()-cpu) / float64(reps)
+	runtime.ReadMemStats(&mem)
+	res.QueryAllocKB, res.QueryGCs = float64(mem.TotalAlloc-alloc)/1024/float64(reps), mem.NumGC-gcs
 	res.LoadSerial[1] = loadAvg()
 	pprof.StopCPUProfile()
 	if len(args) == 5 { // and the heap after the queries, beside it
+		runtime.GC() // the profile is as of the last collection: make it one after every measured query
 		if f, err := os.Create(args[4] + ".heap"); err == nil {
 			pprof.Lookup("heap").WriteTo(f, 0)
 			f.Close()
@@ -410,7 +433,7 @@ func millionRows(n int, b built, res MillionResult, fresh bool) []Row {
 		{Suite: "million", What: "start-up at " + size + ": open SQLite, read the BM25 snapshot (rebuilt from SQL when missing or stale), map the vector snapshot", Ours: res.OpenMS / 1000, Unit: "s",
 			Note: fmt.Sprintf("%s; CPU %.2f s; %s; %s", strings.Join(opened, ", "), res.OpenCPUMS/1000, where, load)},
 		{Suite: "million", What: "retrieve at " + size + ", default chain, one query at a time: p50", Ours: p50, Unit: "ms",
-			Note: fmt.Sprintf("%d queries from the corpus; CPU %.2f ms a query (all threads, mean); first query after start-up %.1f ms; %d with no evidence; %s", len(lat), res.QueryCPUMS, res.FirstMS, res.Empty, serialLoad)},
+			Note: fmt.Sprintf("%d queries from the corpus; CPU %.2f ms a query (all threads, mean); %.0f KB allocated a query, %d collections; first query after start-up %.1f ms; %d with no evidence; %s", len(lat), res.QueryCPUMS, res.QueryAllocKB, res.QueryGCs, res.FirstMS, res.Empty, serialLoad)},
 		{Suite: "million", What: "retrieve at " + size + ", default chain, one query at a time: p99", Ours: p99, Unit: "ms", Target: target, Pass: ok, Note: serialLoad},
 	}
 	if res.Concurrency > 0 && len(res.ConcurrentMS) > 0 {
