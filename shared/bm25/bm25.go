@@ -457,6 +457,8 @@ func (ix *Index) Len() int {
 type scratch struct {
 	acc     []float32
 	touched []int32
+	reach   []int32   // MaxScore: the entries still in reach
+	part    []float64 // and their partial scores
 }
 
 type scored struct {
@@ -513,8 +515,25 @@ func (ix *Index) Search(ctx context.Context, query string, k int, f rag.Filter) 
 }
 
 // top scores the weighted query terms and returns the k best entries inside f (docs: f's document
-// restriction as translated by docSet), best first (ties by chunk id). Caller holds a lock.
+// restriction as translated by docSet), best first (ties by chunk id). A query whose terms hold many
+// postings is answered by MaxScore (maxscore.go), with the same result. Caller holds a lock.
 func (ix *Index) top(q []qterm, k int, f rag.Filter, docs docBits) []scored {
+	if ix.prunable(q, k) {
+		h, _ := ix.topPruned(q, k, f, docs)
+		return h
+	}
+	return ix.topExhaustive(q, k, f, docs)
+}
+
+// topExhaustive is top scoring every posting of every term. Caller holds a lock.
+func (ix *Index) topExhaustive(q []qterm, k int, f rag.Filter, docs docBits) []scored {
+	sc := ix.scratch()
+	defer ix.pool.Put(sc)
+	return ix.scoreAll(sc, q, k, f, docs)
+}
+
+// scratch takes a search's memory from the pool, its accumulator as long as the entries.
+func (ix *Index) scratch() *scratch {
 	sc, _ := ix.pool.Get().(*scratch)
 	if sc == nil {
 		sc = &scratch{}
@@ -522,7 +541,11 @@ func (ix *Index) top(q []qterm, k int, f rag.Filter, docs docBits) []scored {
 	if len(sc.acc) < len(ix.entries) {
 		sc.acc = make([]float32, len(ix.entries))
 	}
-	defer ix.pool.Put(sc)
+	return sc
+}
+
+// scoreAll is topExhaustive in sc (its accumulator all zero). Caller holds a lock.
+func (ix *Index) scoreAll(sc *scratch, q []qterm, k int, f rag.Filter, docs docBits) []scored {
 	acc, touched := sc.acc, sc.touched[:0]
 	defer func() { sc.touched = touched[:0] }() // keep the grown list for the next search
 	n := float64(ix.live)
