@@ -169,11 +169,15 @@ func IDF(df, n float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
 // the embedded index computes it so that both adapters produce the same float32 sums. Callers add the
 // float32 of each term's score.
 func Score(p Params, tf, df, n, length, avg float64) float32 {
-	a, c := p.K1*(1-p.B), p.K1*p.B/avg
-	idf := IDF(df, n)
+	return termScore(IDF(df, n), tf, length, p.K1*(1-p.B), p.K1*p.B/avg, p.Delta)
+}
+
+// termScore is Score with the idf and the length norm's terms (norm = a + c * length) worked out: the
+// one expression every scoring loop uses, so that each computes the same float32.
+func termScore(idf, tf, length, a, c, delta float64) float32 {
 	s := idf * tf / (tf + a + c*length)
-	if p.Delta != 0 {
-		s += idf * p.Delta
+	if delta != 0 {
+		s += idf * delta
 	}
 	return float32(s)
 }
@@ -563,15 +567,10 @@ func (ix *Index) scoreAll(sc *scratch, q []qterm, k int, f rag.Filter, docs docB
 			if l < 0 {
 				continue
 			}
-			tf := float64(p.tf)
-			s := idf * tf / (tf + a + c*float64(l))
-			if delta != 0 {
-				s += idf * delta
-			}
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
-			acc[p.doc] += float32(s)
+			acc[p.doc] += termScore(idf, float64(p.tf), float64(l), a, c, delta)
 		}
 	}
 	kbs := set(f.KBIDs)

@@ -1,8 +1,10 @@
 package bm25
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -81,7 +83,7 @@ func (ix *Index) topPruned(q []qterm, k int, f rag.Filter, docs docBits) ([]scor
 		terms = append(terms, bounded{i, idf, idf * (1 + math.Max(delta, 0))})
 		rest += terms[len(terms)-1].bound
 	}
-	slices.SortStableFunc(terms, func(x, y bounded) int { return -cmpFloat(x.bound, y.bound) })
+	slices.SortStableFunc(terms, func(x, y bounded) int { return cmp.Compare(y.bound, x.bound) })
 
 	// phase 1: read the rarest terms whole while an unseen entry could still reach the k-th place
 	theta := math.Inf(-1)
@@ -98,15 +100,10 @@ func (ix *Index) topPruned(q []qterm, k int, f rag.Filter, docs docBits) ([]scor
 			if l < 0 {
 				continue
 			}
-			tf := float64(p.tf)
-			s := t.idf * tf / (tf + a + c*float64(l))
-			if delta != 0 {
-				s += t.idf * delta
-			}
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
-			acc[p.doc] += float32(s)
+			acc[p.doc] += termScore(t.idf, float64(p.tf), float64(l), a, c, delta)
 		}
 		rest -= t.bound
 		if seen += t.bound; seen > rest { // else the k-th best cannot exceed what is left: not worth computing
@@ -154,21 +151,9 @@ func (ix *Index) topPruned(q []qterm, k int, f rag.Filter, docs docBits) ([]scor
 	// phase 2: the other terms only at the entries in reach, dropping those that fall out of it
 	for ; next < len(terms) && len(reach) > 0; next++ {
 		t := terms[next]
-		ps := ix.postings[q[t.at].id]
-		lo := 0
-		for i, at := range reach {
-			if lo = gallop(ps, lo, at); lo == len(ps) {
-				break
-			}
-			if ps[lo].doc == at {
-				tf := float64(ps[lo].tf)
-				s := t.idf * tf / (tf + a + c*float64(ix.lens[at]))
-				if delta != 0 {
-					s += t.idf * delta
-				}
-				part[i] += float64(float32(s))
-			}
-		}
+		eachIn(ix.postings[q[t.at].id], reach, func(i int, at int32, tf float32) {
+			part[i] += float64(termScore(t.idf, float64(tf), float64(ix.lens[at]), a, c, delta))
+		})
 		rest -= t.bound
 		theta = kthBestOf(part, k)
 		keep := 0
@@ -189,21 +174,9 @@ func (ix *Index) topPruned(q []qterm, k int, f rag.Filter, docs docBits) ([]scor
 			continue
 		}
 		idf := t.w * IDF(float64(ix.df[id]), n)
-		ps := ix.postings[id]
-		lo := 0
-		for i, at := range reach {
-			if lo = gallop(ps, lo, at); lo == len(ps) {
-				break
-			}
-			if ps[lo].doc == at {
-				tf := float64(ps[lo].tf)
-				s := idf * tf / (tf + a + c*float64(ix.lens[at]))
-				if delta != 0 {
-					s += idf * delta
-				}
-				score[i] += float32(s)
-			}
-		}
+		eachIn(ix.postings[id], reach, func(i int, at int32, tf float32) {
+			score[i] += termScore(idf, float64(tf), float64(ix.lens[at]), a, c, delta)
+		})
 	}
 	h := make([]scored, len(reach))
 	for i, at := range reach {
@@ -216,7 +189,7 @@ func (ix *Index) topPruned(q []qterm, k int, f rag.Filter, docs docBits) ([]scor
 			}
 			return 1
 		}
-		return cmpString(ix.entries[x.at].id, ix.entries[y.at].id)
+		return cmp.Compare(ix.entries[x.at].id, ix.entries[y.at].id)
 	})
 	return h[:min(k, len(h)):min(k, len(h))], read
 }
@@ -296,6 +269,20 @@ func pushBest(h []float64, k int, s float64) []float64 {
 	}
 }
 
+// eachIn calls fn with the weighted tf of each entry of reach (sorted) that ps holds, and its place in
+// reach, galloping through ps.
+func eachIn(ps []posting, reach []int32, fn func(i int, at int32, tf float32)) {
+	lo := 0
+	for i, at := range reach {
+		if lo = gallop(ps, lo, at); lo == len(ps) {
+			return
+		}
+		if ps[lo].doc == at {
+			fn(i, at, ps[lo].tf)
+		}
+	}
+}
+
 // gallop returns the first index at or after lo whose posting's entry is at least at (len(ps) if none):
 // exponential steps, then a binary search.
 func gallop(ps []posting, lo int, at int32) int {
@@ -311,38 +298,5 @@ func gallop(ps []posting, lo int, at int32) int {
 	}
 	hi = min(hi, len(ps))
 	// ps[lo].doc < at; the answer is in (lo, hi]
-	return lo + 1 + sortSearch(hi-lo-1, func(i int) bool { return ps[lo+1+i].doc >= at })
-}
-
-func sortSearch(n int, f func(int) bool) int {
-	i, j := 0, n
-	for i < j {
-		h := int(uint(i+j) >> 1)
-		if !f(h) {
-			i = h + 1
-		} else {
-			j = h
-		}
-	}
-	return i
-}
-
-func cmpFloat(x, y float64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}
-
-func cmpString(x, y string) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+	return lo + 1 + sort.Search(hi-lo-1, func(i int) bool { return ps[lo+1+i].doc >= at })
 }
