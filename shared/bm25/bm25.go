@@ -109,6 +109,7 @@ type Index struct {
 	pool     sync.Pool
 	// version counts changes; saved is the version the snapshot file holds (snapshot.go)
 	version, saved atomic.Uint64
+	pending        atomic.Int64     // Pending
 	known          map[string]known // by document id (snapshot.go)
 }
 

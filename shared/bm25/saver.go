@@ -43,6 +43,7 @@ func (s *Saver) loop(every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	seen := s.ix.version.Load()
+	retried := ^uint64(0) // the version whose pending documents were last retried
 	for {
 		select {
 		case <-s.stop:
@@ -50,7 +51,14 @@ func (s *Saver) loop(every time.Duration) {
 		case <-t.C:
 		}
 		v := s.ix.version.Load()
-		if v == seen && s.ix.Dirty() {
+		// a save can fall between ingestion's index update and its commit of the row: the document is
+		// then written without a stamp, and one more save once settled records it (once per version, so
+		// a change that never commits does not rewrite the snapshot every tick)
+		retry := !s.ix.Dirty() && s.ix.Pending() > 0 && retried != v
+		if v == seen && (s.ix.Dirty() || retry) {
+			if retry {
+				retried = v
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*every)
 			if err := s.ix.SaveSnapshot(ctx, s.src, s.tenant, s.path); err != nil {
 				s.logf("bm25: writing the snapshot: %v (the next start re-indexes what changed)", err)
@@ -61,13 +69,14 @@ func (s *Saver) loop(every time.Duration) {
 	}
 }
 
-// Close stops the loop and writes the snapshot if the index changed since it was last written; the
-// source must still be open. Safe to call twice.
+// Close stops the loop and writes the snapshot if the index changed since it was last written, or if
+// that snapshot left documents pending (their commit came after it); the source must still be open.
+// Safe to call twice.
 func (s *Saver) Close(ctx context.Context) error {
 	s.once.Do(func() {
 		close(s.stop)
 		<-s.done
-		if s.ix.Dirty() {
+		if s.ix.Dirty() || s.ix.Pending() > 0 {
 			s.err = s.ix.SaveSnapshot(ctx, s.src, s.tenant, s.path)
 		}
 	})

@@ -128,15 +128,17 @@ func (ix *Index) learn(st map[string]string) {
 
 // stampFor is the stamp the snapshot records for a document whose SQL row is r (zero when not ready).
 // Caller holds a lock.
-func (ix *Index) stampFor(doc string, r row) string {
+// pending is true for a document this process changed whose row was not written since: its commit may
+// still come (ingestion updates the index, then commits the row), so a later save can record it.
+func (ix *Index) stampFor(doc string, r row) (stamp string, pending bool) {
 	k, ok := ix.known[doc]
 	switch {
 	case ok && k.touched == 0:
-		return k.stamp
+		return k.stamp, false
 	case ok && r.updated >= k.touched:
-		return r.stamp
+		return r.stamp, false
 	default: // changed here and not committed since, or never learnt: re-index at the next load
-		return ""
+		return "", ok
 	}
 }
 
@@ -199,8 +201,14 @@ func (ix *Index) SaveSnapshot(ctx context.Context, src Source, tenant, path stri
 	}
 	syncDir(filepath.Dir(path))
 	ix.saved.Store(version)
+	ix.pending.Store(int64(w.pending))
 	return nil
 }
+
+// Pending is how many documents the last snapshot written records without a stamp because this
+// process changed them and their rows were not committed yet: a save after their commit records them
+// (Saver retries once the index settles, and at Close), so the next start need not re-index them.
+func (ix *Index) Pending() int64 { return ix.pending.Load() }
 
 // syncDir makes a rename in dir durable; best effort (some file systems cannot sync a directory, and
 // the snapshot is a cache of SQL: losing it costs a rebuild, never data).
@@ -212,10 +220,11 @@ func syncDir(dir string) {
 }
 
 type snapWriter struct {
-	w   *bufio.Writer
-	n   int64
-	buf [binary.MaxVarintLen64]byte
-	err error
+	w       *bufio.Writer
+	n       int64
+	pending int // documents written without a stamp while their commit may still come (stampFor)
+	buf     [binary.MaxVarintLen64]byte
+	err     error
 }
 
 func (w *snapWriter) bytes(b []byte) {
@@ -282,7 +291,11 @@ func (ix *Index) encode(w *snapWriter, tenant string, st map[string]row) {
 	w.uvarint(uint64(len(docList)))
 	for _, d := range docList {
 		w.str(d)
-		w.str(ix.stampFor(d, st[d])) // "": the next load re-indexes it
+		stamp, pending := ix.stampFor(d, st[d]) // "": the next load re-indexes it
+		if pending {
+			w.pending++
+		}
+		w.str(stamp)
 	}
 	w.uvarint(uint64(n))
 	for i := range ix.entries {

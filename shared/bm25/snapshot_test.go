@@ -538,3 +538,39 @@ func TestLoadedTermListsEqualSaved(t *testing.T) {
 		sameSearches(t, want2, loaded, false, true)
 	}
 }
+
+// TestSaveBetweenIndexAndCommit: a save that falls between ingestion's index update and its commit of
+// the row writes the document without a stamp; the saver's Close then writes again, so the next start
+// reads the document from the snapshot instead of re-indexing it. (The race made
+// TestSaverWritesWhenSettledAndAtClose fail once in CI when a tick fell inside that window.)
+func TestSaveBetweenIndexAndCommit(t *testing.T) {
+	ctx := context.Background()
+	src := corpus(10, 30)
+	path := filepath.Join(t.TempDir(), "snap")
+	ix := New(snapParams())
+	if _, err := ix.LoadSnapshot(ctx, src, "t", path, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	s := ix.StartSaver(src, "t", path, time.Hour, t.Logf) // no tick: the save below stands for one
+	putDoc(src, rand.New(rand.NewPCG(1, 2)), "k0", "late", 1)
+	ix.IndexDocument("t", "late", src.rows["late"])
+	if err := ix.SaveSnapshot(ctx, src, "t", path); err != nil { // before the row's commit
+		t.Fatal(err)
+	}
+	if ix.Dirty() || ix.Pending() != 1 {
+		t.Fatalf("after the early save: dirty %v, pending %d, want clean with 1 pending", ix.Dirty(), ix.Pending())
+	}
+	commitRow(src, "k0", "late")
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ix.Pending() != 0 {
+		t.Fatalf("Close left %d pending", ix.Pending())
+	}
+	loaded := New(snapParams())
+	rep, err := loaded.LoadSnapshot(ctx, src, "t", path, t.Logf)
+	if err != nil || !rep.Snapshot || rep.Reindexed != 0 {
+		t.Fatalf("report %+v, %v: the committed document was re-indexed", rep, err)
+	}
+	sameSearches(t, ix, loaded, true)
+}
