@@ -373,7 +373,10 @@ func TestSnapshotCrashBetweenWrites(t *testing.T) {
 }
 
 // The saver writes once the index has settled and again at Close.
-func TestSaverWritesWhenSettledAndAtClose(t *testing.T) {
+// loadedCorpus is an index of corpus(10, 30) loaded through LoadSnapshot (which writes none), and the
+// path its snapshot goes to.
+func loadedCorpus(t *testing.T) (context.Context, memSource, string, *Index) {
+	t.Helper()
 	ctx := context.Background()
 	src := corpus(10, 30)
 	path := filepath.Join(t.TempDir(), "snap")
@@ -381,6 +384,11 @@ func TestSaverWritesWhenSettledAndAtClose(t *testing.T) {
 	if _, err := ix.LoadSnapshot(ctx, src, "t", path, t.Logf); err != nil {
 		t.Fatal(err)
 	}
+	return ctx, src, path, ix
+}
+
+func TestSaverWritesWhenSettledAndAtClose(t *testing.T) {
+	ctx, src, path, ix := loadedCorpus(t)
 	s := ix.StartSaver(src, "t", path, 5*time.Millisecond, t.Logf)
 	for deadline := time.Now().Add(20 * time.Second); ix.Dirty(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -544,13 +552,7 @@ func TestLoadedTermListsEqualSaved(t *testing.T) {
 // reads the document from the snapshot instead of re-indexing it. (The race made
 // TestSaverWritesWhenSettledAndAtClose fail once in CI when a tick fell inside that window.)
 func TestSaveBetweenIndexAndCommit(t *testing.T) {
-	ctx := context.Background()
-	src := corpus(10, 30)
-	path := filepath.Join(t.TempDir(), "snap")
-	ix := New(snapParams())
-	if _, err := ix.LoadSnapshot(ctx, src, "t", path, t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	ctx, src, path, ix := loadedCorpus(t)
 	s := ix.StartSaver(src, "t", path, time.Hour, t.Logf) // no tick: the save below stands for one
 	putDoc(src, rand.New(rand.NewPCG(1, 2)), "k0", "late", 1)
 	ix.IndexDocument("t", "late", src.rows["late"])
