@@ -25,7 +25,7 @@ func cmdBench(e env, args []string) int {
 	chunks := fs.Int("chunks", 0, "the million suite's size in child chunks (default 1,000,000; 20,000 with --quick)")
 	profile := fs.String("cpuprofile", "", "write the CPU profile of the million suite's measured queries to this file (and its heap profile to FILE.heap)")
 	conc := fs.Int("concurrency", bench.DefaultConcurrency, "the million suite's second round of queries: how many in flight at once (the first round runs them one at a time)")
-	keep := fs.String("keep", "", "leave the million suite's data folder and queries in this new folder (to measure them again with --measure-million DIR/data DIR/queries.txt COUNT CONCURRENCY)")
+	keep := fs.String("keep", "", "leave the million suite's data folder, queries and measure.json (every latency of its measurement) in this new folder (to measure them again with --measure-million DIR/data DIR/queries.txt COUNT CONCURRENCY)")
 	same := fs.Bool("same-process", false, "measure the million suite's start-up, memory and queries in this process instead of a fresh one")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitConfig
