@@ -193,7 +193,7 @@ func openSQL(ctx context.Context, cfg config.Config) (*sqldb.DB, error) {
 	if cfg.SQL.Driver == "mysql" {
 		return mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
 	}
-	return sqlite.Open(cfg.SQLitePath(), nil)
+	return sqlite.OpenWith(cfg.SQLitePath(), nil, sqlite.Options{MmapMB: cfg.SQL.MmapMB})
 }
 
 // deleteKB removes a knowledge base from every store, sources and staging included, and renames its

@@ -59,7 +59,7 @@ func OpenStores(ctx context.Context, cfg config.Config) (s *Stores, err error) {
 	case "mysql":
 		s.SQL, err = mysql.Open(ctx, cfg.SQL.DSN, mysql.Options{MaxOpenConns: cfg.SQL.MaxOpenConns, ConnMaxLifetime: cfg.SQL.ConnMaxLifetime}, nil)
 	default:
-		s.SQL, err = sqlite.Open(cfg.SQLitePath(), nil)
+		s.SQL, err = sqlite.OpenWith(cfg.SQLitePath(), nil, sqlite.Options{MmapMB: cfg.SQL.MmapMB})
 	}
 	if err != nil {
 		return s, fmt.Errorf("open %s store: %w", cfg.SQL.Driver, err)

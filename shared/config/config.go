@@ -160,6 +160,7 @@ type SQL struct {
 	DSN             string        `json:"dsn" env:"DOCMIND_SQL_DSN" secret:"true" doc:"mysql DSN (user:pass@tcp(host:3306)/db); sqlite: file path, default <data>/docmind.db"`
 	MaxOpenConns    int           `json:"max_open_conns" env:"DOCMIND_SQL_MAX_OPEN_CONNS" doc:"connection pool size (keep R x this under 0.8 x max_connections)"`
 	ConnMaxLifetime time.Duration `json:"conn_max_lifetime" env:"DOCMIND_SQL_CONN_MAX_LIFETIME" doc:"connection lifetime, under 5m so frozen Lambdas drop stale connections"`
+	MmapMB          int           `json:"mmap_mb" env:"DOCMIND_SQL_MMAP_MB" doc:"sqlite: MiB of the database file read through a memory map shared by every connection instead of read calls into each connection's cache (0: off; at most 2047, SQLite's ceiling); keep the file on a local disk"`
 }
 
 // Vector selects the vector index.
@@ -296,7 +297,7 @@ func Default() Config {
 			ReconcileInterval: time.Hour,
 			PDFIdle:           15 * time.Second,
 		},
-		SQL:        SQL{Driver: "sqlite", MaxOpenConns: 10, ConnMaxLifetime: 4 * time.Minute},
+		SQL:        SQL{Driver: "sqlite", MaxOpenConns: 10, ConnMaxLifetime: 4 * time.Minute, MmapMB: 2047},
 		Vector:     Vector{Driver: "memvec", Dim: 512, Collection: "docmind_chunks", CallTimeout: 5 * time.Second, Quant: "binary", Rescore: 8},
 		KV:         KV{Driver: "memory", Prefix: "dm:"},
 		Blob:       Blob{Driver: "fs", Region: "us-east-1"},
@@ -420,6 +421,9 @@ func (c Config) Validate() error {
 	}
 	if c.SQL.ConnMaxLifetime <= 0 || c.SQL.ConnMaxLifetime >= 5*time.Minute {
 		add("DOCMIND_SQL_CONN_MAX_LIFETIME: must be above 0 and under 5m, got %s", c.SQL.ConnMaxLifetime)
+	}
+	if c.SQL.MmapMB < 0 || c.SQL.MmapMB > 2047 {
+		add("DOCMIND_SQL_MMAP_MB: must be 0 to 2047 (SQLite's largest map), got %d", c.SQL.MmapMB)
 	}
 
 	if oneOf("DOCMIND_VECTOR_DRIVER", c.Vector.Driver, "memvec", "milvus") && c.Vector.Driver == "milvus" {

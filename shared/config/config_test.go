@@ -250,3 +250,19 @@ func TestOCRSettings(t *testing.T) {
 		t.Errorf("vision with a chat model: %+v, %v", c.Ingest, err)
 	}
 }
+
+// TestSQLiteMemoryMap: the map's size is read from the environment and held to what SQLite accepts.
+func TestSQLiteMemoryMap(t *testing.T) {
+	c, err := Load("", env(map[string]string{"DOCMIND_SQL_MMAP_MB": "0"}))
+	if err != nil || c.SQL.MmapMB != 0 {
+		t.Fatalf("DOCMIND_SQL_MMAP_MB=0: %+v, %v", c.SQL, err)
+	}
+	if Default().SQL.MmapMB != 2047 {
+		t.Errorf("default map %d MiB, want all of SQLite's 2047", Default().SQL.MmapMB)
+	}
+	for _, v := range []string{"-1", "2048"} {
+		if _, err := Load("", env(map[string]string{"DOCMIND_SQL_MMAP_MB": v})); err == nil || !strings.Contains(err.Error(), "DOCMIND_SQL_MMAP_MB") {
+			t.Errorf("DOCMIND_SQL_MMAP_MB=%s: %v, want a problem naming it", v, err)
+		}
+	}
+}

@@ -39,10 +39,40 @@ var Dialect = sqldb.Dialect{
 	},
 }
 
-// Open opens (creating if needed) the database file at path. ":memory:" gives a private in-memory
-// database (one connection, so every query sees the same data). The caller runs Migrate.
+// DefaultMmapMB is how much of the database file Open reads through a memory map: all of it up to
+// MaxMmapMB, SQLite's own ceiling on 64-bit builds.
+const DefaultMmapMB = MaxMmapMB
+
+// MaxMmapMB is SQLite's largest memory map (SQLITE_MAX_MMAP_SIZE, 0x7fff0000 bytes); a larger mmap_size
+// is silently lowered to it.
+const MaxMmapMB = 2047
+
+// Options tune Open.
+type Options struct {
+	// MmapMB is how many MiB of the database file are read through a memory map (PRAGMA mmap_size) instead
+	// of read calls copying each page into a connection's page cache. The retrieval chain reads about 70
+	// scattered chunk rows a question: with read calls, a fresh process (a restart, a Lambda's cold
+	// start) paid a system call and a newly allocated cache page for each, per connection, until every
+	// connection's 64 MiB cache was full, and its first thousand questions at 100k chunks were half again
+	// as slow (docs/bench/million.md). The map is shared by every connection and outlives none of them
+	// (the file's pages stay in the operating system's cache). 0 turns it off; at most MaxMmapMB. A
+	// read error on a mapped page is a SIGBUS instead of an error: keep the file on a local disk.
+	MmapMB int
+}
+
+// Open opens (creating if needed) the database file at path with the default options. ":memory:" gives
+// a private in-memory database (one connection, so every query sees the same data). The caller runs
+// Migrate.
 func Open(path string, now func() time.Time) (*sqldb.DB, error) {
+	return OpenWith(path, now, Options{MmapMB: DefaultMmapMB})
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, now func() time.Time, o Options) (*sqldb.DB, error) {
 	const op = "sqlite.Open"
+	if o.MmapMB < 0 || o.MmapMB > MaxMmapMB {
+		return nil, rag.Errorf(op, rag.KindInvalid, "memory map of %d MiB: want 0 to %d", o.MmapMB, MaxMmapMB)
+	}
 	dsn := "file::memory:"
 	if path != ":memory:" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -57,6 +87,7 @@ func Open(path string, now func() time.Time) (*sqldb.DB, error) {
 	q.Add("_pragma", "cache_size(-65536)") // 64 MiB of page cache per connection: chunk reads stay in memory
 	if path != ":memory:" {
 		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", int64(o.MmapMB)<<20))
 	}
 	q.Set("_txlock", "immediate") // writers queue on the busy timeout instead of failing on upgrade
 	db, err := sql.Open("sqlite", dsn+"?"+q.Encode())
