@@ -27,8 +27,8 @@ func TestBenchMillionSmall(t *testing.T) {
 	// --keep leaves the knowledge base for another binary to measure again
 	code, again, errOut := runCLI(t, nil, "bench", "--measure-million", filepath.Join(kept, "data"), filepath.Join(kept, "queries.txt"), "40", "2")
 	var res bench.MillionResult
-	if code != exitOK || json.Unmarshal([]byte(again), &res) != nil || len(res.LatencyMS) != 40 || res.Empty != 0 {
-		t.Fatalf("measuring the kept folder again: exit %d, %d latencies, %d empty: %s", code, len(res.LatencyMS), res.Empty, errOut)
+	if code != exitOK || json.Unmarshal([]byte(again), &res) != nil || len(res.LatencyMS) != 40 || len(res.ColdMS) != 40 || res.Empty != 0 {
+		t.Fatalf("measuring the kept folder again: exit %d, %d latencies, %d cold ones, %d empty: %s", code, len(res.LatencyMS), len(res.ColdMS), res.Empty, errOut)
 	}
 	if res.QueryAllocKB <= 0 {
 		t.Errorf("measuring again reported %v KB allocated a query", res.QueryAllocKB)
@@ -55,6 +55,10 @@ func TestBenchMillionSmall(t *testing.T) {
 			rows["ingest"] = r
 		case strings.HasPrefix(r.What, "start-up"):
 			rows["start-up"] = r
+		case strings.HasSuffix(r.What, "the first queries after start-up, one at a time: p50"):
+			rows["cold p50"] = r
+		case strings.HasSuffix(r.What, "the first queries after start-up, one at a time: p99"):
+			rows["cold p99"] = r
 		case strings.HasSuffix(r.What, "one query at a time: p50"):
 			rows["p50"] = r
 		case strings.HasSuffix(r.What, "one query at a time: p99"):
@@ -69,7 +73,7 @@ func TestBenchMillionSmall(t *testing.T) {
 			rows["memory"] = r
 		}
 	}
-	for _, k := range []string{"ingest", "start-up", "p50", "p99", "p50 at 3", "p99 at 3", "reconcile", "memory"} {
+	for _, k := range []string{"ingest", "start-up", "cold p50", "cold p99", "p50", "p99", "p50 at 3", "p99 at 3", "reconcile", "memory"} {
 		r, ok := rows[k]
 		if !ok {
 			t.Fatalf("no %s row in %+v", k, rep.Rows)
@@ -98,6 +102,9 @@ func TestBenchMillionSmall(t *testing.T) {
 		if note := rows["p99"+c].Note; runtime.GOOS == "linux" && !regexp.MustCompile(`load average \d+\.\d+ .+ at the start, \d+\.\d+ .+ at the end`).MatchString(note) {
 			t.Errorf("p99%s note %q has no load averages", c, note)
 		}
+	}
+	if !strings.Contains(rows["p50"].Note, "after 3000 others") || !strings.Contains(rows["cold p50"].Note, "1000 queries") {
+		t.Errorf("steady round %q, cold round %q: want 1000 cold queries and 2000 of warm-up before the steady round", rows["p50"].Note, rows["cold p50"].Note)
 	}
 	if !strings.Contains(rows["p50 at 3"].Note, "1000 queries") || !strings.Contains(rows["p50"].Note, "1000 queries") {
 		t.Errorf("rounds of %q and %q, want 1000 queries each", rows["p50"].Note, rows["p50 at 3"].Note)
