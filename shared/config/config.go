@@ -160,7 +160,7 @@ type SQL struct {
 	DSN             string        `json:"dsn" env:"DOCMIND_SQL_DSN" secret:"true" doc:"mysql DSN (user:pass@tcp(host:3306)/db); sqlite: file path, default <data>/docmind.db"`
 	MaxOpenConns    int           `json:"max_open_conns" env:"DOCMIND_SQL_MAX_OPEN_CONNS" doc:"connection pool size (keep R x this under 0.8 x max_connections)"`
 	ConnMaxLifetime time.Duration `json:"conn_max_lifetime" env:"DOCMIND_SQL_CONN_MAX_LIFETIME" doc:"connection lifetime, under 5m so frozen Lambdas drop stale connections"`
-	MmapMB          int           `json:"mmap_mb" env:"DOCMIND_SQL_MMAP_MB" doc:"sqlite: MiB of the database file read through a memory map shared by every connection instead of read calls into each connection's cache (0: off; at most 2047, SQLite's ceiling); keep the file on a local disk"`
+	MmapMB          int           `json:"mmap_mb" env:"DOCMIND_SQL_MMAP_MB" doc:"sqlite: MiB of the database file the retrieval chain's look-ups read through a memory map, in a read-only pool of their own, instead of read calls into each connection's cache; writers never map (0: off, no second pool; at most 2047, SQLite's ceiling); keep the file on a local disk"`
 }
 
 // Vector selects the vector index.

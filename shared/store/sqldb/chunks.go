@@ -249,8 +249,11 @@ func (s *DB) ListChunks(ctx context.Context, tenant, docID string) ([]rag.Chunk,
 	if err := validIDs(op, "tenant", tenant, "document id", docID); err != nil {
 		return nil, err
 	}
-	return s.queryChunks(ctx, op, `SELECT `+chunkColumns+` FROM chunks WHERE tenant_id = ? AND document_id = ?
+	// on the writers' pool: ingestion asks it of every document it writes, and the look-ups' pool reads
+	// through a memory map of the file that ingestion is growing
+	rows, err := s.db.QueryContext(ctx, `SELECT `+chunkColumns+` FROM chunks WHERE tenant_id = ? AND document_id = ?
 		ORDER BY chunk_index, level, id`, tenant, docID)
+	return s.scanChunks(op, rows, err)
 }
 
 // GetChunks returns the tenant's chunks with these ids, in the order of ids; ids that do not exist (or
@@ -325,8 +328,14 @@ func (s *DB) CountChunks(ctx context.Context, f rag.Filter, level string) (int, 
 	return n, s.classify(op, err)
 }
 
+// queryChunks runs a hot chunk look-up (readQuery's pool and statements).
 func (s *DB) queryChunks(ctx context.Context, op, q string, args ...any) ([]rag.Chunk, error) {
 	rows, err := s.readQuery(ctx, q, args...)
+	return s.scanChunks(op, rows, err)
+}
+
+// scanChunks reads a chunk query's rows (or returns its error).
+func (s *DB) scanChunks(op string, rows *sql.Rows, err error) ([]rag.Chunk, error) {
 	if err != nil {
 		return nil, s.classify(op, err)
 	}

@@ -89,8 +89,8 @@ type readStmts struct {
 	m  map[string]*sql.Stmt
 }
 
-// readQuery runs a read query through a cached prepared statement where the store keeps them, and
-// directly otherwise (MySQL, or once maxReadStmts are kept).
+// readQuery runs a read query on ReadSQL's pool, through a cached prepared statement where the store
+// keeps them, and directly otherwise (MySQL, or once maxReadStmts are kept).
 func (s *DB) readQuery(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	if s.dialect.Name != "sqlite" {
 		return s.db.QueryContext(ctx, q, args...)
@@ -99,7 +99,7 @@ func (s *DB) readQuery(ctx context.Context, q string, args ...any) (*sql.Rows, e
 	st, ok := s.reads.m[q]
 	if !ok && len(s.reads.m) < maxReadStmts {
 		var err error
-		if st, err = s.db.PrepareContext(ctx, q); err != nil {
+		if st, err = s.ReadSQL().PrepareContext(ctx, q); err != nil {
 			s.reads.mu.Unlock()
 			return nil, err
 		}
@@ -111,7 +111,7 @@ func (s *DB) readQuery(ctx context.Context, q string, args ...any) (*sql.Rows, e
 	}
 	s.reads.mu.Unlock()
 	if !ok {
-		return s.db.QueryContext(ctx, q, args...)
+		return s.ReadSQL().QueryContext(ctx, q, args...)
 	}
 	return st.QueryContext(ctx, args...)
 }

@@ -40,6 +40,7 @@ type DB struct {
 	meta    *metaIndex
 	mirror  MetadataMirror // nil: none (SetMetadataMirror)
 	reads   readStmts      // prepared read statements (readQuery)
+	readDB  *sql.DB        // the pool readQuery runs on (SetReadPool); nil: db
 }
 
 // New wraps an open *sql.DB. now may be nil (time.Now).
@@ -53,12 +54,29 @@ func New(db *sql.DB, d Dialect, now func() time.Time) *DB {
 // SQL exposes the pool for adapters and tests.
 func (s *DB) SQL() *sql.DB { return s.db }
 
+// SetReadPool makes the hot read queries (the retrieval chain's look-ups: readQuery) run on r, a second
+// pool over the same database, which Close then closes too. The sqlite adapter's is read-only and reads
+// through a memory map, which speeds those look-ups; writers and the other reads keep the first pool.
+// Call it before the store is used.
+func (s *DB) SetReadPool(r *sql.DB) { s.readDB = r }
+
+// ReadSQL is the pool the hot read queries run on: SetReadPool's, or SQL.
+func (s *DB) ReadSQL() *sql.DB {
+	if s.readDB != nil {
+		return s.readDB
+	}
+	return s.db
+}
+
 // Dialect names the engine.
 func (s *DB) Dialect() string { return s.dialect.Name }
 
 // Close closes the pool.
 func (s *DB) Close() error {
 	s.closeReads()
+	if s.readDB != nil {
+		s.readDB.Close()
+	}
 	return s.db.Close()
 }
 

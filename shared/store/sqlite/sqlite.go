@@ -49,14 +49,16 @@ const MaxMmapMB = 2047
 
 // Options tune Open.
 type Options struct {
-	// MmapMB is how many MiB of the database file are read through a memory map (PRAGMA mmap_size) instead
-	// of read calls copying each page into a connection's page cache. The retrieval chain reads about 70
-	// scattered chunk rows a question: with read calls, a fresh process (a restart, a Lambda's cold
-	// start) paid a system call and a newly allocated cache page for each, per connection, until every
-	// connection's 64 MiB cache was full, and its first thousand questions at 100k chunks were half again
-	// as slow (docs/bench/million.md). The map is shared by every connection and outlives none of them
-	// (the file's pages stay in the operating system's cache). 0 turns it off; at most MaxMmapMB. A
-	// read error on a mapped page is a SIGBUS instead of an error: keep the file on a local disk.
+	// MmapMB is how many MiB of the database file the retrieval chain's look-ups (sqldb.DB.ReadSQL) read
+	// through a memory map (PRAGMA mmap_size) instead of read calls copying each page into a
+	// connection's page cache. The chain reads about 70 scattered chunk rows a question: with read
+	// calls, a fresh process (a restart, a Lambda's cold start) paid a system call and a newly allocated
+	// cache page for each, per connection, until every connection's 64 MiB cache was full
+	// (docs/bench/million.md, fourth pass). The look-ups get a pool of their own, read-only, whose
+	// connections map the file; the map's pages are the operating system's page cache, shared by them
+	// all. Writers keep read calls, so a write never meets a mapped page, and a question never waits for
+	// a connection that ingestion holds. 0: no map and no second pool; at most MaxMmapMB. A read error
+	// on a mapped page is a SIGBUS instead of an error: keep the file on a local disk.
 	MmapMB int
 }
 
@@ -87,7 +89,6 @@ func OpenWith(path string, now func() time.Time, o Options) (*sqldb.DB, error) {
 	q.Add("_pragma", "cache_size(-65536)") // 64 MiB of page cache per connection: chunk reads stay in memory
 	if path != ":memory:" {
 		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", int64(o.MmapMB)<<20))
 	}
 	q.Set("_txlock", "immediate") // writers queue on the busy timeout instead of failing on upgrade
 	db, err := sql.Open("sqlite", dsn+"?"+q.Encode())
@@ -106,5 +107,25 @@ func OpenWith(path string, now func() time.Time, o Options) (*sqldb.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	if path == ":memory:" || o.MmapMB == 0 {
+		return s, nil
+	}
+	// the look-ups' pool, opened once the file is in WAL mode (its readers never write, so never set it)
+	r := url.Values{}
+	r.Add("_pragma", "busy_timeout(10000)")
+	r.Add("_pragma", "query_only(1)")
+	r.Add("_pragma", fmt.Sprintf("mmap_size(%d)", int64(o.MmapMB)<<20))
+	rdb, err := sql.Open("sqlite", dsn+"?"+r.Encode())
+	if err != nil {
+		db.Close()
+		return nil, rag.E(op, rag.KindInternal, err)
+	}
+	rdb.SetMaxOpenConns(8)
+	if err := rdb.PingContext(ctx); err != nil {
+		rdb.Close()
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s for reading: %w", path, err)
+	}
+	s.SetReadPool(rdb)
 	return s, nil
 }

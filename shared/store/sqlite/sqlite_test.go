@@ -148,18 +148,21 @@ func TestConformanceFileUnmapped(t *testing.T) {
 	})
 }
 
-// TestMemoryMap: every pooled connection maps what Options says, out-of-range sizes are refused, and a
-// reader mapping the file sees another writer's rows, before and after they are checkpointed into it.
+// TestMemoryMap: the look-ups' pool maps what Options says on every connection and refuses writes,
+// writers do not map, out-of-range sizes are refused, and a mapped reader sees the rows its own store
+// and another writer committed, before and after they are checkpointed into the file.
 func TestMemoryMap(t *testing.T) {
 	ctx := context.Background()
-	for _, mb := range []int{0, 8, MaxMmapMB} {
-		db, err := OpenWith(filepath.Join(t.TempDir(), "m.db"), nil, Options{MmapMB: mb})
-		if err != nil {
-			t.Fatal(err)
-		}
+	mapped := func(t *testing.T, pool *sql.DB, want int64) {
+		t.Helper()
 		var conns []*sql.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
 		for range 3 { // held at once: three distinct connections of the pool
-			c, err := db.SQL().Conn(ctx)
+			c, err := pool.Conn(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,12 +171,25 @@ func TestMemoryMap(t *testing.T) {
 			if err := c.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&got); err != nil {
 				t.Fatal(err)
 			}
-			if got != int64(mb)<<20 {
-				t.Errorf("MmapMB %d: connection %d maps %d bytes, want %d", mb, len(conns), got, int64(mb)<<20)
+			if got != want {
+				t.Errorf("connection %d maps %d bytes, want %d", len(conns), got, want)
 			}
 		}
-		for _, c := range conns {
-			c.Close()
+	}
+	for _, mb := range []int{0, 8, MaxMmapMB} {
+		db, err := OpenWith(filepath.Join(t.TempDir(), "m.db"), nil, Options{MmapMB: mb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapped(t, db.SQL(), 0)
+		mapped(t, db.ReadSQL(), int64(mb)<<20)
+		if (db.ReadSQL() == db.SQL()) != (mb == 0) {
+			t.Errorf("MmapMB %d: a read pool of its own is %t", mb, db.ReadSQL() != db.SQL())
+		}
+		if mb > 0 {
+			if _, err := db.ReadSQL().ExecContext(ctx, "CREATE TABLE x (a)"); err == nil {
+				t.Errorf("MmapMB %d: the read pool wrote", mb)
+			}
 		}
 		db.Close()
 	}
@@ -189,20 +205,20 @@ func TestMemoryMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	r, err := OpenWith(path, nil, Options{MmapMB: 64}) // a second process on the same file
+	other, err := OpenWith(path, nil, Options{MmapMB: 64}) // a second process on the same file
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer other.Close()
 	exec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := w.SQL().ExecContext(ctx, q, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sum := func() (n, total int64) {
+	sum := func(r *sql.DB) (n, total int64) {
 		t.Helper()
-		if err := r.SQL().QueryRowContext(ctx, "SELECT count(*), coalesce(sum(v), 0) FROM t").Scan(&n, &total); err != nil {
+		if err := r.QueryRowContext(ctx, "SELECT count(*), coalesce(sum(v), 0) FROM t").Scan(&n, &total); err != nil {
 			t.Fatal(err)
 		}
 		return n, total
@@ -212,13 +228,17 @@ func TestMemoryMap(t *testing.T) {
 	for i := range 2000 {
 		exec("INSERT INTO t (id, v, pad) VALUES (?, ?, ?)", i, i, pad)
 	}
-	if n, total := sum(); n != 2000 || total != 1999*2000/2 {
-		t.Fatalf("reader sees %d rows summing to %d from the log, want 2000 and %d", n, total, 1999*2000/2)
+	for name, r := range map[string]*sql.DB{"its own store": w.ReadSQL(), "another store": other.ReadSQL()} {
+		if n, total := sum(r); n != 2000 || total != 1999*2000/2 {
+			t.Fatalf("%s's reader sees %d rows summing to %d from the log, want 2000 and %d", name, n, total, 1999*2000/2)
+		}
 	}
 	exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	exec("UPDATE t SET v = v + 1 WHERE id % 2 = 0")
 	exec("PRAGMA wal_checkpoint(TRUNCATE)")
-	if n, total := sum(); n != 2000 || total != 1999*2000/2+1000 {
-		t.Fatalf("reader sees %d rows summing to %d from the mapped file, want 2000 and %d", n, total, 1999*2000/2+1000)
+	for name, r := range map[string]*sql.DB{"its own store": w.ReadSQL(), "another store": other.ReadSQL()} {
+		if n, total := sum(r); n != 2000 || total != 1999*2000/2+1000 {
+			t.Fatalf("%s's reader sees %d rows summing to %d from the mapped file, want 2000 and %d", name, n, total, 1999*2000/2+1000)
+		}
 	}
 }
