@@ -93,7 +93,7 @@ type readStmts struct {
 // keeps them, and directly otherwise (MySQL, or once maxReadStmts are kept).
 func (s *DB) readQuery(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	if s.dialect.Name != "sqlite" {
-		return s.db.QueryContext(ctx, q, args...)
+		return s.ReadSQL().QueryContext(ctx, q, args...)
 	}
 	s.reads.mu.Lock()
 	st, ok := s.reads.m[q]

@@ -69,6 +69,12 @@ func Open(path string, now func() time.Time) (*sqldb.DB, error) {
 	return OpenWith(path, now, Options{MmapMB: DefaultMmapMB})
 }
 
+// busyTimeout is how long a connection of either pool waits for a lock; poolConns is each file pool's size.
+const (
+	busyTimeout = "busy_timeout(10000)"
+	poolConns   = 8
+)
+
 // OpenWith is Open with options.
 func OpenWith(path string, now func() time.Time, o Options) (*sqldb.DB, error) {
 	const op = "sqlite.Open"
@@ -83,7 +89,7 @@ func OpenWith(path string, now func() time.Time, o Options) (*sqldb.DB, error) {
 		dsn = "file:" + (&url.URL{Path: path}).EscapedPath()
 	}
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", busyTimeout)
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "cache_size(-65536)") // 64 MiB of page cache per connection: chunk reads stay in memory
@@ -98,7 +104,7 @@ func OpenWith(path string, now func() time.Time, o Options) (*sqldb.DB, error) {
 	if path == ":memory:" {
 		db.SetMaxOpenConns(1)
 	} else {
-		db.SetMaxOpenConns(8)
+		db.SetMaxOpenConns(poolConns)
 	}
 	s := sqldb.New(db, Dialect, now)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -112,7 +118,7 @@ func OpenWith(path string, now func() time.Time, o Options) (*sqldb.DB, error) {
 	}
 	// the look-ups' pool, opened once the file is in WAL mode (its readers never write, so never set it)
 	r := url.Values{}
-	r.Add("_pragma", "busy_timeout(10000)")
+	r.Add("_pragma", busyTimeout)
 	r.Add("_pragma", "query_only(1)")
 	r.Add("_pragma", fmt.Sprintf("mmap_size(%d)", int64(o.MmapMB)<<20))
 	rdb, err := sql.Open("sqlite", dsn+"?"+r.Encode())
@@ -120,7 +126,7 @@ func OpenWith(path string, now func() time.Time, o Options) (*sqldb.DB, error) {
 		db.Close()
 		return nil, rag.E(op, rag.KindInternal, err)
 	}
-	rdb.SetMaxOpenConns(8)
+	rdb.SetMaxOpenConns(poolConns)
 	if err := rdb.PingContext(ctx); err != nil {
 		rdb.Close()
 		db.Close()
