@@ -129,21 +129,13 @@ func (ix *Index) queryBits(q []float32) []uint64 {
 func (ix *Index) searchBinary(q []float32, k int, m matcher, binFactor int) []scored {
 	qb := ix.queryBits(q)
 	dim := ix.dim
-	w, base, tail, nb := ix.bits.w, ix.bits.base, ix.bits.tail, ix.bits.baseRows()
 	cand := ix.fanOut(func(lo, hi int) topK {
 		t := newTopK(ix, k*binFactor, hi-lo, true)
 		var counts [hammingBlock]int32
 		for i := lo; i < hi; {
-			// a block of consecutive rows, all in the map or all in the heap tail
-			j := min(hi, i+hammingBlock)
-			var codes []uint64
-			if i < nb {
-				j = min(j, nb)
-				codes = base[i*w : j*w]
-			} else {
-				codes = tail[(i-nb)*w : (j-nb)*w]
-			}
-			hammingRows(qb, codes, w, counts[:j-i])
+			// a run of consecutive rows, all in the map or all in one block of the heap tail
+			codes, j := ix.bits.span(i, min(hi, i+hammingBlock))
+			hammingRows(qb, codes, ix.bits.w, counts[:j-i])
 			for r := i; r < j; r++ {
 				s := float32(dim - 2*int(counts[r-i]))
 				if len(t.items) == t.k && s <= t.items[0].score {

@@ -126,18 +126,21 @@ func (ix *Index) Upsert(ctx context.Context, recs []rag.VectorRecord) error {
 		return rag.E(op, rag.KindUnavailable, err)
 	}
 	normed := make([][]float32, len(recs))
+	block := make([]float32, len(recs)*ix.dim) // one allocation for the batch: put copies each row
 	for i, r := range recs {
 		if err := r.Validate(ix.dim); err != nil {
 			return rag.E(op, rag.KindInvalid, fmt.Errorf("record %d: %w", i, err))
 		}
-		v, ok := normalize(r.Vector)
-		if !ok {
+		normed[i] = block[i*ix.dim : (i+1)*ix.dim : (i+1)*ix.dim]
+		if !normalizeInto(normed[i], r.Vector) {
 			return rag.Errorf(op, rag.KindInvalid, "record %d (%s): zero or non-finite vector", i, r.ID)
 		}
-		normed[i] = v
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if ix.path != "" {
+		ix.pending = slices.Grow(ix.pending, len(recs)*(ix.dim*4+256)) // the records below, without regrowing
+	}
 	for i, r := range recs {
 		m := metaRow{ID: r.ID, Chunk: r.ChunkID, Tenant: r.Tenant, KB: r.KBID, Doc: r.DocumentID, Tags: r.Tags}
 		ix.put(m, normed[i])
@@ -179,19 +182,28 @@ func (ix *Index) put(m metaRow, v []float32) {
 
 // normalize returns v scaled to unit length, or false for a zero or non-finite vector.
 func normalize(v []float32) ([]float32, bool) {
+	out := make([]float32, len(v))
+	if !normalizeInto(out, v) {
+		return nil, false
+	}
+	return out, true
+}
+
+// normalizeInto writes v scaled to unit length into out (len(v) long), or returns false for a zero or
+// non-finite vector.
+func normalizeInto(out, v []float32) bool {
 	var s float64
 	for _, x := range v {
 		s += float64(x) * float64(x)
 	}
 	if s == 0 || math.IsInf(s, 0) || math.IsNaN(s) {
-		return nil, false
+		return false
 	}
 	inv := 1 / math.Sqrt(s)
-	out := make([]float32, len(v))
 	for i, x := range v {
 		out[i] = float32(float64(x) * inv)
 	}
-	return out, true
+	return true
 }
 
 // Delete implements store.VectorIndex.

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/docmind/docmind/shared/rag"
 )
@@ -109,8 +110,15 @@ func (ix *Index) Flush(ctx context.Context) error {
 		return rag.E("memvec.Flush", rag.KindUnavailable, err)
 	}
 	ix.logBytes += int64(len(buf))
+	if len(ix.pending) == 0 && cap(buf) <= reuseLog {
+		ix.pending = buf[:0] // the next batch's records go into the same memory
+	}
 	return nil
 }
+
+// reuseLog is the largest pending-record buffer Flush keeps for the next batch (a batch of 32
+// documents at 1024 dimensions is about 1.5 MB); a larger one, from a bulk upsert, goes back to the GC.
+const reuseLog = 8 << 20
 
 // appendLog appends records to the log file and syncs it.
 func appendLog(path string, buf []byte) error {
@@ -197,32 +205,40 @@ const (
 	opDelete byte = 2
 )
 
-// log record: op u8 | payload length u32 | payload | crc32 (IEEE) of op and payload
-func appendRecord(buf []byte, op byte, payload []byte) []byte {
-	crc := crc32.NewIEEE()
-	crc.Write([]byte{op})
-	crc.Write(payload)
-	buf = append(buf, op)
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(payload)))
-	buf = append(buf, payload...)
-	return binary.LittleEndian.AppendUint32(buf, crc.Sum32())
+// log record: op u8 | payload length u32 | payload | crc32 (IEEE) of op and payload. A record is
+// written in place at the end of buf (beginRecord, the payload appended, endRecord): building the
+// payload in a buffer of its own and copying it in cost three allocations per vector.
+func beginRecord(buf []byte, op byte, size int) ([]byte, int) {
+	start := len(buf)
+	buf = slices.Grow(buf, 1+4+size+4)
+	return append(buf, op, 0, 0, 0, 0), start
+}
+
+// endRecord fills in the length and appends the checksum of the record begun at start.
+func endRecord(buf []byte, start int) []byte {
+	payload := buf[start+5:]
+	binary.LittleEndian.PutUint32(buf[start+1:], uint32(len(payload)))
+	crc := crc32.Update(crc32.ChecksumIEEE(buf[start:start+1]), crc32.IEEETable, payload)
+	return binary.LittleEndian.AppendUint32(buf, crc)
 }
 
 func appendUpsert(buf []byte, m metaRow, v []float32) []byte {
 	mj, _ := json.Marshal(m)
-	payload := binary.LittleEndian.AppendUint32(nil, uint32(len(mj)))
-	payload = append(payload, mj...)
+	buf, start := beginRecord(buf, opUpsert, 4+len(mj)+4*len(v))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(mj)))
+	buf = append(buf, mj...)
 	for _, x := range v {
-		payload = binary.LittleEndian.AppendUint32(payload, math.Float32bits(x))
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
 	}
-	return appendRecord(buf, opUpsert, payload)
+	return endRecord(buf, start)
 }
 
 func appendDelete(buf []byte, tenant, id string) []byte {
-	payload := binary.LittleEndian.AppendUint16(nil, uint16(len(tenant)))
-	payload = append(payload, tenant...)
-	payload = append(payload, id...)
-	return appendRecord(buf, opDelete, payload)
+	buf, start := beginRecord(buf, opDelete, 2+len(tenant)+len(id))
+	buf = binary.LittleEndian.AppendUint16(buf, uint16(len(tenant)))
+	buf = append(buf, tenant...)
+	buf = append(buf, id...)
+	return endRecord(buf, start)
 }
 
 // replay applies the log; it returns the byte length of the valid prefix.
@@ -771,7 +787,7 @@ func (ix *Index) loadLog() error {
 }
 
 func (ix *Index) fill(meta []metaRow, data []float32) error {
-	ix.vecs = seg[float32]{w: ix.dim, tail: data, n: len(meta)}
+	ix.vecs = seg[float32]{w: ix.dim, base: data, n: len(meta)} // heap memory as the base: written in place
 	ix.rows = make([]row, len(meta))
 	for i, m := range meta {
 		r := row{id: m.ID, chunk: m.Chunk, tenant: ix.names.id(m.Tenant), kb: ix.names.id(m.KB), doc: ix.names.id(m.Doc)}
