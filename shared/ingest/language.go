@@ -62,12 +62,25 @@ func detectLanguage(md string) string {
 	}
 	counts := map[string]int{}
 	words := 0
-	for _, w := range strings.FieldsFunc(strings.ToLower(md[:min(len(md), 60000)]), func(r rune) bool { return !unicode.IsLetter(r) }) {
-		words++
-		for _, lang := range functionLangs[w] {
-			counts[lang]++
+	// the words of the first 60,000 bytes, lower-cased, looked up as they are read (no copy of the text)
+	var word []byte
+	flush := func() {
+		if len(word) > 0 {
+			words++
+			for _, lang := range functionLangs[string(word)] {
+				counts[lang]++
+			}
+			word = word[:0]
 		}
 	}
+	for _, r := range md[:min(len(md), 60000)] {
+		if unicode.IsLetter(r) {
+			word = utf8.AppendRune(word, unicode.ToLower(r))
+		} else {
+			flush()
+		}
+	}
+	flush()
 	best, second := "", 0
 	for lang, c := range counts {
 		if c > counts[best] || (c == counts[best] && lang < best) {

@@ -314,7 +314,8 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 // split chunks the markdown into the parent and child rows (parents first) without staging them.
 func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) {
 	const op = "ingest.Chunk"
-	res := chunk.Split(string(md), s.Chunking)
+	text := string(md)
+	res := chunk.Split(text, s.Chunking)
 	if len(res.Children) == 0 {
 		return ChunkOut{}, nil, rag.Errorf(op, rag.KindTerminal, "the document has no text to index")
 	}
@@ -330,7 +331,7 @@ func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) 
 	}
 	out := ChunkOut{Doc: in.Doc, ChunksKey: in.staging("chunks.json"), Parents: len(res.Parents), Children: len(res.Children),
 		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta, OCRNote: in.OCR.Note(),
-		File: FileMeta{Properties: in.File.Properties, Sidecar: in.File.Sidecar, Object: in.File.Object, Language: detectLanguage(string(md))}}
+		File: FileMeta{Properties: in.File.Properties, Sidecar: in.File.Sidecar, Object: in.File.Object, Language: detectLanguage(text)}}
 	for i, c := range res.Children {
 		k := "c" + c.Hash
 		n := occ[k]
