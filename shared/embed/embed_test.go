@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,6 +45,57 @@ func TestOfflineDeterministicNormalisedAndLexical(t *testing.T) {
 	}
 	if cos(vs[0], vs[1]) <= cos(vs[0], vs[2]) {
 		t.Errorf("overlapping Chinese texts (%.3f) not closer than unrelated English (%.3f)", cos(vs[0], vs[1]), cos(vs[0], vs[2]))
+	}
+}
+
+// TestOfflineVectorIsItsDefinition checks the hashing fast path against the definition it replaced:
+// Features' strings, counted in a map, each hashed with hash/fnv. Vectors stored by earlier versions
+// must keep matching the queries embedded by this one.
+func TestOfflineVectorIsItsDefinition(t *testing.T) {
+	reference := func(dim int, s string) []float32 {
+		tf := map[string]int{}
+		for _, f := range Features(s) {
+			tf[f]++
+		}
+		v := make([]float32, dim)
+		for f, n := range tf {
+			h := fnv.New64a()
+			h.Write([]byte(f))
+			x := h.Sum64()
+			w := float32(1 + math.Log(float64(n)))
+			if x>>63 == 1 {
+				w = -w
+			}
+			v[int(x%uint64(dim))] += w
+		}
+		var norm float64
+		for _, x := range v {
+			norm += float64(x) * float64(x)
+		}
+		if norm == 0 {
+			v[0] = 1
+			return v
+		}
+		for i := range v {
+			v[i] *= float32(1 / math.Sqrt(norm))
+		}
+		return v
+	}
+	texts := []string{"", "  ,.; ", "The server shuts down GRACEFULLY; the server restarts.", "投保年龄为18至60周岁，投保年龄", "Straße ÉCOLE naïve 42x", "混合 mixed 文本text，再来 text 文本", "日本語のテキスト と 한국어 텍스트", strings.Repeat("word ", 50) + "词词词"}
+	for _, dim := range []int{7, 256} {
+		e := NewOffline(dim)
+		got, err := e.Embed(context.Background(), texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range texts {
+			want := reference(dim, s)
+			for d := range want {
+				if math.Abs(float64(got[i][d]-want[d])) > 1e-6 {
+					t.Fatalf("dim %d, %q: component %d is %v, the definition gives %v", dim, s, d, got[i][d], want[d])
+				}
+			}
+		}
 	}
 }
 
