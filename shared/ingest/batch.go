@@ -453,10 +453,12 @@ func (s *Service) commitBatch(ctx context.Context, br BatchRecords, tenant strin
 	if err := br.CommitDocuments(ctx, tenant, docs); err != nil {
 		return fail(fmt.Errorf("commit %d documents: %w", len(docs), err))
 	}
+	metas := make([]docMeta, len(items))
 	for i, it := range items {
 		it.doc = docs[i].Document
-		st.writeMeta(ctx, it.doc, it.chunks.Meta, it.chunks.File)
+		metas[i] = docMeta{it.doc, it.chunks.Meta, it.chunks.File}
 	}
+	st.writeMetas(ctx, tenant, metas)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,6 +83,16 @@ func TestIngestBatchMatchesIngest(t *testing.T) {
 		if rep.Chunks != want.Chunks || rep.Parents != want.Parents || rep.Embedded != want.Embedded {
 			t.Errorf("document %d: batch gave %d chunks (%d parents, %d embedded), Ingest %d (%d, %d)", i, rep.Chunks, rep.Parents, rep.Embedded,
 				want.Chunks, want.Parents, want.Embedded)
+		}
+		// the batch writes every document's metadata in one transaction, the same as Ingest writes it
+		gm, err1 := e.db.GetDocumentMetadata(ctx, tenant, rep.DocumentID)
+		wm, err2 := one.db.GetDocumentMetadata(ctx, tenant, want.DocumentID)
+		delete(gm, "created")
+		delete(gm, "modified")
+		delete(wm, "created")
+		delete(wm, "modified")
+		if err1 != nil || err2 != nil || len(gm) < 3 || !reflect.DeepEqual(gm, wm) {
+			t.Errorf("document %d: metadata %v (%v) in batch, %v (%v) one by one", i, gm, err1, wm, err2)
 		}
 		got, _ := e.db.ListChunks(ctx, tenant, rep.DocumentID)
 		ref, _ := one.db.ListChunks(ctx, tenant, want.DocumentID)

@@ -15,7 +15,16 @@ type MetadataWriter interface {
 	SetDocumentMetadata(ctx context.Context, tenant, kbID, docID string, m rag.Metadata) error
 }
 
-var _ MetadataWriter = (*sqldb.DB)(nil)
+// MetadataBatchWriter writes many documents' metadata at once (sqldb.DB: one transaction); a batch
+// ingestion uses it when the store has it.
+type MetadataBatchWriter interface {
+	SetDocumentsMetadata(ctx context.Context, tenant string, items []sqldb.DocumentMetadata) error
+}
+
+var (
+	_ MetadataWriter      = (*sqldb.DB)(nil)
+	_ MetadataBatchWriter = (*sqldb.DB)(nil)
+)
 
 // FileMeta is what a document's file says about it, beside its front matter: the document
 // properties the extractor found (extract.Result.Properties: title, author, created, modified,
@@ -48,6 +57,39 @@ func (s *Stages) writeMeta(ctx context.Context, doc rag.Document, fm map[string]
 	if !ok {
 		return
 	}
+	if err := w.SetDocumentMetadata(ctx, doc.Tenant, doc.KBID, doc.ID, documentMetadata(doc, fm, file)); err != nil && s.Log != nil {
+		s.Log.Warn("document metadata not written", "document", doc.ID, "err", err)
+	}
+}
+
+// docMeta is one document's metadata sources, for writeMetas.
+type docMeta struct {
+	doc  rag.Document
+	fm   map[string]string
+	file FileMeta
+}
+
+// writeMetas is writeMeta for a batch of one tenant's documents: one write when the store takes a
+// batch, else one a document.
+func (s *Stages) writeMetas(ctx context.Context, tenant string, docs []docMeta) {
+	w, ok := s.Records.(MetadataBatchWriter)
+	if !ok {
+		for _, d := range docs {
+			s.writeMeta(ctx, d.doc, d.fm, d.file)
+		}
+		return
+	}
+	items := make([]sqldb.DocumentMetadata, len(docs))
+	for i, d := range docs {
+		items[i] = sqldb.DocumentMetadata{KBID: d.doc.KBID, DocumentID: d.doc.ID, Metadata: documentMetadata(d.doc, d.fm, d.file)}
+	}
+	if err := w.SetDocumentsMetadata(ctx, tenant, items); err != nil && s.Log != nil {
+		s.Log.Warn("document metadata not written", "documents", len(docs), "err", err)
+	}
+}
+
+// documentMetadata layers a document's metadata sources (writeMeta).
+func documentMetadata(doc rag.Document, fm map[string]string, file FileMeta) rag.Metadata {
 	m := rag.Metadata{}
 	if !strings.HasPrefix(doc.SourceURI, "connector/") {
 		m["source"] = "file"
@@ -97,9 +139,7 @@ func (s *Stages) writeMeta(ctx context.Context, doc rag.Document, fm map[string]
 			m[k] = v
 		}
 	}
-	if err := w.SetDocumentMetadata(ctx, doc.Tenant, doc.KBID, doc.ID, m); err != nil && s.Log != nil {
-		s.Log.Warn("document metadata not written", "document", doc.ID, "err", err)
-	}
+	return m
 }
 
 // splitList reads "a, b" (or quoted items) as a list of strings.
