@@ -371,7 +371,7 @@ func (s *Service) prepareOne(ctx context.Context, tenant string, src Source) (it
 		it.stageMS["extract_wait"] = ex.BudgetWaitMS
 	}
 	start = time.Now()
-	if it.chunks, it.rows, err = st.split(ex, []byte(md)); err != nil {
+	if it.chunks, it.rows, err = st.split(ex, md); err != nil {
 		return it.refuse(err)
 	}
 	it.stageMS["chunk"] = time.Since(start).Milliseconds()

@@ -297,7 +297,7 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 	if err != nil {
 		return ChunkOut{}, fmt.Errorf("read markdown: %w", err)
 	}
-	out, rows, err := s.split(in, md)
+	out, rows, err := s.split(in, string(md))
 	if err != nil {
 		return ChunkOut{}, err
 	}
@@ -312,10 +312,9 @@ func (s *Stages) Chunk(ctx context.Context, in ExtractOut) (ChunkOut, error) {
 }
 
 // split chunks the markdown into the parent and child rows (parents first) without staging them.
-func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) {
+func (s *Stages) split(in ExtractOut, md string) (ChunkOut, []rag.Chunk, error) {
 	const op = "ingest.Chunk"
-	text := string(md)
-	res := chunk.Split(text, s.Chunking)
+	res := chunk.Split(md, s.Chunking)
 	if len(res.Children) == 0 {
 		return ChunkOut{}, nil, rag.Errorf(op, rag.KindTerminal, "the document has no text to index")
 	}
@@ -331,7 +330,7 @@ func (s *Stages) split(in ExtractOut, md []byte) (ChunkOut, []rag.Chunk, error) 
 	}
 	out := ChunkOut{Doc: in.Doc, ChunksKey: in.staging("chunks.json"), Parents: len(res.Parents), Children: len(res.Children),
 		DocVersion: res.DocVersion, EffectiveDate: res.EffectiveDate, Encoding: in.Encoding, Meta: res.Meta, OCRNote: in.OCR.Note(),
-		File: FileMeta{Properties: in.File.Properties, Sidecar: in.File.Sidecar, Object: in.File.Object, Language: detectLanguage(text)}}
+		File: FileMeta{Properties: in.File.Properties, Sidecar: in.File.Sidecar, Object: in.File.Object, Language: detectLanguage(md)}}
 	for i, c := range res.Children {
 		k := "c" + c.Hash
 		n := occ[k]
