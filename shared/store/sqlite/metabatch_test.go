@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,18 +16,7 @@ import (
 // for the batch, mirrors each document written, and updates a built filter index in place.
 func TestSetDocumentsMetadata(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(filepath.Join(t.TempDir(), "docmind.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	kb := rag.KnowledgeBase{Tenant: "t1", Name: "kb"}
-	if err := db.CreateKB(ctx, &kb); err != nil {
-		t.Fatal(err)
-	}
+	db, kb := newKBStore(t)
 	var docs []string
 	for _, name := range []string{"a", "b", "c"} {
 		d := rag.Document{Tenant: "t1", KBID: kb.ID, SourceURI: "upload/" + name, FileName: name, Status: rag.StatusReady}

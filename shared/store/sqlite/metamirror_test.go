@@ -8,18 +8,18 @@ import (
 	"testing"
 
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
-// TestMetadataMirror: every metadata write (a source's, an editor's) calls the mirror after it
-// commits, with the document's metadata as written (edits laid over the sources) and a generation
-// that grows; a failing mirror makes the write's error (its kind kept) while the metadata stays saved.
-func TestMetadataMirror(t *testing.T) {
+// newKBStore is a migrated database in a temporary folder, closed when the test ends, with knowledge
+// base "kb" of tenant t1.
+func newKBStore(t *testing.T) (*sqldb.DB, rag.KnowledgeBase) {
 	ctx := context.Background()
 	db, err := Open(filepath.Join(t.TempDir(), "docmind.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +27,15 @@ func TestMetadataMirror(t *testing.T) {
 	if err := db.CreateKB(ctx, &kb); err != nil {
 		t.Fatal(err)
 	}
+	return db, kb
+}
+
+// TestMetadataMirror: every metadata write (a source's, an editor's) calls the mirror after it
+// commits, with the document's metadata as written (edits laid over the sources) and a generation
+// that grows; a failing mirror makes the write's error (its kind kept) while the metadata stays saved.
+func TestMetadataMirror(t *testing.T) {
+	ctx := context.Background()
+	db, kb := newKBStore(t)
 	d := rag.Document{Tenant: "t1", KBID: kb.ID, SourceURI: "upload/x", FileName: "x", Status: rag.StatusReady}
 	if err := db.CreateDocument(ctx, &d); err != nil {
 		t.Fatal(err)
@@ -64,7 +73,7 @@ func TestMetadataMirror(t *testing.T) {
 		}
 	}
 	fail = rag.E("milvus", rag.KindUnavailable, errors.New("down"))
-	err = db.SetDocumentMetadata(ctx, "t1", kb.ID, d.ID, rag.Metadata{"team": "ops"})
+	err := db.SetDocumentMetadata(ctx, "t1", kb.ID, d.ID, rag.Metadata{"team": "ops"})
 	if !rag.Is(err, rag.KindUnavailable) {
 		t.Fatalf("a failing mirror: %v; want Unavailable", err)
 	}
