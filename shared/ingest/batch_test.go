@@ -11,6 +11,7 @@ import (
 
 	"github.com/docmind/docmind/shared/extract"
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/store/sqldb"
 )
 
 // flushCounter counts the vector index's Flush calls (each is one vector-log fsync in memvec).
@@ -24,11 +25,22 @@ func (f *flushCounter) Flush(ctx context.Context) error {
 	return f.faultyVectors.Flush(ctx)
 }
 
-// commitCounter counts batched commits and can fail the next n.
+// commitCounter counts batched commits and batched metadata writes, and can fail the next n of each.
 type commitCounter struct {
 	*faultyRecords
-	commits atomic.Int64
-	fail    atomic.Int64
+	commits    atomic.Int64
+	fail       atomic.Int64
+	metaWrites atomic.Int64
+	failMeta   atomic.Int64
+}
+
+func (c *commitCounter) SetDocumentsMetadata(ctx context.Context, tenant string, items []sqldb.DocumentMetadata) error {
+	c.metaWrites.Add(1)
+	if c.failMeta.Load() > 0 {
+		c.failMeta.Add(-1)
+		return rag.E("fake", rag.KindUnavailable, errors.New("database is locked"))
+	}
+	return c.faultyRecords.SetDocumentsMetadata(ctx, tenant, items)
 }
 
 func (c *commitCounter) CommitDocuments(ctx context.Context, tenant string, docs []rag.DocumentChunks) error {
@@ -118,6 +130,9 @@ func TestIngestBatchMatchesIngest(t *testing.T) {
 	if got := cc.commits.Load(); got != 1 {
 		t.Errorf("SQL batch commits = %d, want 1", got)
 	}
+	if got := cc.metaWrites.Load(); got != 1 {
+		t.Errorf("batched metadata writes = %d, want 1", got)
+	}
 
 	// again, unchanged: every source skipped, nothing embedded
 	before := e.emb.texts.Load()
@@ -128,6 +143,24 @@ func TestIngestBatchMatchesIngest(t *testing.T) {
 	}
 	if got := e.emb.texts.Load() - before; got != 0 {
 		t.Errorf("re-ingesting unchanged sources embedded %d texts, want 0", got)
+	}
+}
+
+// A failed batched metadata write (a busy database) costs no document its metadata: each is written again
+// on its own.
+func TestIngestBatchMetadataFallsBack(t *testing.T) {
+	ctx := context.Background()
+	e, _, cc := batchEnv(t)
+	cc.failMeta.Store(1)
+	reps := e.svc.IngestBatch(ctx, tenant, batchSources(4))
+	if got := cc.metaWrites.Load(); got != 1 {
+		t.Fatalf("batched metadata writes = %d, want 1 (the failed one)", got)
+	}
+	for i, rep := range reps {
+		m, err := e.db.GetDocumentMetadata(ctx, tenant, rep.DocumentID)
+		if rep.Status != rag.StatusReady || err != nil || m["language"] != "en" || m["file_type"] != "md" {
+			t.Errorf("document %d: %+v, metadata %v, %v; want ready with its metadata", i, rep, m, err)
+		}
 	}
 }
 

@@ -70,21 +70,21 @@ type docMeta struct {
 }
 
 // writeMetas is writeMeta for a batch of one tenant's documents: one write when the store takes a
-// batch, else one a document.
+// batch. When that write fails in any way (a document's invalid metadata, a busy database, the
+// mirror), each document is written again on its own, so one failure costs that document's metadata
+// and not the batch's, and each failure is logged with its document.
 func (s *Stages) writeMetas(ctx context.Context, tenant string, docs []docMeta) {
-	w, ok := s.Records.(MetadataBatchWriter)
-	if !ok {
-		for _, d := range docs {
-			s.writeMeta(ctx, d.doc, d.fm, d.file)
+	if w, ok := s.Records.(MetadataBatchWriter); ok {
+		items := make([]sqldb.DocumentMetadata, len(docs))
+		for i, d := range docs {
+			items[i] = sqldb.DocumentMetadata{KBID: d.doc.KBID, DocumentID: d.doc.ID, Metadata: documentMetadata(d.doc, d.fm, d.file)}
 		}
-		return
+		if w.SetDocumentsMetadata(ctx, tenant, items) == nil {
+			return
+		}
 	}
-	items := make([]sqldb.DocumentMetadata, len(docs))
-	for i, d := range docs {
-		items[i] = sqldb.DocumentMetadata{KBID: d.doc.KBID, DocumentID: d.doc.ID, Metadata: documentMetadata(d.doc, d.fm, d.file)}
-	}
-	if err := w.SetDocumentsMetadata(ctx, tenant, items); err != nil && s.Log != nil {
-		s.Log.Warn("document metadata not written", "documents", len(docs), "err", err)
+	for _, d := range docs {
+		s.writeMeta(ctx, d.doc, d.fm, d.file)
 	}
 }
 

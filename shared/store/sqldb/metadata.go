@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/docmind/docmind/shared/rag"
@@ -56,6 +57,9 @@ func (s *DB) setMetadata(ctx context.Context, op, tenant string, items []Documen
 			ms[i], bad[i] = it.Metadata.Normalize()
 		}
 	}
+	if !slices.Contains(bad, nil) { // nothing to write: no transaction (SQLite's takes the write lock)
+		return bad, nil
+	}
 	var gen int64
 	written := 0
 	err = s.inTx(ctx, op, func(tx *sql.Tx) error {
@@ -93,9 +97,15 @@ func (s *DB) setMetadata(ctx context.Context, op, tenant string, items []Documen
 	})
 	var mirrored []error
 	for i, it := range items {
-		if bad[i] == nil {
-			mirrored = append(mirrored, s.mirrorMeta(ctx, op, tenant, it.KBID, it.DocumentID, ms[i], gen))
+		if bad[i] != nil {
+			continue
 		}
+		if err := s.mirrorMeta(ctx, op, tenant, it.KBID, it.DocumentID, ms[i], gen); err != nil {
+			mirrored = append(mirrored, err)
+		}
+	}
+	if len(mirrored) == 1 {
+		return bad, mirrored[0] // the *rag.Error itself, as the one-document write always returned it
 	}
 	return bad, errors.Join(mirrored...)
 }

@@ -46,6 +46,11 @@ func TestSetDocumentsMetadata(t *testing.T) {
 		calls = append(calls, call{docID, m, gen})
 		return nil
 	})
+	if err := db.SetDocumentMetadata(ctx, "t1", kb.ID, docs[2], rag.Metadata{"x": "1"}); err != nil || len(calls) != 1 {
+		t.Fatalf("single write: %v, %d mirror calls", err, len(calls))
+	}
+	gen0 := calls[0].gen
+	calls = nil
 	err = db.SetDocumentsMetadata(ctx, "t1", []sqldb.DocumentMetadata{
 		{KBID: kb.ID, DocumentID: docs[0], Metadata: rag.Metadata{"team": "hr"}},
 		{KBID: kb.ID, DocumentID: docs[1], Metadata: rag.Metadata{"team": "hr", "year": 2025}},
@@ -54,15 +59,15 @@ func TestSetDocumentsMetadata(t *testing.T) {
 	if !rag.Is(err, rag.KindInvalid) || !strings.Contains(err.Error(), docs[2]) || strings.Contains(err.Error(), docs[0]) {
 		t.Fatalf("error %v; want Invalid naming %s only", err, docs[2])
 	}
-	want := map[string]rag.Metadata{docs[0]: {"team": "hr"}, docs[1]: {"team": "legal", "year": 2025.0}, docs[2]: {}}
+	want := map[string]rag.Metadata{docs[0]: {"team": "hr"}, docs[1]: {"team": "legal", "year": 2025.0}, docs[2]: {"x": "1"}}
 	for id, w := range want {
 		m, err := db.GetDocumentMetadata(ctx, "t1", id)
-		if err != nil || len(m) != len(w) || (len(w) > 0 && !reflect.DeepEqual(m, w)) {
+		if err != nil || !reflect.DeepEqual(m, w) { // the invalid one keeps what it had
 			t.Fatalf("%s: %v, %v; want %v", id, m, err, w)
 		}
 	}
-	if len(calls) != 2 || calls[0].doc != docs[0] || calls[1].doc != docs[1] || calls[0].gen != calls[1].gen || calls[0].gen == 0 {
-		t.Fatalf("mirror calls %+v; want the two written documents at one generation", calls)
+	if len(calls) != 2 || calls[0].doc != docs[0] || calls[1].doc != docs[1] || calls[0].gen != calls[1].gen || calls[0].gen != gen0+1 {
+		t.Fatalf("mirror calls %+v; want the two written documents at one generation, %d", calls, gen0+1)
 	}
 	ids, err := db.MatchDocuments(ctx, "t1", []string{kb.ID}, hr)
 	if err != nil || !slices.Equal(ids, []string{docs[0]}) {
@@ -71,9 +76,13 @@ func TestSetDocumentsMetadata(t *testing.T) {
 	if db.MetaIndexBuilds() != builds {
 		t.Fatal("the filter index was rebuilt, not updated in place")
 	}
-	// nothing valid: no transaction, no generation
+	// nothing valid: nothing written, the generation stays (the next write takes the next one)
 	calls = nil
-	if err := db.SetDocumentsMetadata(ctx, "t1", []sqldb.DocumentMetadata{{KBID: kb.ID, DocumentID: "bad id/", Metadata: rag.Metadata{"a": "b"}}}); !rag.Is(err, rag.KindInvalid) || len(calls) != 0 {
-		t.Fatalf("an invalid id: %v, %d mirror calls", err, len(calls))
+	if err := db.SetDocumentsMetadata(ctx, "t1", []sqldb.DocumentMetadata{{KBID: kb.ID, DocumentID: "bad id/", Metadata: rag.Metadata{"a": "b"}},
+		{KBID: kb.ID, DocumentID: docs[0], Metadata: rag.Metadata{"Bad Key": "b"}}}); !rag.Is(err, rag.KindInvalid) || len(calls) != 0 {
+		t.Fatalf("nothing valid: %v, %d mirror calls", err, len(calls))
+	}
+	if err := db.SetDocumentMetadata(ctx, "t1", kb.ID, docs[0], rag.Metadata{"team": "ops"}); err != nil || len(calls) != 1 || calls[0].gen != gen0+2 {
+		t.Fatalf("the write after: %v, mirror calls %+v; want one at generation %d", err, calls, gen0+2)
 	}
 }

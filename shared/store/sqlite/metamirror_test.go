@@ -74,8 +74,8 @@ func TestMetadataMirror(t *testing.T) {
 	}
 	fail = rag.E("milvus", rag.KindUnavailable, errors.New("down"))
 	err := db.SetDocumentMetadata(ctx, "t1", kb.ID, d.ID, rag.Metadata{"team": "ops"})
-	if !rag.Is(err, rag.KindUnavailable) {
-		t.Fatalf("a failing mirror: %v; want Unavailable", err)
+	if _, ok := err.(*rag.Error); !ok || !rag.Is(err, rag.KindUnavailable) {
+		t.Fatalf("a failing mirror: %T %v; want the *rag.Error itself, Unavailable", err, err)
 	}
 	if m, err := db.GetDocumentMetadata(ctx, "t1", d.ID); err != nil || m["team"] != "legal" || len(m) != 1 {
 		// the editor's team stays over the source's ops: what matters is that the write was saved
