@@ -34,20 +34,26 @@ type commitCounter struct {
 	failMeta   atomic.Int64
 }
 
+// counted counts a call and fails it, Unavailable with why, while fail is above zero (taking one).
+func counted(calls, fail *atomic.Int64, why string) error {
+	calls.Add(1)
+	if fail.Add(-1) >= 0 {
+		return rag.E("fake", rag.KindUnavailable, errors.New(why))
+	}
+	fail.Store(0)
+	return nil
+}
+
 func (c *commitCounter) SetDocumentsMetadata(ctx context.Context, tenant string, items []sqldb.DocumentMetadata) error {
-	c.metaWrites.Add(1)
-	if c.failMeta.Load() > 0 {
-		c.failMeta.Add(-1)
-		return rag.E("fake", rag.KindUnavailable, errors.New("database is locked"))
+	if err := counted(&c.metaWrites, &c.failMeta, "database is locked"); err != nil {
+		return err
 	}
 	return c.faultyRecords.SetDocumentsMetadata(ctx, tenant, items)
 }
 
 func (c *commitCounter) CommitDocuments(ctx context.Context, tenant string, docs []rag.DocumentChunks) error {
-	c.commits.Add(1)
-	if c.fail.Load() > 0 {
-		c.fail.Add(-1)
-		return rag.E("fake", rag.KindUnavailable, errors.New("connection reset during the batch commit"))
+	if err := counted(&c.commits, &c.fail, "connection reset during the batch commit"); err != nil {
+		return err
 	}
 	return c.faultyRecords.CommitDocuments(ctx, tenant, docs)
 }
