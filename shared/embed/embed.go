@@ -7,7 +7,6 @@ import (
 	"context"
 	"math"
 	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -42,7 +41,7 @@ func (o *Offline) Embed(ctx context.Context, texts []string) ([][]float32, error
 	return out, nil
 }
 
-// vector hashes each feature of s (FNV-1a of the strings Features returns, computed as the text is read,
+// vector hashes each feature of s (featureHashes: FNV-1a of the feature strings, computed as the text is read,
 // without building them), counts repeats by sorting the hashes, and adds each feature's signed weight to
 // the bucket its hash picks. Ingestion embeds every chunk this way with the offline provider: the
 // strings and the count map it used to build were a third of ingestion's allocations.
@@ -95,8 +94,9 @@ func (h fnv1a) rune(r rune) fnv1a {
 	return h.bytes(b[:utf8.EncodeRune(b[:], r)]...)
 }
 
-// featureHashes is the FNV-1a hash of every string Features(s) returns (the same multiset; a CJK
-// character's bigram with the one before it comes before the character itself).
+// featureHashes is the FNV-1a hash of each of the offline embedder's terms: lower-cased Latin/digit
+// words ("w:" + word), and for CJK runs each character ("c:" + it) and each overlapping bigram
+// ("b:" + both). embed_test's features builds them as strings, the definition this must equal.
 func featureHashes(s string) []uint64 {
 	out := make([]uint64, 0, len(s)/4+4)
 	word, inWord := fnvOffset.bytes('w', ':'), false
@@ -129,44 +129,5 @@ func featureHashes(s string) []uint64 {
 	if inWord {
 		out = append(out, uint64(word))
 	}
-	return out
-}
-
-// Features are the offline embedder's terms: lower-cased Latin/digit words, and for CJK runs each
-// character and each overlapping bigram.
-func Features(s string) []string {
-	var out []string
-	var word strings.Builder
-	var cjk []rune
-	flushWord := func() {
-		if word.Len() > 0 {
-			out = append(out, "w:"+word.String())
-			word.Reset()
-		}
-	}
-	flushCJK := func() {
-		for i, r := range cjk {
-			out = append(out, "c:"+string(r))
-			if i+1 < len(cjk) {
-				out = append(out, "b:"+string(cjk[i:i+2]))
-			}
-		}
-		cjk = cjk[:0]
-	}
-	for _, r := range s {
-		switch {
-		case text.IsCJK(r):
-			flushWord()
-			cjk = append(cjk, r)
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			flushCJK()
-			word.WriteRune(unicode.ToLower(r))
-		default:
-			flushWord()
-			flushCJK()
-		}
-	}
-	flushWord()
-	flushCJK()
 	return out
 }

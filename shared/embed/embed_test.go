@@ -13,8 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/docmind/docmind/shared/rag"
+	"github.com/docmind/docmind/shared/text"
 )
 
 func cos(a, b []float32) float64 {
@@ -49,12 +51,12 @@ func TestOfflineDeterministicNormalisedAndLexical(t *testing.T) {
 }
 
 // TestOfflineVectorIsItsDefinition checks the hashing fast path against the definition it replaced:
-// Features' strings, counted in a map, each hashed with hash/fnv. Vectors stored by earlier versions
+// features' strings, counted in a map, each hashed with hash/fnv. Vectors stored by earlier versions
 // must keep matching the queries embedded by this one.
 func TestOfflineVectorIsItsDefinition(t *testing.T) {
 	reference := func(dim int, s string) []float32 {
 		tf := map[string]int{}
-		for _, f := range Features(s) {
+		for _, f := range features(s) {
 			tf[f]++
 		}
 		v := make([]float32, dim)
@@ -228,4 +230,43 @@ func TestOpenAIBatchesAndConcurrency(t *testing.T) {
 	if m := f.maxIn.Load(); m > 3 {
 		t.Fatalf("%d requests in flight, concurrency is 3", m)
 	}
+}
+
+// features are the offline embedder's terms as strings (the definition featureHashes hashes): lower-cased Latin/digit words, and for CJK runs each
+// character and each overlapping bigram.
+func features(s string) []string {
+	var out []string
+	var word strings.Builder
+	var cjk []rune
+	flushWord := func() {
+		if word.Len() > 0 {
+			out = append(out, "w:"+word.String())
+			word.Reset()
+		}
+	}
+	flushCJK := func() {
+		for i, r := range cjk {
+			out = append(out, "c:"+string(r))
+			if i+1 < len(cjk) {
+				out = append(out, "b:"+string(cjk[i:i+2]))
+			}
+		}
+		cjk = cjk[:0]
+	}
+	for _, r := range s {
+		switch {
+		case text.IsCJK(r):
+			flushWord()
+			cjk = append(cjk, r)
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			flushCJK()
+			word.WriteRune(unicode.ToLower(r))
+		default:
+			flushWord()
+			flushCJK()
+		}
+	}
+	flushWord()
+	flushCJK()
+	return out
 }

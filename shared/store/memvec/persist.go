@@ -218,8 +218,12 @@ func beginRecord(buf []byte, op byte, size int) ([]byte, int) {
 func endRecord(buf []byte, start int) []byte {
 	payload := buf[start+5:]
 	binary.LittleEndian.PutUint32(buf[start+1:], uint32(len(payload)))
-	crc := crc32.Update(crc32.ChecksumIEEE(buf[start:start+1]), crc32.IEEETable, payload)
-	return binary.LittleEndian.AppendUint32(buf, crc)
+	return binary.LittleEndian.AppendUint32(buf, recordCRC(buf[start], payload))
+}
+
+// recordCRC is a log record's checksum: crc32 (IEEE) of its op byte and payload.
+func recordCRC(op byte, payload []byte) uint32 {
+	return crc32.Update(crc32.ChecksumIEEE([]byte{op}), crc32.IEEETable, payload)
 }
 
 func appendUpsert(buf []byte, m metaRow, v []float32) []byte {
@@ -251,10 +255,7 @@ func (ix *Index) replay(data []byte) int64 {
 			break
 		}
 		payload := data[off+5 : off+5+n]
-		crc := crc32.NewIEEE()
-		crc.Write([]byte{op})
-		crc.Write(payload)
-		if crc.Sum32() != binary.LittleEndian.Uint32(data[off+5+n:]) {
+		if recordCRC(op, payload) != binary.LittleEndian.Uint32(data[off+5+n:]) {
 			break
 		}
 		switch op {
