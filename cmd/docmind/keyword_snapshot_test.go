@@ -82,3 +82,44 @@ func TestKeywordSnapshotAcrossOpens(t *testing.T) {
 		t.Fatalf("after another process's ingest: %+v, %d hits", rep, n)
 	}
 }
+
+// The keyword and vector indexes open side by side: a vector index that refuses to open (a changed
+// embedding dimension) fails the whole open with its own error, after the keyword index loaded, and
+// leaves nothing held: the next open with the right dimension takes the vector file's lock, reads the
+// keyword snapshot unchanged and reports how long each index took.
+func TestOpenIndexesSideBySide(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	file := filepath.Join(t.TempDir(), "policy.md")
+	os.WriteFile(file, []byte(largeDoc(12)), 0o644)
+	if code, out, errOut := runCLI(t, nil, "ingest", "--kb", "manuals", "--data", data, file); code != 0 {
+		t.Fatalf("ingest: %d %s %s", code, out, errOut)
+	}
+	cfg := config.Default()
+	cfg.DataDir = data
+	bad := cfg
+	bad.Vector.Dim = cfg.Vector.Dim / 2
+	if s, err := OpenStores(ctx, bad); err == nil {
+		s.Close()
+		t.Fatal("opened a vector index of another dimension")
+	} else if !strings.Contains(err.Error(), "open memvec vector index") || !strings.Contains(err.Error(), "dimensional vectors") {
+		t.Fatalf("error %v, want the vector index's dimension error", err)
+	}
+	s, err := OpenStores(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open after the failed one: %v", err)
+	}
+	defer s.Close()
+	if rep := s.KeywordLoad; !rep.Snapshot || rep.Kept != 1 || rep.Reindexed != 0 {
+		t.Fatalf("keyword load after the failed open: %+v", rep)
+	}
+	for _, k := range []string{"sql", "keyword", "vectors"} {
+		if s.Opened[k] <= 0 {
+			t.Fatalf("opened %v: no time for %s", s.Opened, k)
+		}
+	}
+	hits, err := s.Vectors.Count(ctx, rag.Filter{Tenant: cfg.Tenant})
+	if err != nil || hits != 12 {
+		t.Fatalf("vectors after reopening: %d, %v", hits, err)
+	}
+}
