@@ -172,7 +172,7 @@ type Vector struct {
 	Collection  string        `json:"collection" env:"DOCMIND_MILVUS_COLLECTION" doc:"Milvus collection name"`
 	CallTimeout time.Duration `json:"call_timeout" env:"DOCMIND_VECTOR_CALL_TIMEOUT" doc:"upper bound of one vector-store call"`
 	Quant       string        `json:"quant" env:"DOCMIND_VECTOR_QUANT" doc:"memvec scan: binary (1-bit codes scanned by Hamming distance, candidates re-scored with int8 then float32), int8 (int8 codes scanned, candidates re-scored in float32) or none (exact float32); exact below 20,000 rows; a snapshot's recall@10 check widens binary's candidates, then falls back to int8, then to exact below 0.99; where the stored codes are mostly zeros (the offline embedder's hashed features) the int8 candidates of a short question come from per-dimension postings instead of the scan, with the same result"`
-	Rescore     int           `json:"rescore" env:"DOCMIND_VECTOR_RESCORE" doc:"memvec int8 and binary: candidates re-scored exactly in float32, as a multiple of k"`
+	Rescore     int           `json:"rescore" env:"DOCMIND_VECTOR_RESCORE" doc:"memvec int8 and binary: candidates re-scored exactly in float32, as a multiple of k; for int8 the deepest the snapshot's recall check may choose (it takes the shallowest of 2x, 4x ... this that keeps recall@10 >= 0.99)"`
 }
 
 // KV selects the key-value cache.

@@ -169,7 +169,7 @@ func TestBinarySnapshotKeepsCodesAndVerdict(t *testing.T) {
 	fillGen(t, ix, g, n)
 	ix.mu.Lock()
 	ix.save() // what Close does, keeping the index open to read its status
-	before := QuantStatus{Mode: "binary", Use: ix.scheme(), Active: true, Recall: ix.recall, BinFactor: ix.binFactor}
+	before := QuantStatus{Mode: "binary", Use: ix.scheme(), Active: true, Recall: ix.recall, BinFactor: ix.binFactor, Rescore: ix.depth()}
 	ix.mu.Unlock()
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)

@@ -50,6 +50,7 @@ type Index struct {
 	centre    []float32    // the mean the binary codes are taken against; nil is the origin
 	use       string       // the path the last recall check chose (Quant until one runs): none, int8, binary
 	binFactor int          // binary candidates per result that passed the check
+	rescore   int          // int8 path: candidates re-scored, a multiple of k, that passed the check (opt.Rescore until one runs)
 	recall    float64      // recall@10 of the last check; NaN before one
 	sp        *postings    // the int8 codes by dimension when they are sparse (sparse.go); nil otherwise
 	spDenseAt int          // rows when the codes were last found dense (sampled again at twice that)
@@ -79,7 +80,7 @@ func NewWith(dim int, o Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{dim: dim, opt: o, byID: map[string]int{}, names: newInterner(), use: o.Quant, binFactor: defaultBinFactor,
+	return &Index{dim: dim, opt: o, byID: map[string]int{}, names: newInterner(), use: o.Quant, binFactor: defaultBinFactor, rescore: o.Rescore,
 		recall: math.NaN(), vecs: seg[float32]{w: dim}, codes: seg[int8]{w: dim}, bits: seg[uint64]{w: words(dim)}}, nil
 }
 
@@ -361,7 +362,7 @@ func (ix *Index) search(ctx context.Context, query []float32, k int, f rag.Filte
 	case scheme == "binary" && (ix.sp == nil || ix.sparseDims(quantizeQuery(q)) == nil): // no query code for a dense index
 		all = ix.searchBinary(q, k, m, ix.binFactor)
 	default:
-		all = ix.searchQuant(q, k, m)
+		all = ix.searchQuant(q, k, m, ix.rescore)
 	}
 	slices.SortFunc(all, func(a, b scored) int { return ix.order(a, b) })
 	if len(all) > k {

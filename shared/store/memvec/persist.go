@@ -25,11 +25,13 @@ import (
 // Snapshot file layout, version 3 (little endian; written by every save):
 //
 //	header, one 4 KiB page: magic "DMVEC003" | dim u32 | rows u64 | flags u32 (1: int8 codes present,
-//	  2: binary codes present) | recall f64 (of the last check; NaN if none) | rescore u32 (the factor
+//	  2: binary codes present) | recall f64 (of the last check; NaN if none) | rescore u32 (the setting
 //	  it was measured with) | metaLen u64 | crcVectors u32 | crcRest u32 | binFactor u32 (binary
 //	  candidates per result the check chose) | mode u32 (the setting the check ran under: 0 none,
 //	  1 int8, 2 binary) | use u32 (the path it chose, same numbering) | crcHeader u32 (of the bytes
-//	  before it)
+//	  before it) | depth u32 (the int8 re-score depth the check chose, a multiple of k) | crcDepth u32
+//	  (of the header's bytes before it). Builds before depth stop reading at crcHeader and re-score at
+//	  the setting; a file without a valid crcDepth (written by them) means the setting.
 //	rows*dim float32 vectors, page-aligned so the file maps straight onto []float32
 //	[rows*dim int8 codes | padding to 4 bytes | rows float32 scales]   (flag 1)
 //	[padding to 8 bytes | rows*ceil(dim/64) uint64 binary codes | dim float32 centre]   (flag 2)
@@ -371,6 +373,8 @@ func (ix *Index) save() error {
 	binary.LittleEndian.PutUint32(hdr[56:], modeNum(ix.opt.Quant))
 	binary.LittleEndian.PutUint32(hdr[60:], modeNum(ix.use))
 	binary.LittleEndian.PutUint32(hdr[64:], crc32.ChecksumIEEE(hdr[:64]))
+	binary.LittleEndian.PutUint32(hdr[68:], uint32(ix.rescore))
+	binary.LittleEndian.PutUint32(hdr[72:], crc32.ChecksumIEEE(hdr[:72]))
 	if _, err := tmp.WriteAt(hdr, 0); err != nil {
 		tmp.Close()
 		return err
@@ -460,7 +464,7 @@ type layout struct {
 	rows, codesOff, scalesOff, bitsOff, centreOff, metaOff int
 	codes, bits                                            bool
 	recall                                                 float64
-	rescore, binFactor                                     int
+	rescore, depth, binFactor                              int    // depth: the int8 re-score depth chosen, 0: rescore
 	mode, use                                              string // v3: the check's setting and verdict
 	crcRest                                                uint32
 }
@@ -499,6 +503,9 @@ func (ix *Index) layout(b []byte) (layout, error) {
 	l.codes = binary.LittleEndian.Uint32(b[20:])&flagCodes != 0
 	l.recall = math.Float64frombits(binary.LittleEndian.Uint64(b[24:]))
 	l.rescore = int(binary.LittleEndian.Uint32(b[32:]))
+	if l.version == 3 && crc32.ChecksumIEEE(b[:72]) == binary.LittleEndian.Uint32(b[72:]) {
+		l.depth = int(binary.LittleEndian.Uint32(b[68:]))
+	}
 	metaLen := binary.LittleEndian.Uint64(b[36:])
 	l.crcRest = binary.LittleEndian.Uint32(b[48:])
 	off := headerSize + l.rows*ix.dim*4
@@ -748,6 +755,9 @@ func (ix *Index) loadV2(f *os.File, size int64, corrupt func(string, ...any) err
 			l.use = "none"
 		}
 		ix.recall, ix.use = l.recall, l.use
+		if l.use == "int8" && l.depth > 0 && l.depth <= ix.opt.Rescore {
+			ix.rescore = l.depth
+		}
 		if l.bits {
 			ix.binFactor = l.binFactor
 		}

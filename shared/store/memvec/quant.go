@@ -24,7 +24,7 @@ import (
 // Options tune the embedded index; the zero value is the exact float32 index.
 type Options struct {
 	Quant     string               // "binary", "int8" or "" / "none" (exact float32 scan); binary codes are centred at each snapshot or CheckRecall, so an index that is never persisted should call CheckRecall once filled
-	Rescore   int                  // candidates re-scored exactly, as a multiple of k; 0 means 8
+	Rescore   int                  // candidates re-scored exactly, as a multiple of k: the binary path's, and the deepest the int8 path's recall check may choose (it takes the shallowest of 2, 4 ... Rescore that holds MinRecall); 0 means 8
 	MinRows   int                  // below this many rows every search is exact (the scan is cheap anyway); 0 means 20,000
 	MinRecall float64              // recall@10 against exact below which the quantised scan is switched off; 0 means 0.99
 	Logf      func(string, ...any) // warnings (a failed recall check); nil discards
@@ -131,10 +131,15 @@ func (ix *Index) fanOut(scan func(lo, hi int) topK) []scored {
 	return all
 }
 
-// searchQuant is the quantised search: approximate top candidates from the codes, re-scored exactly.
+// searchQuant is the quantised search: the rescore x k best approximate candidates from the codes,
+// re-scored exactly. Caller holds a read lock.
+func (ix *Index) searchQuant(q []float32, k int, m matcher, rescore int) []scored {
+	return ix.rescoreExact(q, ix.quantCandidates(q, k*rescore, m))
+}
+
+// quantCandidates are the want best rows by their int8 codes' approximate score, in no set order.
 // Caller holds a read lock.
-func (ix *Index) searchQuant(q []float32, k int, m matcher) []scored {
-	want := k * ix.opt.Rescore
+func (ix *Index) quantCandidates(q []float32, want int, m matcher) []scored {
 	q16 := quantizeQuery(q)
 	var cand []scored
 	if dims := ix.sparseDims(q16); dims != nil {
@@ -146,6 +151,12 @@ func (ix *Index) searchQuant(q []float32, k int, m matcher) []scored {
 		slices.SortFunc(cand, ix.order)
 		cand = cand[:want]
 	}
+	return cand
+}
+
+// rescoreExact replaces cand's approximate scores by the exact float32 ones, in place. Caller holds a
+// read lock.
+func (ix *Index) rescoreExact(q []float32, cand []scored) []scored {
 	ix.prefetch(cand)
 	for i := range cand {
 		cand[i].score = dot(q, ix.vecs.row(cand[i].row))
@@ -235,10 +246,10 @@ func (ix *Index) checkRecall() float64 {
 		m := matcher{tenant: ix.rows[a].tenant}
 		probes = append(probes, probe{q, m, ix.best(ix.searchExact(q, 10, m), 10)})
 	}
-	measure := func(search func(q []float32, m matcher) []scored) float64 {
+	measure := func(search func(i int, p probe) []scored) float64 {
 		var found, total int
-		for _, p := range probes {
-			approx := ix.best(search(p.q, p.m), 10)
+		for i, p := range probes {
+			approx := ix.best(search(i, p), 10)
 			for _, e := range p.exact {
 				total++
 				if slices.ContainsFunc(approx, func(s scored) bool { return s.row == e.row }) {
@@ -259,18 +270,34 @@ func (ix *Index) checkRecall() float64 {
 	if ix.opt.Quant == "binary" {
 		var r float64
 		for f := defaultBinFactor; f <= maxBinFactor; f *= 2 {
-			r = measure(func(q []float32, m matcher) []scored { return ix.searchBinary(q, 10, m, f) })
+			r = measure(func(_ int, p probe) []scored { return ix.searchBinary(p.q, 10, p.m, f) })
 			if r >= ix.opt.MinRecall {
 				if f > defaultBinFactor {
 					logf("memvec: binary recall@10 at %d rows was below %.2f with %d candidates per result: widened to %d (recall@10 %.3f)", n, ix.opt.MinRecall, defaultBinFactor, f, r)
 				}
-				ix.use, ix.binFactor, ix.recall = "binary", f, r
+				ix.use, ix.binFactor, ix.recall, ix.rescore = "binary", f, r, ix.opt.Rescore
 				return r
 			}
 		}
 		logf("memvec: binary recall@10 %.3f is below %.2f at %d rows even with %d candidates per result: falling back to the int8 scan", r, ix.opt.MinRecall, n, maxBinFactor)
 	}
-	r := measure(func(q []float32, m matcher) []scored { return ix.searchQuant(q, 10, m) })
+	// int8: the shallowest re-score depth that holds. One scan per probe gives every depth's candidates
+	// (a deeper list only adds rows to a shallower one's).
+	cands := make([][]scored, len(probes))
+	for i, p := range probes {
+		cands[i] = ix.quantCandidates(p.q, 10*ix.opt.Rescore, p.m)
+		slices.SortFunc(cands[i], ix.order)
+	}
+	var r float64
+	for _, f := range rescoreDepths(ix.opt.Rescore) {
+		r = measure(func(i int, p probe) []scored {
+			return ix.rescoreExact(p.q, slices.Clone(cands[i][:min(len(cands[i]), 10*f)]))
+		})
+		ix.rescore = f
+		if r >= ix.opt.MinRecall {
+			break
+		}
+	}
 	ix.recall = r
 	if r >= ix.opt.MinRecall {
 		ix.use = "int8"
@@ -282,6 +309,25 @@ func (ix *Index) checkRecall() float64 {
 	ix.use = "none"
 	logf("memvec: int8 recall@10 %.3f is below %.2f at %d rows: searching exactly in float32 (raise DOCMIND_VECTOR_RESCORE or set DOCMIND_VECTOR_QUANT=none)", r, ix.opt.MinRecall, n)
 	return r
+}
+
+// depth is the float32 re-score depth of the path searches take now. Caller holds a lock.
+func (ix *Index) depth() int {
+	if ix.scheme() == "int8" {
+		return ix.rescore
+	}
+	return ix.opt.Rescore
+}
+
+// rescoreDepths are the int8 re-score depths the recall check tries, shallowest first: 2, 4, 8 ... up
+// to the setting, which is always tried last. Never below twice k: at k alone the re-score could only
+// reorder the codes' own list, and 32 probes passing at 0.99 would be thin evidence for that.
+func rescoreDepths(most int) []int {
+	var ds []int
+	for f := 2; f < most; f *= 2 {
+		ds = append(ds, f)
+	}
+	return append(ds, most)
 }
 
 // best sorts the workers' merged candidates and keeps the first k.
@@ -297,20 +343,21 @@ type QuantStatus struct {
 	Active    bool    // Use is a quantised path
 	Recall    float64 // recall@10 of the last check, for the path it chose (NaN: not checked yet)
 	BinFactor int     // binary candidates per result (Use binary)
+	Rescore   int     // candidates re-scored in float32, a multiple of k: the depth the check chose (Use int8), else the setting
 }
 
 func (s QuantStatus) String() string {
 	if s.Use == "binary" {
 		return fmt.Sprintf("%s (active %t, using binary at %dx candidates, recall@10 %.3f)", s.Mode, s.Active, s.BinFactor, s.Recall)
 	}
-	return fmt.Sprintf("%s (active %t, using %s, recall@10 %.3f)", s.Mode, s.Active, s.Use, s.Recall)
+	return fmt.Sprintf("%s (active %t, using %s, re-scoring %dx, recall@10 %.3f)", s.Mode, s.Active, s.Use, s.Rescore, s.Recall)
 }
 
 // Quant reports the quantisation mode, whether it is in use and the last measured recall.
 func (ix *Index) Quant() QuantStatus {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return QuantStatus{Mode: ix.opt.Quant, Use: ix.scheme(), Active: ix.useQuant(), Recall: ix.recall, BinFactor: ix.binFactor}
+	return QuantStatus{Mode: ix.opt.Quant, Use: ix.scheme(), Active: ix.useQuant(), Recall: ix.recall, BinFactor: ix.binFactor, Rescore: ix.depth()}
 }
 
 // CheckRecall runs the recall check now (it also runs on every snapshot, binary codes recentred first)

@@ -454,3 +454,75 @@ func TestRecallCheckCountsTopTen(t *testing.T) {
 		t.Fatalf("recall %v", r)
 	}
 }
+
+// The recall check also chooses how deep the int8 path re-scores: the shallowest of 2, 4 ... Rescore
+// times k whose recall@10 holds. Well separated clusters need 2x, which then holds on other queries too;
+// tight ones need more. The snapshot keeps the choice for the setting it was measured under: a changed
+// setting is trusted until the next check, and a file from a build before the choice means the setting.
+func TestRecallCheckChoosesDepth(t *testing.T) {
+	const n, dim = 4000, 64
+	ctx := context.Background()
+	hard, _ := NewWith(dim, Options{Quant: "int8", MinRows: 1})
+	fill(t, hard, clustered(n, dim, 40, 0.02, 3), dim)
+	if r := hard.CheckRecall(); r < 0.99 || hard.Quant().Use != "int8" || hard.Quant().Rescore <= 2 {
+		t.Fatalf("tight clusters: recall %.3f, %+v; want int8 re-scoring deeper than 2x", r, hard.Quant())
+	}
+
+	path := filepath.Join(t.TempDir(), "vectors.bin")
+	open := func(rescore int) *Index {
+		t.Helper()
+		ix, err := OpenWith(path, dim, Options{Quant: "int8", MinRows: 1, Rescore: rescore})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	ix := open(8)
+	fill(t, ix, clustered(n, dim, 40, 0.5, 3), dim)
+	if err := ix.Close(); err != nil { // the snapshot runs the check
+		t.Fatal(err)
+	}
+	ix = open(8)
+	if st := ix.Quant(); st.Use != "int8" || st.Rescore != 2 || st.Recall < 0.99 {
+		t.Fatalf("separated clusters after reopening: %+v, want int8 at 2x", st)
+	}
+	queries := clustered(40, dim, 40, 0.5, 3) // the same centres, other points
+	var found, total int
+	for qi := range 40 {
+		q := queries[qi*dim : (qi+1)*dim]
+		got, _ := ix.Search(ctx, q, 10, rag.Filter{Tenant: "t"})
+		want, _ := ix.SearchExact(ctx, q, 10, rag.Filter{Tenant: "t"})
+		for _, h := range want {
+			total++
+			if slices.Contains(hitIDs(got), h.ID) {
+				found++
+			}
+		}
+	}
+	if r := float64(found) / float64(total); r < 0.99 {
+		t.Fatalf("recall@10 at the chosen depth on other queries %.3f", r)
+	}
+	ix.Close()
+	ix = open(16)
+	if st := ix.Quant(); st.Rescore != 16 {
+		t.Fatalf("another setting: %+v, want it trusted until the next check", st)
+	}
+	ix.Close()
+	// a header from a build before the choice: nothing after crcHeader
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if binary.LittleEndian.Uint32(b[32:]) != 8 || binary.LittleEndian.Uint32(b[68:]) != 2 {
+		t.Fatalf("header: setting %d, depth %d; want 8 and 2", binary.LittleEndian.Uint32(b[32:]), binary.LittleEndian.Uint32(b[68:]))
+	}
+	clear(b[68:76])
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix = open(8)
+	defer ix.Close()
+	if st := ix.Quant(); st.Use != "int8" || st.Rescore != 8 {
+		t.Fatalf("a file without a chosen depth: %+v, want the setting", st)
+	}
+}

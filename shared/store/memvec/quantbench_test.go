@@ -95,7 +95,7 @@ func quantSchemesAt(b *testing.B, n int) {
 	}
 	schemes := []scheme{
 		{"exact", func(q []float32) []scored { return ix.searchExact(q, 10, m) }},
-		{"int8", func(q []float32) []scored { return ix.searchQuant(q, 10, m) }},
+		{"int8", func(q []float32) []scored { return ix.searchQuant(q, 10, m, ix.rescore) }},
 		{"binary", func(q []float32) []scored { return ix.searchBinary(q, 10, m, binFactor) }},
 	}
 	for _, q := range queries[:2] { // warm: the exact scan reads the mapped rows into the page cache once
