@@ -148,10 +148,12 @@ test-lambda:
 ## bench: docmind bench with the peer libraries linked (tag bench_compare), results in docs/bench; then
 ## the Go micro-benchmarks. The million suite in it ingests 1,000,000 generated chunks and measures them
 ## in a fresh process (docs/bench/million.md: about 5 GB free in $TMPDIR and 10 GiB of memory, an hour on a loaded machine;
-## `docmind bench --suite million --chunks 100000` for the 100k figures)
+## `docmind bench --suite million --chunks 100000` for the 100k figures). memvec's BenchmarkQuantSchemes
+## builds a 100k and a 1M index in its one iteration (about 11 GB free in $MEMVEC_BENCH_DIR or $TMPDIR)
 bench:
 	$(GO) run -tags bench_compare ./cmd/docmind bench --out docs/bench
-	$(GO) test -run '^$$' -bench . -benchtime 20x -count 5 ./shared/store/memvec
+	$(GO) test -run '^$$' -bench Search100k -benchtime 20x -count 5 ./shared/store/memvec
+	$(GO) test -run '^$$' -bench QuantSchemes -benchtime 1x -timeout 2h ./shared/store/memvec
 	$(GO) test -run '^$$' -bench . -count 5 ./shared/chunk
 	$(GO) test -run '^$$' -bench . -benchtime 300x -count 5 ./shared/ingest
 	$(GO) test -run '^$$' -bench . -benchtime 300x -count 3 ./shared/retrieve
